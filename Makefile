@@ -1,0 +1,30 @@
+# Fresh machine: `make demo` runs the main job, `make test` runs every test.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+
+.PHONY: demo test pytest lit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+test: pytest lit
+
+pytest: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) tests
+
+lit: $(STAMP)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -v filecheck
+
+bench: $(STAMP)
+	$(VENV)/bin/mlfuse-bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info
