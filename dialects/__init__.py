@@ -1,0 +1,1 @@
+"""mlfuse's dialects: graph (tensors), fusion (kernels), loop (affine loop nests), kernel (GPU)."""

@@ -1,0 +1,1076 @@
+"""The `graph` dialect: tensor-level operations with value semantics.
+
+Every op works on statically shaped `tensor<...>` values. Elementwise ops take
+operands of identical type (builders and importers insert explicit
+`graph.broadcast`s), so that the shape of every value is known without
+broadcasting rules and later levels can map each op to an affine loop nest.
+
+    %b = graph.broadcast %bias {dims = array<i64: 1>} : tensor<8xf32> -> tensor<4x8xf32>
+    %s = graph.add %x, %b : tensor<4x8xf32>
+    %m = graph.reduce_max %s {axes = array<i64: 1>, keepdims} : tensor<4x8xf32> -> tensor<4x1xf32>
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
+from xdsl.utils.exceptions import VerifyException
+
+FLOAT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
+SUPPORTED_INT_WIDTHS = (1, 32, 64)
+
+
+# ---------------------------------------------------------------------------
+# helpers shared by the verifiers
+# ---------------------------------------------------------------------------
+
+
+def tensor_of(value: SSAValue | Attribute) -> TensorType:
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return t
+
+
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    return tuple(tensor_of(value).get_shape())
+
+
+def element_type_of(value: SSAValue | Attribute) -> Attribute:
+    return tensor_of(value).get_element_type()
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, FLOAT_TYPES)
+
+
+def is_int(t: Attribute) -> bool:
+    return isinstance(t, IntegerType)
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def check_tensor(op: Operation, what: str, t: Attribute) -> None:
+    if not isinstance(t, TensorType):
+        raise VerifyException(f"'{op.name}' {what} must be a tensor, got {t}")
+    if any(d < 0 for d in t.get_shape()):
+        raise VerifyException(
+            f"'{op.name}' {what} must have a static shape, got {t}"
+        )
+    el = t.get_element_type()
+    if not (is_float(el) or (is_int(el) and el.width.data in SUPPORTED_INT_WIDTHS)):
+        raise VerifyException(
+            f"'{op.name}' {what} has unsupported element type {el} "
+            "(expected f16, bf16, f32, f64, i1, i32 or i64)"
+        )
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def check_axes(op: Operation, name: str, axes: Sequence[int], rank: int) -> None:
+    for a in axes:
+        if not 0 <= a < rank:
+            raise VerifyException(
+                f"'{op.name}' {name} entry {a} is out of range for rank {rank}"
+            )
+    if len(set(axes)) != len(axes):
+        raise VerifyException(f"'{op.name}' {name} has repeated entries {list(axes)}")
+
+
+def _canonicalization(patterns_fn: str):
+    """Trait hooking a module-level function of `graph_canonicalize` into canonicalize."""
+
+    class _Trait(HasCanonicalizationPatternsTrait):
+        @classmethod
+        def get_canonicalization_patterns(cls):
+            from mlfuse.dialects import graph_canonicalize
+
+            return getattr(graph_canonicalize, patterns_fn)()
+
+    _Trait.__name__ = f"Canonicalize_{patterns_fn}"
+    return _Trait()
+
+
+# ---------------------------------------------------------------------------
+# elementwise
+# ---------------------------------------------------------------------------
+
+
+class UnaryElementwiseOp(IRDLOperation):
+    """Base: one operand, result of the same type."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input)"
+    irdl_options = (ParsePropInAttrDict(),)
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    def __init__(self, input: SSAValue, attributes: dict[str, Attribute] | None = None):
+        super().__init__(
+            operands=[input], result_types=[input.type], attributes=attributes or {}
+        )
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        el = element_type_of(self.input)
+        if self.FLOAT_ONLY and not is_float(el):
+            raise VerifyException(
+                f"'{self.name}' expects a floating-point tensor, got element type {el}"
+            )
+        if not self.FLOAT_ONLY and el == i1:
+            raise VerifyException(f"'{self.name}' does not accept i1 tensors")
+
+
+@irdl_op_definition
+class NegOp(UnaryElementwiseOp):
+    name = "graph.neg"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class AbsOp(UnaryElementwiseOp):
+    name = "graph.abs"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ExpOp(UnaryElementwiseOp):
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryElementwiseOp):
+    name = "graph.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryElementwiseOp):
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryElementwiseOp):
+    name = "graph.rsqrt"
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryElementwiseOp):
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class TanhOp(UnaryElementwiseOp):
+    name = "graph.tanh"
+
+
+@irdl_op_definition
+class ErfOp(UnaryElementwiseOp):
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryElementwiseOp):
+    name = "graph.sigmoid"
+
+
+@irdl_op_definition
+class ReluOp(UnaryElementwiseOp):
+    name = "graph.relu"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class GeluOp(UnaryElementwiseOp):
+    """GELU; `approximate = "tanh"` selects the tanh form, otherwise the erf form."""
+
+    name = "graph.gelu"
+    approximate = opt_prop_def(StringAttr)
+    assembly_format = "$input attr-dict `:` type($input)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, input: SSAValue, approximate: str = "none"):
+        IRDLOperation.__init__(
+            self,
+            operands=[input],
+            result_types=[input.type],
+            properties={"approximate": StringAttr(approximate)},
+        )
+
+    @property
+    def form(self) -> str:
+        return self.approximate.data if self.approximate is not None else "none"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.form not in ("none", "tanh"):
+            raise VerifyException(
+                f"'graph.gelu' approximate must be \"none\" or \"tanh\", got \"{self.form}\""
+            )
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Elementwise conversion of the element type (float<->int truncates towards zero)."""
+
+    name = "graph.cast"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), _canonicalization("cast_patterns"))
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, input: SSAValue, element_type: Attribute):
+        t = tensor_of(input)
+        super().__init__(
+            operands=[input], result_types=[TensorType(element_type, t.get_shape())]
+        )
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        if shape_of(self.input) != shape_of(self.result):
+            raise VerifyException(
+                f"'graph.cast' changes the shape from {fmt_shape(shape_of(self.input))} "
+                f"to {fmt_shape(shape_of(self.result))}; only the element type may change"
+            )
+
+
+class BinaryElementwiseOp(IRDLOperation):
+    """Base: two operands and the result all of one type."""
+
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.lhs.type)
+        el = element_type_of(self.lhs)
+        if self.FLOAT_ONLY and not is_float(el):
+            raise VerifyException(
+                f"'{self.name}' expects a floating-point tensor, got element type {el}"
+            )
+
+
+@irdl_op_definition
+class AddOp(BinaryElementwiseOp):
+    name = "graph.add"
+
+
+@irdl_op_definition
+class SubOp(BinaryElementwiseOp):
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryElementwiseOp):
+    name = "graph.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryElementwiseOp):
+    """Division; on integers it truncates towards zero (C semantics)."""
+
+    name = "graph.div"
+
+
+@irdl_op_definition
+class MaxOp(BinaryElementwiseOp):
+    name = "graph.max"
+
+
+@irdl_op_definition
+class MinOp(BinaryElementwiseOp):
+    name = "graph.min"
+
+
+@irdl_op_definition
+class PowOp(BinaryElementwiseOp):
+    name = "graph.pow"
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@irdl_op_definition
+class CompareOp(IRDLOperation):
+    """Elementwise comparison producing an i1 tensor: `graph.compare lt, %a, %b`."""
+
+    name = "graph.compare"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    predicate = prop_def(StringAttr)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[TensorType(i1, shape_of(lhs))],
+            properties={"predicate": StringAttr(predicate)},
+        )
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.lhs.type)
+        if self.predicate.data not in COMPARE_PREDICATES:
+            raise VerifyException(
+                f"'graph.compare' predicate must be one of {', '.join(COMPARE_PREDICATES)}, "
+                f"got '{self.predicate.data}'"
+            )
+        rt = tensor_of(self.result)
+        if rt.get_element_type() != i1 or shape_of(self.result) != shape_of(self.lhs):
+            raise VerifyException(
+                f"'graph.compare' result must be tensor<{fmt_shape(shape_of(self.lhs))}xi1>, got {rt}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CompareOp:
+        pos = parser.pos
+        pred = parser.parse_identifier(" (comparison predicate)")
+        if pred not in COMPARE_PREDICATES:
+            parser.raise_error(
+                f"unknown comparison predicate '{pred}' (expected one of "
+                f"{', '.join(COMPARE_PREDICATES)})",
+                pos,
+                parser.pos,
+            )
+        parser.parse_punctuation(",")
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        operands = parser.resolve_operands([lhs, rhs], [t, t], parser.pos)
+        op = cls(pred, operands[0], operands[1]) if isinstance(t, TensorType) else None
+        if op is None:
+            parser.raise_error(f"'graph.compare' operands must be tensors, got {t}")
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.predicate.data}, ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.lhs.type)
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """`select(cond, a, b)`: elementwise `cond ? a : b`."""
+
+    name = "graph.select"
+    T: ClassVar = VarConstraint("T", base(TensorType))
+    cond = operand_def(TensorType)
+    true_value = operand_def(T)
+    false_value = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$cond `,` $true_value `,` $false_value attr-dict `:` type($cond) `,` type($result)"
+    )
+
+    def __init__(self, cond: SSAValue, a: SSAValue, b: SSAValue):
+        super().__init__(operands=[cond, a, b], result_types=[a.type])
+
+    def verify_(self) -> None:
+        check_tensor(self, "condition", self.cond.type)
+        check_tensor(self, "operand", self.true_value.type)
+        if element_type_of(self.cond) != i1:
+            raise VerifyException(
+                f"'graph.select' condition must have element type i1, got {element_type_of(self.cond)}"
+            )
+        if shape_of(self.cond) != shape_of(self.result):
+            raise VerifyException(
+                f"'graph.select' condition shape {fmt_shape(shape_of(self.cond))} differs "
+                f"from value shape {fmt_shape(shape_of(self.result))}"
+            )
+
+
+# ---------------------------------------------------------------------------
+# broadcast
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BroadcastOp(IRDLOperation):
+    """Broadcast in the style of stablehlo.broadcast_in_dim.
+
+    Operand dimension `i` maps to result dimension `dims[i]` (strictly increasing);
+    it must have size 1 (stretched) or the result's size. Result dimensions not
+    named in `dims` are new.
+    """
+
+    name = "graph.broadcast"
+    input = operand_def(TensorType)
+    dims = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), _canonicalization("broadcast_patterns"))
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, input: SSAValue, dims: Sequence[int], shape: Sequence[int]):
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(element_type_of(input), list(shape))],
+            properties={"dims": i64_array(dims)},
+        )
+
+    @property
+    def dim_map(self) -> tuple[int, ...]:
+        return tuple(self.dims.get_values())
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        if element_type_of(self.input) != element_type_of(self.result):
+            raise VerifyException(
+                f"'graph.broadcast' changes the element type from "
+                f"{element_type_of(self.input)} to {element_type_of(self.result)}"
+            )
+        ins, outs, dims = shape_of(self.input), shape_of(self.result), self.dim_map
+        if len(dims) != len(ins):
+            raise VerifyException(
+                f"'graph.broadcast' dims has {len(dims)} entries but the operand has rank {len(ins)}"
+            )
+        if any(b <= a for a, b in zip(dims, dims[1:])):
+            raise VerifyException(
+                f"'graph.broadcast' dims must be strictly increasing, got {list(dims)}"
+            )
+        check_axes(self, "dims", dims, len(outs))
+        for i, (d, size) in enumerate(zip(dims, ins)):
+            if size not in (1, outs[d]):
+                raise VerifyException(
+                    f"'graph.broadcast' operand dimension {i} of size {size} cannot "
+                    f"broadcast to result dimension {d} of size {outs[d]}"
+                )
+
+
+# ---------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------
+
+
+class ReduceOp(IRDLOperation):
+    """Base: reduce over `axes`; `keepdims` keeps them with size 1."""
+
+    input = operand_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    keepdims = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+    KIND: ClassVar[str]
+
+    def __init__(self, input: SSAValue, axes: Sequence[int], keepdims: bool = False):
+        shape = shape_of(input)
+        axes = sorted(a % len(shape) if shape else a for a in axes)
+        out = reduced_shape(shape, axes, keepdims)
+        props: dict[str, Attribute] = {"axes": i64_array(axes)}
+        if keepdims:
+            props["keepdims"] = UnitAttr()
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(element_type_of(input), out)],
+            properties=props,
+        )
+
+    @property
+    def reduce_axes(self) -> tuple[int, ...]:
+        return tuple(self.axes.get_values())
+
+    @property
+    def keeps_dims(self) -> bool:
+        return self.keepdims is not None
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        shape = shape_of(self.input)
+        check_axes(self, "axes", self.reduce_axes, len(shape))
+        if element_type_of(self.input) != element_type_of(self.result):
+            raise VerifyException(
+                f"'{self.name}' changes the element type from "
+                f"{element_type_of(self.input)} to {element_type_of(self.result)}"
+            )
+        if element_type_of(self.input) == i1:
+            raise VerifyException(f"'{self.name}' does not accept i1 tensors")
+        expected = reduced_shape(shape, self.reduce_axes, self.keeps_dims)
+        if shape_of(self.result) != tuple(expected):
+            raise VerifyException(
+                f"'{self.name}' over axes {list(self.reduce_axes)} of "
+                f"{fmt_shape(shape)} must produce {fmt_shape(expected)}, "
+                f"got {fmt_shape(shape_of(self.result))}"
+            )
+
+
+def reduced_shape(
+    shape: Sequence[int], axes: Sequence[int], keepdims: bool
+) -> list[int]:
+    if keepdims:
+        return [1 if i in axes else d for i, d in enumerate(shape)]
+    return [d for i, d in enumerate(shape) if i not in axes]
+
+
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    name = "graph.reduce_sum"
+    KIND: ClassVar[str] = "sum"
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    name = "graph.reduce_max"
+    KIND: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    name = "graph.reduce_min"
+    KIND: ClassVar[str] = "min"
+
+
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    name = "graph.reduce_mean"
+    KIND: ClassVar[str] = "mean"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not is_float(element_type_of(self.input)):
+            raise VerifyException("'graph.reduce_mean' expects a floating-point tensor")
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    name = "graph.reduce_prod"
+    KIND: ClassVar[str] = "prod"
+
+
+# ---------------------------------------------------------------------------
+# injective (data movement)
+# ---------------------------------------------------------------------------
+
+
+class SameElementTypeOp(IRDLOperation):
+    def _check_element_type(self, input: SSAValue, result: SSAValue) -> None:
+        if element_type_of(input) != element_type_of(result):
+            raise VerifyException(
+                f"'{self.name}' changes the element type from "
+                f"{element_type_of(input)} to {element_type_of(result)}"
+            )
+
+
+@irdl_op_definition
+class TransposeOp(SameElementTypeOp):
+    """result[i_perm[0], ...] layout: result dim k is operand dim perm[k]."""
+
+    name = "graph.transpose"
+    input = operand_def(TensorType)
+    perm = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), _canonicalization("transpose_patterns"))
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, input: SSAValue, perm: Sequence[int]):
+        shape = shape_of(input)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(element_type_of(input), [shape[p] for p in perm])],
+            properties={"perm": i64_array(perm)},
+        )
+
+    @property
+    def permutation(self) -> tuple[int, ...]:
+        return tuple(self.perm.get_values())
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        self._check_element_type(self.input, self.result)
+        shape, perm = shape_of(self.input), self.permutation
+        if sorted(perm) != list(range(len(shape))):
+            raise VerifyException(
+                f"'graph.transpose' perm {list(perm)} is not a permutation of 0..{len(shape) - 1}"
+            )
+        expected = [shape[p] for p in perm]
+        if list(shape_of(self.result)) != expected:
+            raise VerifyException(
+                f"'graph.transpose' with perm {list(perm)} of {fmt_shape(shape)} must produce "
+                f"{fmt_shape(expected)}, got {fmt_shape(shape_of(self.result))}"
+            )
+
+
+@irdl_op_definition
+class ReshapeOp(SameElementTypeOp):
+    """Row-major reshape to a result type with the same number of elements."""
+
+    name = "graph.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), _canonicalization("reshape_patterns"))
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, input: SSAValue, shape: Sequence[int]):
+        super().__init__(
+            operands=[input], result_types=[TensorType(element_type_of(input), list(shape))]
+        )
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        self._check_element_type(self.input, self.result)
+        a, b = math.prod(shape_of(self.input)), math.prod(shape_of(self.result))
+        if a != b:
+            raise VerifyException(
+                f"'graph.reshape' cannot reshape {fmt_shape(shape_of(self.input))} ({a} elements) "
+                f"to {fmt_shape(shape_of(self.result))} ({b} elements)"
+            )
+
+
+@irdl_op_definition
+class SliceOp(SameElementTypeOp):
+    """Static strided slice: result[i] = input[start + i * step] per dimension."""
+
+    name = "graph.slice"
+    input = operand_def(TensorType)
+    start = prop_def(DenseArrayBase)
+    stop = prop_def(DenseArrayBase)
+    step = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        input: SSAValue,
+        start: Sequence[int],
+        stop: Sequence[int],
+        step: Sequence[int] | None = None,
+    ):
+        step = list(step) if step is not None else [1] * len(start)
+        shape = slice_shape(start, stop, step)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(element_type_of(input), shape)],
+            properties={
+                "start": i64_array(start),
+                "stop": i64_array(stop),
+                "step": i64_array(step),
+            },
+        )
+
+    @property
+    def bounds(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        return (
+            tuple(self.start.get_values()),
+            tuple(self.stop.get_values()),
+            tuple(self.step.get_values()),
+        )
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        self._check_element_type(self.input, self.result)
+        shape = shape_of(self.input)
+        start, stop, step = self.bounds
+        if not len(start) == len(stop) == len(step) == len(shape):
+            raise VerifyException(
+                f"'graph.slice' start, stop and step must each have {len(shape)} entries "
+                f"(the operand rank), got {len(start)}, {len(stop)}, {len(step)}"
+            )
+        for d, (a, b, s, n) in enumerate(zip(start, stop, step, shape)):
+            if s < 1:
+                raise VerifyException(f"'graph.slice' step in dimension {d} must be >= 1, got {s}")
+            if not (0 <= a <= b <= n):
+                raise VerifyException(
+                    f"'graph.slice' bounds [{a}, {b}) in dimension {d} are outside 0..{n}"
+                )
+        expected = slice_shape(start, stop, step)
+        if list(shape_of(self.result)) != expected:
+            raise VerifyException(
+                f"'graph.slice' must produce {fmt_shape(expected)}, got {fmt_shape(shape_of(self.result))}"
+            )
+
+
+def slice_shape(start: Sequence[int], stop: Sequence[int], step: Sequence[int]) -> list[int]:
+    return [max(0, -(-(b - a) // s)) for a, b, s in zip(start, stop, step)]
+
+
+@irdl_op_definition
+class PadOp(SameElementTypeOp):
+    """Constant padding: `low[d]` elements before and `high[d]` after dimension d."""
+
+    name = "graph.pad"
+    input = operand_def(TensorType)
+    low = prop_def(DenseArrayBase)
+    high = prop_def(DenseArrayBase)
+    value = prop_def(AnyAttr())
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self, input: SSAValue, low: Sequence[int], high: Sequence[int], value: float = 0.0
+    ):
+        el = element_type_of(input)
+        shape = [n + a + b for n, a, b in zip(shape_of(input), low, high)]
+        value_attr = FloatAttr(float(value), el) if is_float(el) else IntegerAttr(int(value), el)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(el, shape)],
+            properties={"low": i64_array(low), "high": i64_array(high), "value": value_attr},
+        )
+
+    @property
+    def padding(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        return tuple(self.low.get_values()), tuple(self.high.get_values())
+
+    @property
+    def pad_value(self) -> float | int:
+        assert isinstance(self.value, FloatAttr | IntegerAttr)
+        return self.value.value.data
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        self._check_element_type(self.input, self.result)
+        shape = shape_of(self.input)
+        low, high = self.padding
+        if not len(low) == len(high) == len(shape):
+            raise VerifyException(
+                f"'graph.pad' low and high must each have {len(shape)} entries, got {len(low)} and {len(high)}"
+            )
+        if any(p < 0 for p in low + high):
+            raise VerifyException("'graph.pad' padding amounts must be non-negative")
+        el = element_type_of(self.input)
+        if not isinstance(self.value, FloatAttr | IntegerAttr) or self.value.type != el:
+            raise VerifyException(
+                f"'graph.pad' value must be a scalar attribute of type {el}, got {self.value}"
+            )
+        expected = [n + a + b for n, a, b in zip(shape, low, high)]
+        if list(shape_of(self.result)) != expected:
+            raise VerifyException(
+                f"'graph.pad' must produce {fmt_shape(expected)}, got {fmt_shape(shape_of(self.result))}"
+            )
+
+
+@irdl_op_definition
+class ConcatOp(SameElementTypeOp):
+    """Concatenation along `axis`."""
+
+    name = "graph.concat"
+    inputs = var_operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$inputs attr-dict `:` `(` type($inputs) `)` `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, inputs: Sequence[SSAValue], axis: int):
+        shape = list(shape_of(inputs[0]))
+        shape[axis] = sum(shape_of(v)[axis] for v in inputs)
+        super().__init__(
+            operands=[list(inputs)],
+            result_types=[TensorType(element_type_of(inputs[0]), shape)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    @property
+    def concat_axis(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("'graph.concat' needs at least one operand")
+        for v in self.inputs:
+            check_tensor(self, "operand", v.type)
+            self._check_element_type(v, self.result)
+        check_tensor(self, "result", self.result.type)
+        first = shape_of(self.inputs[0])
+        axis = self.concat_axis
+        if not 0 <= axis < len(first):
+            raise VerifyException(f"'graph.concat' axis {axis} is out of range for rank {len(first)}")
+        for i, v in enumerate(self.inputs):
+            s = shape_of(v)
+            if len(s) != len(first) or any(
+                a != b for d, (a, b) in enumerate(zip(s, first)) if d != axis
+            ):
+                raise VerifyException(
+                    f"'graph.concat' operand {i} of shape {fmt_shape(s)} does not match "
+                    f"{fmt_shape(first)} outside axis {axis}"
+                )
+        expected = list(first)
+        expected[axis] = sum(shape_of(v)[axis] for v in self.inputs)
+        if list(shape_of(self.result)) != expected:
+            raise VerifyException(
+                f"'graph.concat' must produce {fmt_shape(expected)}, got {fmt_shape(shape_of(self.result))}"
+            )
+
+
+# ---------------------------------------------------------------------------
+# contractions
+# ---------------------------------------------------------------------------
+
+
+class ContractionOp(IRDLOperation):
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+    )
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        a, b = shape_of(lhs), shape_of(rhs)
+        super().__init__(
+            operands=[lhs, rhs],
+            result_types=[TensorType(element_type_of(lhs), [*a[:-1], b[-1]])],
+        )
+
+    def _verify_contraction(self, min_rank: int, max_rank: int | None) -> None:
+        for what, v in (("lhs", self.lhs), ("rhs", self.rhs)):
+            check_tensor(self, what, v.type)
+        check_tensor(self, "result", self.result.type)
+        a, b = shape_of(self.lhs), shape_of(self.rhs)
+        ea, eb = element_type_of(self.lhs), element_type_of(self.rhs)
+        if ea != eb or ea != element_type_of(self.result):
+            raise VerifyException(
+                f"'{self.name}' element types differ: {ea}, {eb} -> {element_type_of(self.result)}"
+            )
+        if ea == i1:
+            raise VerifyException(f"'{self.name}' does not accept i1 tensors")
+        if len(a) != len(b) or len(a) < min_rank or (max_rank and len(a) > max_rank):
+            want = f"rank {min_rank}" if max_rank == min_rank else f"equal ranks >= {min_rank}"
+            raise VerifyException(
+                f"'{self.name}' expects operands of {want}, got {fmt_shape(a)} and {fmt_shape(b)}"
+            )
+        if a[:-2] != b[:-2]:
+            raise VerifyException(
+                f"'{self.name}' batch dimensions differ: {fmt_shape(a[:-2])} vs {fmt_shape(b[:-2])}"
+            )
+        if a[-1] != b[-2]:
+            raise VerifyException(
+                f"'{self.name}' contraction sizes differ: lhs {fmt_shape(a)} has K={a[-1]}, "
+                f"rhs {fmt_shape(b)} has K={b[-2]}"
+            )
+        expected = [*a[:-1], b[-1]]
+        if list(shape_of(self.result)) != expected:
+            raise VerifyException(
+                f"'{self.name}' must produce {fmt_shape(expected)}, got {fmt_shape(shape_of(self.result))}"
+            )
+
+
+@irdl_op_definition
+class MatmulOp(ContractionOp):
+    """2-D matrix product: (M x K) . (K x N) -> (M x N)."""
+
+    name = "graph.matmul"
+
+    def verify_(self) -> None:
+        self._verify_contraction(2, 2)
+
+
+@irdl_op_definition
+class BatchMatmulOp(ContractionOp):
+    """Batched matrix product over identical leading batch dimensions."""
+
+    name = "graph.batch_matmul"
+
+    def verify_(self) -> None:
+        self._verify_contraction(3, None)
+
+
+# ---------------------------------------------------------------------------
+# constants
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A dense or splat tensor constant: `graph.constant dense<1.0> : tensor<4xf32>`."""
+
+    name = "graph.constant"
+    value = prop_def(DenseIntOrFPElementsAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, value: DenseIntOrFPElementsAttr):
+        super().__init__(result_types=[value.type], properties={"value": value})
+
+    @staticmethod
+    def from_numpy(array: np.ndarray, element_type: Attribute) -> ConstantOp:
+        return ConstantOp(dense_attr(array, element_type))
+
+    def to_numpy(self) -> np.ndarray:
+        return dense_to_numpy(self.value)
+
+    def verify_(self) -> None:
+        check_tensor(self, "result", self.result.type)
+        if self.value.type != self.result.type:
+            raise VerifyException(
+                f"'graph.constant' value type {self.value.type} differs from result type {self.result.type}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        pos = parser.pos
+        attrs = parser.parse_optional_attr_dict()
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error(
+                "'graph.constant' expects a dense elements attribute such as "
+                "dense<1.0> : tensor<4xf32>",
+                pos,
+                parser.pos,
+            )
+        op = cls(value)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
+
+
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+    "i1": np.dtype(np.bool_),
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+}
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype that holds values of an element type (bf16 is held as f32)."""
+    if isinstance(element_type, BFloat16Type):
+        return np.dtype(np.float32)
+    key = str(element_type)
+    if key not in NUMPY_DTYPES:
+        raise ValueError(f"no numpy dtype for element type {element_type}")
+    return NUMPY_DTYPES[key]
+
+
+def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    shape = attr.get_shape()
+    values = np.array(attr.get_values(), dtype=numpy_dtype(attr.get_element_type()))
+    if values.size == 1:
+        return np.full(shape, values.reshape(()), dtype=values.dtype)
+    return values.reshape(shape)
+
+
+def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElementsAttr:
+    t = TensorType(element_type, list(array.shape))
+    flat = np.asarray(array).reshape(-1)
+    if flat.size > 0 and np.all(flat == flat[0]):
+        flat = flat[:1]  # splat
+    if is_float(element_type):
+        return DenseIntOrFPElementsAttr.from_list(t, [float(v) for v in flat])
+    return DenseIntOrFPElementsAttr.from_list(t, [int(v) for v in flat])
+
+
+Graph = Dialect(
+    "graph",
+    [
+        NegOp,
+        AbsOp,
+        ExpOp,
+        LogOp,
+        SqrtOp,
+        RsqrtOp,
+        ReciprocalOp,
+        TanhOp,
+        ErfOp,
+        SigmoidOp,
+        ReluOp,
+        GeluOp,
+        CastOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        MaxOp,
+        MinOp,
+        PowOp,
+        CompareOp,
+        SelectOp,
+        BroadcastOp,
+        ReduceSumOp,
+        ReduceMaxOp,
+        ReduceMinOp,
+        ReduceMeanOp,
+        ReduceProdOp,
+        TransposeOp,
+        ReshapeOp,
+        SliceOp,
+        PadOp,
+        ConcatOp,
+        MatmulOp,
+        BatchMatmulOp,
+        ConstantOp,
+    ],
+    [],
+)

@@ -1,0 +1,1 @@
+"""mlfuse: an MLIR-style fusion compiler on xDSL."""

@@ -1,0 +1,31 @@
+"""Contexts and parsing: one place that knows every dialect mlfuse understands."""
+
+from __future__ import annotations
+
+import os
+
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from mlfuse.universe import MLFUSE_DIALECTS
+
+
+def make_context() -> Context:
+    """A context with every xDSL dialect and mlfuse's own, loaded lazily."""
+    ctx = Context()
+    for name, factory in {**get_all_dialects(), **MLFUSE_DIALECTS}.items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse_module(source: str, ctx: Context | None = None, name: str = "<input>") -> ModuleOp:
+    """Parse and verify a module given as text or as a path to a `.mlir` file."""
+    if "\n" not in source and source.endswith(".mlir") and os.path.exists(source):
+        name = source
+        with open(source) as f:
+            source = f.read()
+    module = Parser(ctx or make_context(), source, name).parse_module()
+    module.verify()
+    return module

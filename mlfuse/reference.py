@@ -1,0 +1,264 @@
+"""A numpy interpreter of the graph and fusion dialects: the oracle of every numerical test.
+
+Each op is evaluated with plain numpy in the tensor's own dtype (bf16 is held as
+f32), so the reference says what the IR means, not how fast it can be computed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import special
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+
+from mlfuse.dialects import fusion, graph
+
+Evaluator = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
+EVALUATORS: dict[type[Operation], Evaluator] = {}
+
+
+class ReferenceError(Exception):
+    """The module cannot be interpreted (unknown op, wrong inputs)."""
+
+
+def evaluates(*op_types: type[Operation]):
+    def register(fn: Evaluator) -> Evaluator:
+        for t in op_types:
+            EVALUATORS[t] = fn
+        return fn
+
+    return register
+
+
+def _result_dtype(op: Operation, index: int = 0) -> np.dtype:
+    t = op.results[index].type
+    assert isinstance(t, TensorType)
+    return graph.numpy_dtype(t.get_element_type())
+
+
+# --- elementwise --------------------------------------------------------------
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
+    graph.NegOp: np.negative,
+    graph.AbsOp: np.abs,
+    graph.ExpOp: np.exp,
+    graph.LogOp: np.log,
+    graph.SqrtOp: np.sqrt,
+    graph.RsqrtOp: lambda x: 1 / np.sqrt(x),
+    graph.ReciprocalOp: lambda x: 1 / x,
+    graph.TanhOp: np.tanh,
+    graph.ErfOp: special.erf,
+    graph.SigmoidOp: special.expit,
+    graph.ReluOp: lambda x: np.maximum(x, np.zeros((), x.dtype)),
+}
+
+
+def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
+    half = x.dtype.type(0.5)
+    if approximate == "tanh":
+        inner = x.dtype.type(SQRT_2_OVER_PI) * (x + x.dtype.type(0.044715) * x * x * x)
+        return half * x * (1 + np.tanh(inner))
+    return half * x * (1 + special.erf(x / x.dtype.type(math.sqrt(2.0))))
+
+
+def int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C-style integer division (truncates towards zero)."""
+    q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
+    return (q * np.sign(a) * np.sign(b)).astype(a.dtype)
+
+
+BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    graph.AddOp: np.add,
+    graph.SubOp: np.subtract,
+    graph.MulOp: np.multiply,
+    graph.DivOp: lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else int_divide(a, b),
+    graph.MaxOp: np.maximum,
+    graph.MinOp: np.minimum,
+    graph.PowOp: np.power,
+}
+
+COMPARE = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+@evaluates(*UNARY)
+def _unary(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+    with np.errstate(all="ignore"):
+        return [np.asarray(UNARY[type(op)](args[0])).astype(args[0].dtype, copy=False)]
+
+
+@evaluates(graph.GeluOp)
+def _gelu(op: graph.GeluOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    with np.errstate(all="ignore"):
+        return [gelu(args[0], op.form).astype(args[0].dtype, copy=False)]
+
+
+@evaluates(*BINARY)
+def _binary(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+    with np.errstate(all="ignore"):
+        return [np.asarray(BINARY[type(op)](*args)).astype(args[0].dtype, copy=False)]
+
+
+@evaluates(graph.CompareOp)
+def _compare(op: graph.CompareOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [COMPARE[op.predicate.data](*args)]
+
+
+@evaluates(graph.SelectOp)
+def _select(op: graph.SelectOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.where(*args)]
+
+
+@evaluates(graph.CastOp)
+def _cast(op: graph.CastOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    dtype = _result_dtype(op)
+    x = args[0]
+    if dtype == np.bool_:
+        return [x != 0]
+    with np.errstate(all="ignore"):
+        if dtype.kind == "i" and x.dtype.kind == "f":
+            x = np.trunc(x)
+        return [x.astype(dtype)]
+
+
+# --- broadcast, reductions ------------------------------------------------------
+
+
+@evaluates(graph.BroadcastOp)
+def _broadcast(op: graph.BroadcastOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    out_shape = graph.shape_of(op.result)
+    expanded = [1] * len(out_shape)
+    for src, dst in enumerate(op.dim_map):
+        expanded[dst] = args[0].shape[src]
+    return [np.broadcast_to(args[0].reshape(expanded), out_shape).copy()]
+
+
+REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean, "prod": np.prod}
+
+
+@evaluates(graph.ReduceSumOp, graph.ReduceMaxOp, graph.ReduceMinOp, graph.ReduceMeanOp, graph.ReduceProdOp)
+def _reduce(op: graph.ReduceOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    r = REDUCERS[op.KIND](x, axis=op.reduce_axes, keepdims=op.keeps_dims)
+    return [np.asarray(r).astype(x.dtype, copy=False).reshape(graph.shape_of(op.result))]
+
+
+# --- injective ------------------------------------------------------------------
+
+
+@evaluates(graph.TransposeOp)
+def _transpose(op: graph.TransposeOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.ascontiguousarray(np.transpose(args[0], op.permutation))]
+
+
+@evaluates(graph.ReshapeOp)
+def _reshape(op: graph.ReshapeOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [args[0].reshape(graph.shape_of(op.result))]
+
+
+@evaluates(graph.SliceOp)
+def _slice(op: graph.SliceOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    index = tuple(slice(a, b, s) for a, b, s in zip(*op.bounds))
+    return [args[0][index].copy()]
+
+
+@evaluates(graph.PadOp)
+def _pad(op: graph.PadOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    low, high = op.padding
+    return [np.pad(args[0], list(zip(low, high)), constant_values=op.pad_value)]
+
+
+@evaluates(graph.ConcatOp)
+def _concat(op: graph.ConcatOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.concatenate(args, axis=op.concat_axis)]
+
+
+@evaluates(graph.MatmulOp, graph.BatchMatmulOp)
+def _matmul(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [np.matmul(*args).astype(args[0].dtype, copy=False)]
+
+
+@evaluates(graph.ConstantOp)
+def _constant(op: graph.ConstantOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    return [op.to_numpy()]
+
+
+# --- regions ----------------------------------------------------------------------
+
+
+def run_block(block: Block, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Evaluate a block whose arguments are bound to `inputs`; returns the terminator's operands."""
+    env: dict[SSAValue, np.ndarray] = dict(zip(block.args, inputs))
+    for op in block.ops:
+        args = [env[v] for v in op.operands]
+        if isinstance(op, func.ReturnOp | fusion.YieldOp):
+            return args
+        if isinstance(op, fusion.GroupOp):
+            results = run_block(op.block, args)
+        elif type(op) in EVALUATORS:
+            results = EVALUATORS[type(op)](op, args)
+        else:
+            raise ReferenceError(f"the reference interpreter has no semantics for '{op.name}'")
+        for value, array in zip(op.results, results, strict=True):
+            env[value] = array
+    raise ReferenceError("block has no terminator")
+
+
+def find_function(module: ModuleOp, entry: str) -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            return op
+    names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
+    raise ReferenceError(f"no function '@{entry}' in module (functions: {', '.join(names) or 'none'})")
+
+
+def check_inputs(fn: func.FuncOp, arrays: Sequence[Any]) -> list[np.ndarray]:
+    """Check count, shapes and dtypes of call arguments against the signature."""
+    types = fn.function_type.inputs.data
+    if len(arrays) != len(types):
+        raise ValueError(f"@{fn.sym_name.data} takes {len(types)} arguments, got {len(arrays)}")
+    checked = []
+    for i, (a, t) in enumerate(zip(arrays, types)):
+        assert isinstance(t, TensorType)
+        a = np.asarray(a)
+        shape, dtype = tuple(t.get_shape()), graph.numpy_dtype(t.get_element_type())
+        if a.shape != shape:
+            raise ValueError(
+                f"argument {i} of @{fn.sym_name.data} must have shape {shape}, got {a.shape}"
+            )
+        if a.dtype != dtype:
+            raise ValueError(
+                f"argument {i} of @{fn.sym_name.data} must have dtype {dtype}, got {a.dtype}"
+            )
+        checked.append(a)
+    return checked
+
+
+class ReferenceFunction:
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+
+    def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+        return tuple(run_block(self.fn.body.block, check_inputs(self.fn, arrays)))
+
+
+def reference(module: ModuleOp | str, entry: str = "main") -> ReferenceFunction:
+    """`reference(module_or_text)(*arrays)` evaluates `@entry` with numpy."""
+    if isinstance(module, str):
+        from mlfuse.ir import parse_module
+
+        module = parse_module(module)
+    return ReferenceFunction(find_function(module, entry))

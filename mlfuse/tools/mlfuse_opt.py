@@ -1,0 +1,294 @@
+"""mlfuse-opt: xdsl-opt with mlfuse's dialects, passes and targets, and MLIR's spellings.
+
+Differences from xdsl-opt:
+- `--pass-pipeline="builtin.module(a,b{k=v})"`, `--mlir-print-ir-after-all` and
+  `--mlir-timing` are accepted as in mlir-opt;
+- every error (syntax, verifier, bad pass option, failing pass) is printed as
+  `file:line:col: error: message` and exits with status 1, never a traceback;
+- a pass that fails or crashes leaves a reproducer `.mlir` (the input IR with the
+  pipeline in a comment) and prints its path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Sequence
+from io import StringIO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from mlfuse.diagnostics import Diagnostic, parse_located, verify_located
+from mlfuse.universe import MLFUSE_DIALECTS, MLFUSE_PASSES, MLFUSE_TARGETS
+
+
+def translate_pass_pipeline(spec: str) -> str:
+    """MLIR's `builtin.module(a,b{k=v})` to xDSL's `a,b{k=v}`."""
+    spec = spec.strip()
+    if spec.startswith("builtin.module(") and spec.endswith(")"):
+        spec = spec[len("builtin.module(") : -1]
+    elif "(" in spec.split("{")[0]:
+        raise Diagnostic(
+            f"only module-level pipelines are supported: expected builtin.module(...), got '{spec}'",
+            "<pass-pipeline>:1:1",
+        )
+    return spec
+
+
+class MlfuseOptMain(xDSLOptMain):
+    version_format = "mlfuse-opt built on xdsl {xdsl_version}"
+
+    def __init__(self, args: Sequence[str] | None = None):
+        argv = list(sys.argv[1:] if args is None else args)
+        self.pipeline_error: Diagnostic | None = None
+        super().__init__(description="mlfuse modular optimizer driver", args=argv)
+
+    # --- registration ----------------------------------------------------------
+
+    def register_all_dialects(self):
+        super().register_all_dialects()
+        for name, factory in MLFUSE_DIALECTS.items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self):
+        super().register_all_passes()
+        for name, factory in MLFUSE_PASSES.items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self):
+        super().register_all_targets()
+        self.available_targets.update(MLFUSE_TARGETS)
+
+    def register_all_frontends(self):
+        super().register_all_frontends()
+        self.available_frontends["mlir"] = lambda io: parse_located(
+            self.ctx, io.read(), self.get_input_name()
+        )
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            type=str,
+            default=None,
+            help='MLIR-style pipeline, e.g. "builtin.module(canonicalize,cse)"',
+        )
+        arg_parser.add_argument(
+            "--mlir-print-ir-after-all",
+            action="store_true",
+            help="print the IR after every pass (to stderr, as mlir-opt does)",
+        )
+        arg_parser.add_argument(
+            "--mlir-timing",
+            action="store_true",
+            help="print a per-pass timing report to stderr",
+        )
+        arg_parser.add_argument(
+            "--reproducer-dir",
+            type=str,
+            default=None,
+            help="where failing-pass reproducers are written (default: the temp dir)",
+        )
+        arg_parser.add_argument(
+            "--fusion-report",
+            type=str,
+            default=None,
+            help="write every fusion decision of fusion-plan, with its reason, as JSON",
+        )
+        arg_parser.add_argument(
+            "--fusion-dot",
+            type=str,
+            default=None,
+            help="write the fusion groups chosen by fusion-plan as a Graphviz DOT file",
+        )
+
+    # --- pipeline ----------------------------------------------------------------
+
+    def setup_pipeline(self):
+        if self.args.pass_pipeline is not None:
+            try:
+                spec = translate_pass_pipeline(self.args.pass_pipeline)
+            except Diagnostic as d:
+                self.pipeline_error = d
+                spec = ""
+            self.args.passes = ",".join(p for p in (self.args.passes, spec) if p)
+        self.pass_times: list[tuple[str, float]] = []
+        try:
+            self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes)
+        except Exception as e:  # unknown pass, malformed or ill-typed option
+            self.pipeline = PassPipeline(())
+            self.pipeline_error = self.pipeline_error or Diagnostic(
+                pipeline_error_message(e, self.args.passes), "<pass-pipeline>:1:1"
+            )
+        if self.args.fusion_report or self.args.fusion_dot:
+            self.pipeline = PassPipeline(
+                tuple(self.with_report_paths(p) for p in self.pipeline.passes)
+            )
+
+    def with_report_paths(self, p: ModulePass) -> ModulePass:
+        """Give fusion-plan the report paths named on the command line."""
+        import dataclasses
+
+        if p.name != "fusion-plan":
+            return p
+        return dataclasses.replace(
+            p,
+            report=self.args.fusion_report or getattr(p, "report", ""),
+            dot=self.args.fusion_dot or getattr(p, "dot", ""),
+        )
+
+    def apply_passes(self, prog: ModuleOp):
+        for p in self.pipeline.passes:
+            start = time.perf_counter()
+            try:
+                p.apply(self.ctx, prog)
+            except Diagnostic:
+                raise
+            except Exception as e:
+                raise PassFailure(p, e) from e
+            self.pass_times.append((p.name, time.perf_counter() - start))
+            if not self.args.disable_verify:
+                verify_located(prog)
+            if self.args.mlir_print_ir_after_all or self.args.print_between_passes:
+                out = StringIO()
+                Printer(stream=out).print_op(prog)
+                stream = sys.stderr if self.args.mlir_print_ir_after_all else sys.stdout
+                print(f"// -----// IR Dump After {p.name} //----- //", file=stream)
+                print(out.getvalue(), file=stream)
+                print(file=stream)
+
+    # --- driver ----------------------------------------------------------------------
+
+    def run(self) -> int:
+        if self.pipeline_error is not None:
+            return self.report(self.pipeline_error)
+        try:
+            chunks, file_extension = self.prepare_input()
+        except (OSError, ValueError) as e:
+            return self.report(Diagnostic(str(e)))
+        output = self.prepare_output()
+        status = 0
+        try:
+            for i, (chunk, offset) in enumerate(chunks):
+                if i > 0:
+                    output.write("// -----\n")
+                try:
+                    status = max(status, self.run_chunk(chunk.read(), file_extension, offset, output))
+                finally:
+                    chunk.close()
+        finally:
+            if output is not sys.stdout:
+                output.close()
+        self.print_timing()
+        return status
+
+    def run_chunk(self, source: bytes, file_extension: str, offset: int, output) -> int:
+        expect_diagnostics = self.args.verify_diagnostics or self.args.parsing_diagnostics
+        try:
+            if file_extension == "mlir":
+                module = parse_located(self.ctx, source, self.get_input_name(), offset)
+            else:
+                from io import BytesIO
+
+                module = self.available_frontends[file_extension](BytesIO(source))
+            if not self.args.disable_verify:
+                verify_located(module)
+            self.apply_passes(module)
+            output.write(self.output_resulting_program(module))
+            output.flush()
+            return 0
+        except Diagnostic as d:
+            if expect_diagnostics:
+                print(d)
+                return 0
+            return self.report(d)
+        except ParseError as e:
+            from mlfuse.diagnostics import parse_error_diagnostic
+
+            d = parse_error_diagnostic(e)
+            if expect_diagnostics:
+                print(d)
+                return 0
+            return self.report(d)
+        except VerifyException as e:
+            d = Diagnostic(str(e).split("\n")[0])
+            if expect_diagnostics:
+                print(d)
+                return 0
+            return self.report(d)
+        except PassFailure as f:
+            if expect_diagnostics and isinstance(f.error, Diagnostic | VerifyException):
+                print(f)
+                return 0
+            path = self.write_reproducer(source, f.pass_)
+            return self.report(
+                Diagnostic(f"{f}\nreproducer written to {path}", f"<pass {f.pass_.name}>")
+            )
+
+    def write_reproducer(self, source: bytes, failing: ModulePass) -> str:
+        directory = self.args.reproducer_dir or tempfile.gettempdir()
+        os.makedirs(directory, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix="mlfuse-repro-", suffix=".mlir", dir=directory)
+        pipeline = ",".join(p.pipeline_pass_spec().__str__() for p in self.pipeline.passes)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"// mlfuse-opt reproducer: failing pass '{failing.name}'\n")
+            f.write(f"// RUN: mlfuse-opt %s -p '{pipeline}'\n")
+            f.write(source.decode("utf-8", "replace"))
+        return path
+
+    def print_timing(self) -> None:
+        if not (self.args.mlir_timing or self.args.time_passes) or not self.pass_times:
+            return
+        total = sum(t for _, t in self.pass_times) or 1e-12
+        err = sys.stderr
+        print("===" + "-" * 70 + "===", file=err)
+        print("  ... Execution time report ...", file=err)
+        print("===" + "-" * 70 + "===", file=err)
+        print(f"  Total Execution Time: {total:.4f} seconds\n", file=err)
+        print("  ----Wall Time----  ----Name----", file=err)
+        for name, t in self.pass_times:
+            print(f"  {t:8.4f} ({100 * t / total:5.1f}%)  {name}", file=err)
+        print(f"  {total:8.4f} (100.0%)  Total", file=err)
+
+    @staticmethod
+    def report(d: Diagnostic) -> int:
+        print(d, file=sys.stderr)
+        return 1
+
+
+class PassFailure(Exception):
+    def __init__(self, pass_: ModulePass, error: Exception):
+        self.pass_ = pass_
+        self.error = error
+        detail = str(error).split("\n")[0] or type(error).__name__
+        if not isinstance(error, Diagnostic | VerifyException):
+            detail = f"{type(error).__name__}: {detail}"
+            if os.environ.get("MLFUSE_TRACEBACK"):
+                traceback.print_exception(error)
+        super().__init__(f"pass '{pass_.name}' failed: {detail}")
+
+
+def pipeline_error_message(e: Exception, spec: str) -> str:
+    msg = str(e).split("\n")[0]
+    return f"invalid pass pipeline '{spec}': {msg}"
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    try:
+        tool = MlfuseOptMain(args)
+    except Diagnostic as d:
+        sys.exit(MlfuseOptMain.report(d))
+    sys.exit(tool.run())
+
+
+if __name__ == "__main__":
+    main()

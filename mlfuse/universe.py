@@ -1,0 +1,38 @@
+"""Registration of mlfuse's dialects and passes for xDSL's plugin mechanism.
+
+Everything is imported lazily so that `xdsl-opt` pays nothing for mlfuse until it
+uses one of its dialects or passes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.universe import Universe
+
+
+def _dialect(module: str, name: str) -> Callable:
+    return lambda: getattr(importlib.import_module(f"mlfuse.dialects.{module}"), name)
+
+
+def _pass(module: str, name: str) -> Callable:
+    return lambda: getattr(importlib.import_module(f"mlfuse.passes.{module}"), name)
+
+
+MLFUSE_DIALECTS: dict[str, Callable] = {
+    "graph": _dialect("graph", "Graph"),
+    "fusion": _dialect("fusion", "Fusion"),
+}
+
+# flag -> (module in passes/, class name)
+PASS_MODULES: dict[str, tuple[str, str]] = {}
+
+MLFUSE_PASSES: dict[str, Callable] = {
+    flag: _pass(module, cls) for flag, (module, cls) in PASS_MODULES.items()
+}
+
+# target name -> factory of an xdsl Target class (`mlfuse-opt -t NAME`)
+MLFUSE_TARGETS: dict[str, Callable] = {}
+
+MLFUSE_UNIVERSE = Universe(all_dialects=MLFUSE_DIALECTS, all_passes=MLFUSE_PASSES)
