@@ -143,7 +143,7 @@ class UnaryElementwiseOp(IRDLOperation):
     T: ClassVar = VarConstraint("T", base(TensorType))
     input = operand_def(T)
     result = result_def(T)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), _canonicalization("elementwise_patterns"))
     assembly_format = "$input attr-dict `:` type($input)"
     irdl_options = (ParsePropInAttrDict(),)
     FLOAT_ONLY: ClassVar[bool] = True
@@ -285,7 +285,7 @@ class BinaryElementwiseOp(IRDLOperation):
     lhs = operand_def(T)
     rhs = operand_def(T)
     result = result_def(T)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), _canonicalization("elementwise_patterns"))
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
     FLOAT_ONLY: ClassVar[bool] = False
 
@@ -352,7 +352,7 @@ class CompareOp(IRDLOperation):
     lhs = operand_def(T)
     rhs = operand_def(T)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), _canonicalization("elementwise_patterns"))
 
     def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
         super().__init__(
@@ -419,7 +419,7 @@ class SelectOp(IRDLOperation):
     true_value = operand_def(T)
     false_value = operand_def(T)
     result = result_def(T)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), _canonicalization("elementwise_patterns"))
     assembly_format = (
         "$cond `,` $true_value `,` $false_value attr-dict `:` type($cond) `,` type($result)"
     )
@@ -1032,6 +1032,300 @@ def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElemen
     return DenseIntOrFPElementsAttr.from_list(t, [int(v) for v in flat])
 
 
+
+# ---------------------------------------------------------------------------
+# stencils: 2-D convolution and pooling over NCHW tensors
+# ---------------------------------------------------------------------------
+
+
+def window_output_size(size: int, kernel: int, stride: int, pad_low: int, pad_high: int, dilation: int) -> int:
+    """Number of window positions along one spatial dimension (floor rounding)."""
+    extent = dilation * (kernel - 1) + 1
+    return (size + pad_low + pad_high - extent) // stride + 1
+
+
+def window_output_shape(
+    spatial: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int]:
+    """Output (OH, OW) of a 2-D window op; `pads` is [top, left, bottom, right]."""
+    return [
+        window_output_size(spatial[d], kernel[d], strides[d], pads[d], pads[d + 2], dilations[d])
+        for d in range(2)
+    ]
+
+
+ONES_2 = i64_array([1, 1])
+ZEROS_4 = i64_array([0, 0, 0, 0])
+
+
+def _window_props(
+    strides: Sequence[int], pads: Sequence[int], dilations: Sequence[int]
+) -> dict[str, Attribute]:
+    """Window properties, leaving out those at their default (the printed form omits them too)."""
+    props: dict[str, Attribute] = {}
+    for name, values, default in (
+        ("strides", strides, [1, 1]),
+        ("pads", pads, [0, 0, 0, 0]),
+        ("dilations", dilations, [1, 1]),
+    ):
+        if list(values) != default:
+            props[name] = i64_array(values)
+    return props
+
+
+class WindowOp(IRDLOperation):
+    """Base of the 2-D window ops: NCHW operand, strides/pads/dilations properties.
+
+    `pads` is [top, left, bottom, right] (ONNX's begin..., end... order); output
+    sizes round down: OH = (H + top + bottom - dilation_h * (KH - 1) - 1) // stride_h + 1.
+    """
+
+    strides = opt_prop_def(DenseArrayBase, ONES_2)
+    pads = opt_prop_def(DenseArrayBase, ZEROS_4)
+    dilations = opt_prop_def(DenseArrayBase, ONES_2)
+
+    @property
+    def stride_values(self) -> tuple[int, ...]:
+        return tuple(self.strides.get_values())
+
+    @property
+    def pad_values(self) -> tuple[int, ...]:
+        return tuple(self.pads.get_values())
+
+    @property
+    def dilation_values(self) -> tuple[int, ...]:
+        return tuple(self.dilations.get_values())
+
+    def _verify_window(self, input_shape: Sequence[int], kernel: Sequence[int]) -> list[int]:
+        """Check the window properties; returns the output spatial shape."""
+        strides, pads, dilations = self.stride_values, self.pad_values, self.dilation_values
+        for what, values, count in (("strides", strides, 2), ("pads", pads, 4), ("dilations", dilations, 2)):
+            if len(values) != count:
+                raise VerifyException(f"'{self.name}' {what} must have {count} entries, got {list(values)}")
+        if any(k < 1 for k in kernel):
+            raise VerifyException(f"'{self.name}' kernel sizes must be >= 1, got {list(kernel)}")
+        if any(s < 1 for s in strides):
+            raise VerifyException(f"'{self.name}' strides must be >= 1, got {list(strides)}")
+        if any(d < 1 for d in dilations):
+            raise VerifyException(f"'{self.name}' dilations must be >= 1, got {list(dilations)}")
+        if any(p < 0 for p in pads):
+            raise VerifyException(f"'{self.name}' pads must be non-negative, got {list(pads)}")
+        out = window_output_shape(input_shape[2:], kernel, strides, pads, dilations)
+        if any(n < 1 for n in out):
+            raise VerifyException(
+                f"'{self.name}' window of {fmt_shape(kernel)} (dilations {list(dilations)}) does not "
+                f"fit the padded {fmt_shape(input_shape[2:])} input with pads {list(pads)}"
+            )
+        return out
+
+    def _check_result(self, expected: Sequence[int]) -> None:
+        if list(shape_of(self.result)) != list(expected):
+            raise VerifyException(
+                f"'{self.name}' must produce {fmt_shape(expected)}, got {fmt_shape(shape_of(self.result))}"
+            )
+
+
+def _check_nchw(op: Operation, what: str, value: SSAValue) -> None:
+    check_tensor(op, what, value.type)
+    if len(shape_of(value)) != 4:
+        raise VerifyException(
+            f"'{op.name}' {what} must have rank 4 (NCHW), got {fmt_shape(shape_of(value))}"
+        )
+
+
+@irdl_op_definition
+class Conv2dOp(WindowOp):
+    """2-D cross-correlation (ONNX Conv, no bias): NCHW input, OIHW weight -> NOHW.
+
+    `groups` splits the C input channels and O output channels into groups that
+    only see each other (weight is O x C/groups x KH x KW); groups == C is a
+    depthwise convolution. A bias is a separate broadcast + add.
+
+        %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>}
+             : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x4x4xf32>
+    """
+
+    name = "graph.conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    groups = opt_prop_def(IntegerAttr, IntegerAttr(1, i64))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight attr-dict `:` `(` type($input) `,` type($weight) `)` `->` type($result)"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        input: SSAValue,
+        weight: SSAValue,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+    ):
+        n, _, h, w = shape_of(input)
+        o, _, kh, kw = shape_of(weight)
+        out = window_output_shape((h, w), (kh, kw), strides, pads, dilations)
+        props = _window_props(strides, pads, dilations)
+        if groups != 1:
+            props["groups"] = IntegerAttr(groups, i64)
+        super().__init__(
+            operands=[input, weight],
+            result_types=[TensorType(element_type_of(input), [n, o, *out])],
+            properties=props,
+        )
+
+    @property
+    def group_count(self) -> int:
+        return self.groups.value.data
+
+    @property
+    def kernel_size(self) -> tuple[int, int]:
+        _, _, kh, kw = shape_of(self.weight)
+        return kh, kw
+
+    def verify_(self) -> None:
+        _check_nchw(self, "input", self.input)
+        _check_nchw(self, "weight", self.weight)
+        check_tensor(self, "result", self.result.type)
+        el = element_type_of(self.input)
+        if not is_float(el):
+            raise VerifyException(f"'graph.conv2d' expects a floating-point input, got element type {el}")
+        if element_type_of(self.weight) != el or element_type_of(self.result) != el:
+            raise VerifyException(
+                f"'graph.conv2d' element types differ: input {el}, weight "
+                f"{element_type_of(self.weight)}, result {element_type_of(self.result)}"
+            )
+        n, c, _, _ = shape_of(self.input)
+        o, cg, _, _ = shape_of(self.weight)
+        g = self.group_count
+        if g < 1:
+            raise VerifyException(f"'graph.conv2d' groups must be >= 1, got {g}")
+        if c % g or o % g:
+            raise VerifyException(
+                f"'graph.conv2d' groups = {g} must divide both the {c} input channels "
+                f"and the {o} output channels"
+            )
+        if cg * g != c:
+            raise VerifyException(
+                f"'graph.conv2d' weight {fmt_shape(shape_of(self.weight))} has {cg} input channels "
+                f"per group, but the input has {c} channels in {g} group(s) (expected {c // g})"
+            )
+        out = self._verify_window(shape_of(self.input), self.kernel_size)
+        self._check_result([n, o, *out])
+
+
+class Pool2dOp(WindowOp):
+    """Base of the pooling ops: a `kernel` window slid over H and W of an NCHW tensor."""
+
+    input = operand_def(TensorType)
+    kernel = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        input: SSAValue,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        extra: dict[str, Attribute] | None = None,
+    ):
+        n, c, h, w = shape_of(input)
+        out = window_output_shape((h, w), kernel, strides, pads, dilations)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(element_type_of(input), [n, c, *out])],
+            properties={"kernel": i64_array(kernel), **_window_props(strides, pads, dilations), **(extra or {})},
+        )
+
+    @property
+    def kernel_size(self) -> tuple[int, ...]:
+        return tuple(self.kernel.get_values())
+
+    def verify_(self) -> None:
+        _check_nchw(self, "operand", self.input)
+        check_tensor(self, "result", self.result.type)
+        if element_type_of(self.result) != element_type_of(self.input):
+            raise VerifyException(
+                f"'{self.name}' changes the element type from "
+                f"{element_type_of(self.input)} to {element_type_of(self.result)}"
+            )
+        kernel = self.kernel_size
+        if len(kernel) != 2:
+            raise VerifyException(f"'{self.name}' kernel must have 2 entries, got {list(kernel)}")
+        out = self._verify_window(shape_of(self.input), kernel)
+        extents = [d * (k - 1) + 1 for d, k in zip(self.dilation_values, kernel)]
+        pads = self.pad_values
+        if any(pads[i] >= extents[i % 2] for i in range(4)):
+            # a window lying wholly in the padding has no elements to pool
+            raise VerifyException(
+                f"'{self.name}' pads {list(pads)} must be smaller than the window extent {extents}"
+            )
+        n, c, _, _ = shape_of(self.input)
+        self._check_result([n, c, *out])
+
+
+@irdl_op_definition
+class MaxPool2dOp(Pool2dOp):
+    """Maximum over each window; padding never wins (it acts as -infinity).
+
+        %y = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>}
+             : tensor<1x8x9x9xf32> -> tensor<1x8x4x4xf32>
+    """
+
+    name = "graph.max_pool2d"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if element_type_of(self.input) == i1:
+            raise VerifyException("'graph.max_pool2d' does not accept i1 tensors")
+
+
+@irdl_op_definition
+class AvgPool2dOp(Pool2dOp):
+    """Mean over each window. Padded positions count towards the divisor only with
+    `count_include_pad`; otherwise each window divides by its number of input elements.
+
+        %y = graph.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}
+             : tensor<1x8x8x8xf32> -> tensor<1x8x4x4xf32>
+    """
+
+    name = "graph.avg_pool2d"
+    count_include_pad = opt_prop_def(UnitAttr)
+
+    def __init__(
+        self,
+        input: SSAValue,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        count_include_pad: bool = False,
+    ):
+        extra = {"count_include_pad": UnitAttr()} if count_include_pad else {}
+        super().__init__(input, kernel, strides, pads, dilations, extra)
+
+    @property
+    def counts_padding(self) -> bool:
+        return self.count_include_pad is not None
+
+    def verify_(self) -> None:
+        super().verify_()
+        el = element_type_of(self.input)
+        if not is_float(el):
+            raise VerifyException(f"'graph.avg_pool2d' expects a floating-point tensor, got element type {el}")
+
+
 Graph = Dialect(
     "graph",
     [
@@ -1071,6 +1365,9 @@ Graph = Dialect(
         MatmulOp,
         BatchMatmulOp,
         ConstantOp,
+        Conv2dOp,
+        MaxPool2dOp,
+        AvgPool2dOp,
     ],
     [],
 )

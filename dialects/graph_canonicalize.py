@@ -1,17 +1,229 @@
-"""Canonicalization patterns of the graph dialect (placeholder filled below)."""
+"""Canonicalization patterns of the graph dialect.
+
+`graph.py` hooks these into xDSL's `canonicalize` pass through traits; each
+`*_patterns()` function returns the patterns of one group of ops:
+
+- identities disappear: a broadcast to the same shape, a reshape to the same
+  type, a transpose by the identity permutation, a cast to the same type;
+- chains collapse: broadcast of broadcast, transpose of transpose (removed when
+  the composed permutation is the identity), reshape of reshape;
+- small constants fold: an elementwise, broadcast, reshape or transpose op whose
+  operands are all `graph.constant`s becomes one `graph.constant`, computed by
+  the numpy reference (`mlfuse.reference.EVALUATORS`), so folding means exactly
+  what the reference says the op means.
+
+    %c = graph.constant dense<[1.0, 4.0]> : tensor<2xf32>
+    %s = graph.sqrt %c : tensor<2xf32>
+  becomes
+    %s = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from mlfuse.dialects import graph
+
+MAX_FOLDED_ELEMENTS = 64
+"""Non-splat constants larger than this are not folded: they would bloat the IR."""
 
 
-def cast_patterns():
-    return ()
+def replace_with(rewriter: PatternRewriter, op: Operation, new_op: Operation) -> None:
+    """Replace `op` by `new_op`, keeping its source location for later diagnostics."""
+    new_op.location = op.location
+    rewriter.replace(op, new_op)
 
 
-def broadcast_patterns():
-    return ()
+def defining(value: SSAValue, op_type: type[Operation]) -> Operation | None:
+    owner = value.owner
+    return owner if isinstance(owner, op_type) else None
 
 
-def transpose_patterns():
-    return ()
+# ---------------------------------------------------------------------------
+# identities and chains
+# ---------------------------------------------------------------------------
 
 
-def reshape_patterns():
-    return ()
+class RemoveIdentityCast(RewritePattern):
+    """`graph.cast` to the operand's own type."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.CastOp, rewriter: PatternRewriter) -> None:
+        if op.input.type == op.result.type:
+            rewriter.replace(op, [], [op.input])
+
+
+class RemoveIdentityBroadcast(RewritePattern):
+    """`graph.broadcast` to the operand's own shape (dims are then the identity)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.BroadcastOp, rewriter: PatternRewriter) -> None:
+        if op.input.type == op.result.type and op.dim_map == tuple(
+            range(len(graph.shape_of(op.input)))
+        ):
+            rewriter.replace(op, [], [op.input])
+
+
+class ComposeBroadcasts(RewritePattern):
+    """broadcast(broadcast(x, d1), d2) -> broadcast(x, d2 . d1).
+
+    Operand dim i lands in intermediate dim d1[i] and then in result dim
+    d2[d1[i]]; the composition is strictly increasing, and a size that was legal
+    at each step (1 or equal) is legal end to end.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.BroadcastOp, rewriter: PatternRewriter) -> None:
+        inner = defining(op.input, graph.BroadcastOp)
+        if inner is None:
+            return
+        outer_dims = op.dim_map
+        dims = [outer_dims[d] for d in inner.dim_map]
+        replace_with(
+            rewriter, op, graph.BroadcastOp(inner.input, dims, graph.shape_of(op.result))
+        )
+
+
+class RemoveIdentityTranspose(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.TransposeOp, rewriter: PatternRewriter) -> None:
+        if op.permutation == tuple(range(len(op.permutation))):
+            rewriter.replace(op, [], [op.input])
+
+
+class ComposeTransposes(RewritePattern):
+    """transpose(transpose(x, p1), p2) -> transpose(x, [p1[k] for k in p2]), or x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.TransposeOp, rewriter: PatternRewriter) -> None:
+        inner = defining(op.input, graph.TransposeOp)
+        if inner is None:
+            return
+        # result dim k is intermediate dim p2[k], which is operand dim p1[p2[k]]
+        perm = [inner.permutation[k] for k in op.permutation]
+        if perm == list(range(len(perm))):
+            rewriter.replace(op, [], [inner.input])
+        else:
+            replace_with(rewriter, op, graph.TransposeOp(inner.input, perm))
+
+
+class RemoveIdentityReshape(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ReshapeOp, rewriter: PatternRewriter) -> None:
+        if op.input.type == op.result.type:
+            rewriter.replace(op, [], [op.input])
+
+
+class ComposeReshapes(RewritePattern):
+    """reshape(reshape(x)) -> reshape(x): row-major reshapes only depend on the element order."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ReshapeOp, rewriter: PatternRewriter) -> None:
+        inner = defining(op.input, graph.ReshapeOp)
+        if inner is None:
+            return
+        replace_with(rewriter, op, graph.ReshapeOp(inner.input, graph.shape_of(op.result)))
+
+
+# ---------------------------------------------------------------------------
+# constant folding
+# ---------------------------------------------------------------------------
+
+
+def splat_element(constant: graph.ConstantOp) -> np.ndarray | None:
+    """The repeated element of a splat constant as a one-element array, else None."""
+    element_type = constant.value.get_element_type()
+    data = constant.value.data.data  # xDSL stores a splat expanded
+    width = element_type.compile_time_size
+    if not data or data != data[:width] * (len(data) // width):
+        return None
+    element = element_type.unpack(data[:width], 1)
+    return np.array(element, dtype=graph.numpy_dtype(element_type))
+
+
+def evaluate(op: Operation, args: list[np.ndarray]) -> np.ndarray:
+    from mlfuse.reference import EVALUATORS
+
+    return EVALUATORS[type(op)](op, args)[0]
+
+
+DATA_MOVEMENT = (graph.BroadcastOp, graph.ReshapeOp, graph.TransposeOp)
+
+
+def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
+    """The value of `op` if its operands are all small (or splat) constants and folding is safe."""
+    from mlfuse.reference import EVALUATORS
+
+    if isinstance(op, graph.ConstantOp) or len(op.results) != 1 or type(op) not in EVALUATORS:
+        return None
+    constants = [defining(v, graph.ConstantOp) for v in op.operands]
+    if not constants or None in constants:
+        return None
+    result_type = op.results[0].type
+    assert isinstance(result_type, TensorType)
+    splat = math.prod(result_type.get_shape()) > MAX_FOLDED_ELEMENTS
+    if splat:
+        # Large results fold only from splats, which stay splats through every op
+        # folded here: evaluate one element (elementwise evaluators only read
+        # the op's attributes, not its shape).
+        args = [splat_element(c) for c in constants]
+        if None in args:
+            return None
+    else:
+        args = [c.to_numpy() for c in constants]
+    if isinstance(op, graph.DivOp) and args[1].dtype.kind == "i" and np.any(args[1] == 0):
+        return None  # integer division by zero has no value to fold to
+    if splat and isinstance(op, DATA_MOVEMENT):
+        result = args[0]
+    else:
+        result = evaluate(op, args)
+    if result.dtype.kind == "f" and not np.all(np.isfinite(result)):
+        # xDSL prints inf/nan as hex integers that it parses back as finite numbers.
+        return None
+    if splat:
+        element = result.reshape(-1)[0]
+        number = float(element) if graph.is_float(result_type.get_element_type()) else int(element)
+        return DenseIntOrFPElementsAttr.from_list(result_type, [number])
+    return graph.dense_attr(result, result_type.get_element_type())
+
+
+class FoldConstantOperands(RewritePattern):
+    """An op whose operands are all constants becomes a `graph.constant`.
+
+    Applies to ops with at most `MAX_FOLDED_ELEMENTS` result elements, and to ops of
+    any size whose operands are all splats (their result is a splat too).
+    Results that are not finite are left to run time.
+    """
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        value = folded_value(op)
+        if value is not None:
+            replace_with(rewriter, op, graph.ConstantOp(value))
+
+
+FOLD_CONSTANTS = FoldConstantOperands()
+
+
+def elementwise_patterns() -> tuple[RewritePattern, ...]:
+    return (FOLD_CONSTANTS,)
+
+
+def cast_patterns() -> tuple[RewritePattern, ...]:
+    return (RemoveIdentityCast(), FOLD_CONSTANTS)
+
+
+def broadcast_patterns() -> tuple[RewritePattern, ...]:
+    return (RemoveIdentityBroadcast(), ComposeBroadcasts(), FOLD_CONSTANTS)
+
+
+def transpose_patterns() -> tuple[RewritePattern, ...]:
+    return (RemoveIdentityTranspose(), ComposeTransposes(), FOLD_CONSTANTS)
+
+
+def reshape_patterns() -> tuple[RewritePattern, ...]:
+    return (RemoveIdentityReshape(), ComposeReshapes(), FOLD_CONSTANTS)

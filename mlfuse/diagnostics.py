@@ -42,8 +42,8 @@ def format_location(loc: Attribute) -> str | None:
     if isinstance(loc, FileLineColLoc):
         return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
     if isinstance(loc, NameLoc):
-        inner = format_location(loc.child_loc)
-        return f"{inner} ({loc.name_hint.data})" if inner else loc.name_hint.data
+        inner = format_location(loc.location)
+        return f"{inner} ({loc.desc.data})" if inner else loc.desc.data
     return None
 
 

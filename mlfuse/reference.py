@@ -191,6 +191,63 @@ def _matmul(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
     return [np.matmul(*args).astype(args[0].dtype, copy=False)]
 
 
+# --- stencils -------------------------------------------------------------------------
+
+
+def windows(
+    x: np.ndarray,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    pad_value: float | int,
+) -> np.ndarray:
+    """(N, C, OH, OW, KH, KW) view of the windows of an NCHW array; pads = [top, left, bottom, right]."""
+    top, left, bottom, right = pads
+    padded = np.pad(x, [(0, 0), (0, 0), (top, bottom), (left, right)], constant_values=pad_value)
+    extent = [d * (k - 1) + 1 for d, k in zip(dilations, kernel)]
+    view = np.lib.stride_tricks.sliding_window_view(padded, extent, axis=(2, 3))
+    (sh, sw), (dh, dw) = strides, dilations
+    return view[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+@evaluates(graph.Conv2dOp)
+def _conv2d(op: graph.Conv2dOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    x, w = args
+    g = op.group_count
+    patches = windows(x, op.kernel_size, op.stride_values, op.pad_values, op.dilation_values, 0)
+    n, c, oh, ow, kh, kw = patches.shape
+    o = w.shape[0]
+    grouped = patches.reshape(n, g, c // g, oh, ow, kh, kw)
+    weights = w.reshape(g, o // g, c // g, kh, kw)
+    y = np.einsum("ngchwij,gocij->ngohw", grouped, weights, optimize=True)
+    return [np.ascontiguousarray(y.reshape(n, o, oh, ow)).astype(x.dtype, copy=False)]
+
+
+def lowest_value(dtype: np.dtype) -> float | int:
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+@evaluates(graph.MaxPool2dOp)
+def _max_pool2d(op: graph.MaxPool2dOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    view = windows(x, op.kernel_size, op.stride_values, op.pad_values, op.dilation_values, lowest_value(x.dtype))
+    return [view.max(axis=(4, 5))]
+
+
+@evaluates(graph.AvgPool2dOp)
+def _avg_pool2d(op: graph.AvgPool2dOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    x = args[0]
+    params = (op.kernel_size, op.stride_values, op.pad_values, op.dilation_values)
+    total = windows(x, *params, 0).sum(axis=(4, 5), dtype=x.dtype)
+    if op.counts_padding:
+        count = math.prod(op.kernel_size)
+        return [(total / x.dtype.type(count)).astype(x.dtype, copy=False)]
+    ones = np.ones((1, 1, *x.shape[2:]), dtype=x.dtype)
+    count = windows(ones, *params, 0).sum(axis=(4, 5), dtype=x.dtype)
+    return [(total / count).astype(x.dtype, copy=False)]
+
+
 @evaluates(graph.ConstantOp)
 def _constant(op: graph.ConstantOp, args: list[np.ndarray]) -> list[np.ndarray]:
     return [op.to_numpy()]

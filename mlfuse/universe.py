@@ -23,10 +23,13 @@ def _pass(module: str, name: str) -> Callable:
 MLFUSE_DIALECTS: dict[str, Callable] = {
     "graph": _dialect("graph", "Graph"),
     "fusion": _dialect("fusion", "Fusion"),
+    "loop": _dialect("loop", "Loop"),
 }
 
 # flag -> (module in passes/, class name)
-PASS_MODULES: dict[str, tuple[str, str]] = {}
+PASS_MODULES: dict[str, tuple[str, str]] = {
+    "convert-graph-to-loop": ("convert_graph_to_loop", "ConvertGraphToLoopPass"),
+}
 
 MLFUSE_PASSES: dict[str, Callable] = {
     flag: _pass(module, cls) for flag, (module, cls) in PASS_MODULES.items()

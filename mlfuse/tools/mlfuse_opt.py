@@ -18,12 +18,13 @@ import tempfile
 import time
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 from io import StringIO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.exceptions import ArgSpecParseError, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from mlfuse.diagnostics import Diagnostic, parse_located, verify_located
@@ -76,6 +77,7 @@ class MlfuseOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
+        arg_parser.error = command_line_error  # exit status 1 like every other error, not 2
         arg_parser.add_argument(
             "--pass-pipeline",
             type=str,
@@ -124,7 +126,7 @@ class MlfuseOptMain(xDSLOptMain):
         self.pass_times: list[tuple[str, float]] = []
         try:
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes)
-        except Exception as e:  # unknown pass, malformed or ill-typed option
+        except (Exception, ArgSpecParseError) as e:  # unknown pass, malformed or ill-typed option
             self.pipeline = PassPipeline(())
             self.pipeline_error = self.pipeline_error or Diagnostic(
                 pipeline_error_message(e, self.args.passes), "<pass-pipeline>:1:1"
@@ -173,7 +175,11 @@ class MlfuseOptMain(xDSLOptMain):
             return self.report(self.pipeline_error)
         try:
             chunks, file_extension = self.prepare_input()
-        except (OSError, ValueError) as e:
+        except OSError as e:
+            return self.report(
+                Diagnostic(f"could not open input file: {e.strerror}", e.filename or self.get_input_name())
+            )
+        except ValueError as e:
             return self.report(Diagnostic(str(e)))
         output = self.prepare_output()
         status = 0
@@ -277,9 +283,16 @@ class PassFailure(Exception):
         super().__init__(f"pass '{pass_.name}' failed: {detail}")
 
 
-def pipeline_error_message(e: Exception, spec: str) -> str:
-    msg = str(e).split("\n")[0]
+def pipeline_error_message(e: BaseException, spec: str) -> str:
+    lines = [line.strip() for line in str(e).split("\n") if line.strip()]
+    # xDSL's syntax errors put a heading first and the actual complaint last
+    msg = lines[-1] if isinstance(e, ArgSpecParseError) else lines[0]
     return f"invalid pass pipeline '{spec}': {msg}"
+
+
+def command_line_error(message: str) -> NoReturn:
+    """argparse's error handler, exiting with status 1 (argparse uses 2)."""
+    sys.exit(MlfuseOptMain.report(Diagnostic(f"{message} (see mlfuse-opt --help)", "mlfuse-opt")))
 
 
 def main(args: Sequence[str] | None = None) -> None:

@@ -1,0 +1,395 @@
+"""The `loop` dialect: affine loop nests on buffers (the polyhedral level).
+
+`loop.nest` is one computation space: an iteration domain (a box whose bounds are
+affine in the nest's symbol operands), an iterator kind per dimension, and an
+affine access map per buffer operand. Its body computes on scalars: one block
+argument per input element and per current output element; `loop.yield` gives
+the new output elements, stored at the outputs' access maps. A reduction is a
+nest whose output map drops the reduced dimensions (like linalg.generic, but with
+an explicit domain, so tiling and footprints need no shape inference).
+
+    loop.nest "exp" domain [0, 0] to [64, 128] iterators ["parallel", "parallel"]
+        ins(%x : memref<64x128xf32>) outs(%y : memref<64x128xf32>)
+        maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+    ^bb0(%a: f32, %o: f32):
+      %e = math.exp %a : f32
+      loop.yield %e : f32
+    }
+
+`loop.parallel_call` runs an outlined nest `@fn(lo, hi, args...)` over a range
+split across the CPU's threads (lowered to libgomp's GOMP_parallel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    AffineMapAttr,
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.irdl import (
+    AnyAttr,
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_op_definition,
+    operand_def,
+    result_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+PARALLEL = "parallel"
+REDUCTION = "reduction"
+
+
+def constant_bound(value: int) -> AffineMapAttr:
+    return AffineMapAttr(AffineMap(0, 0, (AffineExpr.constant(value),)))
+
+
+@irdl_op_definition
+class NestOp(IRDLOperation):
+    name = "loop.nest"
+
+    syms = var_operand_def(IndexType)
+    ins = var_operand_def(MemRefType)
+    outs = var_operand_def(MemRefType)
+    nest_name = prop_def(StringAttr)
+    lower = prop_def(ArrayAttr[AffineMapAttr])
+    upper = prop_def(ArrayAttr[AffineMapAttr])
+    iterators = prop_def(ArrayAttr[StringAttr])
+    maps = prop_def(ArrayAttr[AffineMapAttr])
+    body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(IsolatedFromAbove())
+
+    def __init__(
+        self,
+        nest_name: str,
+        bounds: Sequence[int] | tuple[Sequence[AffineMapAttr], Sequence[AffineMapAttr]],
+        iterators: Sequence[str],
+        ins: Sequence[SSAValue],
+        outs: Sequence[SSAValue],
+        maps: Sequence[AffineMap],
+        body: Region,
+        syms: Sequence[SSAValue] = (),
+    ):
+        if isinstance(bounds, tuple) and len(bounds) == 2 and not isinstance(bounds[0], int):
+            lower, upper = bounds
+        else:
+            lower = [constant_bound(0) for _ in bounds]
+            upper = [constant_bound(int(b)) for b in bounds]
+        super().__init__(
+            operands=[list(syms), list(ins), list(outs)],
+            properties={
+                "nest_name": StringAttr(nest_name),
+                "lower": ArrayAttr(list(lower)),
+                "upper": ArrayAttr(list(upper)),
+                "iterators": ArrayAttr([StringAttr(i) for i in iterators]),
+                "maps": ArrayAttr([AffineMapAttr(m) for m in maps]),
+            },
+            regions=[body],
+        )
+
+    # --- queries used by every pass on this level --------------------------------
+
+    @property
+    def rank(self) -> int:
+        return len(self.iterators.data)
+
+    @property
+    def iterator_kinds(self) -> list[str]:
+        return [i.data for i in self.iterators.data]
+
+    @property
+    def access_maps(self) -> list[AffineMap]:
+        return [m.data for m in self.maps.data]
+
+    @property
+    def in_maps(self) -> list[AffineMap]:
+        return self.access_maps[: len(self.ins)]
+
+    @property
+    def out_maps(self) -> list[AffineMap]:
+        return self.access_maps[len(self.ins) :]
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    def static_bounds(self) -> list[tuple[int, int]] | None:
+        """[(lo, hi)] per dimension when every bound is a constant, else None."""
+        bounds = []
+        for lo, hi in zip(self.lower.data, self.upper.data):
+            lo_r, hi_r = lo.data.results, hi.data.results
+            if len(lo_r) != 1 or len(hi_r) != 1:
+                return None
+            lo_c, hi_c = _constant(lo_r[0]), _constant(hi_r[0])
+            if lo_c is None or hi_c is None:
+                return None
+            bounds.append((lo_c, hi_c))
+        return bounds
+
+    def verify_(self) -> None:
+        rank, nsyms = self.rank, len(self.syms)
+        for it in self.iterator_kinds:
+            if it not in (PARALLEL, REDUCTION):
+                raise VerifyException(f"'loop.nest' iterator must be parallel or reduction, got '{it}'")
+        if len(self.lower.data) != rank or len(self.upper.data) != rank:
+            raise VerifyException(
+                f"'loop.nest' has {rank} iterators but {len(self.lower.data)} lower and "
+                f"{len(self.upper.data)} upper bounds"
+            )
+        for bound in (*self.lower.data, *self.upper.data):
+            m = bound.data
+            if m.num_dims != 0 or m.num_symbols != nsyms or not m.results:
+                raise VerifyException(
+                    f"'loop.nest' bound {m} must map the nest's {nsyms} symbols (and no dims) "
+                    "to one or more values"
+                )
+        buffers = [*self.ins, *self.outs]
+        if len(self.access_maps) != len(buffers):
+            raise VerifyException(
+                f"'loop.nest' has {len(buffers)} buffers but {len(self.access_maps)} access maps"
+            )
+        for i, (buf, m) in enumerate(zip(buffers, self.access_maps)):
+            t = buf.type
+            assert isinstance(t, MemRefType)
+            if m.num_dims != rank or m.num_symbols != nsyms or len(m.results) != t.get_num_dims():
+                raise VerifyException(
+                    f"'loop.nest' access map {i} {m} must map {rank} dims and {nsyms} symbols "
+                    f"to the {t.get_num_dims()} indices of {t}"
+                )
+        for i, m in enumerate(self.out_maps):
+            used = {d for e in m.results for d in _dims_of(e)}
+            reduced = {d for d, it in enumerate(self.iterator_kinds) if it == REDUCTION}
+            missing = set(range(rank)) - reduced - used
+            if missing:
+                raise VerifyException(
+                    f"'loop.nest' output {i} map {m} does not use parallel dimension(s) "
+                    f"{sorted(missing)}: every parallel point must write its own element"
+                )
+        args = self.block.args
+        expected = [b.type.get_element_type() for b in buffers]  # type: ignore[union-attr]
+        if [a.type for a in args] != expected:
+            raise VerifyException(
+                f"'loop.nest' block arguments ({', '.join(str(a.type) for a in args)}) must be the "
+                f"element types of its buffers ({', '.join(map(str, expected))})"
+            )
+        term = self.block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("'loop.nest' body must end with 'loop.yield'")
+        out_types = expected[len(self.ins) :]
+        if [v.type for v in term.values] != out_types:
+            raise VerifyException(
+                f"'loop.yield' must yield one {', '.join(map(str, out_types))} per output"
+            )
+
+    # --- syntax --------------------------------------------------------------------------
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.nest_name)
+        if self.syms:
+            printer.print_string(" syms(")
+            printer.print_list(self.syms, printer.print_operand)
+            printer.print_string(")")
+        printer.print_string(" lower ")
+        _print_bounds(printer, self.lower)
+        printer.print_string(" upper ")
+        _print_bounds(printer, self.upper)
+        printer.print_string(" iterators ")
+        printer.print_attribute(self.iterators)
+        for kw, vals in (("ins", self.ins), ("outs", self.outs)):
+            printer.print_string(f" {kw}(")
+            printer.print_list(vals, printer.print_operand)
+            if vals:
+                printer.print_string(" : ")
+                printer.print_list([v.type for v in vals], printer.print_attribute)
+            printer.print_string(")")
+        printer.print_string(" maps ")
+        printer.print_attribute(self.maps)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> NestOp:
+        nest_name = parser.parse_str_literal("nest name")
+        syms = []
+        if parser.parse_optional_keyword("syms"):
+            unresolved = parser.parse_comma_separated_list(
+                parser.Delimiter.PAREN, parser.parse_unresolved_operand
+            )
+            syms = [parser.resolve_operand(u, IndexType()) for u in unresolved]
+        parser.parse_keyword("lower")
+        lower = _parse_bounds(parser)
+        parser.parse_keyword("upper")
+        upper = _parse_bounds(parser)
+        parser.parse_keyword("iterators")
+        iterators = parser.parse_attribute()
+        ins = _parse_buffer_list(parser, "ins")
+        outs = _parse_buffer_list(parser, "outs")
+        parser.parse_keyword("maps")
+        maps = parser.parse_attribute()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        attrs = attrs.data if attrs is not None else {}
+        body = parser.parse_region()
+        op = cls.create(
+            operands=[*syms, *ins, *outs],
+            properties={
+                "nest_name": StringAttr(nest_name),
+                "lower": lower,
+                "upper": upper,
+                "iterators": iterators,
+                "maps": maps,
+                "operandSegmentSizes": _segments(len(syms), len(ins), len(outs)),
+            },
+            attributes=attrs,
+            regions=[body],
+        )
+        return op
+
+
+def _print_bounds(printer: Printer, bounds: ArrayAttr[AffineMapAttr]) -> None:
+    """Constant bounds print as integers, others as affine maps of the symbols."""
+
+    def one(b: AffineMapAttr) -> None:
+        results = b.data.results
+        c = _constant(results[0]) if len(results) == 1 and b.data.num_symbols == 0 else None
+        printer.print_string(str(c)) if c is not None else printer.print_attribute(b)
+
+    printer.print_string("[")
+    printer.print_list(bounds.data, one)
+    printer.print_string("]")
+
+
+def _parse_bounds(parser: Parser) -> ArrayAttr[AffineMapAttr]:
+    def one() -> AffineMapAttr:
+        value = parser.parse_optional_integer()
+        if value is not None:
+            return constant_bound(value)
+        attr = parser.parse_attribute()
+        if not isinstance(attr, AffineMapAttr):
+            parser.raise_error(f"expected an integer or an affine map as a loop bound, got {attr}")
+        return attr
+
+    return ArrayAttr(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, one))
+
+
+def _segments(*sizes: int) -> Attribute:
+    from xdsl.dialects.builtin import DenseArrayBase, i32
+
+    return DenseArrayBase.from_list(i32, list(sizes))
+
+
+def _parse_buffer_list(parser: Parser, keyword: str) -> list[SSAValue]:
+    parser.parse_keyword(keyword)
+    parser.parse_punctuation("(")
+    if parser.parse_optional_punctuation(")"):
+        return []
+    names = parser.parse_comma_separated_list(
+        parser.Delimiter.NONE, parser.parse_unresolved_operand
+    )
+    parser.parse_punctuation(":")
+    types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+    parser.parse_punctuation(")")
+    return parser.resolve_operands(names, types, parser.pos)
+
+
+def _constant(expr: AffineExpr) -> int | None:
+    from xdsl.ir.affine import AffineConstantExpr
+
+    return expr.value if isinstance(expr, AffineConstantExpr) else None
+
+
+def _dims_of(expr: AffineExpr) -> set[int]:
+    from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr
+
+    if isinstance(expr, AffineDimExpr):
+        return {expr.position}
+    if isinstance(expr, AffineBinaryOpExpr):
+        return _dims_of(expr.lhs) | _dims_of(expr.rhs)
+    return set()
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    name = "loop.yield"
+    values = var_operand_def(AnyAttr())
+    traits = traits_def(IsTerminator(), HasParent(NestOp))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class ParallelCallOp(IRDLOperation):
+    """Call `@callee(lo, hi, args...)` on sub-ranges of [0, trip_count) on all threads.
+
+    `grain` is the smallest chunk worth a thread; below it the call runs serially.
+    """
+
+    name = "loop.parallel_call"
+    callee = prop_def(SymbolRefAttr)
+    trip_count = prop_def(IntegerAttr)
+    grain = opt_prop_def(IntegerAttr)
+    args = var_operand_def(AnyAttr())
+    assembly_format = "$callee `(` $args `)` `range` $trip_count attr-dict `:` type($args)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, callee: str, trip_count: int, args: Sequence[SSAValue], grain: int = 1):
+        super().__init__(
+            operands=[list(args)],
+            properties={
+                "callee": SymbolRefAttr(callee),
+                "trip_count": IntegerAttr(trip_count, i64),
+                "grain": IntegerAttr(grain, i64),
+            },
+        )
+
+    def verify_(self) -> None:
+        if self.trip_count.value.data < 0:
+            raise VerifyException("'loop.parallel_call' trip count must be non-negative")
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """The same contiguous buffer seen with another static shape (a bufferized reshape)."""
+
+    name = "loop.view"
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `to` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: MemRefType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        a, b = self.source.type, self.result.type
+        assert isinstance(a, MemRefType) and isinstance(b, MemRefType)
+        if a.get_element_type() != b.get_element_type():
+            raise VerifyException(f"'loop.view' cannot change the element type ({a} to {b})")
+        if a.element_count() != b.element_count():
+            raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
+
+
+Loop = Dialect("loop", [NestOp, YieldOp, ParallelCallOp, ViewOp], [])

@@ -1,0 +1,9 @@
+// RUN: mlfuse-opt --help | filecheck %s
+// RUN: xdsl-opt -p canonicalize %s | filecheck %s --check-prefix=XDSL
+// CHECK: usage: mlfuse-opt
+// CHECK: --pass-pipeline
+// XDSL: graph.add
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = graph.add %x, %x : tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}

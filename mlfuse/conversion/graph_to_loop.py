@@ -1,0 +1,409 @@
+"""Bufferize a graph-level function and lower every graph op to `loop.nest`s.
+
+The function `@f(tensors...) -> (tensors...)` becomes `@f(in buffers..., out
+buffers...)`: results are written into caller-provided buffers (destination
+passing), intermediates are `memref.alloc`ed 64-byte aligned and freed after their
+last use, dense constants become `memref.global`s, and splat constants become
+scalars inside the nests that read them. A `fusion.group` lowers op by op (its
+nests keep the group's name); stitching them into one kernel is the job of the
+group code generators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.builder import Builder
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint
+
+from mlfuse.conversion import scalar
+from mlfuse.diagnostics import Diagnostic, location_of
+from mlfuse.dialects import fusion, graph, loop
+
+ALIGNMENT = 64
+
+
+def memref_of(t: Attribute) -> MemRefType:
+    assert isinstance(t, TensorType)
+    return MemRefType(t.get_element_type(), t.get_shape())
+
+
+def identity(rank: int) -> AffineMap:
+    return AffineMap.identity(rank)
+
+
+def dims(n: int) -> list[AffineExpr]:
+    return [AffineExpr.dimension(i) for i in range(n)]
+
+
+@dataclass
+class Operand:
+    """How a nest reads a graph value: a buffer, or (for splats) a scalar constant."""
+
+    buffer: SSAValue | None = None
+    splat: float | int | None = None
+
+
+@dataclass
+class FunctionLowering:
+    """State of lowering one function: value -> buffer, and the ops emitted so far."""
+
+    module: ModuleOp
+    builder: Builder
+    values: dict[SSAValue, Operand] = field(default_factory=dict)
+    allocated: list[SSAValue] = field(default_factory=list)
+    globals_made: int = 0
+    prefix: str = ""
+
+    # --- buffers -----------------------------------------------------------------
+
+    def alloc(self, t: Attribute) -> SSAValue:
+        buf = self.builder.insert(
+            memref.AllocOp.get(memref_of(t).get_element_type(), ALIGNMENT, memref_of(t).get_shape())
+        ).memref
+        self.allocated.append(buf)
+        return buf
+
+    def buffer(self, v: SSAValue) -> SSAValue:
+        """The buffer holding `v`, materializing a splat when a buffer is needed."""
+        operand = self.values[v]
+        if operand.buffer is not None:
+            return operand.buffer
+        buf = self.alloc(v.type)
+        shape = graph.shape_of(v)
+        self.nest("fill", shape, [], [buf], lambda b, args: [scalar.const(b, operand.splat, graph.element_type_of(v))], [], [identity(len(shape))])
+        operand.buffer = buf
+        return buf
+
+    # --- nests ----------------------------------------------------------------------
+
+    def nest(
+        self,
+        name: str,
+        bounds: Sequence[int],
+        ins: Sequence[SSAValue],
+        outs: Sequence[SSAValue],
+        body_fn,
+        iterators: Sequence[str] | None = None,
+        maps: Sequence[AffineMap] = (),
+    ) -> loop.NestOp:
+        """Emit a nest whose body is built by `body_fn(builder, element_args) -> yielded`."""
+        arg_types = [v.type.get_element_type() for v in (*ins, *outs)]  # type: ignore[union-attr]
+        block = Block(arg_types=arg_types)
+        b = Builder(InsertPoint.at_end(block))
+        b.insert(loop.YieldOp(*body_fn(b, list(block.args))))
+        op = loop.NestOp(
+            self.prefix + name,
+            list(bounds),
+            list(iterators or [loop.PARALLEL] * len(bounds)),
+            ins,
+            outs,
+            maps,
+            Region(block),
+        )
+        return self.builder.insert(op)
+
+
+def lower_elementwise(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
+    shape = graph.shape_of(op.results[0])
+    ins, splats = [], []
+    for v in op.operands:
+        operand = fl.values[v]
+        if operand.buffer is None:
+            splats.append((v, operand.splat))
+        else:
+            ins.append(operand.buffer)
+            splats.append((v, None))
+
+    def body(b: Builder, args: list[SSAValue]) -> list[SSAValue]:
+        it = iter(args)
+        values = [
+            next(it) if s is None else scalar.const(b, s, graph.element_type_of(v))
+            for v, s in splats
+        ]
+        return [scalar.emit_elementwise(b, op, values)]
+
+    rank = len(shape)
+    fl.nest(short_name(op), shape, ins, [out], body, maps=[identity(rank)] * (len(ins) + 1))
+
+
+def lower_broadcast(fl: FunctionLowering, op: graph.BroadcastOp, out: SSAValue) -> None:
+    in_shape, out_shape = graph.shape_of(op.input), graph.shape_of(op.result)
+    d = dims(len(out_shape))
+    index = [
+        AffineExpr.constant(0) if in_shape[i] == 1 and out_shape[r] != 1 else d[r]
+        for i, r in enumerate(op.dim_map)
+    ]
+    m = AffineMap(len(out_shape), 0, tuple(index))
+    fl.nest("broadcast", out_shape, [fl.buffer(op.input)], [out], lambda b, a: [a[0]], maps=[m, identity(len(out_shape))])
+
+
+def lower_reduce(fl: FunctionLowering, op: graph.ReduceOp, out: SSAValue) -> None:
+    shape = graph.shape_of(op.input)
+    axes = set(op.reduce_axes)
+    t = graph.element_type_of(op.input)
+    out_shape = graph.shape_of(op.result)
+    init = scalar.identity_of(op.KIND, t)
+    fl.nest(f"init_{op.KIND}", out_shape, [], [out], lambda b, a: [scalar.const(b, init, t)], maps=[identity(len(out_shape))])
+    d = dims(len(shape))
+    if op.keeps_dims:
+        out_index = [AffineExpr.constant(0) if i in axes else d[i] for i in range(len(shape))]
+    else:
+        out_index = [d[i] for i in range(len(shape)) if i not in axes]
+    iterators = [loop.REDUCTION if i in axes else loop.PARALLEL for i in range(len(shape))]
+
+    def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
+        x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
+        return [scalar.narrow(b, scalar.combine(b, op.KIND, acc, x), t)]
+
+    fl.nest(f"reduce_{op.KIND}", shape, [fl.buffer(op.input)], [out], body, iterators,
+            [identity(len(shape)), AffineMap(len(shape), 0, tuple(out_index))])
+    if op.KIND == "mean":
+        count = 1
+        for a in axes:
+            count *= shape[a]
+
+        def scale(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
+            from xdsl.dialects import arith
+
+            x = scalar.widen(b, a[0])
+            return [scalar.narrow(b, b.insert(arith.DivfOp(x, scalar.const(b, float(count), x.type))).result, t)]
+
+        fl.nest("mean_scale", out_shape, [out], [out], scale, maps=[identity(len(out_shape))] * 2)
+
+
+def lower_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue) -> None:
+    perm = op.permutation
+    out_shape = graph.shape_of(op.result)
+    inverse = [perm.index(j) for j in range(len(perm))]
+    m = AffineMap(len(perm), 0, tuple(AffineExpr.dimension(inverse[j]) for j in range(len(perm))))
+    fl.nest("transpose", out_shape, [fl.buffer(op.input)], [out], lambda b, a: [a[0]], maps=[m, identity(len(perm))])
+
+
+def copy_nest(fl: FunctionLowering, name: str, src: SSAValue, dst: SSAValue, src_map: AffineMap, dst_map: AffineMap, bounds: Sequence[int]) -> None:
+    fl.nest(name, bounds, [src], [dst], lambda b, a: [a[0]], maps=[src_map, dst_map])
+
+
+def lower_slice(fl: FunctionLowering, op: graph.SliceOp, out: SSAValue) -> None:
+    start, _, step = op.bounds
+    shape = graph.shape_of(op.result)
+    d = dims(len(shape))
+    m = AffineMap(len(shape), 0, tuple(d[i] * step[i] + start[i] for i in range(len(shape))))
+    copy_nest(fl, "slice", fl.buffer(op.input), out, m, identity(len(shape)), shape)
+
+
+def lower_pad(fl: FunctionLowering, op: graph.PadOp, out: SSAValue) -> None:
+    low, _ = op.padding
+    t = graph.element_type_of(op.result)
+    out_shape, in_shape = graph.shape_of(op.result), graph.shape_of(op.input)
+    value = op.pad_value
+    fl.nest("pad_fill", out_shape, [], [out], lambda b, a: [scalar.const(b, value, t)], maps=[identity(len(out_shape))])
+    d = dims(len(in_shape))
+    m = AffineMap(len(in_shape), 0, tuple(d[i] + low[i] for i in range(len(in_shape))))
+    copy_nest(fl, "pad_copy", fl.buffer(op.input), out, identity(len(in_shape)), m, in_shape)
+
+
+def lower_concat(fl: FunctionLowering, op: graph.ConcatOp, out: SSAValue) -> None:
+    axis, offset = op.concat_axis, 0
+    for v in op.inputs:
+        shape = graph.shape_of(v)
+        d = dims(len(shape))
+        m = AffineMap(len(shape), 0, tuple(d[i] + offset if i == axis else d[i] for i in range(len(shape))))
+        copy_nest(fl, "concat", fl.buffer(v), out, identity(len(shape)), m, shape)
+        offset += shape[axis]
+
+
+def lower_contraction(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
+    """C[b.., i, j] = sum_k A[b.., i, k] * B[b.., k, j], iterated (b.., i, k, j).
+
+    The reduction dimension sits between i and j so that the innermost loop runs
+    along rows of B and C: contiguous, vectorizable, no reassociation needed.
+    """
+    a_shape, b_shape = graph.shape_of(op.operands[0]), graph.shape_of(op.operands[1])
+    nb = len(a_shape) - 2
+    t = graph.element_type_of(op.results[0])
+    out_shape = graph.shape_of(op.results[0])
+    fl.nest("matmul_init", out_shape, [], [out], lambda b, a: [scalar.const(b, 0, t)], maps=[identity(len(out_shape))])
+    d = dims(nb + 3)
+    batch, i, k, j = d[:nb], d[nb], d[nb + 1], d[nb + 2]
+    rank = nb + 3
+    maps = [AffineMap(rank, 0, (*batch, i, k)), AffineMap(rank, 0, (*batch, k, j)), AffineMap(rank, 0, (*batch, i, j))]
+    bounds = [*a_shape, b_shape[-1]]
+    iterators = [loop.PARALLEL] * (nb + 1) + [loop.REDUCTION, loop.PARALLEL]
+
+    def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
+        from xdsl.dialects import arith
+
+        x, y, acc = (scalar.widen(b, v) for v in a)
+        if isinstance(x.type, scalar.IntegerType):
+            r = b.insert(arith.AddiOp(acc, b.insert(arith.MuliOp(x, y)).result)).result
+        else:
+            r = b.insert(arith.AddfOp(acc, b.insert(arith.MulfOp(x, y)).result)).result
+        return [scalar.narrow(b, r, t)]
+
+    fl.nest(short_name(op), bounds, [fl.buffer(op.operands[0]), fl.buffer(op.operands[1])], [out], body, iterators, maps)
+
+
+def short_name(op: Operation) -> str:
+    return op.name.split(".", 1)[1]
+
+
+ELEMENTWISE = (
+    graph.UnaryElementwiseOp,
+    graph.BinaryElementwiseOp,
+    graph.CompareOp,
+    graph.SelectOp,
+    graph.CastOp,
+)
+
+LOWERINGS = {
+    graph.BroadcastOp: lower_broadcast,
+    graph.TransposeOp: lower_transpose,
+    graph.SliceOp: lower_slice,
+    graph.PadOp: lower_pad,
+    graph.ConcatOp: lower_concat,
+    graph.MatmulOp: lower_contraction,
+    graph.BatchMatmulOp: lower_contraction,
+}
+
+
+def lower_op(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
+    if isinstance(op, ELEMENTWISE):
+        lower_elementwise(fl, op, out)
+    elif isinstance(op, graph.ReduceOp):
+        lower_reduce(fl, op, out)
+    elif type(op) in LOWERINGS:
+        LOWERINGS[type(op)](fl, op, out)
+    else:
+        raise Diagnostic(f"'{op.name}' cannot be lowered to loops yet", location_of(op))
+
+
+def lower_constant(fl: FunctionLowering, op: graph.ConstantOp) -> Operand:
+    value = op.value
+    if value.is_splat() or len(value) == 1:
+        v = op.to_numpy().reshape(-1)[0]
+        return Operand(splat=v.item())
+    name = f"__constant_{fl.prefix}{fl.globals_made}"
+    fl.globals_made += 1
+    t = memref_of(op.result.type)
+    fl.module.body.block.insert_op_before(
+        memref.GlobalOp.get(StringAttr(name), t, value, constant=UnitAttr(), alignment=ALIGNMENT),
+        fl.module.body.block.first_op,
+    )
+    return Operand(buffer=fl.builder.insert(memref.GetGlobalOp(name, t)).memref)
+
+
+def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue, SSAValue]) -> None:
+    """Lower the ops of `block`; `results_into` names destination buffers for some values."""
+    for op in block.ops:
+        if isinstance(op, func.ReturnOp | fusion.YieldOp):
+            continue
+        if isinstance(op, graph.ConstantOp):
+            fl.values[op.result] = lower_constant(fl, op)
+            continue
+        if isinstance(op, fusion.GroupOp):
+            inner: dict[SSAValue, SSAValue] = {}
+            for arg, v in zip(op.block.args, op.inputs):
+                fl.values[arg] = fl.values[v]
+            for res, yielded in zip(op.outputs, op.yield_op.values):
+                if res in results_into and yielded not in inner and yielded not in fl.values:
+                    inner[yielded] = results_into[res]
+            saved, fl.prefix = fl.prefix, op.group_name.data + "."
+            lower_block(fl, op.block, inner)
+            fl.prefix = saved
+            for res, yielded in zip(op.outputs, op.yield_op.values):
+                fl.values[res] = fl.values[yielded]
+            continue
+        if isinstance(op, graph.ReshapeOp):
+            src = fl.buffer(op.input)
+            view = fl.builder.insert(loop.ViewOp(src, memref_of(op.result.type))).result
+            fl.values[op.result] = Operand(buffer=view)
+            continue
+        result = op.results[0]
+        out = results_into.get(result) or fl.alloc(result.type)
+        lower_op(fl, op, out)
+        fl.values[result] = Operand(buffer=out)
+
+
+def bufferize_function(module: ModuleOp, fn: func.FuncOp) -> func.FuncOp:
+    """Replace `fn` by its destination-passing, loop-level version."""
+    inputs = [memref_of(t) for t in fn.function_type.inputs.data]
+    outputs = [memref_of(t) for t in fn.function_type.outputs.data]
+    new_block = Block(arg_types=[*inputs, *outputs])
+    builder = Builder(InsertPoint.at_end(new_block))
+    fl = FunctionLowering(module, builder)
+    old_block = fn.body.block
+    for arg, new in zip(old_block.args, new_block.args):
+        fl.values[arg] = Operand(buffer=new)
+    ret = old_block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    out_args = new_block.args[len(inputs) :]
+
+    # Results are computed straight into the caller's buffers when they can be.
+    results_into: dict[SSAValue, SSAValue] = {}
+    for value, out in zip(ret.arguments, out_args):
+        if value not in results_into:
+            results_into[value] = out
+    lower_block(fl, old_block, results_into)
+
+    # Anything returned that is not already in its out buffer (arguments, views,
+    # constants, a value returned twice) is copied there.
+    for value, out in zip(ret.arguments, out_args):
+        src = fl.values[value]
+        if src.buffer is out:
+            continue
+        shape = graph.shape_of(value)
+        src_buf = fl.buffer(value)
+        copy_nest(fl, "copy_result", src_buf, out, identity(len(shape)), identity(len(shape)), shape)
+
+    for buf in fl.allocated:
+        builder.insert(memref.DeallocOp.get(buf))
+    builder.insert(func.ReturnOp())
+    place_deallocs(new_block, fl.allocated)
+
+    new_fn = func.FuncOp(fn.sym_name.data, ([*inputs, *outputs], []), Region(new_block))
+    new_fn.attributes["mlfuse.num_inputs"] = IntegerAttr(len(inputs), i64)
+    new_fn.attributes["mlfuse.num_outputs"] = IntegerAttr(len(outputs), i64)
+    for name in ("mlfuse.input_names", "mlfuse.output_names"):
+        if name in fn.attributes:
+            new_fn.attributes[name] = fn.attributes[name]
+    return new_fn
+
+
+def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
+    """Move each dealloc right after the last op that uses its buffer (or a view of it)."""
+    for buf in allocated:
+        users = [u.operation for u in buf.uses]
+        dealloc = next(u for u in users if isinstance(u, memref.DeallocOp))
+        views = [u.results[0] for u in users if isinstance(u, loop.ViewOp)]
+        users += [u.operation for v in views for u in v.uses]
+        last = max((u for u in users if u is not dealloc), key=block.get_operation_index, default=None)
+        if last is None:
+            continue
+        dealloc.detach()
+        block.insert_op_after(dealloc, last)
+
+
+def convert_graph_to_loop(module: ModuleOp) -> None:
+    for fn in list(module.ops):
+        if isinstance(fn, func.FuncOp) and fn.body.blocks and any(
+            isinstance(t, TensorType) for t in (*fn.function_type.inputs.data, *fn.function_type.outputs.data)
+        ):
+            new_fn = bufferize_function(module, fn)
+            module.body.block.insert_op_before(new_fn, fn)
+            fn.detach()
+            fn.erase()

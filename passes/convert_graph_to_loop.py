@@ -1,0 +1,40 @@
+"""convert-graph-to-loop: bufferize graph functions and lower each op to `loop.nest`s.
+
+Functions on tensors become destination-passing functions on memrefs (inputs,
+then outputs; no results). Each graph op becomes one or more affine loop nests;
+intermediates are 64-byte-aligned `memref.alloc`s freed after their last use;
+dense constants become `memref.global`s; splat constants fold into the nests
+that read them. Reshapes are views (`loop.view`), not copies.
+
+Before:
+    func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %e = graph.exp %x : tensor<4x8xf32>
+      func.return %e : tensor<4x8xf32>
+    }
+After:
+    func.func @main(%x: memref<4x8xf32>, %out: memref<4x8xf32>) {
+      loop.nest "exp" lower [...] upper [...] iterators ["parallel", "parallel"]
+          ins(%x : memref<4x8xf32>) outs(%out : memref<4x8xf32>) maps [...] {
+      ^bb0(%a: f32, %o: f32):
+        %e = math.exp %a : f32
+        loop.yield %e : f32
+      }
+      func.return
+    }
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from mlfuse.conversion.graph_to_loop import convert_graph_to_loop
+
+
+@dataclass(frozen=True)
+class ConvertGraphToLoopPass(ModulePass):
+    name = "convert-graph-to-loop"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        convert_graph_to_loop(op)
