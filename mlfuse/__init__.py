@@ -1,1 +1,35 @@
-"""mlfuse: an MLIR-style fusion compiler on xDSL."""
+"""mlfuse: an MLIR-style fusion compiler on xDSL.
+
+    import mlfuse
+    f = mlfuse.compile("model.mlir")          # or an .onnx path, IR text, a ModuleOp
+    (y,) = f(x)                               # numpy in, numpy out
+    (y_ref,) = mlfuse.reference("model.mlir")(x)
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+
+def parse(source, input_shapes=None):
+    from mlfuse.api import parse as _parse
+
+    return _parse(source, input_shapes)
+
+
+def compile(source, target: str = "cpu", **options):
+    from mlfuse.api import compile as _compile
+
+    return _compile(source, target=target, **options)
+
+
+def run_pipeline(module, passes):
+    from mlfuse.api import run_pipeline as _run
+
+    return _run(module, passes)
+
+
+# `mlfuse.reference(source, entry="main")(*arrays)`: the module is callable.
+from mlfuse import reference  # noqa: E402
+
+__all__ = ["parse", "compile", "reference", "run_pipeline"]

@@ -7,6 +7,8 @@ f32), so the reference says what the IR means, not how fast it can be computed.
 from __future__ import annotations
 
 import math
+import sys
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -313,9 +315,19 @@ class ReferenceFunction:
 
 
 def reference(module: ModuleOp | str, entry: str = "main") -> ReferenceFunction:
-    """`reference(module_or_text)(*arrays)` evaluates `@entry` with numpy."""
-    if isinstance(module, str):
-        from mlfuse.ir import parse_module
+    """`reference(module_or_text_or_path)(*arrays)` evaluates `@entry` with numpy."""
+    if not isinstance(module, ModuleOp):
+        from mlfuse.api import parse
 
-        module = parse_module(module)
+        module = parse(module)
     return ReferenceFunction(find_function(module, entry))
+
+
+class _CallableModule(types.ModuleType):
+    """`mlfuse.reference(...)` is this module once imported: make calling it work."""
+
+    def __call__(self, module: ModuleOp | str, entry: str = "main") -> ReferenceFunction:
+        return reference(module, entry)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -23,12 +23,17 @@ def _pass(module: str, name: str) -> Callable:
 MLFUSE_DIALECTS: dict[str, Callable] = {
     "graph": _dialect("graph", "Graph"),
     "fusion": _dialect("fusion", "Fusion"),
+    "kernel": _dialect("kernel", "Kernel"),
     "loop": _dialect("loop", "Loop"),
 }
 
 # flag -> (module in passes/, class name)
 PASS_MODULES: dict[str, tuple[str, str]] = {
     "convert-graph-to-loop": ("convert_graph_to_loop", "ConvertGraphToLoopPass"),
+    "convert-loop-to-scf": ("convert_loop_to_scf", "ConvertLoopToScfPass"),
+    "expand-math": ("expand_math", "ExpandMathPass"),
+    "convert-to-llvm": ("convert_to_llvm", "ConvertToLlvmPass"),
+    "convert-kernel-to-nvvm": ("convert_kernel_to_nvvm", "ConvertKernelToNvvm"),
 }
 
 MLFUSE_PASSES: dict[str, Callable] = {

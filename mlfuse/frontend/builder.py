@@ -74,7 +74,7 @@ COMPARISONS = {
 }
 
 Scalar = bool | int | float | np.generic
-Operand = "Tensor | Scalar | np.ndarray"
+Operand = Any  # a Tensor, a Python/numpy scalar or an array
 
 
 def element_type(dtype: str | np.dtype | type | Attribute) -> Attribute:
@@ -345,11 +345,7 @@ class GraphBuilder:
             )
         if el == i1 and value not in (0, 1):
             raise ValueError(f"scalar {value} cannot be combined with an i1 tensor")
-        return np.full((1,) * len(shape), value, dtype=graph.numpy_dtype(el)).reshape(
-            (1,) * len(shape)
-        ) * np.ones(shape, dtype=graph.numpy_dtype(el)) if math.prod(shape) <= 1 else np.full(
-            shape, value, dtype=graph.numpy_dtype(el)
-        )
+        return np.full(shape, value, dtype=graph.numpy_dtype(el))
 
     def _operand(self, value: Any, like: Tensor | None, what: str) -> Tensor | None:
         """A Tensor for `value`; scalars and arrays take the dtype of `like` (None: unknown yet)."""

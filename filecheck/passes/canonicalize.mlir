@@ -1,0 +1,228 @@
+// RUN: mlfuse-opt %s -p canonicalize | filecheck %s
+// RUN: mlfuse-opt %s --pass-pipeline="builtin.module(canonicalize)" | filecheck %s
+// RUN: not mlfuse-opt %s -p "canonicalize{max_iterations=2}" 2>&1 | filecheck %s --check-prefix=BADOPT
+
+// Canonicalization patterns of the graph dialect (dialects/graph_canonicalize.py).
+
+// BADOPT: <pass-pipeline>:1:1: error: invalid pass pipeline 'canonicalize{max_iterations=2}': Provided arguments ["max_iterations"] not found in expected arguments []
+
+// --- identities disappear ---------------------------------------------------
+
+// CHECK-LABEL: func.func @identity_broadcast
+// CHECK-NEXT:    func.return %x : tensor<4x8xf32>
+func.func @identity_broadcast(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %b = graph.broadcast %x {dims = array<i64: 0, 1>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  func.return %b : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @identity_cast
+// CHECK-NEXT:    func.return %x : tensor<4xf32>
+func.func @identity_cast(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = graph.cast %x : tensor<4xf32> -> tensor<4xf32>
+  func.return %c : tensor<4xf32>
+}
+
+// --- chains collapse -----------------------------------------------------------
+
+// CHECK-LABEL: func.func @broadcast_of_broadcast
+// CHECK-NEXT:    %b2 = graph.broadcast %v {dims = array<i64: 2>} : tensor<8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT:    func.return %b2
+func.func @broadcast_of_broadcast(%v: tensor<8xf32>) -> tensor<2x4x8xf32> {
+  %b1 = graph.broadcast %v {dims = array<i64: 1>} : tensor<8xf32> -> tensor<4x8xf32>
+  %b2 = graph.broadcast %b1 {dims = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<2x4x8xf32>
+  func.return %b2 : tensor<2x4x8xf32>
+}
+
+// A size-1 dimension stretched by the middle broadcast stays stretchable.
+// CHECK-LABEL: func.func @broadcast_chain_with_stretch
+// CHECK-NEXT:    %b3 = graph.broadcast %v {dims = array<i64: 1, 2>} : tensor<4x1xf32> -> tensor<3x4x8xf32>
+// CHECK-NEXT:    func.return %b3
+func.func @broadcast_chain_with_stretch(%v: tensor<4x1xf32>) -> tensor<3x4x8xf32> {
+  %b1 = graph.broadcast %v {dims = array<i64: 0, 1>} : tensor<4x1xf32> -> tensor<4x1xf32>
+  %b2 = graph.broadcast %b1 {dims = array<i64: 0, 1>} : tensor<4x1xf32> -> tensor<4x8xf32>
+  %b3 = graph.broadcast %b2 {dims = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<3x4x8xf32>
+  func.return %b3 : tensor<3x4x8xf32>
+}
+
+// The inner broadcast has another user: it stays, the outer one reads %v directly.
+// CHECK-LABEL: func.func @broadcast_shared_inner
+// CHECK-NEXT:    %b1 = graph.broadcast %v {dims = array<i64: 1>} : tensor<8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT:    %b2 = graph.broadcast %v {dims = array<i64: 2>} : tensor<8xf32> -> tensor<2x4x8xf32>
+// CHECK-NEXT:    func.return %b1, %b2
+func.func @broadcast_shared_inner(%v: tensor<8xf32>) -> (tensor<4x8xf32>, tensor<2x4x8xf32>) {
+  %b1 = graph.broadcast %v {dims = array<i64: 1>} : tensor<8xf32> -> tensor<4x8xf32>
+  %b2 = graph.broadcast %b1 {dims = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<2x4x8xf32>
+  func.return %b1, %b2 : tensor<4x8xf32>, tensor<2x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @transposes
+// CHECK-NEXT:    %rot = graph.transpose %x {perm = array<i64: 1, 2, 0>} : tensor<2x3x4xf32> -> tensor<3x4x2xf32>
+// CHECK-NEXT:    func.return %x, %x, %rot
+func.func @transposes(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3x4x2xf32>) {
+  %id = graph.transpose %x {perm = array<i64: 0, 1, 2>} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %t1 = graph.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  %back = graph.transpose %t1 {perm = array<i64: 1, 0, 2>} : tensor<3x2x4xf32> -> tensor<2x3x4xf32>
+  %rot = graph.transpose %t1 {perm = array<i64: 0, 2, 1>} : tensor<3x2x4xf32> -> tensor<3x4x2xf32>
+  func.return %id, %back, %rot : tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3x4x2xf32>
+}
+
+// CHECK-LABEL: func.func @reshapes
+// CHECK-NEXT:    %r2 = graph.reshape %x : tensor<4x8xf32> -> tensor<32xf32>
+// CHECK-NEXT:    func.return %x, %r2, %x
+func.func @reshapes(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<32xf32>, tensor<4x8xf32>) {
+  %same = graph.reshape %x : tensor<4x8xf32> -> tensor<4x8xf32>
+  %r1 = graph.reshape %x : tensor<4x8xf32> -> tensor<2x2x8xf32>
+  %r2 = graph.reshape %r1 : tensor<2x2x8xf32> -> tensor<32xf32>
+  %round = graph.reshape %r2 : tensor<32xf32> -> tensor<4x8xf32>
+  func.return %same, %r2, %round : tensor<4x8xf32>, tensor<32xf32>, tensor<4x8xf32>
+}
+
+// Patterns also apply inside fusion groups.
+// CHECK-LABEL: func.func @inside_fusion_group
+// CHECK:         ^bb0(%a: tensor<2x3xf32>):
+// CHECK-NEXT:      fusion.yield %a : tensor<2x3xf32>
+func.func @inside_fusion_group(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r = fusion.group "g" kind = "loop" (%x) : (tensor<2x3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%a: tensor<2x3xf32>):
+    %t = graph.transpose %a {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+    %u = graph.transpose %t {perm = array<i64: 1, 0>} : tensor<3x2xf32> -> tensor<2x3xf32>
+    fusion.yield %u : tensor<2x3xf32>
+  }
+  func.return %r : tensor<2x3xf32>
+}
+
+// --- small constants fold (values computed by mlfuse.reference) -----------------
+
+// CHECK-LABEL: func.func @fold_elementwise
+// CHECK-NEXT:    %s = graph.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %m = graph.constant dense<[1.200000e+01, -3.750000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %lt = graph.constant dense<[true, false]> : tensor<2xi1>
+// CHECK-NEXT:    %sel = graph.constant dense<[1.000000e+00, -1.500000e+00]> : tensor<2xf32>
+// CHECK-NEXT:    %i = graph.constant dense<[-1, 2, 9]> : tensor<3xi32>
+// CHECK-NEXT:    %q = graph.constant dense<[3, -3, -2]> : tensor<3xi32>
+// CHECK-NEXT:    func.return %s, %m, %lt, %sel, %i, %q
+func.func @fold_elementwise() -> (tensor<2xf32>, tensor<2xf32>, tensor<2xi1>, tensor<2xf32>, tensor<3xi32>, tensor<3xi32>) {
+  %c = graph.constant dense<[1.0, 4.0]> : tensor<2xf32>
+  %d = graph.constant dense<[3.0, -1.5]> : tensor<2xf32>
+  %s = graph.sqrt %c : tensor<2xf32>
+  %a = graph.add %c, %d : tensor<2xf32>
+  %m = graph.mul %a, %d : tensor<2xf32>
+  %lt = graph.compare lt, %c, %d : tensor<2xf32>
+  %sel = graph.select %lt, %c, %d : tensor<2xi1>, tensor<2xf32>
+  // float -> int truncates towards zero; integer division too
+  %f = graph.constant dense<[-1.7, 2.5, 9.9]> : tensor<3xf32>
+  %i = graph.cast %f : tensor<3xf32> -> tensor<3xi32>
+  %n = graph.constant dense<[7, -7, 8]> : tensor<3xi32>
+  %k = graph.constant dense<[2, 2, -3]> : tensor<3xi32>
+  %q = graph.div %n, %k : tensor<3xi32>
+  func.return %s, %m, %lt, %sel, %i, %q : tensor<2xf32>, tensor<2xf32>, tensor<2xi1>, tensor<2xf32>, tensor<3xi32>, tensor<3xi32>
+}
+
+// CHECK-LABEL: func.func @fold_data_movement
+// CHECK-NEXT:    %b = graph.constant dense<{{\[}}[1.000000e+00, 2.000000e+00, 3.000000e+00], [1.000000e+00, 2.000000e+00, 3.000000e+00]]> : tensor<2x3xf32>
+// CHECK-NEXT:    %t = graph.constant dense<{{\[}}[1.000000e+00, 1.000000e+00], [2.000000e+00, 2.000000e+00], [3.000000e+00, 3.000000e+00]]> : tensor<3x2xf32>
+// CHECK-NEXT:    %r = graph.constant dense<[1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00, 3.000000e+00, 3.000000e+00]> : tensor<6xf32>
+// CHECK-NEXT:    func.return %b, %t, %r
+func.func @fold_data_movement() -> (tensor<2x3xf32>, tensor<3x2xf32>, tensor<6xf32>) {
+  %c = graph.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %b = graph.broadcast %c {dims = array<i64: 1>} : tensor<3xf32> -> tensor<2x3xf32>
+  %t = graph.transpose %b {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %r = graph.reshape %t : tensor<3x2xf32> -> tensor<6xf32>
+  func.return %b, %t, %r : tensor<2x3xf32>, tensor<3x2xf32>, tensor<6xf32>
+}
+
+// Splats fold at any size: the result is a splat too.
+// CHECK-LABEL: func.func @fold_large_splat
+// CHECK-NEXT:    %e = graph.constant dense<7.38905573> : tensor<256x256xf32>
+// CHECK-NEXT:    func.return %e
+func.func @fold_large_splat() -> tensor<256x256xf32> {
+  %c = graph.constant dense<2.0> : tensor<f32>
+  %b = graph.broadcast %c {dims = array<i64>} : tensor<f32> -> tensor<256x256xf32>
+  %e = graph.exp %b : tensor<256x256xf32>
+  func.return %e : tensor<256x256xf32>
+}
+
+// --- must not change ------------------------------------------------------------
+
+// CHECK-LABEL: func.func @keep_stretching_broadcast
+// CHECK-NEXT:    %b = graph.broadcast %v {dims = array<i64: 0, 1>} : tensor<1x8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT:    func.return %b
+func.func @keep_stretching_broadcast(%v: tensor<1x8xf32>) -> tensor<4x8xf32> {
+  %b = graph.broadcast %v {dims = array<i64: 0, 1>} : tensor<1x8xf32> -> tensor<4x8xf32>
+  func.return %b : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @keep_single_transpose_reshape_cast
+// CHECK-NEXT:    %t = graph.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+// CHECK-NEXT:    %r = graph.reshape %x : tensor<2x3xf32> -> tensor<6xf32>
+// CHECK-NEXT:    %c = graph.cast %x : tensor<2x3xf32> -> tensor<2x3xf16>
+// CHECK-NEXT:    func.return %t, %r, %c
+func.func @keep_single_transpose_reshape_cast(%x: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<6xf32>, tensor<2x3xf16>) {
+  %t = graph.transpose %x {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  %r = graph.reshape %x : tensor<2x3xf32> -> tensor<6xf32>
+  %c = graph.cast %x : tensor<2x3xf32> -> tensor<2x3xf16>
+  func.return %t, %r, %c : tensor<3x2xf32>, tensor<6xf32>, tensor<2x3xf16>
+}
+
+// A transpose of a reshape is not a chain of one kind: both stay.
+// CHECK-LABEL: func.func @keep_mixed_chain
+// CHECK-NEXT:    %r = graph.reshape %x
+// CHECK-NEXT:    %t = graph.transpose %r
+func.func @keep_mixed_chain(%x: tensor<6xf32>) -> tensor<3x2xf32> {
+  %r = graph.reshape %x : tensor<6xf32> -> tensor<2x3xf32>
+  %t = graph.transpose %r {perm = array<i64: 1, 0>} : tensor<2x3xf32> -> tensor<3x2xf32>
+  func.return %t : tensor<3x2xf32>
+}
+
+// CHECK-LABEL: func.func @keep_non_constant_operand
+// CHECK-NEXT:    %c = graph.constant
+// CHECK-NEXT:    %a = graph.add %x, %c : tensor<2xf32>
+func.func @keep_non_constant_operand(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %c = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %a = graph.add %x, %c : tensor<2xf32>
+  func.return %a : tensor<2xf32>
+}
+
+// 128 elements that are not a splat: folding would bloat the IR.
+// CHECK-LABEL: func.func @keep_large_non_splat
+// CHECK-NEXT:    %c = graph.constant
+// CHECK-NEXT:    %b = graph.broadcast %c {dims = array<i64: 1>} : tensor<8xf32> -> tensor<16x8xf32>
+func.func @keep_large_non_splat() -> tensor<16x8xf32> {
+  %c = graph.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+  %b = graph.broadcast %c {dims = array<i64: 1>} : tensor<8xf32> -> tensor<16x8xf32>
+  func.return %b : tensor<16x8xf32>
+}
+
+// NaN and inf results stay computed at run time.
+// CHECK-LABEL: func.func @keep_non_finite
+// CHECK:         %l = graph.log %c : tensor<2xf32>
+// CHECK-NEXT:    %d = graph.div %c, %z : tensor<2xf32>
+func.func @keep_non_finite() -> (tensor<2xf32>, tensor<2xf32>) {
+  %c = graph.constant dense<[-1.0, 4.0]> : tensor<2xf32>
+  %z = graph.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  %l = graph.log %c : tensor<2xf32>
+  %d = graph.div %c, %z : tensor<2xf32>
+  func.return %l, %d : tensor<2xf32>, tensor<2xf32>
+}
+
+// CHECK-LABEL: func.func @keep_integer_division_by_zero
+// CHECK:         %q = graph.div %n, %k : tensor<2xi32>
+func.func @keep_integer_division_by_zero() -> tensor<2xi32> {
+  %n = graph.constant dense<[6, 7]> : tensor<2xi32>
+  %k = graph.constant dense<[3, 0]> : tensor<2xi32>
+  %q = graph.div %n, %k : tensor<2xi32>
+  func.return %q : tensor<2xi32>
+}
+
+// Reductions and contractions are not in the folding set.
+// CHECK-LABEL: func.func @keep_reductions_and_contractions
+// CHECK:         %s = graph.reduce_sum %c
+// CHECK:         %p = graph.matmul %m, %n
+func.func @keep_reductions_and_contractions() -> (tensor<f32>, tensor<1x1xf32>) {
+  %c = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %s = graph.reduce_sum %c {axes = array<i64: 0>} : tensor<2xf32> -> tensor<f32>
+  %m = graph.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+  %n = graph.constant dense<[[3.0], [4.0]]> : tensor<2x1xf32>
+  %p = graph.matmul %m, %n : (tensor<1x2xf32>, tensor<2x1xf32>) -> tensor<1x1xf32>
+  func.return %s, %p : tensor<f32>, tensor<1x1xf32>
+}

@@ -1,0 +1,224 @@
+"""The Python API: parse, run pipelines, compile graphs and call them on numpy arrays."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
+from xdsl.passes import PassPipeline
+from xdsl.printer import Printer
+
+from mlfuse import cache, pipelines
+from mlfuse.diagnostics import Diagnostic, parse_located, verify_located
+from mlfuse.dialects import graph
+
+VERSION = "0.1.0"
+ALIGNMENT = 64
+
+
+def parse(source: str | ModuleOp, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModuleOp:
+    """A verified module from a ModuleOp, IR text, a `.mlir` path or an `.onnx` path."""
+    if isinstance(source, ModuleOp):
+        return source
+    if isinstance(source, str | os.PathLike) and str(source).endswith(".onnx"):
+        from mlfuse.frontend.onnx import import_onnx
+
+        return import_onnx(str(source), input_shapes=input_shapes)
+    from mlfuse.ir import make_context
+
+    name = "<input>"
+    text = str(source)
+    if "\n" not in text and text.endswith(".mlir"):
+        if not os.path.exists(text):
+            raise Diagnostic(f"no such file: {text}")
+        name = text
+        with open(text) as f:
+            text = f.read()
+    module = parse_located(make_context(), text, name)
+    verify_located(module)
+    return module
+
+
+def all_passes() -> dict:
+    from xdsl.transforms import get_all_passes
+
+    from mlfuse.universe import MLFUSE_PASSES
+
+    return {**get_all_passes(), **MLFUSE_PASSES}
+
+
+def run_pipeline(module: ModuleOp, passes: Sequence[str], ctx: Context | None = None) -> ModuleOp:
+    """Apply passes given as `mlfuse-opt -p` specs, verifying after each."""
+    from mlfuse.ir import make_context
+
+    ctx = ctx or make_context()
+    try:
+        pipeline = PassPipeline.parse_spec(all_passes(), ",".join(passes))
+    except Exception as e:
+        raise Diagnostic(f"invalid pass pipeline '{','.join(passes)}': {e}") from None
+    for p in pipeline.passes:
+        p.apply(ctx, module)
+        verify_located(module)
+    return module
+
+
+def module_text(module: ModuleOp) -> str:
+    from io import StringIO
+
+    out = StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue()
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    name: str
+
+
+def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
+    def specs(types, names_attr: str, prefix: str) -> list[TensorSpec]:
+        names = fn.attributes.get(names_attr)
+        names = [n.data for n in names.data] if isinstance(names, ArrayAttr) else []  # type: ignore[union-attr]
+        result = []
+        for i, t in enumerate(types):
+            if not isinstance(t, TensorType):
+                raise Diagnostic(f"@{fn.sym_name.data}: argument and result types must be tensors, got {t}")
+            el = t.get_element_type()
+            if isinstance(el, graph.BFloat16Type):
+                raise Diagnostic(f"@{fn.sym_name.data}: bf16 tensors are not supported by the CPU backend (numpy has no bf16)")
+            result.append(TensorSpec(tuple(t.get_shape()), graph.numpy_dtype(el), names[i] if i < len(names) else f"{prefix}{i}"))
+        return result
+
+    return specs(fn.function_type.inputs.data, "mlfuse.input_names", "arg"), specs(
+        fn.function_type.outputs.data, "mlfuse.output_names", "result"
+    )
+
+
+def aligned_empty(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data is 64-byte aligned."""
+    dtype = np.dtype(dtype)
+    nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % ALIGNMENT
+    return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+class CompiledFunction:
+    """A compiled graph function: call it with numpy arrays, get a tuple of arrays.
+
+    Inputs are positional in signature order or keyword by name (ONNX names for
+    imported models); `out=` passes preallocated outputs (a sequence, one per result).
+    """
+
+    def __init__(self, jit, entry: str, inputs: list[TensorSpec], outputs: list[TensorSpec]):
+        self.jit = jit
+        self.entry = entry
+        self.inputs = inputs
+        self.outputs = outputs
+        address = jit.address(entry)
+        prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (len(inputs) + len(outputs)))
+        self._fn = prototype(address)
+
+    def _bind(self, arrays: Sequence[Any], named: Mapping[str, Any]) -> list[np.ndarray]:
+        if named:
+            by_name = {s.name: i for i, s in enumerate(self.inputs)}
+            arrays = list(arrays) + [None] * (len(self.inputs) - len(arrays))
+            for name, value in named.items():
+                if name not in by_name:
+                    raise ValueError(f"@{self.entry} has no input named '{name}' (inputs: {', '.join(by_name)})")
+                arrays[by_name[name]] = value
+            missing = [self.inputs[i].name for i, a in enumerate(arrays) if a is None]
+            if missing:
+                raise ValueError(f"@{self.entry}: missing inputs {', '.join(missing)}")
+        if len(arrays) != len(self.inputs):
+            raise ValueError(f"@{self.entry} takes {len(self.inputs)} inputs, got {len(arrays)}")
+        checked = []
+        for spec, a in zip(self.inputs, arrays):
+            a = np.asarray(a)
+            if a.shape != spec.shape:
+                raise ValueError(f"input '{spec.name}' of @{self.entry} must have shape {spec.shape}, got {a.shape}")
+            if a.dtype != spec.dtype:
+                raise ValueError(f"input '{spec.name}' of @{self.entry} must have dtype {spec.dtype}, got {a.dtype}")
+            checked.append(np.ascontiguousarray(a))
+        return checked
+
+    def _outputs(self, out: Sequence[np.ndarray] | np.ndarray | None, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        if out is None:
+            return [aligned_empty(s.shape, s.dtype) for s in self.outputs]
+        if isinstance(out, np.ndarray):
+            out = [out]
+        if len(out) != len(self.outputs):
+            raise ValueError(f"@{self.entry} has {len(self.outputs)} outputs, got {len(out)} in out=")
+        for spec, o in zip(self.outputs, out):
+            if not isinstance(o, np.ndarray) or o.shape != spec.shape or o.dtype != spec.dtype:
+                raise ValueError(f"out= array for '{spec.name}' must be a {spec.dtype} array of shape {spec.shape}")
+            if not o.flags.c_contiguous or not o.flags.writeable:
+                raise ValueError(f"out= array for '{spec.name}' must be C-contiguous and writeable")
+            if any(np.shares_memory(o, a) for a in inputs):
+                raise ValueError(f"out= array for '{spec.name}' overlaps an input")
+        return list(out)
+
+    def __call__(self, *arrays: Any, out=None, **named: Any) -> tuple[np.ndarray, ...]:
+        inputs = self._bind(arrays, named)
+        outputs = self._outputs(out, inputs)
+        self._fn(*[a.ctypes.data for a in inputs], *[o.ctypes.data for o in outputs])
+        return tuple(outputs)
+
+
+_MEMORY_CACHE: dict[str, Any] = {}
+
+
+def compile(
+    source: str | ModuleOp,
+    target: str = "cpu",
+    entry: str = "main",
+    fuse: bool = True,
+    parallel: bool = True,
+    planner: str = "ilp",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    passes: Sequence[str] | None = None,
+) -> CompiledFunction:
+    """Compile a graph (module, text, `.mlir` or `.onnx` path) for `target`.
+
+    `passes` replaces the default pipeline (see mlfuse.pipelines). Compiled code
+    is cached in memory and on disk, keyed by the IR and the options.
+    """
+    if target == "gpu":
+        from mlfuse.backend.gpu.runtime import compile_gpu
+
+        return compile_gpu(parse(source, input_shapes), entry=entry)
+    if target != "cpu":
+        raise Diagnostic(f"unknown target '{target}' (expected cpu or gpu)")
+    module = parse(source, input_shapes)
+    from mlfuse.reference import find_function
+
+    fn = find_function(module, entry)
+    inputs, outputs = signature(fn)
+    steps = list(passes) if passes is not None else pipelines.cpu_pipeline(fuse, parallel, planner)
+    key = hashlib.sha256(f"{VERSION}|{steps}|{entry}\n{module_text(module)}".encode()).hexdigest()
+    if key in _MEMORY_CACHE:
+        jit = _MEMORY_CACHE[key]
+    else:
+        from mlfuse.backend import cpu
+
+        obj = cache.load_object("graph-" + key)
+        if obj is None:
+            lowered = module.clone()
+            run_pipeline(lowered, steps)
+            from mlfuse.backend.llvm_translate import to_llvmlite
+
+            obj = cpu.compile_object(to_llvmlite(lowered))
+            cache.store_object("graph-" + key, obj)
+        jit = cpu.JitModule(obj)
+        _MEMORY_CACHE[key] = jit
+    return CompiledFunction(jit, entry, inputs, outputs)

@@ -1,0 +1,132 @@
+"""CPU JIT: llvmlite module -> optimized machine code -> a callable on numpy arrays.
+
+- LLVM's O3 pipeline for the host CPU (its name and features), loop and SLP
+  vectorizers on. Fast-math flags come only from the IR (the `fast_math` option
+  of `mlfuse.compile`).
+- Multi-core: generated code calls libgomp's GOMP_parallel directly (see
+  mlfuse/conversion/to_llvm.py). libgomp ships with gcc on every Linux machine,
+  so the whole compiled function runs without returning to Python, and its
+  thread team stays warm between calls; `set_num_threads` bounds the team.
+- Object code is cached on disk, keyed by the LLVM IR and the host CPU, so the
+  same graph does not go through LLVM twice (see mlfuse/cache.py for the keys).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import hashlib
+import os
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    gomp = ctypes.util.find_library("gomp") or "libgomp.so.1"
+    try:
+        llvm.load_library_permanently(gomp)
+    except RuntimeError as e:  # pragma: no cover - every gcc-based Linux has it
+        raise RuntimeError(f"mlfuse's CPU runtime needs libgomp ({gomp}): {e}") from None
+
+
+@functools.cache
+def target_machine() -> llvm.TargetMachine:
+    _init()
+    target = llvm.Target.from_default_triple()
+    features = llvm.get_host_cpu_features().flatten()
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=features, opt=3, codemodel="jitdefault"
+    )
+
+
+def host_key() -> str:
+    tm = target_machine()
+    return f"{tm.triple}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
+
+
+@functools.cache
+def _gomp() -> ctypes.CDLL:
+    _init()
+    return ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1")
+
+
+def set_num_threads(n: int) -> None:
+    """Bound the thread team of the calling thread (like OMP_NUM_THREADS)."""
+    _gomp().omp_set_num_threads(int(n))
+
+
+def get_max_threads() -> int:
+    return int(_gomp().omp_get_max_threads())
+
+
+def optimize(mod: llvm.ModuleRef) -> None:
+    tm = target_machine()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    pto.loop_interleaving = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+
+
+def prepare(ir_module: ir.Module | str) -> llvm.ModuleRef:
+    tm = target_machine()
+    mod = llvm.parse_assembly(str(ir_module))
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    return mod
+
+
+def optimized_ir(ir_module: ir.Module | str) -> str:
+    mod = prepare(ir_module)
+    optimize(mod)
+    return str(mod)
+
+
+class JitModule:
+    """Machine code loaded into an execution engine; functions by name."""
+
+    def __init__(self, object_code: bytes):
+        _init()
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine())
+        self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        self.engine.finalize_object()
+        self.object_code = object_code
+
+    def address(self, name: str) -> int:
+        addr = self.engine.get_function_address(name)
+        if not addr:
+            raise KeyError(f"no function '{name}' in compiled module")
+        return addr
+
+
+def compile_object(ir_module: ir.Module | str) -> bytes:
+    """Optimize at O3 for the host and emit an object file, through the disk cache."""
+    text = str(ir_module)
+    key = hashlib.sha256(f"{host_key()}\n{text}".encode()).hexdigest()
+    from mlfuse import cache
+
+    cached = cache.load_object(key)
+    if cached is not None:
+        return cached
+    mod = prepare(text)
+    optimize(mod)
+    obj = target_machine().emit_object(mod)
+    cache.store_object(key, obj)
+    return obj
+
+
+def debug_dump(text: str, name: str) -> None:  # pragma: no cover - debugging aid
+    path = os.environ.get("MLFUSE_DUMP_DIR")
+    if path:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, name), "w") as f:
+            f.write(text)

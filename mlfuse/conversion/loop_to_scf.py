@@ -1,0 +1,191 @@
+"""Lower `loop.nest` to scf.for loops with memref loads and stores.
+
+Each nest becomes a loop per dimension in domain order (the order graph-to-loop
+chose for contiguous innermost accesses). A nest with a parallel dimension and
+enough work is outlined into a private function `@<fn>__<k>_<name>(lo, hi,
+buffers...)` that runs its first parallel dimension over [lo, hi); the call site
+becomes a `loop.parallel_call`, which splits the range across threads. Nests too
+small to pay for threads stay inline.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineSymExpr,
+)
+from xdsl.rewriter import InsertPoint
+
+from mlfuse.dialects import loop
+
+# Outline a nest for threads only if it has at least this many points; smaller
+# nests cost less than waking the thread team (~5 us).
+PARALLEL_MIN_POINTS = 1 << 15
+# Each thread's chunk should hold at least this many points.
+GRAIN_POINTS = 1 << 13
+
+
+def index_const(b: Builder, v: int) -> SSAValue:
+    return b.insert(arith.ConstantOp(IntegerAttr(v, IndexType()))).result
+
+
+def emit_affine(b: Builder, expr: AffineExpr, dims: Sequence[SSAValue], syms: Sequence[SSAValue]) -> SSAValue:
+    """Compute an affine expression on index values with arith ops."""
+    match expr:
+        case AffineConstantExpr():
+            return index_const(b, expr.value)
+        case AffineDimExpr():
+            return dims[expr.position]
+        case AffineSymExpr():
+            return syms[expr.position]
+        case AffineBinaryOpExpr():
+            lhs = emit_affine(b, expr.lhs, dims, syms)
+            if expr.kind == AffineBinaryOpKind.Add and isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value == 0:
+                return lhs
+            rhs = emit_affine(b, expr.rhs, dims, syms)
+            op = {
+                AffineBinaryOpKind.Add: arith.AddiOp,
+                AffineBinaryOpKind.Mul: arith.MuliOp,
+                AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
+                AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
+                AffineBinaryOpKind.Mod: arith.RemSIOp,
+            }[expr.kind]
+            return b.insert(op(lhs, rhs)).result
+    raise NotImplementedError(f"affine expression {expr}")
+
+
+def emit_bound(b: Builder, bound, syms: Sequence[SSAValue], upper: bool) -> SSAValue:
+    """A multi-result bound is a max (lower) or min (upper) of its results."""
+    values = [emit_affine(b, e, (), syms) for e in bound.data.results]
+    result = values[0]
+    for v in values[1:]:
+        result = b.insert((arith.MinSIOp if upper else arith.MaxSIOp)(result, v)).result
+    return result
+
+
+def emit_nest_loops(
+    b: Builder,
+    nest: loop.NestOp,
+    syms: Sequence[SSAValue],
+    buffers: Sequence[SSAValue],
+    override: dict[int, tuple[SSAValue, SSAValue]] | None = None,
+) -> None:
+    """Emit the loops of `nest` at `b`, reading its buffers from `buffers` (ins, outs)."""
+    override = override or {}
+    bounds = []
+    for d in range(nest.rank):
+        if d in override:
+            bounds.append(override[d])
+        else:
+            bounds.append((emit_bound(b, nest.lower.data[d], syms, False), emit_bound(b, nest.upper.data[d], syms, True)))
+    one = index_const(b, 1)
+    ivs: list[SSAValue] = []
+    inner = b
+    for lo, hi in bounds:
+        body = Block(arg_types=[IndexType()])
+        inner.insert(scf.ForOp(lo, hi, one, [], body))
+        ivs.append(body.args[0])
+        inner = Builder(InsertPoint.at_end(body))
+    emit_nest_body(inner, nest, ivs, syms, buffers)
+    # close every loop body with its yield
+    for iv in reversed(ivs):
+        Builder(InsertPoint.at_end(iv.owner)).insert(scf.YieldOp())
+
+
+def emit_nest_body(b: Builder, nest: loop.NestOp, ivs, syms, buffers) -> None:
+    n_in = len(nest.ins)
+    maps = nest.access_maps
+    indices = [[emit_affine(b, e, ivs, syms) for e in m.results] for m in maps]
+    loaded = [b.insert(memref.LoadOp.get(buf, idx)).res for buf, idx in zip(buffers, indices)]
+    mapping = dict(zip(nest.block.args, loaded))
+    yielded: list[SSAValue] = []
+    for op in nest.block.ops:
+        if isinstance(op, loop.YieldOp):
+            yielded = [mapping.get(v, v) for v in op.values]
+            break
+        b.insert(op.clone(value_mapper=mapping))
+    for value, buf, idx in zip(yielded, buffers[n_in:], indices[n_in:]):
+        b.insert(memref.StoreOp.get(value, buf, idx))
+
+
+def parallel_plan(nest: loop.NestOp) -> tuple[int, int, int] | None:
+    """(dimension, trip count, grain) to split across threads, or None to stay serial."""
+    bounds = nest.static_bounds()
+    if bounds is None:
+        return None
+    sizes = [hi - lo for lo, hi in bounds]
+    points = math.prod(sizes)
+    if points < PARALLEL_MIN_POINTS:
+        return None
+    for d, kind in enumerate(nest.iterator_kinds):
+        if kind == loop.PARALLEL and sizes[d] >= 2:
+            per_iteration = points // sizes[d]
+            grain = max(1, -(-GRAIN_POINTS // per_iteration))
+            return d, sizes[d], grain
+    return None
+
+
+def symbol_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def outline_nest(module: ModuleOp, fn: func.FuncOp, nest: loop.NestOp, k: int, plan: tuple[int, int, int]) -> None:
+    dim, trip, grain = plan
+    # Unique buffers only: the same buffer read and written is one parameter.
+    operands = list(dict.fromkeys([*nest.syms, *nest.ins, *nest.outs]))
+    block = Block(arg_types=[IndexType(), IndexType(), *[v.type for v in operands]])
+    lo_arg, hi_arg, *params = block.args
+    param_of = dict(zip(operands, params))
+    b = Builder(InsertPoint.at_end(block))
+    lo0 = nest.static_bounds()[dim][0]  # type: ignore[index]
+    offset = index_const(b, lo0)
+    lo = b.insert(arith.AddiOp(lo_arg, offset)).result
+    hi = b.insert(arith.AddiOp(hi_arg, offset)).result
+    emit_nest_loops(
+        b,
+        nest,
+        [param_of[s] for s in nest.syms],
+        [param_of[v] for v in (*nest.ins, *nest.outs)],
+        override={dim: (lo, hi)},
+    )
+    b.insert(func.ReturnOp())
+    name = f"{fn.sym_name.data}__{k}_{symbol_name(nest.nest_name.data)}"
+    outlined = func.FuncOp(name, (list(block.arg_types), []), Region(block), visibility="private")
+    outlined.attributes["mlfuse.kernel"] = nest.nest_name
+    module.body.block.insert_op_after(outlined, fn)
+    call = loop.ParallelCallOp(name, trip, operands, grain)
+    Builder(InsertPoint.before(nest)).insert(call)
+    nest.detach()
+    nest.erase()
+
+
+def inline_nest(nest: loop.NestOp) -> None:
+    b = Builder(InsertPoint.before(nest))
+    emit_nest_loops(b, nest, list(nest.syms), [*nest.ins, *nest.outs])
+    nest.detach()
+    nest.erase()
+
+
+def convert_loop_to_scf(module: ModuleOp, parallel: bool = True) -> None:
+    for fn in list(module.ops):
+        if not isinstance(fn, func.FuncOp):
+            continue
+        nests = [op for op in fn.walk() if isinstance(op, loop.NestOp)]
+        for k, nest in enumerate(nests):
+            plan = parallel_plan(nest) if parallel and nest.parent_op() is fn else None
+            if plan is not None:
+                outline_nest(module, fn, nest, k, plan)
+            else:
+                inline_nest(nest)

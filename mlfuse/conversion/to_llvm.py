@@ -1,0 +1,552 @@
+"""func/arith/math/scf/memref/loop -> xDSL's `llvm` dialect.
+
+xDSL 0.74 has no conversion of these dialects to `llvm` that LLVM can vectorize
+(its ptr lowering computes addresses with ptrtoint arithmetic), so this module
+translates a function in one walk, keeping a value map:
+
+- a memref of static shape is a bare `!llvm.ptr` (address space = the memref's
+  integer memory space); loads and stores are an inbounds GEP on the row-major
+  linearized index, the form LLVM's loop vectorizer understands;
+- `scf.for` becomes a header/body/exit CFG with block arguments (phis);
+- `memref.alloc` calls `aligned_alloc`, `memref.dealloc` calls `free`;
+- `memref.global` becomes an `llvm.mlir.global` holding the constant's bytes;
+- `loop.parallel_call` packs its arguments into a stack array and calls
+  libgomp's `GOMP_parallel` with a generated wrapper that computes each thread's
+  sub-range (see `emit_parallel_call`);
+- f32 transcendentals should have been expanded by `expand-math`; what is left
+  (f64, f16) calls libm.
+
+Function arguments that are buffers are `noalias`: the runtime guarantees that
+outputs do not overlap inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, llvm, memref, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects.utils.fast_math import FastMathFlag
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+    VectorType,
+    i1,
+    i8,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from mlfuse.diagnostics import Diagnostic, location_of
+from mlfuse.dialects import loop
+
+PTR = llvm.LLVMPointerType()
+
+
+def memory_space(t: MemRefType) -> int:
+    space = t.memory_space
+    if isinstance(space, IntegerAttr):
+        return space.value.data
+    return 0
+
+
+def convert_type(t: Attribute) -> Attribute:
+    if isinstance(t, IndexType):
+        return i64
+    if isinstance(t, MemRefType):
+        space = memory_space(t)
+        return llvm.LLVMPointerType(IntAttr(space)) if space else PTR
+    return t
+
+
+def type_suffix(t: Attribute) -> str:
+    """LLVM's overload suffix: f32, i64, v8f32..."""
+    if isinstance(t, VectorType):
+        return f"v{t.get_shape()[0]}{type_suffix(t.get_element_type())}"
+    if isinstance(t, IntegerType):
+        return f"i{t.width.data}"
+    return {Float16Type: "f16", Float32Type: "f32", Float64Type: "f64"}[type(t)]
+
+
+def fastmath_of(op: Operation) -> llvm.FastMathAttr:
+    flags = op.properties.get("fastmath")
+    if isinstance(flags, arith.FastMathFlagsAttr):
+        # enum members, not plain strings: xDSL's translator reads `.value`
+        return llvm.FastMathAttr([FastMathFlag(f) for f in flags.data])
+    return llvm.FastMathAttr(None)
+
+
+FLOAT_BINARY = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+}
+INT_BINARY = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.DivSIOp: llvm.SDivOp,
+    arith.DivUIOp: llvm.UDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.RemUIOp: llvm.URemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+    arith.ShLIOp: llvm.ShlOp,
+    arith.ShRUIOp: llvm.LShrOp,
+    arith.ShRSIOp: llvm.AShrOp,
+}
+BINARY_INTRINSICS = {
+    arith.MaximumfOp: "llvm.maximum",
+    arith.MinimumfOp: "llvm.minimum",
+    arith.MaxnumfOp: "llvm.maxnum",
+    arith.MinnumfOp: "llvm.minnum",
+    arith.MaxSIOp: "llvm.smax",
+    arith.MinSIOp: "llvm.smin",
+    arith.MaxUIOp: "llvm.umax",
+    arith.MinUIOp: "llvm.umin",
+    mathd.CopySignOp: "llvm.copysign",
+}
+UNARY_INTRINSICS = {
+    mathd.SqrtOp: "llvm.sqrt",
+    mathd.AbsFOp: "llvm.fabs",
+    mathd.FloorOp: "llvm.floor",
+    mathd.CeilOp: "llvm.ceil",
+    mathd.RoundEvenOp: "llvm.roundeven",
+    mathd.TruncOp: "llvm.trunc",
+}
+LIBM = {
+    mathd.ExpOp: "exp",
+    mathd.LogOp: "log",
+    mathd.TanhOp: "tanh",
+    mathd.ErfOp: "erf",
+    mathd.PowFOp: "pow",
+}
+CASTS = {
+    arith.ExtFOp: llvm.FPExtOp,
+    arith.TruncFOp: llvm.FPTruncOp,
+    arith.SIToFPOp: llvm.SIToFPOp,
+    arith.ExtSIOp: llvm.SExtOp,
+    arith.ExtUIOp: llvm.ZExtOp,
+    arith.TruncIOp: llvm.TruncOp,
+    arith.BitcastOp: llvm.BitcastOp,
+}
+
+
+@dataclass
+class ModuleLowering:
+    module: ModuleOp
+    new_ops: list[Operation] = field(default_factory=list)
+    declared: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
+    wrappers: int = 0
+
+    def declare(self, name: str, result: Attribute | None, args: list[Attribute]) -> None:
+        if name not in self.declared:
+            ftype = llvm.LLVMFunctionType(args, result)
+            self.declared[name] = ftype
+            self.new_ops.append(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+
+
+class FunctionLowering:
+    """Translates one func.func body into an llvm.func body."""
+
+    def __init__(self, ml: ModuleLowering, region: Region):
+        self.ml = ml
+        self.region = region
+        self.values: dict[SSAValue, SSAValue] = {}
+        self.block: Block = region.blocks[0] if region.blocks else Block()
+        self.b = Builder(InsertPoint.at_end(self.block))
+
+    # --- helpers ----------------------------------------------------------------------
+
+    def v(self, value: SSAValue) -> SSAValue:
+        return self.values[value]
+
+    def emit(self, op: Operation) -> SSAValue | None:
+        self.b.insert(op)
+        return op.results[0] if op.results else None
+
+    def const(self, value: int | float, t: Attribute) -> SSAValue:
+        attr = FloatAttr(value, t) if not isinstance(t, IntegerType) else IntegerAttr(value, t)
+        return self.emit(llvm.ConstantOp(attr, t))
+
+    def intrinsic(self, name: str, args: list[SSAValue], result: Attribute) -> SSAValue:
+        return self.emit(llvm.CallIntrinsicOp(f"{name}.{type_suffix(result)}", args, [result]))
+
+    def call(self, name: str, args: list[SSAValue], result: Attribute | None) -> SSAValue | None:
+        self.ml.declare(name, result, [a.type for a in args])
+        return self.emit(llvm.CallOp(name, *args, return_type=result))
+
+    def new_block(self, arg_types=()) -> Block:
+        block = Block(arg_types=arg_types)
+        self.region.add_block(block)
+        return block
+
+    def set_block(self, block: Block) -> None:
+        self.block = block
+        self.b = Builder(InsertPoint.at_end(block))
+
+    # --- ops -----------------------------------------------------------------------------
+
+    def lower_block_ops(self, ops) -> None:
+        for op in ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:
+        handler = self.handler(op)
+        if handler is None:
+            raise Diagnostic(f"cannot lower '{op.name}' to LLVM", location_of(op))
+        result = handler(op)
+        if result is not None and op.results:
+            self.values[op.results[0]] = result
+
+    def handler(self, op: Operation) -> Callable | None:
+        t = type(op)
+        if t in FLOAT_BINARY:
+            return lambda o: self.emit(FLOAT_BINARY[t](self.v(o.lhs), self.v(o.rhs), fastmath_of(o)))
+        if t in INT_BINARY:
+            return lambda o: self.emit(INT_BINARY[t](self.v(o.lhs), self.v(o.rhs)))
+        if t in BINARY_INTRINSICS:
+            return lambda o: self.intrinsic(BINARY_INTRINSICS[t], [self.v(x) for x in o.operands], convert_type(o.results[0].type))
+        if t in UNARY_INTRINSICS:
+            return lambda o: self.intrinsic(UNARY_INTRINSICS[t], [self.v(o.operands[0])], o.results[0].type)
+        if t in CASTS:
+            return lambda o: self.emit(CASTS[t](self.v(o.operands[0]), convert_type(o.results[0].type)))
+        if t in LIBM:
+            return self.lower_libm
+        return getattr(self, f"lower_{t.__name__}", None) if t.__module__ in _LOWERED_MODULES else None
+
+    def lower_libm(self, op: Operation) -> SSAValue:
+        t = op.results[0].type
+        suffix = {Float32Type: "f", Float64Type: ""}.get(type(t))
+        if suffix is None:
+            raise Diagnostic(f"'{op.name}' on {t} has no CPU lowering", location_of(op))
+        return self.call(LIBM[type(op)] + suffix, [self.v(x) for x in op.operands], t)
+
+    # arith
+    def lower_ConstantOp(self, op: arith.ConstantOp) -> SSAValue:
+        t = convert_type(op.result.type)
+        value = op.value
+        if isinstance(value, IntegerAttr) and isinstance(op.result.type, IndexType):
+            value = IntegerAttr(value.value.data, i64)
+        return self.emit(llvm.ConstantOp(value, t))
+
+    def lower_NegfOp(self, op: arith.NegfOp) -> SSAValue:
+        return self.emit(llvm.FNegOp(self.v(op.operand)))
+
+    def lower_CmpfOp(self, op: arith.CmpfOp) -> SSAValue:
+        pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+        return self.emit(llvm.FCmpOp(self.v(op.lhs), self.v(op.rhs), pred))
+
+    def lower_CmpiOp(self, op: arith.CmpiOp) -> SSAValue:
+        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        flag = llvm.ICmpPredicateFlag(pred)
+        return self.emit(llvm.ICmpOp(self.v(op.lhs), self.v(op.rhs), IntegerAttr(flag.to_int(), i64)))
+
+    def lower_SelectOp(self, op: arith.SelectOp) -> SSAValue:
+        return self.emit(llvm.SelectOp(self.v(op.cond), self.v(op.lhs), self.v(op.rhs)))
+
+    def lower_FPToSIOp(self, op: arith.FPToSIOp) -> SSAValue:
+        x = self.v(op.input)
+        result = op.result.type
+        return self.emit(
+            llvm.CallIntrinsicOp(f"llvm.fptosi.sat.{type_suffix(result)}.{type_suffix(x.type)}", [x], [result])
+        )
+
+    def lower_IndexCastOp(self, op: arith.IndexCastOp) -> SSAValue:
+        x = self.v(op.input)
+        target = convert_type(op.result.type)
+        w_in, w_out = x.type.width.data, target.width.data  # type: ignore[union-attr]
+        if w_in == w_out:
+            return x
+        return self.emit(llvm.SExtOp(x, target) if w_out > w_in else llvm.TruncOp(x, target))
+
+    def lower_FloorDivSIOp(self, op: arith.FloorDivSIOp) -> SSAValue:
+        a, b = self.v(op.lhs), self.v(op.rhs)
+        q = self.emit(llvm.SDivOp(a, b))
+        r = self.emit(llvm.SRemOp(a, b))
+        zero = self.const(0, a.type)
+        nonzero = self.emit(llvm.ICmpOp(r, zero, IntegerAttr(llvm.ICmpPredicateFlag.NE.to_int(), i64)))
+        signs_differ = self.emit(llvm.ICmpOp(self.emit(llvm.XOrOp(r, b)), zero, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
+        fix = self.emit(llvm.AndOp(nonzero, signs_differ))
+        return self.emit(llvm.SubOp(q, self.emit(llvm.ZExtOp(fix, a.type))))
+
+    def lower_CeilDivSIOp(self, op: arith.CeilDivSIOp) -> SSAValue:
+        a, b = self.v(op.lhs), self.v(op.rhs)
+        one = self.const(1, a.type)
+        # ceil(a / b) = floor((a + b - 1) / b) for b > 0 (affine divisors are positive)
+        num = self.emit(llvm.SubOp(self.emit(llvm.AddOp(a, b)), one))
+        q = self.emit(llvm.SDivOp(num, b))
+        return q
+
+    # math
+    def lower_RsqrtOp(self, op: mathd.RsqrtOp) -> SSAValue:
+        t = op.result.type
+        s = self.intrinsic("llvm.sqrt", [self.v(op.operand)], t)
+        return self.emit(llvm.FDivOp(self.const(1.0, t) if not isinstance(t, VectorType) else self._splat(1.0, t), s))
+
+    def _splat(self, v: float, t: VectorType) -> SSAValue:
+        return self.emit(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [v]), t))
+
+    def lower_AbsIOp(self, op: mathd.AbsIOp) -> SSAValue:
+        t = op.result.type
+        return self.emit(llvm.CallIntrinsicOp(f"llvm.abs.{type_suffix(t)}", [self.v(op.operand), self.const(0, i1)], [t]))
+
+    def lower_FmaOp(self, op: mathd.FmaOp) -> SSAValue:
+        return self.intrinsic("llvm.fma", [self.v(x) for x in op.operands], op.results[0].type)
+
+    # memref
+    def address(self, buf: SSAValue, indices) -> SSAValue:
+        t = buf.type
+        assert isinstance(t, MemRefType)
+        shape = t.get_shape()
+        linear: SSAValue | None = None
+        for d, idx in enumerate(indices):
+            stride = math.prod(shape[d + 1 :])
+            term = self.v(idx)
+            if stride != 1:
+                term = self.emit(llvm.MulOp(term, self.const(stride, i64), overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])))
+            linear = term if linear is None else self.emit(llvm.AddOp(linear, term, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])))
+        if linear is None:
+            return self.v(buf)
+        ptr = self.v(buf)
+        return self.emit(llvm.GEPOp.from_mixed_indices(ptr, [linear], t.get_element_type(), result_type=ptr.type, inbounds=True))
+
+    def lower_LoadOp(self, op: memref.LoadOp) -> SSAValue:
+        t = op.res.type
+        return self.emit(llvm.LoadOp(self.address(op.memref, op.indices), t, alignment=element_alignment(t)))
+
+    def lower_StoreOp(self, op: memref.StoreOp) -> None:
+        t = op.value.type
+        self.emit(llvm.StoreOp(self.v(op.value), self.address(op.memref, op.indices), alignment=element_alignment(t)))
+
+    def lower_AllocOp(self, op: memref.AllocOp) -> SSAValue:
+        t = op.memref.type
+        nbytes = t.element_count() * element_bytes(t.get_element_type())
+        nbytes = max(64, -(-nbytes // 64) * 64)  # aligned_alloc wants a multiple of the alignment
+        return self.call("aligned_alloc", [self.const(64, i64), self.const(nbytes, i64)], PTR)
+
+    def lower_DeallocOp(self, op: memref.DeallocOp) -> None:
+        self.call("free", [self.v(op.memref)], None)
+
+    def lower_GetGlobalOp(self, op: memref.GetGlobalOp) -> SSAValue:
+        return self.emit(llvm.AddressOfOp(op.name_.root_reference, PTR))
+
+    def lower_ViewOp(self, op: loop.ViewOp) -> SSAValue:
+        return self.v(op.source)
+
+    # scf
+    def lower_ForOp(self, op: scf.ForOp) -> None:
+        lb, ub, step = self.v(op.lb), self.v(op.ub), self.v(op.step)
+        inits = [self.v(x) for x in op.iter_args]
+        carried = [convert_type(x.type) for x in op.iter_args]
+        header = self.new_block([i64, *carried])
+        body = self.new_block()
+        exit_ = self.new_block(carried)
+        self.emit(llvm.BrOp(header, lb, *inits))
+        self.set_block(header)
+        iv, *acc = header.args
+        cond = self.emit(llvm.ICmpOp(iv, ub, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
+        self.emit(llvm.CondBrOp(cond, body, [], exit_, acc))
+        self.set_block(body)
+        body_block = op.body.block
+        self.values[body_block.args[0]] = iv
+        for arg, value in zip(body_block.args[1:], acc):
+            self.values[arg] = value
+        for inner in body_block.ops:
+            if isinstance(inner, scf.YieldOp):
+                nxt = self.emit(llvm.AddOp(iv, step, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])))
+                self.emit(llvm.BrOp(header, nxt, *[self.v(x) for x in inner.arguments]))
+                break
+            self.lower_op(inner)
+        self.set_block(exit_)
+        for res, arg in zip(op.results, exit_.args):
+            self.values[res] = arg
+
+    def lower_IfOp(self, op: scf.IfOp) -> None:
+        result_types = [convert_type(r.type) for r in op.results]
+        then_b, else_b, join = self.new_block(), self.new_block(), self.new_block(result_types)
+        self.emit(llvm.CondBrOp(self.v(op.cond), then_b, [], else_b, []))
+        for region, block in ((op.true_region, then_b), (op.false_region, else_b)):
+            self.set_block(block)
+            yielded: list[SSAValue] = []
+            if region.blocks:
+                for inner in region.block.ops:
+                    if isinstance(inner, scf.YieldOp):
+                        yielded = [self.v(x) for x in inner.arguments]
+                        break
+                    self.lower_op(inner)
+            self.emit(llvm.BrOp(join, *yielded))
+        self.set_block(join)
+        for res, arg in zip(op.results, join.args):
+            self.values[res] = arg
+
+    # func
+    def lower_ReturnOp(self, op: func.ReturnOp) -> None:
+        self.emit(llvm.ReturnOp(self.v(op.arguments[0]) if op.arguments else None))
+
+    def lower_CallOp(self, op: func.CallOp) -> SSAValue | None:
+        result = convert_type(op.res[0].type) if op.res else None
+        return self.emit(llvm.CallOp(op.callee.string_value(), *[self.v(a) for a in op.arguments], return_type=result))
+
+    # loop
+    def lower_ParallelCallOp(self, op: loop.ParallelCallOp) -> None:
+        emit_parallel_call(self, op)
+
+
+_LOWERED_MODULES = {arith.__name__, mathd.__name__, memref.__name__, scf.__name__, func.__name__, loop.__name__}
+
+
+def element_bytes(t: Attribute) -> int:
+    if isinstance(t, IntegerType):
+        return max(1, t.width.data // 8)
+    return {Float16Type: 2, Float32Type: 4, Float64Type: 8}.get(type(t), 2)
+
+
+def element_alignment(t: Attribute) -> int:
+    return element_bytes(t.get_element_type() if isinstance(t, VectorType) else t)
+
+
+def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
+    """Run `@callee(lo, hi, args...)` over [0, trip) on libgomp's thread team.
+
+    The arguments travel in an array of 8-byte slots. The wrapper
+    `@callee__omp(ctx)` runs on every thread: it gives thread t the chunk
+    [t*c, min((t+1)*c, trip)) with c = ceil(trip / nthreads). The team is no larger
+    than trip / grain, and a single-thread call skips libgomp entirely.
+    """
+    ml = fl.ml
+    callee = op.callee.string_value()
+    trip = op.trip_count.value.data
+    grain = op.grain.value.data if op.grain is not None else 1
+    args = [fl.v(a) for a in op.args]
+    slots = fl.emit(llvm.AllocaOp(fl.const(max(1, len(args)), i64), i64, alignment=8))
+    for k, a in enumerate(args):
+        slot = fl.emit(llvm.GEPOp.from_mixed_indices(slots, [k], i64, inbounds=True))
+        fl.emit(llvm.StoreOp(a, slot, alignment=8))
+
+    wrapper = f"{callee}__omp"
+    ml.wrappers += 1
+    ml.new_ops.append(make_omp_wrapper(ml, wrapper, callee, [a.type for a in args], trip))
+
+    # nthreads = clamp(min(max_threads, ceil(trip / grain)), 1, ...)
+    ml.declare("omp_get_max_threads", i32, [])
+    ml.declare("GOMP_parallel", None, [PTR, PTR, i32, i32])
+    max_threads = fl.emit(llvm.CallOp("omp_get_max_threads", return_type=i32))
+    useful = fl.const(max(1, -(-trip // grain)), i32)
+    fewer = fl.emit(llvm.ICmpOp(useful, max_threads, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
+    nthreads = fl.emit(llvm.SelectOp(fewer, useful, max_threads))
+    single = fl.emit(llvm.ICmpOp(nthreads, fl.const(1, i32), IntegerAttr(llvm.ICmpPredicateFlag.SLE.to_int(), i64)))
+    serial, team, join = fl.new_block(), fl.new_block(), fl.new_block()
+    fl.emit(llvm.CondBrOp(single, serial, [], team, []))
+    fl.set_block(serial)
+    fl.emit(llvm.CallOp(callee, fl.const(0, i64), fl.const(trip, i64), *args))
+    fl.emit(llvm.BrOp(join))
+    fl.set_block(team)
+    fn_ptr = fl.emit(llvm.AddressOfOp(wrapper, PTR))
+    fl.emit(llvm.CallOp("GOMP_parallel", fn_ptr, slots, nthreads, fl.const(0, i32)))
+    fl.emit(llvm.BrOp(join))
+    fl.set_block(join)
+
+
+def make_omp_wrapper(ml: ModuleLowering, name: str, callee: str, arg_types: list[Attribute], trip: int) -> llvm.FuncOp:
+    ml.declare("omp_get_thread_num", i32, [])
+    ml.declare("omp_get_num_threads", i32, [])
+    region = Region(Block(arg_types=[PTR]))
+    fl = FunctionLowering(ml, region)
+    ctx = region.blocks[0].args[0]
+    args = []
+    for k, t in enumerate(arg_types):
+        slot = fl.emit(llvm.GEPOp.from_mixed_indices(ctx, [k], i64, inbounds=True))
+        args.append(fl.emit(llvm.LoadOp(slot, t, alignment=8)))
+    tid = fl.emit(llvm.SExtOp(fl.emit(llvm.CallOp("omp_get_thread_num", return_type=i32)), i64))
+    nt = fl.emit(llvm.SExtOp(fl.emit(llvm.CallOp("omp_get_num_threads", return_type=i32)), i64))
+    trip_c = fl.const(trip, i64)
+    chunk = fl.emit(llvm.SDivOp(fl.emit(llvm.SubOp(fl.emit(llvm.AddOp(trip_c, nt)), fl.const(1, i64))), nt))
+    lo = fl.emit(llvm.MulOp(tid, chunk))
+    hi_raw = fl.emit(llvm.AddOp(lo, chunk))
+    over = fl.emit(llvm.ICmpOp(hi_raw, trip_c, IntegerAttr(llvm.ICmpPredicateFlag.SGT.to_int(), i64)))
+    hi = fl.emit(llvm.SelectOp(over, trip_c, hi_raw))
+    has_work = fl.emit(llvm.ICmpOp(lo, hi, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
+    work, done = fl.new_block(), fl.new_block()
+    fl.emit(llvm.CondBrOp(has_work, work, [], done, []))
+    fl.set_block(work)
+    fl.emit(llvm.CallOp(callee, lo, hi, *args))
+    fl.emit(llvm.BrOp(done))
+    fl.set_block(done)
+    fl.emit(llvm.ReturnOp())
+    return llvm.FuncOp(name, llvm.LLVMFunctionType([PTR], None), body=region, linkage=llvm.LinkageAttr("internal"))
+
+
+def lower_function(ml: ModuleLowering, fn: func.FuncOp) -> llvm.FuncOp:
+    arg_types = [convert_type(t) for t in fn.function_type.inputs.data]
+    outputs = [convert_type(t) for t in fn.function_type.outputs.data]
+    if len(outputs) > 1:
+        raise Diagnostic(f"@{fn.sym_name.data}: functions with several results are not lowered to LLVM", location_of(fn))
+    ftype = llvm.LLVMFunctionType(arg_types, outputs[0] if outputs else None)
+    linkage = llvm.LinkageAttr("internal" if fn.sym_visibility and fn.sym_visibility.data == "private" else "external")
+    if not fn.body.blocks:
+        return llvm.FuncOp(fn.sym_name.data, ftype, linkage=linkage)
+    region = Region(Block(arg_types=arg_types))
+    fl = FunctionLowering(ml, region)
+    for old, new in zip(fn.body.block.args, region.blocks[0].args):
+        fl.values[old] = new
+    fl.lower_block_ops(fn.body.block.ops)
+    new_fn = llvm.FuncOp(fn.sym_name.data, ftype, linkage=linkage, body=region)
+    new_fn.arg_attrs = ArrayAttr(
+        [DictionaryAttr({"llvm.noalias": UnitAttr()} if isinstance(t, llvm.LLVMPointerType) else {}) for t in arg_types]
+    )
+    return new_fn
+
+
+def lower_global(op: memref.GlobalOp) -> llvm.GlobalOp:
+    t = op.type
+    assert isinstance(t, MemRefType)
+    value = op.initial_value
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        raise Diagnostic(f"memref.global @{op.sym_name.data} needs a dense initial value", location_of(op))
+    nbytes = t.element_count() * element_bytes(t.get_element_type())
+    data = value.data.data
+    if len(data) != nbytes:  # a splat stored once
+        data = data * (nbytes // max(1, len(data)))
+    array = llvm.LLVMArrayType.from_size_and_type(len(data), i8)
+    g = llvm.GlobalOp(array, op.sym_name, llvm.LinkageAttr("internal"), constant=True, alignment=64)
+    g.attributes["mlfuse.bytes"] = StringAttr(data.hex())
+    return g
+
+
+def convert_to_llvm(module: ModuleOp) -> None:
+    ml = ModuleLowering(module)
+    for op in list(module.ops):
+        if isinstance(op, func.FuncOp):
+            ml.new_ops.append(lower_function(ml, op))
+        elif isinstance(op, memref.GlobalOp):
+            ml.new_ops.append(lower_global(op))
+        elif isinstance(op, llvm.FuncOp | llvm.GlobalOp):
+            ml.new_ops.append(op.clone())
+        else:
+            raise Diagnostic(f"cannot lower top-level '{op.name}' to LLVM", location_of(op))
+    for op in list(module.ops):
+        op.detach()
+        op.erase(safe_erase=False)
+    for op in ml.new_ops:
+        module.body.block.add_op(op)

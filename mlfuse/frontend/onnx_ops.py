@@ -1,0 +1,964 @@
+"""The ONNX operator table of the importer: one handler per ONNX operator (or family).
+
+A handler gets a `Node` (the ONNX node plus the importer's values) and returns the
+node's outputs, each an SSA value of the graph dialect or a numpy array for a value
+known at compile time (shapes, axes, folded constants). Handlers make numpy
+broadcasting explicit with `graph.broadcast`, so every elementwise graph op sees
+operands of one shape. Composite operators (Softmax, LayerNormalization, Gemm,
+BatchNormalization, ...) become several graph ops.
+
+Every handler names the ONNX attributes it accepts; any other attribute on a node,
+or an accepted attribute with a value mlfuse cannot honour, is a Diagnostic located
+at the node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from onnx import NodeProto, TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    NameLoc,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    f16,
+    f32,
+    f64,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from mlfuse.dialects import graph
+from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
+from mlfuse.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from mlfuse.frontend.onnx import OnnxImporter
+
+Value = SSAValue | np.ndarray
+
+# --- element types ---------------------------------------------------------------
+
+ELEMENT_TYPES: dict[int, Attribute] = {
+    TensorProto.FLOAT: f32,
+    TensorProto.DOUBLE: f64,
+    TensorProto.FLOAT16: f16,
+    TensorProto.BFLOAT16: BFloat16Type(),
+    TensorProto.INT32: i32,
+    TensorProto.INT64: i64,
+    TensorProto.BOOL: i1,
+}
+
+NUMPY_ELEMENT_TYPES: dict[np.dtype, Attribute] = {
+    np.dtype(np.float32): f32,
+    np.dtype(np.float64): f64,
+    np.dtype(np.float16): f16,
+    np.dtype(np.int32): i32,
+    np.dtype(np.int64): i64,
+    np.dtype(np.bool_): i1,
+}
+
+
+def element_type(onnx_type: int, what: str, location: str | None = None) -> Attribute:
+    """The graph element type of an ONNX TensorProto data type."""
+    if onnx_type not in ELEMENT_TYPES:
+        name = TensorProto.DataType.Name(onnx_type) if onnx_type in TensorProto.DataType.values() else onnx_type
+        raise Diagnostic(
+            f"{what} has element type {name}, which mlfuse does not support "
+            "(supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT32, INT64, BOOL)",
+            location,
+        )
+    return ELEMENT_TYPES[onnx_type]
+
+
+def dense_from_numpy(array: np.ndarray, el: Attribute) -> DenseIntOrFPElementsAttr:
+    """A dense attribute holding `array`, packed straight from its bytes (weights can be large)."""
+    flat = array.reshape(-1)
+    if flat.size > 0 and np.all(flat == flat[0]):
+        return graph.dense_attr(array, el)  # splat
+    t = TensorType(el, list(array.shape))
+    if el == i1:
+        data = np.where(flat, -1, 0).astype("<i1").tobytes()  # xDSL packs true as 0xFF
+    else:
+        data = flat.astype(el.format).tobytes()
+    return DenseIntOrFPElementsAttr(t, BytesAttr(data))
+
+
+# --- the node context --------------------------------------------------------------
+
+
+class Node:
+    """One ONNX node being converted: its attributes, its inputs, and op emission."""
+
+    def __init__(self, importer: OnnxImporter, proto: NodeProto, name: str):
+        self.importer = importer
+        self.proto = proto
+        self.op_type = proto.op_type
+        self.name = name
+        self.location = NameLoc(StringAttr(name), NoneAttr())
+        self.attributes = {a.name: a for a in proto.attribute}
+
+    def error(self, message: str) -> Diagnostic:
+        return Diagnostic(f"{self.op_type}: {message}", self.name)
+
+    # attributes
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        if name not in self.attributes:
+            return default
+        value = helper.get_attribute_value(self.attributes[name])
+        if isinstance(value, bytes):
+            return value.decode()
+        if isinstance(value, TensorProto):
+            return numpy_helper.to_array(value)
+        if isinstance(value, list):
+            return [v.decode() if isinstance(v, bytes) else v for v in value]
+        return value
+
+    def int_list(self, name: str, default: Sequence[int], count: int) -> list[int]:
+        values = [int(v) for v in self.attr(name, default)]
+        if len(values) != count:
+            raise self.error(f"attribute '{name}' must have {count} entries, got {values}")
+        return values
+
+    # inputs
+
+    def has_input(self, index: int) -> bool:
+        return index < len(self.proto.input) and self.proto.input[index] != ""
+
+    def input(self, index: int) -> SSAValue:
+        if not self.has_input(index):
+            raise self.error(f"input {index} is missing")
+        return self.importer.value(self.proto.input[index])
+
+    def inputs(self) -> list[SSAValue]:
+        return [self.input(i) for i in range(len(self.proto.input)) if self.has_input(i)]
+
+    def constant(self, index: int) -> np.ndarray | None:
+        """The compile-time value of an input, or None when it is only known at run time."""
+        if not self.has_input(index):
+            return None
+        return self.importer.constant(self.proto.input[index])
+
+    def const_input(self, index: int, what: str) -> np.ndarray | None:
+        """An input that must be known at compile time (shapes, axes, pads); None if absent."""
+        if not self.has_input(index):
+            return None
+        value = self.constant(index)
+        if value is None:
+            raise self.error(
+                f"input {index} ({what}, '{self.proto.input[index]}') must be a constant: "
+                "mlfuse needs static shapes, so it must come from an initializer or be computable from constants"
+            )
+        return value
+
+    def wants_output(self, index: int) -> bool:
+        return index < len(self.proto.output) and self.proto.output[index] != ""
+
+    # emission
+
+    def emit(self, op: Operation) -> SSAValue:
+        return self.importer.emit(op, self)
+
+    def splat(self, value: float | int, el: Attribute, shape: Sequence[int]) -> SSAValue:
+        dtype = graph.numpy_dtype(el)
+        return self.emit(graph.ConstantOp(graph.dense_attr(np.full(tuple(shape), value, dtype), el)))
+
+    def scalar_like(self, value: float | int, like: SSAValue) -> SSAValue:
+        return self.splat(value, element_type_of(like), shape_of(like))
+
+    def reshape(self, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+        if shape_of(v) == tuple(shape):
+            return v
+        return self.emit(graph.ReshapeOp(v, shape))
+
+    def cast(self, v: SSAValue, el: Attribute) -> SSAValue:
+        return v if element_type_of(v) == el else self.emit(graph.CastOp(v, el))
+
+
+# --- registry -------------------------------------------------------------------------
+
+Handler = Callable[[Node], Sequence[Value]]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    handler: Handler
+    attributes: frozenset[str]
+    static_inputs: frozenset[int]  # inputs that must be compile-time constants
+
+
+OPS: dict[str, OpSpec] = {}
+
+
+def onnx_op(*names: str, attributes: Sequence[str] = (), static_inputs: Sequence[int] = ()):
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            OPS[name] = OpSpec(fn, frozenset(attributes), frozenset(static_inputs))
+        return fn
+
+    return register
+
+
+# --- broadcasting and small helpers ------------------------------------------------------
+
+
+def broadcast_shape(node: Node, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy's broadcast of several shapes, or a Diagnostic naming them."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for d in range(rank):
+        sizes = {s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0}
+        sizes.discard(1)
+        if len(sizes) > 1:
+            raise node.error(
+                "operand shapes " + ", ".join(fmt_shape(s) for s in shapes) + " do not broadcast"
+            )
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def broadcast_to(node: Node, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+    """Unidirectional (numpy) broadcast of `v` to `shape` as an explicit graph.broadcast."""
+    src, shape = shape_of(v), tuple(shape)
+    if src == shape:
+        return v
+    offset = len(shape) - len(src)
+    if offset < 0 or any(a not in (1, b) for a, b in zip(src, shape[offset:])):
+        raise node.error(f"cannot broadcast {fmt_shape(src)} to {fmt_shape(shape)}")
+    return node.emit(graph.BroadcastOp(v, range(offset, len(shape)), shape))
+
+
+def broadcast_all(node: Node, *values: SSAValue) -> list[SSAValue]:
+    shape = broadcast_shape(node, *(shape_of(v) for v in values))
+    return [broadcast_to(node, v, shape) for v in values]
+
+
+def along(node: Node, v: SSAValue, axis: int, shape: Sequence[int]) -> SSAValue:
+    """Broadcast a 1-D per-channel vector along `axis` of `shape`."""
+    return node.emit(graph.BroadcastOp(v, [axis], shape))
+
+
+def same_element_type(node: Node, *values: SSAValue) -> Attribute:
+    types = {str(element_type_of(v)) for v in values}
+    if len(types) > 1:
+        raise node.error(f"operands have different element types ({', '.join(sorted(types))})")
+    return element_type_of(values[0])
+
+
+def normalize_axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise node.error(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def normalize_axes(node: Node, axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
+    result = [normalize_axis(node, int(a), rank, what) for a in axes]
+    if len(set(result)) != len(result):
+        raise node.error(f"{what} {list(map(int, axes))} has repeated entries")
+    return result
+
+
+def reduce(node: Node, cls: type[graph.ReduceOp], v: SSAValue, axes: Sequence[int], keepdims: bool = True) -> SSAValue:
+    return node.emit(cls(v, axes, keepdims))
+
+
+# --- elementwise ---------------------------------------------------------------------------
+
+UNARY: dict[str, type[Operation]] = {
+    "Neg": graph.NegOp,
+    "Abs": graph.AbsOp,
+    "Exp": graph.ExpOp,
+    "Log": graph.LogOp,
+    "Sqrt": graph.SqrtOp,
+    "Reciprocal": graph.ReciprocalOp,
+    "Tanh": graph.TanhOp,
+    "Erf": graph.ErfOp,
+    "Sigmoid": graph.SigmoidOp,
+    "Relu": graph.ReluOp,
+}
+
+
+@onnx_op(*UNARY)
+def convert_unary(node: Node) -> list[Value]:
+    return [node.emit(UNARY[node.op_type](node.input(0)))]
+
+
+BINARY: dict[str, type[graph.BinaryElementwiseOp]] = {
+    "Add": graph.AddOp,
+    "Sub": graph.SubOp,
+    "Mul": graph.MulOp,
+    "Div": graph.DivOp,
+}
+
+
+@onnx_op(*BINARY)
+def convert_binary(node: Node) -> list[Value]:
+    a, b = node.input(0), node.input(1)
+    same_element_type(node, a, b)
+    a, b = broadcast_all(node, a, b)
+    return [node.emit(BINARY[node.op_type](a, b))]
+
+
+VARIADIC: dict[str, type[graph.BinaryElementwiseOp]] = {
+    "Max": graph.MaxOp,
+    "Min": graph.MinOp,
+    "Sum": graph.AddOp,
+}
+
+
+@onnx_op(*VARIADIC)
+def convert_variadic(node: Node) -> list[Value]:
+    values = node.inputs()
+    same_element_type(node, *values)
+    values = broadcast_all(node, *values)
+    result = values[0]
+    for v in values[1:]:
+        result = node.emit(VARIADIC[node.op_type](result, v))
+    return [result]
+
+
+# Exponents that are cheaper (and exact for negative bases) as multiplications or roots.
+POW_SPECIAL = {1.0: lambda n, x: x, 2.0: lambda n, x: n.emit(graph.MulOp(x, x)), 0.5: lambda n, x: n.emit(graph.SqrtOp(x))}
+
+
+@onnx_op("Pow")
+def convert_pow(node: Node) -> list[Value]:
+    base = node.input(0)
+    el = element_type_of(base)
+    if not is_float(el):
+        raise node.error(f"only floating-point bases are supported, got {el}")
+    exponent = node.constant(1)
+    if exponent is not None and exponent.size == 1 and float(exponent.reshape(())) in POW_SPECIAL:
+        out_shape = broadcast_shape(node, shape_of(base), exponent.shape)
+        return [POW_SPECIAL[float(exponent.reshape(()))](node, broadcast_to(node, base, out_shape))]
+    base, exponent = broadcast_all(node, base, node.cast(node.input(1), el))
+    return [node.emit(graph.PowOp(base, exponent))]
+
+
+@onnx_op("LeakyRelu", attributes=("alpha",))
+def convert_leaky_relu(node: Node) -> list[Value]:
+    x = node.input(0)
+    alpha = float(node.attr("alpha", 0.01))
+    negative = node.emit(graph.CompareOp("lt", x, node.scalar_like(0, x)))
+    scaled = node.emit(graph.MulOp(x, node.scalar_like(alpha, x)))
+    return [node.emit(graph.SelectOp(negative, scaled, x))]
+
+
+@onnx_op("Gelu", attributes=("approximate",))
+def convert_gelu(node: Node) -> list[Value]:
+    approximate = node.attr("approximate", "none")
+    if approximate not in ("none", "tanh"):
+        raise node.error(f"approximate must be \"none\" or \"tanh\", got \"{approximate}\"")
+    return [node.emit(graph.GeluOp(node.input(0), approximate))]
+
+
+@onnx_op("Clip")
+def convert_clip(node: Node) -> list[Value]:
+    x = node.input(0)
+    for index, cls in ((1, graph.MaxOp), (2, graph.MinOp)):
+        if node.has_input(index):
+            bound = node.input(index)
+            if shape_of(bound) not in ((), (1,)):
+                raise node.error(f"input {index} must be a scalar, got shape {fmt_shape(shape_of(bound))}")
+            same_element_type(node, x, bound)
+            x = node.emit(cls(x, broadcast_to(node, node.reshape(bound, ()), shape_of(x))))
+    return [x]
+
+
+COMPARISONS = {
+    "Equal": "eq",
+    "Less": "lt",
+    "LessOrEqual": "le",
+    "Greater": "gt",
+    "GreaterOrEqual": "ge",
+}
+
+
+@onnx_op(*COMPARISONS)
+def convert_compare(node: Node) -> list[Value]:
+    a, b = node.input(0), node.input(1)
+    same_element_type(node, a, b)
+    a, b = broadcast_all(node, a, b)
+    return [node.emit(graph.CompareOp(COMPARISONS[node.op_type], a, b))]
+
+
+@onnx_op("Where")
+def convert_where(node: Node) -> list[Value]:
+    cond, a, b = node.input(0), node.input(1), node.input(2)
+    if element_type_of(cond) != i1:
+        raise node.error(f"the condition must be a bool tensor, got {element_type_of(cond)}")
+    same_element_type(node, a, b)
+    cond, a, b = broadcast_all(node, cond, a, b)
+    return [node.emit(graph.SelectOp(cond, a, b))]
+
+
+@onnx_op("Cast", attributes=("to", "saturate"))
+def convert_cast(node: Node) -> list[Value]:
+    # `saturate` only affects float8 targets, which mlfuse rejects anyway
+    target = element_type(int(node.attr("to")), f"Cast target of node '{node.name}'", node.name)
+    return [node.cast(node.input(0), target)]
+
+
+@onnx_op("Identity")
+def convert_identity(node: Node) -> list[Value]:
+    constant = node.constant(0)
+    return [constant if constant is not None else node.input(0)]
+
+
+@onnx_op("Constant", attributes=("value", "value_float", "value_floats", "value_int", "value_ints"))
+def convert_constant(node: Node) -> list[Value]:
+    if len(node.attributes) != 1:
+        raise node.error(f"needs exactly one value attribute, got {sorted(node.attributes)}")
+    (name,) = node.attributes
+    value = node.attr(name)
+    if name == "value":
+        return [value]
+    dtype = np.float32 if name.startswith("value_float") else np.int64
+    return [np.asarray(value, dtype=dtype)]
+
+
+@onnx_op("Shape", attributes=("start", "end"))
+def convert_shape(node: Node) -> list[Value]:
+    # shapes are static, so Shape is a constant
+    name = node.proto.input[0]
+    shape = node.importer.shape_of_value(name)
+    start, end = int(node.attr("start", 0)), node.attr("end", None)
+    return [np.array(shape[slice(start, None if end is None else int(end))], dtype=np.int64)]
+
+
+# --- reductions and normalizations -------------------------------------------------------
+
+REDUCTIONS: dict[str, type[graph.ReduceOp]] = {
+    "ReduceSum": graph.ReduceSumOp,
+    "ReduceMean": graph.ReduceMeanOp,
+    "ReduceMax": graph.ReduceMaxOp,
+    "ReduceMin": graph.ReduceMinOp,
+}
+
+
+@onnx_op(*REDUCTIONS, attributes=("axes", "keepdims", "noop_with_empty_axes"), static_inputs=(1,))
+def convert_reduce(node: Node) -> list[Value]:
+    x = node.input(0)
+    rank = len(shape_of(x))
+    axes = node.attr("axes")  # an attribute before opset 18 (13 for ReduceSum), an input after
+    if axes is None:
+        given = node.const_input(1, "axes")
+        axes = None if given is None else given.reshape(-1).tolist()
+    if not axes:
+        if node.attr("noop_with_empty_axes", 0):
+            return [x]
+        axes = list(range(rank))
+    axes = normalize_axes(node, axes, rank)
+    if not axes:
+        return [x]
+    return [reduce(node, REDUCTIONS[node.op_type], x, axes, bool(node.attr("keepdims", 1)))]
+
+
+def stable_exp(node: Node, x: SSAValue, axis: int) -> tuple[SSAValue, SSAValue]:
+    """(x - max, exp(x - max)) along `axis`, the numerically safe softmax numerator."""
+    shape = shape_of(x)
+    peak = broadcast_to(node, reduce(node, graph.ReduceMaxOp, x, [axis]), shape)
+    shifted = node.emit(graph.SubOp(x, peak))
+    return shifted, node.emit(graph.ExpOp(shifted))
+
+
+@onnx_op("Softmax", attributes=("axis",))
+def convert_softmax(node: Node) -> list[Value]:
+    x = node.input(0)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape_of(x)))
+    _, e = stable_exp(node, x, axis)
+    total = broadcast_to(node, reduce(node, graph.ReduceSumOp, e, [axis]), shape_of(x))
+    return [node.emit(graph.DivOp(e, total))]
+
+
+@onnx_op("LogSoftmax", attributes=("axis",))
+def convert_log_softmax(node: Node) -> list[Value]:
+    x = node.input(0)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape_of(x)))
+    shifted, e = stable_exp(node, x, axis)
+    log_total = node.emit(graph.LogOp(reduce(node, graph.ReduceSumOp, e, [axis])))
+    return [node.emit(graph.SubOp(shifted, broadcast_to(node, log_total, shape_of(x))))]
+
+
+@onnx_op("LayerNormalization", attributes=("axis", "epsilon", "stash_type"))
+def convert_layer_norm(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape, el = shape_of(x), element_type_of(x)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape))
+    stash = element_type(int(node.attr("stash_type", TensorProto.FLOAT)), "stash_type", node.name)
+    if not is_float(stash):
+        raise node.error(f"stash_type must be a floating-point type, got {stash}")
+    axes = list(range(axis, len(shape)))
+    xs = node.cast(x, stash)  # statistics are computed in the stash type
+    mean = reduce(node, graph.ReduceMeanOp, xs, axes)
+    centered = node.emit(graph.SubOp(xs, broadcast_to(node, mean, shape)))
+    variance = reduce(node, graph.ReduceMeanOp, node.emit(graph.MulOp(centered, centered)), axes)
+    epsilon = float(node.attr("epsilon", 1e-5))
+    inv_std = node.emit(graph.RsqrtOp(node.emit(graph.AddOp(variance, node.scalar_like(epsilon, variance)))))
+    y = node.cast(node.emit(graph.MulOp(centered, broadcast_to(node, inv_std, shape))), el)
+    y = node.emit(graph.MulOp(y, broadcast_to(node, node.input(1), shape)))
+    if node.has_input(2):
+        y = node.emit(graph.AddOp(y, broadcast_to(node, node.input(2), shape)))
+    return [y, mean, inv_std]
+
+
+@onnx_op("BatchNormalization", attributes=("epsilon", "momentum", "training_mode"))
+def convert_batch_norm(node: Node) -> list[Value]:
+    if node.attr("training_mode", 0):
+        raise node.error("training_mode = 1 is not supported (inference only)")
+    if any(node.wants_output(i) for i in range(1, len(node.proto.output))):
+        raise node.error("only the Y output is supported (running statistics are training outputs)")
+    x = node.input(0)
+    shape, el = shape_of(x), element_type_of(x)
+    if len(shape) < 2:
+        raise node.error(f"the input must have rank >= 2 (N x C x ...), got {fmt_shape(shape)}")
+    epsilon = float(node.attr("epsilon", 1e-5))
+    params = [node.constant(i) for i in range(1, 5)]
+    if all(p is not None for p in params):
+        # y = x * a + b with a = scale / sqrt(var + eps), b = B - mean * a, folded at compile time
+        scale, bias, mean, var = (p.astype(np.float64) for p in params)
+        a = scale / np.sqrt(var + epsilon)
+        dtype = graph.numpy_dtype(el)
+        a_value = node.emit(graph.ConstantOp(dense_from_numpy(a.astype(dtype), el)))
+        b_value = node.emit(graph.ConstantOp(dense_from_numpy((bias - mean * a).astype(dtype), el)))
+        y = node.emit(graph.MulOp(x, along(node, a_value, 1, shape)))
+        return [node.emit(graph.AddOp(y, along(node, b_value, 1, shape)))]
+    scale, bias, mean, var = (node.input(i) for i in range(1, 5))
+    factor = node.emit(graph.MulOp(scale, node.emit(graph.RsqrtOp(node.emit(graph.AddOp(var, node.scalar_like(epsilon, var)))))))
+    centered = node.emit(graph.SubOp(x, along(node, mean, 1, shape)))
+    y = node.emit(graph.MulOp(centered, along(node, factor, 1, shape)))
+    return [node.emit(graph.AddOp(y, along(node, bias, 1, shape)))]
+
+
+@onnx_op("GlobalAveragePool", "GlobalMaxPool")
+def convert_global_pool(node: Node) -> list[Value]:
+    x = node.input(0)
+    rank = len(shape_of(x))
+    if rank < 3:
+        raise node.error(f"the input must have rank >= 3 (N x C x spatial...), got {fmt_shape(shape_of(x))}")
+    cls = graph.ReduceMeanOp if node.op_type == "GlobalAveragePool" else graph.ReduceMaxOp
+    return [reduce(node, cls, x, range(2, rank))]
+
+
+# --- contractions -------------------------------------------------------------------------
+
+
+def matmul(node: Node, a: SSAValue, b: SSAValue) -> SSAValue:
+    """numpy.matmul semantics: 1-D promotion, batch broadcasting."""
+    same_element_type(node, a, b)
+    sa, sb = shape_of(a), shape_of(b)
+    if not sa or not sb:
+        raise node.error("MatMul operands must have rank >= 1")
+    if len(sa) == 1:
+        a = node.reshape(a, (1, sa[0]))
+    if len(sb) == 1:
+        b = node.reshape(b, (sb[0], 1))
+    ma, mb = shape_of(a), shape_of(b)
+    if ma[-1] != mb[-2]:
+        raise node.error(
+            f"contraction sizes differ: {fmt_shape(sa)} has K={ma[-1]}, {fmt_shape(sb)} has K={mb[-2]}"
+        )
+    if len(ma) == 2 and len(mb) == 2:
+        y = node.emit(graph.MatmulOp(a, b))
+    elif len(mb) == 2:
+        # (..., M, K) x (K, N): one 2-D product over the flattened batch, no copies of b
+        rows = math.prod(ma[:-1])
+        y = node.emit(graph.MatmulOp(node.reshape(a, (rows, ma[-1])), b))
+        y = node.reshape(y, (*ma[:-1], mb[-1]))
+    else:
+        batch = broadcast_shape(node, ma[:-2], mb[:-2])
+        a = broadcast_to(node, a, (*batch, *ma[-2:]))
+        b = broadcast_to(node, b, (*batch, *mb[-2:]))
+        if not batch:
+            y = node.emit(graph.MatmulOp(a, b))
+        else:
+            y = node.emit(graph.BatchMatmulOp(a, b))
+    out = list(shape_of(y))
+    if len(sb) == 1:
+        out.pop(-1)
+    if len(sa) == 1:
+        out.pop(-1 if len(sb) == 1 else -2)
+    return node.reshape(y, out)
+
+
+@onnx_op("MatMul")
+def convert_matmul(node: Node) -> list[Value]:
+    return [matmul(node, node.input(0), node.input(1))]
+
+
+@onnx_op("Gemm", attributes=("alpha", "beta", "transA", "transB"))
+def convert_gemm(node: Node) -> list[Value]:
+    a, b = node.input(0), node.input(1)
+    for what, v in (("A", a), ("B", b)):
+        if len(shape_of(v)) != 2:
+            raise node.error(f"{what} must be a matrix, got shape {fmt_shape(shape_of(v))}")
+    if node.attr("transA", 0):
+        a = node.emit(graph.TransposeOp(a, [1, 0]))
+    if node.attr("transB", 0):
+        b = node.emit(graph.TransposeOp(b, [1, 0]))
+    y = matmul(node, a, b)
+    alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
+    if alpha != 1.0:
+        y = node.emit(graph.MulOp(y, node.scalar_like(alpha, y)))
+    if node.has_input(2) and beta != 0.0:
+        c = broadcast_to(node, node.input(2), shape_of(y))
+        if beta != 1.0:
+            c = node.emit(graph.MulOp(c, node.scalar_like(beta, c)))
+        y = node.emit(graph.AddOp(y, c))
+    return [y]
+
+
+# --- data movement ---------------------------------------------------------------------------
+
+
+@onnx_op("Transpose", attributes=("perm",))
+def convert_transpose(node: Node) -> list[Value]:
+    x = node.input(0)
+    rank = len(shape_of(x))
+    perm = [int(p) for p in node.attr("perm", range(rank - 1, -1, -1))]
+    if sorted(perm) != list(range(rank)):
+        raise node.error(f"perm {perm} is not a permutation of 0..{rank - 1}")
+    if perm == list(range(rank)):
+        return [x]
+    return [node.emit(graph.TransposeOp(x, perm))]
+
+
+@onnx_op("Reshape", attributes=("allowzero",), static_inputs=(1,))
+def convert_reshape(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = shape_of(x)
+    target = [int(d) for d in node.const_input(1, "shape").reshape(-1)]
+    allow_zero = bool(node.attr("allowzero", 0))
+    out = [shape[i] if d == 0 and not allow_zero else d for i, d in enumerate(target)]
+    if out.count(-1) > 1:
+        raise node.error(f"shape {target} has more than one -1")
+    known = math.prod(d for d in out if d != -1)
+    total = math.prod(shape)
+    if -1 in out:
+        if known == 0 or total % known:
+            raise node.error(f"cannot reshape {fmt_shape(shape)} to {target}")
+        out[out.index(-1)] = total // known
+    if any(d < 0 for d in out) or math.prod(out) != total:
+        raise node.error(f"cannot reshape {fmt_shape(shape)} ({total} elements) to {target}")
+    return [node.reshape(x, out)]
+
+
+@onnx_op("Flatten", attributes=("axis",))
+def convert_flatten(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = shape_of(x)
+    axis = int(node.attr("axis", 1))
+    if not -len(shape) <= axis <= len(shape):
+        raise node.error(f"axis {axis} is out of range for rank {len(shape)}")
+    axis %= len(shape) + 1 if axis < 0 else len(shape) + 1
+    return [node.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))]
+
+
+@onnx_op("Squeeze", static_inputs=(1,))
+def convert_squeeze(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = shape_of(x)
+    given = node.const_input(1, "axes")
+    if given is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    else:
+        axes = normalize_axes(node, given.reshape(-1).tolist(), len(shape))
+    for a in axes:
+        if shape[a] != 1:
+            raise node.error(f"cannot squeeze axis {a} of size {shape[a]} (shape {fmt_shape(shape)})")
+    return [node.reshape(x, [d for i, d in enumerate(shape) if i not in axes])]
+
+
+@onnx_op("Unsqueeze", static_inputs=(1,))
+def convert_unsqueeze(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = list(shape_of(x))
+    given = node.const_input(1, "axes").reshape(-1).tolist()
+    rank = len(shape) + len(given)
+    axes = sorted(normalize_axes(node, given, rank))
+    for a in axes:
+        shape.insert(a, 1)
+    return [node.reshape(x, shape)]
+
+
+@onnx_op("Expand", static_inputs=(1,))
+def convert_expand(node: Node) -> list[Value]:
+    x = node.input(0)
+    target = [int(d) for d in node.const_input(1, "shape").reshape(-1)]
+    return [broadcast_to(node, x, broadcast_shape(node, shape_of(x), target))]
+
+
+@onnx_op("Concat", attributes=("axis",))
+def convert_concat(node: Node) -> list[Value]:
+    values = node.inputs()
+    same_element_type(node, *values)
+    rank = len(shape_of(values[0]))
+    axis = normalize_axis(node, int(node.attr("axis")), rank)
+    for v in values[1:]:
+        s, first = shape_of(v), shape_of(values[0])
+        if len(s) != rank or any(a != b for d, (a, b) in enumerate(zip(s, first)) if d != axis):
+            raise node.error(f"operand shapes {fmt_shape(first)} and {fmt_shape(s)} differ outside axis {axis}")
+    if len(values) == 1:
+        return values
+    return [node.emit(graph.ConcatOp(values, axis))]
+
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+@onnx_op("Slice", static_inputs=(1, 2, 3, 4))
+def convert_slice(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    starts = node.const_input(1, "starts").reshape(-1).tolist()
+    ends = node.const_input(2, "ends").reshape(-1).tolist()
+    axes_given = node.const_input(3, "axes")
+    axes = list(range(len(starts))) if axes_given is None else axes_given.reshape(-1).tolist()
+    steps_given = node.const_input(4, "steps")
+    steps = [1] * len(starts) if steps_given is None else steps_given.reshape(-1).tolist()
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise node.error(
+            f"starts, ends, axes and steps must have equal lengths, got {len(starts)}, {len(ends)}, {len(axes)}, {len(steps)}"
+        )
+    start, stop, step = [0] * rank, list(shape), [1] * rank
+    for a, s, e, st in zip(normalize_axes(node, axes, rank), starts, ends, steps):
+        if st == 0:
+            raise node.error("steps must be non-zero")
+        if st < 0:
+            raise node.error(f"negative steps (axis {a}, step {st}) are not supported")
+        n = shape[a]
+        s = min(max(s + n if s < 0 else s, 0), n)
+        e = min(max(e + n if e < 0 else e, 0), n)
+        start[a], stop[a], step[a] = s, max(s, e), st
+    if start == [0] * rank and stop == list(shape) and step == [1] * rank:
+        return [x]
+    return [node.emit(graph.SliceOp(x, start, stop, step))]
+
+
+def slice_axis(node: Node, x: SSAValue, axis: int, lo: int, hi: int) -> SSAValue:
+    shape = shape_of(x)
+    start, stop = [0] * len(shape), list(shape)
+    start[axis], stop[axis] = lo, hi
+    return node.emit(graph.SliceOp(x, start, stop))
+
+
+def pad_axis_by_copies(node: Node, x: SSAValue, axis: int, low: int, high: int, mode: str) -> SSAValue:
+    """Pad one axis in mode edge, reflect or wrap as a concatenation of slices of x."""
+    n = shape_of(x)[axis]
+    limit = {"edge": None, "reflect": n - 1, "wrap": n}[mode]
+    if limit is not None and max(low, high) > limit:
+        raise node.error(f"{mode} padding of {max(low, high)} exceeds what axis {axis} of size {n} allows ({limit})")
+    if mode == "edge":
+        def border(index: int, count: int) -> list[SSAValue]:
+            edge = slice_axis(node, x, axis, index, index + 1)
+            shape = list(shape_of(x))
+            shape[axis] = count
+            return [node.emit(graph.BroadcastOp(edge, range(len(shape)), shape))]
+
+        before = border(0, low) if low else []
+        after = border(n - 1, high) if high else []
+    elif mode == "reflect":
+        # mirror without repeating the border element: x[low], ..., x[1] | x | x[n-2], ..., x[n-1-high]
+        before = [slice_axis(node, x, axis, i, i + 1) for i in range(low, 0, -1)]
+        after = [slice_axis(node, x, axis, i, i + 1) for i in range(n - 2, n - 2 - high, -1)]
+    else:  # wrap
+        before = [slice_axis(node, x, axis, n - low, n)] if low else []
+        after = [slice_axis(node, x, axis, 0, high)] if high else []
+    return node.emit(graph.ConcatOp([*before, x, *after], axis))
+
+
+@onnx_op("Pad", attributes=("mode",), static_inputs=(1, 2, 3))
+def convert_pad(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = shape_of(x)
+    rank = len(shape)
+    mode = node.attr("mode", "constant")
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise node.error(f"mode \"{mode}\" is not supported (constant, edge, reflect, wrap)")
+    pads = node.const_input(1, "pads").reshape(-1).tolist()
+    given_axes = node.const_input(3, "axes")
+    axes = list(range(rank)) if given_axes is None else normalize_axes(node, given_axes.reshape(-1).tolist(), rank)
+    if len(pads) != 2 * len(axes):
+        raise node.error(f"pads must have {2 * len(axes)} entries (2 per padded axis), got {len(pads)}")
+    low, high = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        low[a], high[a] = int(pads[i]), int(pads[i + len(axes)])
+    if any(lo < 0 or hi < 0 for lo, hi in zip(low, high)):
+        # negative pads crop
+        start = [max(0, -lo) for lo in low]
+        stop = [n - max(0, -hi) for n, hi in zip(shape, high)]
+        if any(a > b for a, b in zip(start, stop)):
+            raise node.error(f"negative pads {pads} remove more than the whole of {fmt_shape(shape)}")
+        x = node.emit(graph.SliceOp(x, start, stop))
+        low, high = [max(0, p) for p in low], [max(0, p) for p in high]
+    if not any(low) and not any(high):
+        return [x]
+    if mode == "constant":
+        value = node.const_input(2, "constant_value")
+        fill = 0 if value is None or value.size == 0 else value.reshape(-1)[0].item()
+        return [node.emit(graph.PadOp(x, low, high, fill))]
+    for axis in range(rank):
+        if low[axis] or high[axis]:
+            x = pad_axis_by_copies(node, x, axis, low[axis], high[axis], mode)
+    return [x]
+
+
+# --- stencils -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Window:
+    """Window geometry of a Conv or Pool node over its spatial dimensions."""
+
+    kernel: list[int]
+    strides: list[int]
+    pads: list[int]  # begins..., ends...
+    dilations: list[int]
+
+
+def window_of(node: Node, x: SSAValue, kernel: Sequence[int], ceil_mode: bool = False) -> tuple[Window, list[int]]:
+    """The window of a node (auto_pad resolved) and, for ceil_mode, the extra end padding."""
+    spatial = shape_of(x)[2:]
+    n = len(spatial)
+    strides = node.int_list("strides", [1] * n, n)
+    dilations = node.int_list("dilations", [1] * n, n)
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    if auto_pad != "NOTSET" and "pads" in node.attributes:
+        raise node.error(f"pads cannot be given together with auto_pad = {auto_pad}")
+    if auto_pad == "NOTSET":
+        pads = node.int_list("pads", [0] * 2 * n, 2 * n)
+    elif auto_pad == "VALID":
+        pads = [0] * 2 * n
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        begins, ends = [], []
+        for size, k, s, d in zip(spatial, kernel, strides, dilations):
+            out = -(-size // s)
+            total = max(0, (out - 1) * s + d * (k - 1) + 1 - size)
+            small, big = total // 2, total - total // 2
+            begins.append(small if auto_pad == "SAME_UPPER" else big)
+            ends.append(big if auto_pad == "SAME_UPPER" else small)
+        pads = begins + ends
+    else:
+        raise node.error(f"auto_pad \"{auto_pad}\" is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    if any(p < 0 for p in pads):
+        raise node.error(f"pads must be non-negative, got {pads}")
+    extra = [0] * n
+    if ceil_mode:
+        for i, (size, k, s, d) in enumerate(zip(spatial, kernel, strides, dilations)):
+            extent = d * (k - 1) + 1
+            padded = size + pads[i] + pads[i + n]
+            out = -(-(padded - extent) // s) + 1
+            if (out - 1) * s >= size + pads[i]:
+                out -= 1  # the last window must start inside the input or its leading padding
+            extra[i] = max(0, (out - 1) * s + extent - padded)
+    return Window(list(kernel), strides, pads, dilations), extra
+
+
+def to_2d(node: Node, x: SSAValue, window: Window, what: str) -> tuple[SSAValue, Window]:
+    """Lift a 1-D window op (N, C, L) to 2-D (N, C, 1, L); 2-D passes through."""
+    shape = shape_of(x)
+    if len(shape) == 4:
+        return x, window
+    if len(shape) != 3:
+        raise node.error(
+            f"only 1-D and 2-D {what} are supported, got an input of shape {fmt_shape(shape)}"
+        )
+    w = window
+    lifted = Window([1, *w.kernel], [1, *w.strides], [0, w.pads[0], 0, w.pads[1]], [1, *w.dilations])
+    return node.reshape(x, (*shape[:2], 1, shape[2])), lifted
+
+
+def from_2d(node: Node, y: SSAValue, rank: int) -> SSAValue:
+    if rank == 4:
+        return y
+    n, c, _, length = shape_of(y)
+    return node.reshape(y, (n, c, length))
+
+
+@onnx_op("Conv", attributes=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
+def convert_conv(node: Node) -> list[Value]:
+    x, w = node.input(0), node.input(1)
+    same_element_type(node, x, w)
+    rank = len(shape_of(x))
+    if rank not in (3, 4) or len(shape_of(w)) != rank:
+        raise node.error(
+            f"only 1-D and 2-D convolutions are supported, got input {fmt_shape(shape_of(x))} "
+            f"and weight {fmt_shape(shape_of(w))}"
+        )
+    kernel = list(shape_of(w)[2:])
+    given = node.attr("kernel_shape")
+    if given is not None and [int(k) for k in given] != kernel:
+        raise node.error(f"kernel_shape {list(given)} differs from the weight's spatial shape {kernel}")
+    window, _ = window_of(node, x, kernel)
+    x2, window = to_2d(node, x, window, "convolutions")
+    w2, _ = to_2d(node, w, window, "convolutions") if rank == 3 else (w, None)
+    group = int(node.attr("group", 1))
+    y = node.emit(graph.Conv2dOp(x2, w2, window.strides, window.pads, window.dilations, group))
+    if node.has_input(2):
+        bias = node.input(2)
+        if shape_of(bias) != (shape_of(w)[0],):
+            raise node.error(f"bias must have shape {shape_of(w)[0]}, got {fmt_shape(shape_of(bias))}")
+        y = node.emit(graph.AddOp(y, along(node, bias, 1, shape_of(y))))
+    return [from_2d(node, y, rank)]
+
+
+def pool_kernel(node: Node, x: SSAValue) -> list[int]:
+    kernel = node.attr("kernel_shape")
+    if kernel is None:
+        raise node.error("attribute 'kernel_shape' is required")
+    if len(kernel) != len(shape_of(x)) - 2:
+        raise node.error(f"kernel_shape {list(kernel)} does not match the input shape {fmt_shape(shape_of(x))}")
+    return [int(k) for k in kernel]
+
+
+@onnx_op(
+    "MaxPool",
+    attributes=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"),
+)
+def convert_max_pool(node: Node) -> list[Value]:
+    if node.wants_output(1):
+        raise node.error("the Indices output is not supported")
+    x = node.input(0)
+    rank = len(shape_of(x))
+    window, extra = window_of(node, x, pool_kernel(node, x), bool(node.attr("ceil_mode", 0)))
+    n = len(extra)
+    window.pads = window.pads[:n] + [p + e for p, e in zip(window.pads[n:], extra)]
+    x2, window = to_2d(node, x, window, "pools")
+    y = node.emit(graph.MaxPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations))
+    return [from_2d(node, y, rank)]
+
+
+@onnx_op(
+    "AveragePool",
+    attributes=("auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"),
+)
+def convert_avg_pool(node: Node) -> list[Value]:
+    x = node.input(0)
+    rank = len(shape_of(x))
+    window, extra = window_of(node, x, pool_kernel(node, x), bool(node.attr("ceil_mode", 0)))
+    count_pad = bool(node.attr("count_include_pad", 0))
+    n = len(extra)
+    if count_pad and any(extra):
+        # Declared pads count towards the divisor, the extra ceil_mode padding does not:
+        # pad explicitly with zeros, then pool excluding only the extra padding.
+        low, high = [0, 0, *window.pads[:n]], [0, 0, *window.pads[n:]]
+        x = node.emit(graph.PadOp(x, low, high, 0.0))
+        window.pads = [0] * n + extra
+        count_pad = False
+    else:
+        window.pads = window.pads[:n] + [p + e for p, e in zip(window.pads[n:], extra)]
+    x2, window = to_2d(node, x, window, "pools")
+    y = node.emit(graph.AvgPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations, count_pad))
+    return [from_2d(node, y, rank)]

@@ -1,0 +1,42 @@
+"""convert-loop-to-scf{parallel=true}: lower `loop.nest` to scf.for loops on memrefs.
+
+Each nest becomes one scf.for per dimension in domain order, with memref.load
+of every input and output element and memref.store of the yielded values. With
+`parallel=true` (the default), a nest with a parallel dimension and at least
+2^15 points is outlined into a private function over a sub-range of that
+dimension and called through `loop.parallel_call`, which splits the range across
+threads; smaller nests stay inline.
+
+Before:
+    loop.nest "exp" lower [0] upper [8] iterators ["parallel"]
+        ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) maps [...] {
+    ^bb0(%a: f32, %o: f32):
+      %e = math.exp %a : f32
+      loop.yield %e : f32
+    }
+After:
+    scf.for %i = %c0 to %c8 step %c1 {
+      %a = memref.load %x[%i] : memref<8xf32>
+      %o = memref.load %y[%i] : memref<8xf32>
+      %e = math.exp %a : f32
+      memref.store %e, %y[%i] : memref<8xf32>
+    }
+"""
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from mlfuse.conversion.loop_to_scf import convert_loop_to_scf
+
+
+@dataclass(frozen=True)
+class ConvertLoopToScfPass(ModulePass):
+    name = "convert-loop-to-scf"
+
+    parallel: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        convert_loop_to_scf(op, self.parallel)
