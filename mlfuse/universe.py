@@ -41,6 +41,10 @@ MLFUSE_PASSES: dict[str, Callable] = {
 }
 
 # target name -> factory of an xdsl Target class (`mlfuse-opt -t NAME`)
-MLFUSE_TARGETS: dict[str, Callable] = {}
+MLFUSE_TARGETS: dict[str, Callable] = {
+    "llvm": lambda: importlib.import_module("mlfuse.backend.targets").LLVMTarget,
+    "llvm-opt": lambda: importlib.import_module("mlfuse.backend.targets").LLVMOptTarget,
+    "ptx": lambda: importlib.import_module("mlfuse.backend.gpu.ptx").PtxTarget,
+}
 
 MLFUSE_UNIVERSE = Universe(all_dialects=MLFUSE_DIALECTS, all_passes=MLFUSE_PASSES)

@@ -35,13 +35,13 @@ def _init() -> None:
 
 
 @functools.cache
-def target_machine() -> llvm.TargetMachine:
+def target_machine(cpu: str | None = None, features: str | None = None) -> llvm.TargetMachine:
+    """The host CPU by default; a named CPU (e.g. for reproducible lit tests) otherwise."""
     _init()
     target = llvm.Target.from_default_triple()
-    features = llvm.get_host_cpu_features().flatten()
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=features, opt=3, codemodel="jitdefault"
-    )
+    if cpu is None:
+        cpu, features = llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    return target.create_target_machine(cpu=cpu, features=features or "", opt=3, codemodel="jitdefault")
 
 
 def host_key() -> str:
@@ -64,8 +64,8 @@ def get_max_threads() -> int:
     return int(_gomp().omp_get_max_threads())
 
 
-def optimize(mod: llvm.ModuleRef) -> None:
-    tm = target_machine()
+def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> None:
+    tm = tm or target_machine()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
@@ -76,8 +76,8 @@ def optimize(mod: llvm.ModuleRef) -> None:
     pm.run(mod, pb)
 
 
-def prepare(ir_module: ir.Module | str) -> llvm.ModuleRef:
-    tm = target_machine()
+def prepare(ir_module: ir.Module | str, tm: llvm.TargetMachine | None = None) -> llvm.ModuleRef:
+    tm = tm or target_machine()
     mod = llvm.parse_assembly(str(ir_module))
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
@@ -85,9 +85,10 @@ def prepare(ir_module: ir.Module | str) -> llvm.ModuleRef:
     return mod
 
 
-def optimized_ir(ir_module: ir.Module | str) -> str:
-    mod = prepare(ir_module)
-    optimize(mod)
+def optimized_ir(ir_module: ir.Module | str, cpu: str | None = None, features: str | None = None) -> str:
+    tm = target_machine(cpu, features)
+    mod = prepare(ir_module, tm)
+    optimize(mod, tm)
     return str(mod)
 
 

@@ -439,10 +439,13 @@ def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
     trip = op.trip_count.value.data
     grain = op.grain.value.data if op.grain is not None else 1
     args = [fl.v(a) for a in op.args]
-    slots = fl.emit(llvm.AllocaOp(fl.const(max(1, len(args)), i64), i64, alignment=8))
+    # One pointer-sized slot per argument; indices travel as inttoptr'd pointers
+    # (llvmlite types its GEPs, so every slot has the one type `ptr`).
+    slots = fl.emit(llvm.AllocaOp(fl.const(max(1, len(args)), i64), PTR, alignment=8))
     for k, a in enumerate(args):
-        slot = fl.emit(llvm.GEPOp.from_mixed_indices(slots, [k], i64, inbounds=True))
-        fl.emit(llvm.StoreOp(a, slot, alignment=8))
+        slot = fl.emit(llvm.GEPOp.from_mixed_indices(slots, [k], PTR, inbounds=True))
+        value = a if isinstance(a.type, llvm.LLVMPointerType) else fl.emit(llvm.IntToPtrOp(a, PTR))
+        fl.emit(llvm.StoreOp(value, slot, alignment=8))
 
     wrapper = f"{callee}__omp"
     ml.wrappers += 1
@@ -476,8 +479,9 @@ def make_omp_wrapper(ml: ModuleLowering, name: str, callee: str, arg_types: list
     ctx = region.blocks[0].args[0]
     args = []
     for k, t in enumerate(arg_types):
-        slot = fl.emit(llvm.GEPOp.from_mixed_indices(ctx, [k], i64, inbounds=True))
-        args.append(fl.emit(llvm.LoadOp(slot, t, alignment=8)))
+        slot = fl.emit(llvm.GEPOp.from_mixed_indices(ctx, [k], PTR, inbounds=True))
+        value = fl.emit(llvm.LoadOp(slot, PTR, alignment=8))
+        args.append(value if isinstance(t, llvm.LLVMPointerType) else fl.emit(llvm.PtrToIntOp(value, t)))
     tid = fl.emit(llvm.SExtOp(fl.emit(llvm.CallOp("omp_get_thread_num", return_type=i32)), i64))
     nt = fl.emit(llvm.SExtOp(fl.emit(llvm.CallOp("omp_get_num_threads", return_type=i32)), i64))
     trip_c = fl.const(trip, i64)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -712,3 +712,68 @@ class GraphBuilder:
         return self._emit(graph.BatchMatmulOp(a.value, b.value))
 
     batch_matmul = matmul
+
+    # --- windows (NCHW) --------------------------------------------------------------------
+
+    @staticmethod
+    def _check_nchw(x: Tensor, what: str) -> None:
+        if x.ndim != 4:
+            raise ValueError(f"{what}: expects a rank-4 (NCHW) tensor, got shape {x.shape}")
+
+    def _emit_window(self, what: str, make: Callable[[], Operation]) -> Tensor:
+        """Build a window op; its constructor computes output sizes, which can fail first."""
+        try:
+            op = make()
+        except (IndexError, ZeroDivisionError):
+            raise ValueError(
+                f"{what}: kernel, strides, pads and dilations need 2, 2, 4 and 2 positive entries"
+            ) from None
+        return self._emit(op)
+
+    def conv2d(
+        self,
+        x: Tensor,
+        weight: Tensor,
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        groups: int = 1,
+    ) -> Tensor:
+        """ONNX-style Conv without bias: NCHW input, OIHW weight; pads = [top, left, bottom, right]."""
+        x, weight = self._own(x, "graph.conv2d"), self._own(weight, "graph.conv2d")
+        self._check_nchw(x, "graph.conv2d input")
+        self._check_nchw(weight, "graph.conv2d weight")
+        return self._emit_window(
+            "graph.conv2d",
+            lambda: graph.Conv2dOp(x.value, weight.value, strides, pads, dilations, groups),
+        )
+
+    def max_pool2d(
+        self,
+        x: Tensor,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+    ) -> Tensor:
+        x = self._own(x, "graph.max_pool2d")
+        self._check_nchw(x, "graph.max_pool2d")
+        return self._emit_window(
+            "graph.max_pool2d", lambda: graph.MaxPool2dOp(x.value, kernel, strides, pads, dilations)
+        )
+
+    def avg_pool2d(
+        self,
+        x: Tensor,
+        kernel: Sequence[int],
+        strides: Sequence[int] = (1, 1),
+        pads: Sequence[int] = (0, 0, 0, 0),
+        dilations: Sequence[int] = (1, 1),
+        count_include_pad: bool = False,
+    ) -> Tensor:
+        x = self._own(x, "graph.avg_pool2d")
+        self._check_nchw(x, "graph.avg_pool2d")
+        return self._emit_window(
+            "graph.avg_pool2d",
+            lambda: graph.AvgPool2dOp(x.value, kernel, strides, pads, dilations, count_include_pad),
+        )

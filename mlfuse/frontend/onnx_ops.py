@@ -328,10 +328,6 @@ def convert_variadic(node: Node) -> list[Value]:
     return [result]
 
 
-# Exponents that are cheaper (and exact for negative bases) as multiplications or roots.
-POW_SPECIAL = {1.0: lambda n, x: x, 2.0: lambda n, x: n.emit(graph.MulOp(x, x)), 0.5: lambda n, x: n.emit(graph.SqrtOp(x))}
-
-
 @onnx_op("Pow")
 def convert_pow(node: Node) -> list[Value]:
     base = node.input(0)
@@ -339,9 +335,13 @@ def convert_pow(node: Node) -> list[Value]:
     if not is_float(el):
         raise node.error(f"only floating-point bases are supported, got {el}")
     exponent = node.constant(1)
-    if exponent is not None and exponent.size == 1 and float(exponent.reshape(())) in POW_SPECIAL:
-        out_shape = broadcast_shape(node, shape_of(base), exponent.shape)
-        return [POW_SPECIAL[float(exponent.reshape(()))](node, broadcast_to(node, base, out_shape))]
+    if exponent is not None and exponent.size == 1 and float(exponent.reshape(())) in (1.0, 2.0, 0.5):
+        # x, x * x and sqrt(x) are cheaper than pow, and exact for negative bases
+        x = broadcast_to(node, base, broadcast_shape(node, shape_of(base), exponent.shape))
+        power = float(exponent.reshape(()))
+        if power == 1.0:
+            return [x]
+        return [node.emit(graph.MulOp(x, x) if power == 2.0 else graph.SqrtOp(x))]
     base, exponent = broadcast_all(node, base, node.cast(node.input(1), el))
     return [node.emit(graph.PowOp(base, exponent))]
 
@@ -661,7 +661,8 @@ def convert_flatten(node: Node) -> list[Value]:
     axis = int(node.attr("axis", 1))
     if not -len(shape) <= axis <= len(shape):
         raise node.error(f"axis {axis} is out of range for rank {len(shape)}")
-    axis %= len(shape) + 1 if axis < 0 else len(shape) + 1
+    if axis < 0:
+        axis += len(shape)
     return [node.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))]
 
 
@@ -903,7 +904,7 @@ def convert_conv(node: Node) -> list[Value]:
         raise node.error(f"kernel_shape {list(given)} differs from the weight's spatial shape {kernel}")
     window, _ = window_of(node, x, kernel)
     x2, window = to_2d(node, x, window, "convolutions")
-    w2, _ = to_2d(node, w, window, "convolutions") if rank == 3 else (w, None)
+    w2 = node.reshape(w, (*shape_of(w)[:2], 1, kernel[0])) if rank == 3 else w
     group = int(node.attr("group", 1))
     y = node.emit(graph.Conv2dOp(x2, w2, window.strides, window.pads, window.dilations, group))
     if node.has_input(2):

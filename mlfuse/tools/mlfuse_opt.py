@@ -18,8 +18,8 @@ import tempfile
 import time
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
 from io import StringIO
+from typing import NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline

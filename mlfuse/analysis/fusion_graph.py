@@ -1,0 +1,246 @@
+"""The dataflow graph a fusion planner works on, as plain numbers.
+
+`FusionGraph.from_function(fn)` numbers the ops of a function body (program order,
+which is a topological order) and its SSA values, and precomputes what planners ask
+again and again: producers, users, byte sizes, and the strict ancestors and
+descendants of every op as bit masks. A set of ops (a *pattern*, a future kernel)
+is an `int` with bit `i` set for op `i`.
+
+Constants are not nodes: a splat `graph.constant` is rebuilt inside every kernel
+that uses it (it costs nothing), a dense one is a buffer read like an argument.
+The terminator is not a node either; values it uses *escape* the function.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from mlfuse.analysis.op_classes import DEFAULT_FINE_GEMM_FLOPS, OpClass, OpInfo, classify
+from mlfuse.dialects import fusion, graph
+
+
+@dataclass
+class Value:
+    id: int
+    ssa: SSAValue
+    shape: tuple[int, ...]
+    numel: int
+    nbytes: int
+    producer: int | None  # node index; None for arguments and constants
+    constant: str | None = None  # "splat" or "dense" for graph.constant results
+    users: list[int] = field(default_factory=list)  # node indices, each once
+    escapes: bool = False  # used by the terminator (or by an op that is not a node)
+
+
+@dataclass
+class Node:
+    index: int
+    op: Operation
+    mnemonic: str  # "sub", "reduce_sum", ... (the dialect prefix dropped for graph ops)
+    info: OpInfo
+    operands: tuple[int, ...]  # value ids, in operand order (repeats kept)
+    results: tuple[int, ...]
+    domain: int  # size of the op's iteration space (elements)
+    fusible: bool
+    no_fuse: bool = False
+
+    @property
+    def op_class(self) -> OpClass:
+        return self.info.op_class
+
+
+def element_bytes(t) -> int:
+    if not isinstance(t, TensorType):
+        return 0
+    el = t.get_element_type()
+    width = getattr(el, "bitwidth", None) or getattr(getattr(el, "width", None), "data", 32)
+    return max(1, (int(width) + 7) // 8)
+
+
+def bits(mask: int) -> Iterator[int]:
+    """Indices of the set bits of `mask`, ascending."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+def mnemonic_of(op: Operation) -> str:
+    name = op.name
+    return name.removeprefix("graph.") if name.startswith("graph.") else name.replace(".", "_")
+
+
+class FusionGraph:
+    """Ops of one function body as numbered nodes, with reachability as bit masks."""
+
+    def __init__(self, fn: func.FuncOp | None, nodes: list[Node], values: list[Value]):
+        self.fn = fn
+        self.nodes = nodes
+        self.values = values
+        n = len(nodes)
+        self.all_mask = (1 << n) - 1
+        self.preds: list[tuple[int, ...]] = []
+        self.succs: list[list[int]] = [[] for _ in range(n)]
+        for node in nodes:
+            ps = sorted({values[v].producer for v in node.operands if values[v].producer is not None})
+            self.preds.append(tuple(ps))
+            for p in ps:
+                self.succs[p].append(node.index)
+        self.anc = [0] * n
+        for i in range(n):
+            m = 0
+            for p in self.preds[i]:
+                m |= self.anc[p] | (1 << p)
+            self.anc[i] = m
+        self.desc = [0] * n
+        for i in reversed(range(n)):
+            m = 0
+            for s in self.succs[i]:
+                m |= self.desc[s] | (1 << s)
+            self.desc[i] = m
+        self.pred_mask = [sum(1 << p for p in ps) for ps in self.preds]
+        self.succ_mask = [sum(1 << s for s in ss) for ss in self.succs]
+        self.fusible_mask = sum(1 << node.index for node in nodes if node.fusible)
+
+    # --- construction ------------------------------------------------------------------
+
+    @staticmethod
+    def from_function(
+        fn: func.FuncOp,
+        fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS,
+        no_fuse: frozenset[int] = frozenset(),
+    ) -> FusionGraph:
+        """Number the ops of `fn`'s body. `no_fuse` holds op positions in the block
+        (counting every op) that must stay single kernels."""
+        block = fn.body.block
+        values: list[Value] = []
+        ids: dict[SSAValue, int] = {}
+
+        def add_value(v: SSAValue, producer: int | None, constant: str | None = None) -> None:
+            t = v.type
+            shape = tuple(t.get_shape()) if isinstance(t, TensorType) else ()
+            numel = math.prod(shape) if isinstance(t, TensorType) else 0
+            ids[v] = len(values)
+            values.append(Value(len(values), v, shape, numel, numel * element_bytes(t), producer, constant))
+
+        for arg in block.args:
+            add_value(arg, None)
+        nodes: list[Node] = []
+        for position, op in enumerate(block.ops):
+            if op.has_trait_of_terminator():
+                for v in op.operands:
+                    if v in ids:
+                        values[ids[v]].escapes = True
+                continue
+            if isinstance(op, graph.ConstantOp):
+                splat = len(op.value.get_values()) == 1
+                add_value(op.result, None, "splat" if splat else "dense")
+                continue
+            info = classify(op, fine_gemm_flops)
+            index = len(nodes)
+            operands = []
+            for v in op.operands:
+                if v not in ids:  # defined outside the function body: treat as an argument
+                    add_value(v, None)
+                operands.append(ids[v])
+            for r in op.results:
+                add_value(r, index)
+            pinned = position in no_fuse
+            nodes.append(
+                Node(
+                    index,
+                    op,
+                    mnemonic_of(op),
+                    info,
+                    tuple(operands),
+                    tuple(ids[r] for r in op.results),
+                    domain=iteration_domain(op, info),
+                    fusible=info.fusible and not pinned,
+                    no_fuse=pinned,
+                )
+            )
+            for v in operands:
+                if index not in values[v].users:
+                    values[v].users.append(index)
+        return FusionGraph(fn, nodes, values)
+
+    # --- queries -------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def members(self, mask: int) -> list[int]:
+        return list(bits(mask))
+
+    def is_convex(self, mask: int) -> bool:
+        """No path leaves the pattern and re-enters it."""
+        return self.convex_violation(mask) == 0
+
+    def convex_violation(self, mask: int) -> int:
+        """Ops outside `mask` that lie on a path from the pattern back into it."""
+        down = up = 0
+        for i in bits(mask):
+            down |= self.desc[i]
+            up |= self.anc[i]
+        return down & up & ~mask
+
+    def convex_closure(self, mask: int) -> int:
+        return mask | self.convex_violation(mask)
+
+    def external_preds(self, mask: int) -> int:
+        m = 0
+        for i in bits(mask):
+            m |= self.pred_mask[i]
+        return m & ~mask
+
+    def components(self, mask: int) -> list[int]:
+        """Weakly connected components of the pattern through its internal edges."""
+        comps: list[int] = []
+        rest = mask
+        while rest:
+            seed = rest & -rest
+            comp = frontier = seed
+            while frontier:
+                grown = 0
+                for i in bits(frontier):
+                    grown |= (self.pred_mask[i] | self.succ_mask[i]) & mask
+                frontier = grown & ~comp
+                comp |= frontier
+            comps.append(comp)
+            rest &= ~comp
+        return comps
+
+    def value_name(self, vid: int) -> str:
+        v = self.values[vid]
+        return f"%{v.ssa.name_hint}" if v.ssa.name_hint else f"%v{vid}"
+
+    def node_label(self, i: int) -> str:
+        node = self.nodes[i]
+        res = ", ".join(self.value_name(r) for r in node.results)
+        return f"{res} = {node.op.name}" if res else node.op.name
+
+
+def iteration_domain(op: Operation, info: OpInfo) -> int:
+    """Elements the op's loop nest visits: its input for reductions, M*N*batch for
+    contractions, otherwise its result."""
+    if info.op_class is OpClass.REDUCTION:
+        return math.prod(graph.shape_of(op.operands[0]))
+    if op.results and isinstance(op.results[0].type, TensorType):
+        return math.prod(graph.shape_of(op.results[0]))
+    return 0
+
+
+def is_plan_node(op: Operation) -> bool:
+    """Ops the planner numbers (everything but constants and the terminator)."""
+    return not isinstance(op, graph.ConstantOp) and not op.has_trait_of_terminator()
+
+
+def wraps_in_group(op: Operation) -> bool:
+    """Graph ops become fusion groups; other nodes (existing groups, foreign ops) stay."""
+    return op.name.startswith("graph.") and not isinstance(op, fusion.GroupOp)

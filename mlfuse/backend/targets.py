@@ -1,0 +1,39 @@
+"""Output targets of mlfuse-opt (`-t NAME`).
+
+- `llvm`: the LLVM IR that xDSL's `llvm` dialect translates to (input to LLVM);
+- `llvm-opt{cpu=... features=...}`: that IR after LLVM's O3 pipeline for a CPU
+  (the host by default), as the JIT compiles it: where to look for vector code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.target import Target
+
+
+@dataclass(frozen=True)
+class LLVMTarget(Target):
+    name = "llvm"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from mlfuse.backend.llvm_translate import to_llvmlite
+
+        print(to_llvmlite(module), file=output)
+
+
+@dataclass(frozen=True)
+class LLVMOptTarget(Target):
+    name = "llvm-opt"
+
+    cpu: str = ""
+    features: str = ""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from mlfuse.backend import cpu
+        from mlfuse.backend.llvm_translate import to_llvmlite
+
+        print(cpu.optimized_ir(to_llvmlite(module), self.cpu or None, self.features or None), file=output)
