@@ -21,7 +21,11 @@ def make_context() -> Context:
 
 
 def parse_module(source: str, ctx: Context | None = None, name: str = "<input>") -> ModuleOp:
-    """Parse and verify a module given as text or as a path to a `.mlir` file."""
+    """Parse and verify a module given as text or as a path to a `.mlir` or `.onnx` file."""
+    if "\n" not in source and source.endswith(".onnx"):
+        from mlfuse.frontend.onnx import import_onnx
+
+        return import_onnx(source)
     if "\n" not in source and source.endswith(".mlir") and os.path.exists(source):
         name = source
         with open(source) as f:

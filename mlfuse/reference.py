@@ -291,7 +291,10 @@ def check_inputs(fn: func.FuncOp, arrays: Sequence[Any]) -> list[np.ndarray]:
         raise ValueError(f"@{fn.sym_name.data} takes {len(types)} arguments, got {len(arrays)}")
     checked = []
     for i, (a, t) in enumerate(zip(arrays, types)):
-        assert isinstance(t, TensorType)
+        if not isinstance(t, TensorType):
+            raise ReferenceError(
+                f"argument {i} of @{fn.sym_name.data} has type {t}; the reference takes tensors only"
+            )
         a = np.asarray(a)
         shape, dtype = tuple(t.get_shape()), graph.numpy_dtype(t.get_element_type())
         if a.shape != shape:

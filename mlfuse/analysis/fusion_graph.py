@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
+from xdsl.traits import IsTerminator
 
 from mlfuse.analysis.op_classes import DEFAULT_FINE_GEMM_FLOPS, OpClass, OpInfo, classify
 from mlfuse.dialects import fusion, graph
@@ -58,9 +59,7 @@ class Node:
 def element_bytes(t) -> int:
     if not isinstance(t, TensorType):
         return 0
-    el = t.get_element_type()
-    width = getattr(el, "bitwidth", None) or getattr(getattr(el, "width", None), "data", 32)
-    return max(1, (int(width) + 7) // 8)
+    return max(1, (t.get_element_type().bitwidth + 7) // 8)
 
 
 def bits(mask: int) -> Iterator[int]:
@@ -133,7 +132,7 @@ class FusionGraph:
             add_value(arg, None)
         nodes: list[Node] = []
         for position, op in enumerate(block.ops):
-            if op.has_trait_of_terminator():
+            if op.has_trait(IsTerminator):
                 for v in op.operands:
                     if v in ids:
                         values[ids[v]].escapes = True
@@ -238,7 +237,7 @@ def iteration_domain(op: Operation, info: OpInfo) -> int:
 
 def is_plan_node(op: Operation) -> bool:
     """Ops the planner numbers (everything but constants and the terminator)."""
-    return not isinstance(op, graph.ConstantOp) and not op.has_trait_of_terminator()
+    return not isinstance(op, graph.ConstantOp) and not op.has_trait(IsTerminator)
 
 
 def wraps_in_group(op: Operation) -> bool:

@@ -45,6 +45,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     ModuleOp,
     StringAttr,
+    TensorType,
     UnitAttr,
     VectorType,
     i1,
@@ -502,6 +503,12 @@ def make_omp_wrapper(ml: ModuleLowering, name: str, callee: str, arg_types: list
 
 
 def lower_function(ml: ModuleLowering, fn: func.FuncOp) -> llvm.FuncOp:
+    for t in (*fn.function_type.inputs.data, *fn.function_type.outputs.data):
+        if isinstance(t, TensorType):
+            raise Diagnostic(
+                f"@{fn.sym_name.data} works on tensors: bufferize it first (convert-graph-to-loop)",
+                location_of(fn),
+            )
     arg_types = [convert_type(t) for t in fn.function_type.inputs.data]
     outputs = [convert_type(t) for t in fn.function_type.outputs.data]
     if len(outputs) > 1:

@@ -1,0 +1,86 @@
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @bad_iterator(%x: memref<4xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loop.nest' iterator must be parallel or reduction, got 'window'
+  loop.nest "n" lower [0] upper [4] iterators ["window"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    loop.yield %o : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @bounds_rank(%x: memref<4xf32>) {
+  // CHECK: error: 'loop.nest' has 1 iterators but 2 lower and 2 upper bounds
+  loop.nest "n" lower [0, 0] upper [4, 4] iterators ["parallel"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    loop.yield %o : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @map_rank(%x: memref<4x4xf32>) {
+  // CHECK: error: 'loop.nest' access map 0 (d0) -> (d0) must map 1 dims and 0 symbols to the 2 indices of memref<4x4xf32>
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins() outs(%x : memref<4x4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    loop.yield %o : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @parallel_dim_unused(%x: memref<4x4xf32>, %y: memref<4xf32>) {
+  // CHECK: error: 'loop.nest' output 0 map (d0, d1) -> (d0) does not use parallel dimension(s) [1]
+  loop.nest "n" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%x : memref<4x4xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @yield_type(%x: memref<4xf32>) {
+  // CHECK: error: 'loop.yield' must yield one f32 per output
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    %c = arith.constant 1 : i32
+    loop.yield %c : i32
+  }
+  func.return
+}
+
+// -----
+
+func.func @block_args(%x: memref<4xf32>) {
+  // CHECK: error: 'loop.nest' block arguments (i32) must be the element types of its buffers (f32)
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: i32):
+    %c = arith.constant 1.0 : f32
+    loop.yield %c : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @view_count(%x: memref<4x8xf32>) {
+  // CHECK: error: 'loop.view' must keep the element count (memref<4x8xf32> to memref<31xf32>)
+  %v = loop.view %x : memref<4x8xf32> to memref<31xf32>
+  func.return
+}
+
+// -----
+
+func.func @bad_bound(%x: memref<4xf32>) {
+  // CHECK: error: expected an integer or an affine map as a loop bound, got "four"
+  loop.nest "n" lower [0] upper ["four"] iterators ["parallel"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    loop.yield %o : f32
+  }
+  func.return
+}

@@ -1,0 +1,27 @@
+// RUN: mlfuse-opt %s | mlfuse-opt | filecheck %s
+// RUN: mlfuse-opt %s --print-op-generic | mlfuse-opt | filecheck %s
+
+// CHECK-LABEL: func.func @nests
+func.func @nests(%x: memref<4x8xf32>, %y: memref<4xf32>, %n: index) {
+  // CHECK: loop.nest "sum" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"] ins(%{{.*}} : memref<4x8xf32>) outs(%{{.*}} : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] {
+  // CHECK-NEXT: ^{{.*}}(%{{.*}}: f32, %{{.*}}: f32):
+  // CHECK-NEXT: arith.addf
+  // CHECK-NEXT: loop.yield %{{.*}} : f32
+  loop.nest "sum" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"] ins(%x : memref<4x8xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    loop.yield %s : f32
+  }
+  // Symbolic bounds: a tile [s0, min(s0 + 2, 4)).
+  // CHECK: loop.nest "tile" syms(%{{.*}}) lower [affine_map<()[s0] -> (s0)>] upper [affine_map<()[s0] -> ((s0 + 2), 4)>] iterators ["parallel"] ins() outs(%{{.*}} : memref<4xf32>) maps [affine_map<(d0)[s0] -> (d0)>] attributes {note = "kept"}
+  loop.nest "tile" syms(%n) lower [affine_map<()[s0] -> (s0)>] upper [affine_map<()[s0] -> (s0 + 2, 4)>] iterators ["parallel"] ins() outs(%y : memref<4xf32>) maps [affine_map<(d0)[s0] -> (d0)>] attributes {note = "kept"} {
+  ^bb0(%o: f32):
+    %c = arith.constant 1.0 : f32
+    loop.yield %c : f32
+  }
+  // CHECK: %{{.*}} = loop.view %{{.*}} : memref<4x8xf32> to memref<32xf32>
+  %v = loop.view %x : memref<4x8xf32> to memref<32xf32>
+  // CHECK: loop.parallel_call @f(%{{.*}}, %{{.*}}) range 4 : i64 {grain = 1 : i64} : memref<4x8xf32>, memref<4xf32>
+  loop.parallel_call @f(%x, %y) range 4 {grain = 1 : i64} : memref<4x8xf32>, memref<4xf32>
+  func.return
+}

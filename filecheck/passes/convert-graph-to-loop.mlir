@@ -1,0 +1,109 @@
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p convert-graph-to-loop | filecheck %s
+
+// An elementwise op writes straight into the caller's output buffer.
+// CHECK-LABEL: func.func @exp(%0: memref<4x8xf32>, %1: memref<4x8xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK: loop.nest "exp" lower [0, 0] upper [4, 8] iterators ["parallel", "parallel"] ins(%0 : memref<4x8xf32>) outs(%1 : memref<4x8xf32>)
+// CHECK: math.exp
+// CHECK: loop.yield
+// CHECK: func.return
+func.func @exp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %e = graph.exp %x : tensor<4x8xf32>
+  func.return %e : tensor<4x8xf32>
+}
+
+// -----
+
+// Intermediates are 64-byte-aligned allocations freed after their last use;
+// a splat constant becomes a scalar in the nest that reads it.
+// CHECK-LABEL: func.func @chain
+// CHECK: %[[T:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+// CHECK: loop.nest "mul" {{.*}} ins(%0 : memref<16xf32>) outs(%[[T]] : memref<16xf32>)
+// CHECK: arith.constant 2.000000e+00 : f32
+// CHECK: loop.nest "add" {{.*}} ins(%[[T]], %0 : memref<16xf32>, memref<16xf32>)
+// CHECK-NEXT: ^{{.*}}
+// CHECK: memref.dealloc %[[T]]
+func.func @chain(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %c = graph.constant dense<2.0> : tensor<16xf32>
+  %m = graph.mul %x, %c : tensor<16xf32>
+  %a = graph.add %m, %x : tensor<16xf32>
+  func.return %a : tensor<16xf32>
+}
+
+// -----
+
+// Row reduction: init nest, then a nest whose output map drops the reduced dim.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: loop.nest "init_sum" lower [0] upper [4]
+// CHECK: arith.constant 0.000000e+00 : f32
+// CHECK: loop.nest "reduce_sum" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"]
+// CHECK-SAME: maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>]
+// CHECK: arith.addf {{.*}} fastmath<reassoc>
+func.func @row_sum(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  %s = graph.reduce_sum %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+  func.return %s : tensor<4xf32>
+}
+
+// -----
+
+// Broadcast, transpose, slice and pad become nests with shifted, permuted or
+// constant index maps.
+// CHECK-LABEL: func.func @movement
+// CHECK: loop.nest "broadcast" {{.*}} maps [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>]
+// CHECK: loop.nest "transpose" {{.*}} maps [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>]
+// CHECK: loop.nest "slice" lower [0, 0] upper [2, 4] {{.*}} maps [affine_map<(d0, d1) -> (((d0 * 2) + 1), d1)>
+// CHECK: loop.nest "pad_fill" lower [0, 0] upper [4, 6]
+// CHECK: loop.nest "pad_copy" lower [0, 0] upper [2, 4] {{.*}} affine_map<(d0, d1) -> ((d0 + 1), (d1 + 2))>
+func.func @movement(%b: tensor<4xf32>) -> tensor<4x6xf32> {
+  %x = graph.broadcast %b {dims = array<i64: 1>} : tensor<4xf32> -> tensor<4x4xf32>
+  %t = graph.transpose %x {perm = array<i64: 1, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>
+  %s = graph.slice %t {start = array<i64: 1, 0>, stop = array<i64: 4, 4>, step = array<i64: 2, 1>} : tensor<4x4xf32> -> tensor<2x4xf32>
+  %p = graph.pad %s {low = array<i64: 1, 2>, high = array<i64: 1, 0>, value = 0.0 : f32} : tensor<2x4xf32> -> tensor<4x6xf32>
+  func.return %p : tensor<4x6xf32>
+}
+
+// -----
+
+// Matmul iterates (i, k, j): the innermost loop walks rows of B and C.
+// Reshape is a view, and a returned view is copied into the output.
+// CHECK-LABEL: func.func @matmul
+// CHECK: loop.nest "matmul_init"
+// CHECK: loop.nest "matmul" lower [0, 0, 0] upper [4, 8, 3] iterators ["parallel", "reduction", "parallel"]
+// CHECK-SAME: maps [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>]
+// CHECK: loop.view %{{.*}} : memref<4x3xf32> to memref<12xf32>
+// CHECK: loop.nest "copy_result"
+func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<12xf32> {
+  %c = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %r = graph.reshape %c : tensor<4x3xf32> -> tensor<12xf32>
+  func.return %r : tensor<12xf32>
+}
+
+// -----
+
+// A dense constant becomes a memref.global.
+// CHECK: "memref.global"() <{sym_name = "__constant_0", type = memref<3xf32>, initial_value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>, sym_visibility = "private", constant, alignment = 64 : i64}>
+// CHECK-LABEL: func.func @dense
+// CHECK: memref.get_global @__constant_0 : memref<3xf32>
+func.func @dense(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %c = graph.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %a = graph.add %x, %c : tensor<3xf32>
+  func.return %a : tensor<3xf32>
+}
+
+// -----
+
+// Functions that are not on tensors are left alone.
+// CHECK-LABEL: func.func @scalar(%arg0: f32) -> f32
+// CHECK-NEXT: func.return %arg0 : f32
+func.func @scalar(%arg0: f32) -> f32 {
+  func.return %arg0 : f32
+}
+
+// -----
+
+// An op without a loop lowering is an error that names it and its location.
+// CHECK: convert-graph-to-loop.mlir:[[# @LINE + 2]]:3: error: 'arith.addf' cannot be lowered to loops yet
+func.func @unsupported(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = arith.addf %x, %x : tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}

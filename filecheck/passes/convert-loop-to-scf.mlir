@@ -1,0 +1,91 @@
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p convert-loop-to-scf | filecheck %s
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false}' | filecheck %s --check-prefix=SERIAL
+
+// A small nest stays inline: loads, the body, a store, one scf.for per dimension.
+// CHECK-LABEL: func.func @small
+// CHECK-NOT: loop.parallel_call
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT: %[[A:.*]] = memref.load %{{.*}}[%[[I]]] : memref<8xf32>
+// CHECK-NEXT: %[[O:.*]] = memref.load %{{.*}}[%[[I]]] : memref<8xf32>
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[A]] : f32
+// CHECK-NEXT: memref.store %[[E]], %{{.*}}[%[[I]]] : memref<8xf32>
+func.func @small(%x: memref<8xf32>, %y: memref<8xf32>) {
+  loop.nest "exp" lower [0] upper [8] iterators ["parallel"] ins(%x : memref<8xf32>) outs(%y : memref<8xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    loop.yield %e : f32
+  }
+  func.return
+}
+
+// -----
+
+// A large nest is outlined over a range of its first parallel dimension and
+// called through loop.parallel_call; shifted maps become index arithmetic.
+// CHECK-LABEL: func.func @large
+// CHECK: loop.parallel_call @large__0_shift(%{{.*}}, %{{.*}}) range 256 : i64 {grain = 32 : i64}
+// CHECK: func.func private @large__0_shift(%[[LO:.*]]: index, %[[HI:.*]]: index, %{{.*}}: memref<258x256xf32>, %{{.*}}: memref<256x256xf32>) attributes {mlfuse.kernel = "shift"}
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK-NEXT: %[[I2:.*]] = arith.addi %[[I]], %[[C2]] : index
+// CHECK-NEXT: memref.load %{{.*}}[%[[I2]], %[[J]]] : memref<258x256xf32>
+// SERIAL-LABEL: func.func @large
+// SERIAL-NOT: loop.parallel_call
+func.func @large(%x: memref<258x256xf32>, %y: memref<256x256xf32>) {
+  loop.nest "shift" lower [0, 0] upper [256, 256] iterators ["parallel", "parallel"] ins(%x : memref<258x256xf32>) outs(%y : memref<256x256xf32>) maps [affine_map<(d0, d1) -> (d0 + 2, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  func.return
+}
+
+// -----
+
+// A column reduction: the parallel dimension is the inner one; it is the one split.
+// CHECK-LABEL: func.func @column_sum
+// CHECK: loop.parallel_call @column_sum__0_colsum(%{{.*}}, %{{.*}}) range 512
+// SERIAL-LABEL: func.func @column_sum
+// SERIAL: scf.for
+// SERIAL: scf.for
+func.func @column_sum(%x: memref<512x512xf32>, %y: memref<512xf32>) {
+  loop.nest "colsum" lower [0, 0] upper [512, 512] iterators ["reduction", "parallel"] ins(%x : memref<512x512xf32>) outs(%y : memref<512xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>] {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    loop.yield %s : f32
+  }
+  func.return
+}
+
+// -----
+
+// Symbolic bounds: max of lower results, min of upper results; no threads.
+// CHECK-LABEL: func.func @tile
+// CHECK-NOT: loop.parallel_call
+// CHECK: arith.minsi
+// CHECK: scf.for
+func.func @tile(%y: memref<100xf32>, %t: index) {
+  loop.nest "tile" syms(%t) lower [affine_map<()[s0] -> (s0)>] upper [affine_map<()[s0] -> (s0 + 32, 100)>] iterators ["parallel"] ins() outs(%y : memref<100xf32>) maps [affine_map<(d0)[s0] -> (d0)>] {
+  ^bb0(%o: f32):
+    %c = arith.constant 0.0 : f32
+    loop.yield %c : f32
+  }
+  func.return
+}
+
+// -----
+
+// Ops that are not loop nests are untouched.
+// CHECK-LABEL: func.func @untouched
+// CHECK-NEXT: %{{.*}} = memref.alloc() : memref<4xf32>
+// CHECK-NEXT: func.return
+func.func @untouched() {
+  %a = memref.alloc() : memref<4xf32>
+  func.return
+}
+
+// -----
+
+// An invalid option value is rejected before anything runs.
+// RUN: not mlfuse-opt %s -p 'convert-loop-to-scf{parallel=maybe}' 2>&1 | filecheck %s --check-prefix=OPTION
+// OPTION: <pass-pipeline>:1:1: error: invalid pass pipeline

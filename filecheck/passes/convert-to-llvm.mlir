@@ -1,0 +1,94 @@
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p convert-to-llvm | filecheck %s
+
+// Buffers are noalias pointers; loads are inbounds GEPs on the linearized index.
+// CHECK-LABEL: llvm.func @load_store(%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: i64, %{{.*}}: i64)
+// CHECK: %[[ROW:.*]] = llvm.mul %{{.*}}, %{{.*}} overflow<nsw> : i64
+// CHECK: %[[LIN:.*]] = llvm.add %[[ROW]], %{{.*}} overflow<nsw> : i64
+// CHECK: llvm.getelementptr inbounds %{{.*}}[%[[LIN]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> f32
+// CHECK: llvm.store
+func.func @load_store(%x: memref<4x8xf32>, %y: memref<4x8xf32>, %i: index, %j: index) {
+  %v = memref.load %x[%i, %j] : memref<4x8xf32>
+  memref.store %v, %y[%i, %j] : memref<4x8xf32>
+  func.return
+}
+
+// -----
+
+// scf.for becomes a header block with the induction variable as argument.
+// CHECK-LABEL: llvm.func @loop
+// CHECK: llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
+// CHECK: ^[[HEAD]](%[[IV:.*]]: i64):
+// CHECK: llvm.icmp "slt" %[[IV]]
+// CHECK: llvm.cond_br
+// CHECK: llvm.add %[[IV]], %{{.*}} overflow<nsw> : i64
+func.func @loop(%y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %one, %y[%i] : memref<8xf32>
+  }
+  func.return
+}
+
+// -----
+
+// Allocation is 64-byte aligned; max/min keep numpy's NaN semantics (llvm.maximum).
+// CHECK-LABEL: llvm.func @alloc_and_max
+// CHECK: llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) : (i64, i64) -> !llvm.ptr
+// CHECK: llvm.call_intrinsic "llvm.maximum.f32"
+// CHECK: llvm.call @free
+func.func @alloc_and_max(%a: f32, %b: f32) -> f32 {
+  %m = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  %r = arith.maximumf %a, %b : f32
+  memref.dealloc %m : memref<16xf32>
+  func.return %r : f32
+}
+
+// -----
+
+// A parallel call packs its arguments and runs a per-thread wrapper under GOMP_parallel.
+// CHECK-LABEL: llvm.func internal @body__omp
+// CHECK: llvm.call @omp_get_thread_num()
+// CHECK: llvm.call @omp_get_num_threads()
+// CHECK-LABEL: llvm.func @par
+// CHECK: llvm.call @omp_get_max_threads()
+// CHECK: llvm.call @body(
+// CHECK: llvm.mlir.addressof @body__omp
+// CHECK: llvm.call @GOMP_parallel
+func.func private @body(%lo: index, %hi: index, %y: memref<64xf32>) {
+  func.return
+}
+func.func @par(%y: memref<64xf32>) {
+  loop.parallel_call @body(%y) range 64 {grain = 8 : i64} : memref<64xf32>
+  func.return
+}
+
+// -----
+
+// f64 transcendentals call libm.
+// CHECK-LABEL: llvm.func @libm
+// CHECK: llvm.call @exp(%{{.*}}) : (f64) -> f64
+func.func @libm(%x: f64) -> f64 {
+  %e = math.exp %x : f64
+  func.return %e : f64
+}
+
+// -----
+
+// Functions on tensors must be bufferized first; ops with no LLVM lowering are
+// reported with their location.
+// CHECK: convert-to-llvm.mlir:[[# @LINE + 1]]:1: error: @on_tensors works on tensors: bufferize it first (convert-graph-to-loop)
+func.func @on_tensors(%x: tensor<4xf32>) -> tensor<4xf32> {
+  func.return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @bad(%x: memref<4xf32>) {
+  // CHECK: convert-to-llvm.mlir:[[# @LINE + 1]]:3: error: cannot lower 'memref.copy' to LLVM
+  "memref.copy"(%x, %x) : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}

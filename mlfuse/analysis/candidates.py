@@ -1,0 +1,292 @@
+"""Candidate patterns for the fusion ILP.
+
+A pattern (a set of ops that may become one kernel) is *valid* when it
+
+- has at most `max_group_size` ops,
+- is convex: no path leaves it and re-enters (else the kernel would wait on itself),
+- and the cost model accepts it (op classes that may share a kernel, resources).
+
+Every op alone is always a candidate, so the ILP always has a solution. Small
+graphs (at most `exhaustive_limit` fusible ops) get every valid pattern, so the ILP
+is exact there. Larger graphs get a pruned enumeration in the spirit of
+FusionStitching's PatternReduction:
+
+- *vertical*: ops are visited consumers first; an op's candidates are the op joined
+  with combinations of its consumers' candidates (a beam over the consumers, the top-k
+  by modeled benefit kept per op). Each combination is closed under convexity (a
+  diamond is taken whole) and absorbs producers all of whose users are inside (the
+  broadcast of a bias, a scale). Multi-output patterns fall out naturally: a value
+  used inside and outside becomes an extra kernel result;
+- *siblings*: independent patterns that read the same value (two reductions of `x`)
+  are joined, so the shared input is read once;
+- *packing*: `packing_candidates` packs independent kernels of a plan (same level of
+  its kernel graph: no path between them) into horizontal kernels up to the operand
+  budget, saving launches (FusionStitching's kernel packing);
+- *seeds*: groups of other plans (the rule-based planners') can be added, which makes
+  the ILP never worse than those plans under the model.
+
+A GEMM with an elementwise prologue and epilogue is a vertical pattern like any other
+(the cost model keeps large GEMMs out of patterns).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from mlfuse.analysis.cost_model import CostModel, PatternCost
+from mlfuse.analysis.fusion_graph import FusionGraph, bits
+
+DEFAULT_TOP_K = 3
+DEFAULT_EXHAUSTIVE_LIMIT = 12
+DEFAULT_MAX_GROUP_SIZE = 64
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    category: str = ""  # "size-limit", "cycle", "op-class", "no-fuse", "resource-limit"
+    reason: str = ""
+
+
+def check_pattern(fgraph: FusionGraph, model: CostModel, mask: int, max_group_size: int) -> Verdict:
+    """Whether `mask` may be one kernel, and if not, why."""
+    size = mask.bit_count()
+    if size == 1:
+        return Verdict(True)
+    if size > max_group_size:
+        return Verdict(False, "size-limit", f"{size} ops > max-group-size {max_group_size}")
+    outside = fgraph.convex_violation(mask)
+    if outside:
+        via = ", ".join(fgraph.node_label(i) for i in list(bits(outside))[:3])
+        return Verdict(False, "cycle", f"a path leaves the kernel and re-enters it through {via}")
+    cost = model.cost(mask)
+    if not cost.feasible:
+        return Verdict(False, cost.category, cost.reason)
+    return Verdict(True)
+
+
+@dataclass
+class Candidate:
+    mask: int
+    cost: PatternCost
+    origins: set[str] = field(default_factory=set)
+
+
+class CandidatePool:
+    """Valid patterns, each once, with where they came from; rejections are counted."""
+
+    def __init__(self, fgraph: FusionGraph, model: CostModel, max_group_size: int):
+        self.graph = fgraph
+        self.model = model
+        self.max_group_size = max_group_size
+        self.by_mask: dict[int, Candidate] = {}
+        self.rejected: Counter[str] = Counter()
+        self._verdicts: dict[int, Verdict] = {}
+
+    def verdict(self, mask: int) -> Verdict:
+        v = self._verdicts.get(mask)
+        if v is None:
+            v = check_pattern(self.graph, self.model, mask, self.max_group_size)
+            self._verdicts[mask] = v
+            if not v.ok:
+                self.rejected[v.category] += 1
+        return v
+
+    def add(self, mask: int, origin: str) -> bool:
+        if mask in self.by_mask:
+            self.by_mask[mask].origins.add(origin)
+            return True
+        if not self.verdict(mask).ok:
+            return False
+        self.by_mask[mask] = Candidate(mask, self.model.cost(mask), {origin})
+        return True
+
+    def __len__(self) -> int:
+        return len(self.by_mask)
+
+    def __iter__(self):
+        return iter(self.by_mask.values())
+
+    def benefit(self, mask: int) -> float:
+        """Modeled time saved against running every op alone."""
+        m = self.model
+        return sum(m.singleton_time(i) for i in bits(mask)) - m.time(mask)
+
+
+def generate_candidates(
+    fgraph: FusionGraph,
+    model: CostModel,
+    max_group_size: int = DEFAULT_MAX_GROUP_SIZE,
+    top_k: int = DEFAULT_TOP_K,
+    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+    seeds: dict[str, list[int]] | None = None,
+) -> CandidatePool:
+    pool = CandidatePool(fgraph, model, max_group_size)
+    for i in range(len(fgraph)):
+        pool.add(1 << i, "singleton")
+    fusible = list(bits(fgraph.fusible_mask))
+    if len(fusible) <= exhaustive_limit:
+        exhaustive_patterns(pool, fusible)
+    else:
+        vertical = pattern_reduction(pool, top_k)
+        sibling_patterns(pool, vertical)
+    for origin, groups in (seeds or {}).items():
+        for mask in groups:
+            pool.add(mask, origin)
+    return pool
+
+
+def exhaustive_patterns(pool: CandidatePool, fusible: list[int]) -> None:
+    """Every valid pattern over the fusible ops (2^n subsets: small graphs only)."""
+    n = len(fusible)
+    for subset in range(1, 1 << n):
+        if subset & (subset - 1) == 0 or subset.bit_count() > pool.max_group_size:
+            continue
+        mask = 0
+        for k in bits(subset):
+            mask |= 1 << fusible[k]
+        pool.add(mask, "exhaustive")
+
+
+def absorb_producers(fgraph: FusionGraph, mask: int, max_size: int) -> int:
+    """Add fusible producers whose every user is already in the pattern (stays convex)."""
+    changed = True
+    while changed and mask.bit_count() < max_size:
+        changed = False
+        for p in bits(fgraph.external_preds(mask)):
+            node = fgraph.nodes[p]
+            if not node.fusible or any(fgraph.values[r].escapes for r in node.results):
+                continue
+            if all(all((mask >> u) & 1 for u in fgraph.values[r].users) for r in node.results):
+                mask |= 1 << p
+                changed = True
+                if mask.bit_count() >= max_size:
+                    break
+    return mask
+
+
+def pattern_reduction(pool: CandidatePool, top_k: int) -> dict[int, list[int]]:
+    """Vertical candidates, consumers first; returns the top-k patterns of every op."""
+    g = pool.graph
+    max_size = pool.max_group_size
+    best: dict[int, list[int]] = {}
+    width = max(1, top_k)
+    for v in reversed(range(len(g))):
+        if not g.nodes[v].fusible:
+            best[v] = []
+            continue
+        beam = [1 << v]
+        for c in g.succs[v]:
+            if not g.nodes[c].fusible:
+                continue
+            options = [1 << c, *best[c]]
+            grown: dict[int, float] = {m: pool.benefit(m) for m in beam if pool.verdict(m).ok}
+            for partial in beam:
+                for option in options:
+                    m = partial | option
+                    if m in grown:
+                        continue
+                    if m.bit_count() > max_size:
+                        continue
+                    m = g.convex_closure(m)
+                    if m in grown or m.bit_count() > max_size or not pool.verdict(m).ok:
+                        continue
+                    grown[m] = pool.benefit(m)
+            beam = sorted(grown, key=lambda m: (-grown[m], m))[: 2 * width] or [1 << v]
+        scored: dict[int, float] = {}
+        for m in beam:
+            for variant in (m, absorb_producers(g, m, max_size)):
+                if variant != 1 << v and variant not in scored and pool.verdict(variant).ok:
+                    scored[variant] = pool.benefit(variant)
+        best[v] = sorted(scored, key=lambda m: (-scored[m], m))[:top_k]
+        for m in best[v]:
+            pool.add(m, "pattern")
+    return best
+
+
+def independent(fgraph: FusionGraph, a: int, b: int) -> bool:
+    if a & b:
+        return False
+    down_a = down_b = 0
+    for i in bits(a):
+        down_a |= fgraph.desc[i]
+    for i in bits(b):
+        down_b |= fgraph.desc[i]
+    return not (down_a & b) and not (down_b & a)
+
+
+def sibling_patterns(pool: CandidatePool, vertical: dict[int, list[int]]) -> None:
+    """Join independent patterns that read one value, so it is read once."""
+    g = pool.graph
+    for value in g.values:
+        users = [u for u in value.users if g.nodes[u].fusible]
+        if len(users) < 2 or value.constant == "splat" or value.numel <= 1:
+            continue
+        choices = [[*vertical.get(u, [])[:1], 1 << u] for u in users]
+        for a in range(len(users)):
+            for b in range(a + 1, len(users)):
+                for pa in choices[a]:
+                    for pb in choices[b]:
+                        if independent(g, pa, pb):
+                            pool.add(pa | pb, "sibling")
+        joined = 0
+        for options in choices:
+            for option in options:
+                if (not joined or independent(g, joined, option)) and pool.verdict(joined | option).ok:
+                    joined |= option
+                    break
+        if joined.bit_count() > 1:
+            pool.add(joined, "sibling")
+
+
+def kernel_levels(fgraph: FusionGraph, groups: list[int]) -> list[int]:
+    """Longest-path level of every group in the kernel graph of an acyclic plan."""
+    owner = {}
+    for gi, m in enumerate(groups):
+        for i in bits(m):
+            owner[i] = gi
+    order = sorted(range(len(groups)), key=lambda gi: groups[gi] & -groups[gi])
+    preds: list[set[int]] = [set() for _ in groups]
+    for gi, m in enumerate(groups):
+        for p in bits(fgraph.external_preds(m)):
+            preds[gi].add(owner[p])
+    level = [0] * len(groups)
+    done: set[int] = set()
+    pending = list(order)
+    while pending:  # Kahn-style relaxation; the plan is acyclic
+        rest = []
+        for gi in pending:
+            if preds[gi] <= done:
+                level[gi] = max((level[q] + 1 for q in preds[gi]), default=0)
+                done.add(gi)
+            else:
+                rest.append(gi)
+        if len(rest) == len(pending):
+            raise ValueError("kernel graph is cyclic")
+        pending = rest
+    return level
+
+
+def packing_candidates(pool: CandidatePool, groups: list[int]) -> int:
+    """Pack independent kernels of a plan, level by level, into horizontal candidates."""
+    g = pool.graph
+    level = kernel_levels(g, groups)
+    added = 0
+    by_level: dict[int, list[int]] = {}
+    for gi, m in enumerate(groups):
+        if all(g.nodes[i].fusible for i in bits(m)):
+            by_level.setdefault(level[gi], []).append(m)
+    for members in by_level.values():
+        members.sort(key=lambda m: m & -m)
+        pack = 0
+        for m in members:
+            if pack and pool.verdict(pack | m).ok:
+                pack |= m
+                continue
+            if pack.bit_count() > 0 and pack not in groups:
+                added += pool.add(pack, "pack")
+            pack = m
+        if pack and pack not in groups:
+            added += pool.add(pack, "pack")
+    return added

@@ -1,0 +1,590 @@
+"""Modeled cost of a fusion pattern (a set of ops run as one kernel), per target.
+
+The time of a kernel is
+
+    launch + max(bytes / (bandwidth * efficiency * utilization), compute) + barriers
+
+- *bytes* cross the kernel boundary: every distinct input read once, every value used
+  after the kernel written once, plus what stitching adds (a value stitched through
+  global memory is written and read back; a value recomputed in a later phase re-reads
+  its inputs). Values that stay inside the kernel cost nothing: that is what fusion saves.
+- *launch* is paid per kernel (GPU launch, CPU parallel-region dispatch).
+- *compute* counts elementwise work in light-op units (`op_classes.EXPENSIVE_ELEMENT_COST`)
+  including recomputation, and GEMM flops at library speed (large) or at a fraction of
+  it (fine-grained GEMMs fused with a prologue or epilogue).
+- *efficiency* comes from a simple occupancy model (registers and shared memory per
+  block against the SM's budget) and *utilization* from parallelism: a kernel over
+  fewer elements than it takes to saturate the memory system runs at a fraction of
+  the bandwidth, which is what makes packing small kernels pay.
+- *barriers*: one grid-wide barrier per phase that waits on a globally stitched value.
+
+Stitching decides, for every value produced and consumed inside the kernel, where it
+lives between producer and consumer (`REGISTER`, `SHARED`, `GLOBAL`):
+
+- A reduction's result (and elementwise work on it) is held by the threads that
+  finished the reduction. A consumer that needs the *whole* reduction (a broadcast, an
+  injective op, another reduction) waits for it: a *row* reduction broadcast back along
+  its rows is block-local (`SHARED`, AStitch's regional stitching, a new phase after a
+  block barrier); a column or full reduction needs every block (`GLOBAL` plus a grid
+  barrier).
+- A value used in two phases (LayerNorm's `x - mean` feeds the variance and the
+  output) is kept in shared memory when its per-block tile fits, else recomputed in
+  the later phase (registers: pays its flops and re-reads its inputs) or spilled to
+  global memory, whichever is cheaper.
+- A value read through a broadcast is recomputed for every element it is broadcast to
+  (`REGISTER`); when that repeats expensive work and the tile fits, it is kept in
+  shared memory instead.
+- An elementwise prologue of a fused GEMM is recomputed once per output tile that
+  reads it.
+
+On the CPU target `SHARED` means a per-core scratch row buffer that must fit in the
+core's cache (`onchip_bytes`), and `GLOBAL` a barrier between parallel loops.
+
+A pattern is infeasible when it mixes ops that cannot share a kernel (opaque ops,
+large GEMMs, two contractions, a GEMM with a reduction, a grid barrier or GEMM inside a
+horizontal pack), or when it exceeds a resource limit (kernel operands, registers per
+thread, threads times registers per block, shared memory for an occupancy of zero).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from mlfuse.analysis.fusion_graph import FusionGraph, bits
+from mlfuse.analysis.op_classes import (
+    DEFAULT_FINE_GEMM_FLOPS,
+    ContractionSize,
+    OpClass,
+    ReductionLayout,
+)
+from mlfuse.dialects import graph
+
+REGISTER, SHARED, GLOBAL = "register", "shared", "global"
+SCHEME_ORDER = {REGISTER: 0, SHARED: 1, GLOBAL: 2}
+
+
+@dataclass(frozen=True)
+class TargetParams:
+    """Machine parameters of the cost model. Times in microseconds, rates per second.
+
+    Every field can be overridden: `TargetParams.for_target("gpu", launch_us=2.0)`, or
+    from the pass: `fusion-plan{target=gpu params=launch_us:2.0,onchip_bytes:16384}`.
+    """
+
+    name: str
+    bandwidth_gbps: float  # DRAM bandwidth, GB/s
+    launch_us: float  # per kernel: GPU launch or CPU parallel-region dispatch
+    elementwise_gops: float  # light elementwise ops per second, in G
+    gemm_gflops: float  # large (library) GEMM throughput
+    fine_gemm_efficiency: float  # share of gemm_gflops a fused fine-grained GEMM reaches
+    gemm_tile: int  # output tile edge of a fused GEMM: a prologue is recomputed per tile
+    onchip_bytes: int  # GPU: shared memory per block; CPU: per-core cache for row buffers
+    onchip_bytes_per_unit: int  # GPU: shared memory per SM (occupancy); CPU: unused
+    block_threads: int  # GPU threads per block
+    max_threads_per_unit: int  # GPU threads per SM
+    max_blocks_per_unit: int  # GPU resident blocks per SM
+    registers_per_unit: int  # GPU register file per SM; 0 disables the register model
+    max_registers_per_thread: int
+    base_registers: int  # registers of an empty kernel (indices, pointers)
+    registers_per_op: int  # per compute op of the largest component
+    registers_per_live_value: int  # per value kept live for several uses
+    full_bandwidth_occupancy: float  # occupancy from which DRAM bandwidth saturates
+    saturation_elements: int  # elements in flight needed to saturate bandwidth
+    global_barrier_us: float  # GPU grid-wide barrier / CPU barrier between parallel loops
+    short_row: int  # rows up to this length are reduced by a warp (several rows per block)
+    rows_per_block_short: int  # rows per block for short rows (1 for long rows)
+    max_operands: int  # kernel inputs + outputs (XLA's fusion budget is 64)
+    fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS  # contraction size threshold
+
+    @staticmethod
+    def for_target(target: str, **overrides: float | int) -> TargetParams:
+        if target not in TARGETS:
+            raise ValueError(f"unknown target '{target}' (expected one of {', '.join(TARGETS)})")
+        return TARGETS[target].with_overrides(**overrides)
+
+    def with_overrides(self, **overrides: float | int) -> TargetParams:
+        names = {f.name: f for f in dataclasses.fields(self) if f.name != "name"}
+        changes: dict[str, float | int] = {}
+        for key, value in overrides.items():
+            if key not in names:
+                raise ValueError(
+                    f"unknown cost-model parameter '{key}' (known: {', '.join(sorted(names))})"
+                )
+            kind = int if names[key].type in ("int", int) else float
+            if kind is int and float(value) != int(float(value)):
+                raise ValueError(f"cost-model parameter '{key}' must be an integer, got {value}")
+            if float(value) < 0:
+                raise ValueError(f"cost-model parameter '{key}' must be non-negative, got {value}")
+            changes[key] = kind(float(value)) if kind is int else float(value)
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return dataclasses.asdict(self)
+
+
+# An A100-class GPU (fp32 without tensor cores).
+GPU_PARAMS = TargetParams(
+    name="gpu",
+    bandwidth_gbps=1500.0,
+    launch_us=4.0,
+    elementwise_gops=9700.0,
+    gemm_gflops=19500.0,
+    fine_gemm_efficiency=0.4,
+    gemm_tile=64,
+    onchip_bytes=48 * 1024,
+    onchip_bytes_per_unit=164 * 1024,
+    block_threads=256,
+    max_threads_per_unit=2048,
+    max_blocks_per_unit=32,
+    registers_per_unit=65536,
+    max_registers_per_thread=255,
+    base_registers=16,
+    registers_per_op=2,
+    registers_per_live_value=4,
+    full_bandwidth_occupancy=0.5,
+    saturation_elements=108 * 2048,
+    global_barrier_us=3.0,
+    short_row=512,
+    rows_per_block_short=8,
+    max_operands=64,
+)
+
+# A 16-core AVX2 server socket.
+CPU_PARAMS = TargetParams(
+    name="cpu",
+    bandwidth_gbps=50.0,
+    launch_us=2.0,
+    elementwise_gops=250.0,
+    gemm_gflops=600.0,
+    fine_gemm_efficiency=0.5,
+    gemm_tile=64,
+    onchip_bytes=256 * 1024,
+    onchip_bytes_per_unit=256 * 1024,
+    block_threads=1,
+    max_threads_per_unit=1,
+    max_blocks_per_unit=1,
+    registers_per_unit=0,
+    max_registers_per_thread=0,
+    base_registers=0,
+    registers_per_op=0,
+    registers_per_live_value=0,
+    full_bandwidth_occupancy=1.0,
+    saturation_elements=16 * 8 * 64,
+    global_barrier_us=1.0,
+    short_row=0,
+    rows_per_block_short=1,
+    max_operands=64,
+)
+
+TARGETS = {"gpu": GPU_PARAMS, "cpu": CPU_PARAMS}
+
+
+@dataclass(frozen=True)
+class PatternCost:
+    """The modeled kernel for one pattern; `feasible=False` says why not in `reason`."""
+
+    mask: int
+    feasible: bool
+    category: str = ""  # when infeasible: "op-class" or "resource-limit"
+    reason: str = ""
+    kind: str = "single"
+    bytes: int = 0
+    time_us: float = math.inf
+    stitch: dict[int, str] = field(default_factory=dict)  # node -> scheme of its result
+    inputs: tuple[int, ...] = ()  # value ids read from memory
+    outputs: tuple[int, ...] = ()  # value ids written for later kernels
+    smem_bytes: int = 0
+    registers: int = 0
+    flops: float = 0.0
+    recompute_flops: float = 0.0
+    global_barriers: int = 0
+
+
+def _infeasible(mask: int, category: str, reason: str) -> PatternCost:
+    return PatternCost(mask, False, category, reason)
+
+
+class CostModel:
+    """Costs of patterns of one `FusionGraph` on one target, memoized by mask."""
+
+    def __init__(self, fgraph: FusionGraph, params: TargetParams):
+        self.graph = fgraph
+        self.params = params
+        self._cache: dict[int, PatternCost] = {}
+        values = fgraph.values
+        # per node: elementwise work in light-op units
+        self.work = []
+        for node in fgraph.nodes:
+            if node.op_class.elementwise or node.op_class is OpClass.REDUCTION:
+                self.work.append(node.info.element_cost * node.domain)
+            else:
+                self.work.append(0.0)
+        self.result = [node.results[0] if len(node.results) == 1 else None for node in fgraph.nodes]
+        # reshapes that only add or drop unit dimensions keep a reduction's rows in place
+        self.unit_reshape = [
+            isinstance(node.op, graph.ReshapeOp)
+            and [d for d in graph.shape_of(node.op.input) if d != 1]
+            == [d for d in graph.shape_of(node.op.result) if d != 1]
+            for node in fgraph.nodes
+        ]
+        self.element_size = [
+            (v.nbytes // v.numel) if v.numel else 0 for v in values
+        ]
+
+    # --- public ----------------------------------------------------------------------------
+
+    def cost(self, mask: int) -> PatternCost:
+        c = self._cache.get(mask)
+        if c is None:
+            c = self._cost(mask)
+            self._cache[mask] = c
+        return c
+
+    def time(self, mask: int) -> float:
+        return self.cost(mask).time_us
+
+    def singleton_time(self, i: int) -> float:
+        return self.cost(1 << i).time_us
+
+    def plan_time(self, groups: list[int]) -> float:
+        return sum(self.cost(m).time_us for m in groups)
+
+    def plan_bytes(self, groups: list[int]) -> int:
+        return sum(self.cost(m).bytes for m in groups)
+
+    # --- the model ---------------------------------------------------------------------------
+
+    def _cost(self, mask: int) -> PatternCost:
+        g, p = self.graph, self.params
+        nodes, values = g.nodes, g.values
+        members = list(bits(mask))
+        single = len(members) == 1
+
+        if not single:
+            for i in members:
+                if not nodes[i].fusible:
+                    why = "marked no-fuse" if nodes[i].no_fuse else f"a {nodes[i].info.describe()}"
+                    return _infeasible(mask, "no-fuse" if nodes[i].no_fuse else "op-class",
+                                       f"{g.node_label(i)} is {why}: it runs as its own kernel")
+            contractions = [i for i in members if nodes[i].op_class is OpClass.CONTRACTION]
+            if len(contractions) > 1:
+                return _infeasible(mask, "op-class", "at most one contraction per kernel")
+            if contractions and any(nodes[i].op_class is OpClass.REDUCTION for i in members):
+                return _infeasible(
+                    mask, "op-class",
+                    "a GEMM kernel takes only an elementwise prologue and epilogue (no reductions)",
+                )
+
+        # -- what crosses the kernel boundary
+        inputs: list[int] = []
+        seen: set[int] = set()
+        outputs: list[int] = []
+        internal_users: dict[int, list[int]] = {}
+        for i in members:
+            for v in nodes[i].operands:
+                val = values[v]
+                if val.producer is not None and (mask >> val.producer) & 1:
+                    continue
+                if val.constant == "splat" or v in seen:
+                    continue
+                seen.add(v)
+                inputs.append(v)
+            for r in nodes[i].results:
+                val = values[r]
+                inside = [u for u in val.users if (mask >> u) & 1]
+                if inside:
+                    internal_users[i] = inside
+                if val.escapes or len(inside) < len(val.users):
+                    outputs.append(r)
+        operands = len(inputs) + len(outputs)
+        if not single and operands > p.max_operands:
+            return _infeasible(mask, "resource-limit",
+                               f"{operands} kernel operands > limit {p.max_operands}")
+        bytes_moved = sum(values[v].nbytes for v in inputs) + sum(values[v].nbytes for v in outputs)
+
+        stitch: dict[int, str] = {}
+        phase: dict[int, int] = {}
+        global_phases: set[int] = set()
+        recompute_flops = 0.0
+        extra_bytes = 0
+        smem = 0
+        comps = g.components(mask) if not single else [mask]
+
+        if not single:
+            # -- phases: a consumer that needs a whole reduction starts a new phase
+            pending: dict[int, ReductionLayout] = {}
+            for i in members:
+                node = nodes[i]
+                cls = node.op_class
+                ph = 0
+                for v in set(node.operands):
+                    pr = values[v].producer
+                    if pr is None or not (mask >> pr) & 1:
+                        continue
+                    stitch.setdefault(pr, REGISTER)
+                    layout = pending.get(v)
+                    if layout is not None and not (cls.elementwise or self.unit_reshape[i]):
+                        need = (
+                            SHARED
+                            if layout is ReductionLayout.ROW
+                            and isinstance(node.op, graph.BroadcastOp)
+                            and node.op.dim_map == tuple(range(len(node.op.dim_map)))
+                            else GLOBAL
+                        )
+                        if SCHEME_ORDER[need] > SCHEME_ORDER[stitch[pr]]:
+                            stitch[pr] = need
+                        ph = max(ph, phase[pr] + 1)
+                        if need == GLOBAL:
+                            global_phases.add(phase[pr] + 1)
+                    else:
+                        ph = max(ph, phase[pr])
+                phase[i] = ph
+                r = self.result[i]
+                if r is None:
+                    continue
+                if cls is OpClass.REDUCTION:
+                    pending[r] = node.info.reduction
+                elif cls.elementwise or self.unit_reshape[i]:
+                    layouts = [pending[v] for v in node.operands if v in pending]
+                    if layouts:
+                        pending[r] = max(layouts, key=lambda lay: lay is not ReductionLayout.ROW)
+            # a value computed from kernel inputs only is computed as late as its users need it
+            for i in reversed(members):
+                r = self.result[i]
+                if nodes[i].op_class is OpClass.REDUCTION or r in pending or i not in internal_users:
+                    continue
+                target = min(phase[u] for u in internal_users[i])
+                if target > phase[i]:
+                    phase[i] = target
+            rows, rows_per_block = self._tile_geometry(members)
+
+            def tile(v: int) -> int:
+                return max(self.element_size[v], math.ceil(values[v].nbytes * rows_per_block / rows))
+
+            for i, scheme in stitch.items():
+                if scheme == SHARED:
+                    smem += tile(self.result[i])
+            for i in members:
+                r = self.result[i]
+                if i not in internal_users or r is None:
+                    continue
+                users = internal_users[i]
+                if r in pending:
+                    # a reduction result kept by the reducing threads but needed in a
+                    # later phase must survive the barrier like a stitched value
+                    if stitch[i] == REGISTER and max(phase[u] for u in users) > phase[i]:
+                        stitch[i] = SHARED if pending[r] is ReductionLayout.ROW else GLOBAL
+                        if stitch[i] == SHARED:
+                            smem += tile(r)
+                    continue
+                later = sorted({phase[u] for u in users if phase[u] > phase[i]})
+                if later:
+                    t = tile(r)
+                    if smem + t <= p.onchip_bytes:
+                        stitch[i] = SHARED
+                        smem += t
+                    else:
+                        cone_work, cone_bytes = self._cone(i, mask, stitch)
+                        t_recompute = len(later) * (
+                            cone_work / (p.elementwise_gops * 1e3) + cone_bytes / (p.bandwidth_gbps * 1e3)
+                        )
+                        new_barriers = len([ph for ph in later if ph not in global_phases])
+                        t_global = (2 * values[r].nbytes) / (p.bandwidth_gbps * 1e3) + (
+                            new_barriers * p.global_barrier_us
+                        )
+                        if t_recompute <= t_global:
+                            recompute_flops += len(later) * cone_work
+                            extra_bytes += len(later) * cone_bytes
+                        else:
+                            stitch[i] = GLOBAL
+                            extra_bytes += 2 * values[r].nbytes
+                            global_phases.update(later)
+                    continue
+                reuse = max(
+                    (values[self.result[u]].numel / max(1, values[r].numel)
+                     for u in users if nodes[u].op_class is OpClass.BROADCAST),
+                    default=1.0,
+                )
+                if reuse > 1.0 and stitch[i] == REGISTER:
+                    cone_work, _ = self._cone(i, mask, stitch)
+                    expensive = cone_work > self._light_work(i, mask, stitch)
+                    t = tile(r)
+                    if expensive and smem + t <= p.onchip_bytes:
+                        stitch[i] = SHARED
+                        smem += t
+                    else:
+                        recompute_flops += cone_work * (reuse - 1.0)
+            # prologue of a fused GEMM: recomputed once per output tile that reads it
+            for i in members:
+                if nodes[i].op_class is not OpClass.CONTRACTION:
+                    continue
+                lhs, rhs = graph.shape_of(nodes[i].op.operands[0]), graph.shape_of(nodes[i].op.operands[1])
+                repeats = (math.ceil(rhs[-1] / p.gemm_tile), math.ceil(lhs[-2] / p.gemm_tile))
+                for v, rep in zip(nodes[i].operands[:2], repeats):
+                    pr = values[v].producer
+                    if pr is not None and (mask >> pr) & 1 and rep > 1:
+                        cone_work, _ = self._cone(pr, mask, stitch)
+                        recompute_flops += cone_work * (rep - 1)
+
+            if len(comps) > 1:
+                if global_phases:
+                    return _infeasible(mask, "op-class",
+                                       "a horizontal pack cannot contain a grid-wide barrier")
+                if any(nodes[i].op_class is OpClass.CONTRACTION for i in members):
+                    return _infeasible(mask, "op-class", "a horizontal pack cannot contain a GEMM")
+
+        # -- registers, threads and shared memory: occupancy
+        efficiency = 1.0
+        registers = 0
+        if p.registers_per_unit:
+            for comp in comps:
+                compute_ops = live = 0
+                for i in bits(comp):
+                    cls = nodes[i].op_class
+                    if cls.elementwise or cls in (OpClass.REDUCTION, OpClass.CONTRACTION):
+                        compute_ops += 1
+                    if len(internal_users.get(i, ())) > 1 or stitch.get(i, REGISTER) != REGISTER:
+                        live += 1
+                registers = max(
+                    registers,
+                    p.base_registers + p.registers_per_op * compute_ops + p.registers_per_live_value * live,
+                )
+            if not single and p.max_registers_per_thread and registers > p.max_registers_per_thread:
+                return _infeasible(mask, "resource-limit",
+                                   f"{registers} registers per thread > limit {p.max_registers_per_thread}")
+            blocks = min(
+                p.max_threads_per_unit // max(1, p.block_threads),
+                p.max_blocks_per_unit,
+                p.registers_per_unit // max(1, registers * p.block_threads),
+                p.onchip_bytes_per_unit // smem if smem else p.max_blocks_per_unit,
+            )
+            if blocks == 0:
+                if not single:
+                    return _infeasible(
+                        mask, "resource-limit",
+                        f"no block fits on an SM ({p.block_threads} threads x {registers} registers, "
+                        f"{smem} bytes of shared memory)",
+                    )
+                blocks = 1
+            occupancy = blocks * p.block_threads / p.max_threads_per_unit
+            efficiency = min(1.0, occupancy / p.full_bandwidth_occupancy)
+
+        # -- time
+        parallel = sum(max(nodes[i].domain for i in bits(comp)) for comp in comps)
+        utilization = min(1.0, max(1, parallel) / p.saturation_elements)
+        work = sum(self.work[i] for i in members) + recompute_flops
+        gemm_time = 0.0
+        for i in members:
+            info = nodes[i].info
+            if info.op_class is OpClass.CONTRACTION:
+                rate = p.gemm_gflops * (1.0 if info.contraction is ContractionSize.LARGE else p.fine_gemm_efficiency)
+                gemm_time += info.gemm_flops / (rate * 1e3)
+        total_bytes = bytes_moved + extra_bytes
+        t_mem = total_bytes / (p.bandwidth_gbps * 1e3 * efficiency * utilization)
+        t_compute = work / (p.elementwise_gops * 1e3) + gemm_time
+        time_us = p.launch_us + max(t_mem, t_compute) + len(global_phases) * p.global_barrier_us
+
+        return PatternCost(
+            mask=mask,
+            feasible=True,
+            kind=self._kind(members, comps, stitch, inputs),
+            bytes=total_bytes,
+            time_us=time_us,
+            stitch=stitch,
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            smem_bytes=smem,
+            registers=registers,
+            flops=work,
+            recompute_flops=recompute_flops,
+            global_barriers=len(global_phases),
+        )
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _tile_geometry(self, members: list[int]) -> tuple[int, int]:
+        """(rows, rows per block) of the kernel's blocking; shared tiles are a value's
+        bytes divided by the number of blocks."""
+        p, nodes = self.params, self.graph.nodes
+        for i in members:
+            info = nodes[i].info
+            if info.reduction is ReductionLayout.ROW and info.row_length > 0:
+                rows = max(1, nodes[i].domain // info.row_length)
+                per_block = p.rows_per_block_short if info.row_length <= p.short_row else 1
+                return rows, min(per_block, rows)
+        domain = max(nodes[i].domain for i in members)
+        blocks = max(1, domain // max(1, p.block_threads * 4))
+        return blocks, 1
+
+    def _cone(self, i: int, mask: int, stitch: dict[int, str]) -> tuple[float, int]:
+        """Work and input bytes to recompute node i's value from what the kernel holds:
+        in-kernel producers reached through register-stitched, non-reduction values."""
+        g = self.graph
+        work = 0.0
+        read: set[int] = set()
+        stack, seen = [i], {i}
+        while stack:
+            j = stack.pop()
+            work += self.work[j]
+            for v in g.nodes[j].operands:
+                val = g.values[v]
+                pr = val.producer
+                if pr is None or not (mask >> pr) & 1:
+                    if val.constant != "splat":
+                        read.add(v)
+                    continue
+                if (
+                    pr in seen
+                    or g.nodes[pr].op_class is OpClass.REDUCTION
+                    or stitch.get(pr, REGISTER) != REGISTER
+                ):
+                    continue
+                seen.add(pr)
+                stack.append(pr)
+        return work, sum(g.values[v].nbytes for v in read)
+
+    def _light_work(self, i: int, mask: int, stitch: dict[int, str]) -> float:
+        """The work of node i's cone if every op in it were a light op."""
+        g = self.graph
+        total, stack, seen = 0.0, [i], {i}
+        while stack:
+            j = stack.pop()
+            if self.work[j]:
+                total += g.nodes[j].domain
+            for pr in g.preds[j]:
+                if (mask >> pr) & 1 and pr not in seen and g.nodes[pr].op_class is not OpClass.REDUCTION \
+                        and stitch.get(pr, REGISTER) == REGISTER:
+                    seen.add(pr)
+                    stack.append(pr)
+        return total
+
+    def _kind(self, members: list[int], comps: list[int], stitch: dict[int, str], inputs: list[int]) -> str:
+        nodes = self.graph.nodes
+        if len(members) == 1:
+            return "single"
+        classes = {nodes[i].op_class for i in members}
+        if OpClass.CONTRACTION in classes:
+            return "gemm"
+        if len(comps) > 1 and not self._siblings(comps):
+            return "horizontal"
+        schemes = set(stitch.values())
+        if GLOBAL in schemes:
+            return "global"
+        if SHARED in schemes:
+            return "stitch"
+        if OpClass.REDUCTION in classes:
+            return "reduce"
+        return "loop"
+
+    def _siblings(self, comps: list[int]) -> bool:
+        """Whether all components read one common value (sibling multi-output fusion)."""
+        g = self.graph
+        common: set[int] | None = None
+        for comp in comps:
+            read = {v for i in bits(comp) for v in g.nodes[i].operands
+                    if g.values[v].producer is None or not (comp >> g.values[v].producer) & 1}
+            read = {v for v in read if g.values[v].constant != "splat"}
+            common = read if common is None else common & read
+        return bool(common)

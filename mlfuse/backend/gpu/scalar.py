@@ -1,0 +1,493 @@
+"""Element-level code for graph ops: the value of a tensor at one index, as scalar IR.
+
+This is thread composition (XLA's and FusionStitching's "register stitching"):
+an elementwise or injective op at index i becomes scalar arith/math on its
+operands at the indices its index map gives (a broadcast drops or zeroes
+dimensions, a transpose permutes them, a slice offsets them, a pad or concat
+selects between sources). Group inputs are loaded from their buffers; what a
+schedule has already computed (a reduction finished in registers, in shared or
+in global memory) is looked up through `resolved`.
+
+Reductions met here without a resolution are computed in place by a sequential
+loop over the reduced elements (a thread reduces alone), and so are matmuls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects import math as mathd
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    TensorType,
+    i1,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from mlfuse.diagnostics import Diagnostic, location_of
+from mlfuse.dialects import graph
+
+Index = list[SSAValue]
+Resolver = Callable[["Scalars", Index], SSAValue]
+
+
+class IR:
+    """A builder with the few helpers code generation needs, inserting at the end of a block."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.b = Builder(InsertPoint.at_end(block))
+        self._consts: dict[tuple, SSAValue] = {}
+
+    def op(self, op: Operation) -> SSAValue | None:
+        self.b.insert(op)
+        return op.results[0] if op.results else None
+
+    def index(self, n: int) -> SSAValue:
+        key = ("index", n)
+        if key not in self._consts:
+            self._consts[key] = self.op(arith.ConstantOp(IntegerAttr(n, IndexType())))
+        return self._consts[key]
+
+    def scalar(self, value: float | int | bool, t: Attribute) -> SSAValue:
+        if isinstance(t, IntegerType):
+            v = int(value)
+            if t.width.data == 1:
+                v = -1 if v else 0  # i1 true is -1 as a signed 1-bit value
+            return self.op(arith.ConstantOp(IntegerAttr(v, t)))
+        return self.op(arith.ConstantOp(FloatAttr(float(value), t)))
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.AddiOp(a, b))
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.MuliOp(a, b))
+
+    def add_const(self, a: SSAValue, n: int) -> SSAValue:
+        return a if n == 0 else self.add(a, self.index(n))
+
+    def mul_const(self, a: SSAValue, n: int) -> SSAValue:
+        return a if n == 1 else self.mul(a, self.index(n))
+
+    def div_const(self, a: SSAValue, n: int) -> SSAValue:
+        return a if n == 1 else self.op(arith.DivUIOp(a, self.index(n)))
+
+    def rem_const(self, a: SSAValue, n: int) -> SSAValue:
+        return self.index(0) if n == 1 else self.op(arith.RemUIOp(a, self.index(n)))
+
+    def lt(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.CmpiOp(a, b, "ult"))
+
+    def eq(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.CmpiOp(a, b, "eq"))
+
+    def min(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.MinUIOp(a, b))
+
+    def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.op(arith.SelectOp(c, a, b))
+
+    def delinearize(self, linear: SSAValue, shape: Sequence[int]) -> Index:
+        """Row-major multi-index of `linear` (< prod(shape)) in `shape`."""
+        idx: Index = []
+        stride = math.prod(shape)
+        for d, size in enumerate(shape):
+            stride //= size
+            if size == 1:
+                idx.append(self.index(0))
+                continue
+            q = self.div_const(linear, stride)
+            idx.append(self.rem_const(q, size) if d > 0 else q)
+        return idx
+
+    def linearize(self, idx: Index, shape: Sequence[int]) -> SSAValue:
+        total: SSAValue | None = None
+        for i, size in zip(idx, shape):
+            total = i if total is None else self.add(self.mul_const(total, size), i)
+        return total if total is not None else self.index(0)
+
+    def for_loop(
+        self,
+        lb: SSAValue,
+        ub: SSAValue,
+        step: SSAValue,
+        inits: Sequence[SSAValue],
+        body: Callable[[IR, SSAValue, list[SSAValue]], Sequence[SSAValue]],
+    ) -> list[SSAValue]:
+        """scf.for with loop-carried values; `body(ir, iv, carried)` returns the next values."""
+        block = Block(arg_types=[IndexType(), *[v.type for v in inits]])
+        inner = IR(block)
+        results = body(inner, block.args[0], list(block.args[1:]))
+        inner.op(scf.YieldOp(*results))
+        loop = scf.ForOp(lb, ub, step, list(inits), block)
+        self.b.insert(loop)
+        return list(loop.results)
+
+    def if_then(
+        self,
+        cond: SSAValue,
+        then: Callable[[IR], Sequence[SSAValue]],
+        otherwise: Callable[[IR], Sequence[SSAValue]] | None = None,
+        result_types: Sequence[Attribute] = (),
+    ) -> list[SSAValue]:
+        then_block = Block()
+        then_ir = IR(then_block)
+        then_ir.op(scf.YieldOp(*then(then_ir)))
+        else_blocks: list[Block] = []
+        if otherwise is not None:
+            else_block = Block()
+            else_ir = IR(else_block)
+            else_ir.op(scf.YieldOp(*otherwise(else_ir)))
+            else_blocks = [else_block]
+        op = scf.IfOp(cond, list(result_types), [then_block], else_blocks or None)
+        self.b.insert(op)
+        return list(op.results)
+
+
+# --- reductions -----------------------------------------------------------------------
+
+
+def identity(kind: str, t: Attribute) -> float | int:
+    if kind in ("sum", "mean"):
+        return 0
+    if kind == "prod":
+        return 1
+    if isinstance(t, IntegerType):
+        bits = t.width.data
+        return -(2 ** (bits - 1)) if kind == "max" else 2 ** (bits - 1) - 1
+    return -math.inf if kind == "max" else math.inf
+
+
+def combine(ir: IR, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    is_int = isinstance(a.type, IntegerType)
+    ops = {
+        "sum": arith.AddiOp if is_int else arith.AddfOp,
+        "mean": arith.AddiOp if is_int else arith.AddfOp,
+        "prod": arith.MuliOp if is_int else arith.MulfOp,
+        "max": arith.MaxSIOp if is_int else arith.MaximumfOp,
+        "min": arith.MinSIOp if is_int else arith.MinimumfOp,
+    }
+    return ir.op(ops[kind](a, b))
+
+
+def finish(ir: IR, op: graph.ReduceOp, total: SSAValue, count: int) -> SSAValue:
+    """The reduction's value from its combined total (the mean divides by the count)."""
+    if op.KIND != "mean":
+        return total
+    return ir.op(arith.MulfOp(total, ir.scalar(1.0 / count, total.type)))
+
+
+def reduced_extent(op: graph.ReduceOp) -> tuple[list[int], list[int]]:
+    """(kept dims, reduced dims) of a reduction's operand."""
+    shape = graph.shape_of(op.input)
+    axes = set(op.reduce_axes)
+    return [d for d in range(len(shape)) if d not in axes], sorted(axes)
+
+
+def operand_index_of_result(op: graph.ReduceOp, result_idx: Index, ir: IR) -> tuple[Index, list[int]]:
+    """Operand index with the reduced dimensions left as None placeholders, and those dims."""
+    shape = graph.shape_of(op.input)
+    kept, reduced = reduced_extent(op)
+    full: list[SSAValue | None] = [None] * len(shape)
+    if op.keeps_dims:
+        for d in kept:
+            full[d] = result_idx[d]
+    else:
+        for d, i in zip(kept, result_idx):
+            full[d] = i
+    return full, reduced  # type: ignore[return-value]
+
+
+# --- the element emitter --------------------------------------------------------------
+
+
+class Scalars:
+    """Values of a group's tensors at given indices, emitted into one block (memoised).
+
+    `buffers` maps group inputs (and hoisted constants) to the memrefs that hold
+    them; `resolved` maps values a schedule computed already to how to read them.
+    """
+
+    def __init__(
+        self,
+        ir: IR,
+        buffers: dict[SSAValue, SSAValue],
+        resolved: dict[SSAValue, Resolver] | None = None,
+    ):
+        self.ir = ir
+        self.buffers = buffers
+        self.resolved = resolved or {}
+        self.memo: dict[tuple, SSAValue] = {}
+
+    def value(self, v: SSAValue, idx: Index) -> SSAValue:
+        key = (v, tuple(id(i) for i in idx))
+        if key not in self.memo:
+            self.memo[key] = self._compute(v, idx)
+        return self.memo[key]
+
+    def _compute(self, v: SSAValue, idx: Index) -> SSAValue:
+        ir = self.ir
+        if v in self.resolved:
+            return self.resolved[v](self, idx)
+        if v in self.buffers:
+            return ir.op(memref.LoadOp.get(self.buffers[v], idx))
+        op = v.owner
+        if not isinstance(op, Operation):
+            raise Diagnostic("a fused kernel reads a value that is neither an input nor computed in it")
+        el = graph.element_type_of(v)
+        if type(op) in UNARY:
+            return UNARY[type(op)](ir, self.value(op.operands[0], idx), el)
+        if type(op) in BINARY:
+            return BINARY[type(op)](ir, self.value(op.operands[0], idx), self.value(op.operands[1], idx))
+        match op:
+            case graph.GeluOp():
+                return gelu(ir, self.value(op.input, idx), op.form)
+            case graph.CompareOp():
+                return compare(ir, op.predicate.data, self.value(op.lhs, idx), self.value(op.rhs, idx))
+            case graph.SelectOp():
+                return ir.select(
+                    self.value(op.cond, idx), self.value(op.true_value, idx), self.value(op.false_value, idx)
+                )
+            case graph.CastOp():
+                return cast(ir, self.value(op.input, idx), el)
+            case graph.ConstantOp():
+                values = op.value.get_values()
+                if len(set(values)) > 1:
+                    raise Diagnostic("non-splat constant left inside a kernel (it should be an input)", location_of(op))
+                return ir.scalar(values[0], el)
+            case graph.BroadcastOp():
+                in_shape = graph.shape_of(op.input)
+                src = [ir.index(0) if in_shape[i] == 1 else idx[d] for i, d in enumerate(op.dim_map)]
+                return self.value(op.input, src)
+            case graph.TransposeOp():
+                src: list = [None] * len(idx)
+                for k, p in enumerate(op.permutation):
+                    src[p] = idx[k]
+                return self.value(op.input, src)
+            case graph.ReshapeOp():
+                return self.value(op.input, reshape_index(ir, idx, graph.shape_of(op.result), graph.shape_of(op.input)))
+            case graph.SliceOp():
+                start, _, step = op.bounds
+                src = [ir.add_const(ir.mul_const(i, s), a) for i, a, s in zip(idx, start, step)]
+                return self.value(op.input, src)
+            case graph.PadOp():
+                return self._pad(op, idx, el)
+            case graph.ConcatOp():
+                return self._concat(op, idx, el)
+            case graph.ReduceOp():
+                return self._sequential_reduce(op, idx, el)
+            case graph.MatmulOp() | graph.BatchMatmulOp():
+                return self._dot(op, idx, el)
+        raise Diagnostic(f"the GPU backend cannot generate code for '{op.name}'", location_of(op))
+
+    def _pad(self, op: graph.PadOp, idx: Index, el: Attribute) -> SSAValue:
+        ir = self.ir
+        low, _ = op.padding
+        shape = graph.shape_of(op.input)
+        inside: SSAValue | None = None
+        src: Index = []
+        for i, a, n in zip(idx, low, shape):
+            if a == 0:
+                src.append(i)
+                within = ir.lt(i, ir.index(n))
+            else:
+                shifted = ir.op(arith.SubiOp(i, ir.index(a)))
+                src.append(shifted)
+                # unsigned compare: i < a wraps around to a huge value
+                within = ir.lt(shifted, ir.index(n))
+            inside = within if inside is None else ir.op(arith.AndIOp(inside, within))
+        assert inside is not None
+
+        def load(body: IR) -> list[SSAValue]:
+            return [Scalars(body, self.buffers, self.resolved).value(op.input, src)]
+
+        return ir.if_then(inside, load, lambda e: [e.scalar(op.pad_value, el)], [el])[0]
+
+    def _concat(self, op: graph.ConcatOp, idx: Index, el: Attribute) -> SSAValue:
+        axis = op.concat_axis
+        offsets = [0]
+        for v in op.inputs:
+            offsets.append(offsets[-1] + graph.shape_of(v)[axis])
+
+        def emit_from(ir: IR, k: int) -> SSAValue:
+            src = list(idx)
+            src[axis] = ir.op(arith.SubiOp(idx[axis], ir.index(offsets[k]))) if offsets[k] else idx[axis]
+            return Scalars(ir, self.buffers, self.resolved).value(op.inputs[k], src)
+
+        def choose(ir: IR, k: int) -> SSAValue:
+            if k == len(op.inputs) - 1:
+                return emit_from(ir, k)
+            return ir.if_then(
+                ir.lt(idx[axis], ir.index(offsets[k + 1])),
+                lambda t: [emit_from(t, k)],
+                lambda e: [choose(e, k + 1)],
+                [el],
+            )[0]
+
+        return choose(self.ir, 0)
+
+    def _sequential_reduce(self, op: graph.ReduceOp, idx: Index, el: Attribute) -> SSAValue:
+        ir = self.ir
+        full, reduced = operand_index_of_result(op, idx, ir)
+        shape = graph.shape_of(op.input)
+        extent = [shape[d] for d in reduced]
+        count = math.prod(extent)
+
+        def body(inner: IR, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            src = list(full)
+            for d, i in zip(reduced, inner.delinearize(k, extent)):
+                src[d] = i
+            x = Scalars(inner, self.buffers, self.resolved).value(op.input, src)
+            return [combine(inner, op.KIND, acc[0], x)]
+
+        init = ir.scalar(identity(op.KIND, el), el)
+        total = ir.for_loop(ir.index(0), ir.index(count), ir.index(1), [init], body)[0]
+        return finish(ir, op, total, count)
+
+    def _dot(self, op: Operation, idx: Index, el: Attribute) -> SSAValue:
+        ir = self.ir
+        lhs, rhs = op.operands
+        k_size = graph.shape_of(lhs)[-1]
+        batch, i, j = idx[:-2], idx[-2], idx[-1]
+
+        def body(inner: IR, k: SSAValue, acc: list[SSAValue]) -> list[SSAValue]:
+            s = Scalars(inner, self.buffers, self.resolved)
+            a = s.value(lhs, [*batch, i, k])
+            b = s.value(rhs, [*batch, k, j])
+            is_int = isinstance(el, IntegerType)
+            prod = inner.op(arith.MuliOp(a, b) if is_int else arith.MulfOp(a, b))
+            return [inner.op(arith.AddiOp(acc[0], prod) if is_int else arith.AddfOp(acc[0], prod))]
+
+        return ir.for_loop(ir.index(0), ir.index(k_size), ir.index(1), [ir.scalar(0, el)], body)[0]
+
+
+def reshape_index(ir: IR, idx: Index, out_shape: Sequence[int], in_shape: Sequence[int]) -> Index:
+    out_nonunit = [(i, n) for i, n in zip(idx, out_shape) if n != 1]
+    in_nonunit = [n for n in in_shape if n != 1]
+    if [n for _, n in out_nonunit] == in_nonunit:  # only unit dimensions change
+        it = iter(i for i, _ in out_nonunit)
+        return [next(it) if n != 1 else ir.index(0) for n in in_shape]
+    return ir.delinearize(ir.linearize(idx, out_shape), in_shape)
+
+
+# --- scalar ops ------------------------------------------------------------------------
+
+
+def is_float_type(t: Attribute) -> bool:
+    return isinstance(t, AnyFloat)
+
+
+def _unary_float(op_class):
+    return lambda ir, x, el: ir.op(op_class(x))
+
+
+def _neg(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
+    if is_float_type(el):
+        return ir.op(arith.NegfOp(x))
+    return ir.op(arith.SubiOp(ir.scalar(0, el), x))
+
+
+def _abs(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
+    return ir.op(mathd.AbsFOp(x) if is_float_type(el) else mathd.AbsIOp(x))
+
+
+def _reciprocal(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
+    return ir.op(arith.DivfOp(ir.scalar(1.0, el), x))
+
+
+def _sigmoid(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
+    e = ir.op(mathd.ExpOp(ir.op(arith.NegfOp(x))))
+    return ir.op(arith.DivfOp(ir.scalar(1.0, el), ir.op(arith.AddfOp(ir.scalar(1.0, el), e))))
+
+
+def _relu(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
+    zero = ir.scalar(0, el)
+    return ir.op(arith.MaximumfOp(x, zero) if is_float_type(el) else arith.MaxSIOp(x, zero))
+
+
+UNARY: dict[type[Operation], Callable[[IR, SSAValue, Attribute], SSAValue]] = {
+    graph.NegOp: _neg,
+    graph.AbsOp: _abs,
+    graph.ExpOp: _unary_float(mathd.ExpOp),
+    graph.LogOp: _unary_float(mathd.LogOp),
+    graph.SqrtOp: _unary_float(mathd.SqrtOp),
+    graph.RsqrtOp: _unary_float(mathd.RsqrtOp),
+    graph.TanhOp: _unary_float(mathd.TanhOp),
+    graph.ErfOp: _unary_float(mathd.ErfOp),
+    graph.ReciprocalOp: _reciprocal,
+    graph.SigmoidOp: _sigmoid,
+    graph.ReluOp: _relu,
+}
+
+
+def _binary(float_op, int_op):
+    def emit(ir: IR, a: SSAValue, b: SSAValue) -> SSAValue:
+        return ir.op(float_op(a, b) if is_float_type(a.type) else int_op(a, b))
+
+    return emit
+
+
+BINARY: dict[type[Operation], Callable[[IR, SSAValue, SSAValue], SSAValue]] = {
+    graph.AddOp: _binary(arith.AddfOp, arith.AddiOp),
+    graph.SubOp: _binary(arith.SubfOp, arith.SubiOp),
+    graph.MulOp: _binary(arith.MulfOp, arith.MuliOp),
+    graph.DivOp: _binary(arith.DivfOp, arith.DivSIOp),
+    graph.MaxOp: _binary(arith.MaximumfOp, arith.MaxSIOp),
+    graph.MinOp: _binary(arith.MinimumfOp, arith.MinSIOp),
+    graph.PowOp: _binary(mathd.PowFOp, mathd.PowFOp),
+}
+
+
+def gelu(ir: IR, x: SSAValue, form: str) -> SSAValue:
+    t = x.type
+    half_x = ir.op(arith.MulfOp(ir.scalar(0.5, t), x))
+    if form == "tanh":
+        cube = ir.op(arith.MulfOp(ir.op(arith.MulfOp(x, x)), x))
+        inner = ir.op(arith.AddfOp(x, ir.op(arith.MulfOp(ir.scalar(0.044715, t), cube))))
+        g = ir.op(mathd.TanhOp(ir.op(arith.MulfOp(ir.scalar(math.sqrt(2 / math.pi), t), inner))))
+    else:
+        g = ir.op(mathd.ErfOp(ir.op(arith.MulfOp(x, ir.scalar(1 / math.sqrt(2.0), t)))))
+    return ir.op(arith.MulfOp(half_x, ir.op(arith.AddfOp(ir.scalar(1.0, t), g))))
+
+
+FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+
+
+def compare(ir: IR, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
+    if is_float_type(a.type):
+        return ir.op(arith.CmpfOp(a, b, FLOAT_PREDICATES[predicate]))
+    return ir.op(arith.CmpiOp(a, b, INT_PREDICATES[predicate]))
+
+
+def cast(ir: IR, x: SSAValue, to: Attribute) -> SSAValue:
+    src = x.type
+    if src == to:
+        return x
+    if to == i1:
+        zero = ir.scalar(0, src)
+        return ir.op(arith.CmpfOp(x, zero, "une") if is_float_type(src) else arith.CmpiOp(x, zero, "ne"))
+    if src == i1:
+        return ir.select(x, ir.scalar(1, to), ir.scalar(0, to))
+    if is_float_type(src) and is_float_type(to):
+        wider = src.bitwidth < to.bitwidth  # type: ignore[union-attr]
+        return ir.op(arith.ExtFOp(x, to) if wider else arith.TruncFOp(x, to))
+    if is_float_type(to):
+        return ir.op(arith.SIToFPOp(x, to))
+    if is_float_type(src):
+        return ir.op(arith.FPToSIOp(x, to))
+    assert isinstance(src, IntegerType) and isinstance(to, IntegerType)
+    return ir.op(arith.ExtSIOp(x, to) if src.width.data < to.width.data else arith.TruncIOp(x, to))
+
+
+def tensor_element(t: Attribute) -> Attribute:
+    assert isinstance(t, TensorType)
+    return t.get_element_type()

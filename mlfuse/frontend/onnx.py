@@ -1,0 +1,531 @@
+"""ONNX frontend: an ONNX model (opsets 13 to 21) becomes a graph-dialect module.
+
+    module = import_onnx("bert.onnx", input_shapes={"input_ids": (2, 128)})
+
+The module has one function, @main. It takes the graph inputs in the graph's order
+(initializers are constants; with `initializers_as_args=True` those that need not be
+compile-time constants become trailing arguments) and returns the graph outputs in
+order. The function's attributes `mlfuse.input_names` and `mlfuse.output_names`
+hold the ONNX names of its arguments and results (see `bind_inputs`), and every op
+carries a NameLoc with the name of the ONNX node it came from, so diagnostics and
+fusion reports point at ONNX nodes.
+
+The steps: load the model, check its opset, list every unsupported node in one
+diagnostic, validate it with onnx.checker, bind symbolic input dimensions from
+`input_shapes`, run ONNX shape inference, then convert node by node (the operator
+table is in onnx_ops.py). Nodes whose inputs are all known at compile time are
+evaluated with onnx's reference evaluator, so shape arithmetic such as
+Shape -> Gather -> Concat -> Reshape leaves no ops behind. Every shape mlfuse
+computes is checked against ONNX shape inference.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+import numpy as np
+import onnx
+from onnx import ModelProto, NodeProto, numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from mlfuse.diagnostics import Diagnostic, verify_located
+from mlfuse.dialects import graph
+from mlfuse.dialects.graph import fmt_shape
+from mlfuse.frontend.onnx_ops import (
+    ELEMENT_TYPES,
+    NUMPY_ELEMENT_TYPES,
+    OPS,
+    Node,
+    Value,
+    dense_from_numpy,
+    element_type,
+)
+
+SUPPORTED_OPSETS = range(13, 22)
+DEFAULT_DOMAINS = ("", "ai.onnx")
+INPUT_NAMES_ATTR = "mlfuse.input_names"
+OUTPUT_NAMES_ATTR = "mlfuse.output_names"
+# never folded at compile time, even with constant inputs
+NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
+
+ModelSource = str | os.PathLike | bytes | IO[bytes] | ModelProto
+
+
+# --- public API ---------------------------------------------------------------------------
+
+
+def import_onnx(
+    model: ModelSource,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    initializers_as_args: bool = False,
+    name: str | None = None,
+) -> ModuleOp:
+    """Import an ONNX model (a path, its bytes, a binary stream or a ModelProto).
+
+    `input_shapes` gives the shapes of inputs with symbolic dimensions; `name` is
+    what diagnostics call the model (default: the path). Errors are Diagnostics.
+    """
+    proto, source = load_model(model, name)
+    return OnnxImporter(proto, source, input_shapes or {}, initializers_as_args).run()
+
+
+def load_model(model: ModelSource, name: str | None = None) -> tuple[ModelProto, str]:
+    """Read a model; a missing, malformed or truncated file is a Diagnostic."""
+    if isinstance(model, ModelProto):
+        copy = ModelProto()
+        copy.CopyFrom(model)
+        return copy, name or model.graph.name or "<onnx>"
+    if isinstance(model, bytes | bytearray | memoryview):
+        data, source = bytes(model), name or "<onnx>"
+    elif hasattr(model, "read"):
+        data, source = model.read(), name or getattr(model, "name", None) or "<onnx>"
+    else:
+        path = os.fspath(model)
+        source = name or path
+        try:
+            proto = onnx.load_model(path)  # also loads external data next to the file
+        except OSError as e:
+            raise Diagnostic(f"cannot read ONNX model: {e.strerror or e}", source) from None
+        except Exception as e:
+            raise Diagnostic(f"not a valid ONNX model: {first_line(e)}", source) from None
+        return check_loaded(proto, source), source
+    try:
+        proto = onnx.load_model_from_string(data)
+    except Exception as e:
+        raise Diagnostic(f"not a valid ONNX model: {first_line(e)}", source) from None
+    return check_loaded(proto, source), source
+
+
+def check_loaded(proto: ModelProto, source: str) -> ModelProto:
+    # protobuf parses many byte strings (an empty one, a cut-off one) into a partial message
+    if not proto.HasField("graph") or not proto.opset_import:
+        raise Diagnostic("not a valid ONNX model: it has no graph or no opset import (truncated file?)", source)
+    return proto
+
+
+def parse_shape_options(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """`["input_ids=2x128", ...]` (the --shape options) to {name: shape}."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for spec in specs:
+        name, eq, dims = spec.rpartition("=")
+        ok = bool(eq and name) and (dims == "" or re.fullmatch(r"\d+(x\d+)*", dims) is not None)
+        if not ok:
+            raise Diagnostic(
+                f"malformed --shape '{spec}': expected NAME=DIMxDIMx..., e.g. input=2x128x768",
+                "<command line>",
+            )
+        shape = tuple(int(d) for d in dims.split("x")) if dims else ()
+        if name in shapes and shapes[name] != shape:
+            raise Diagnostic(
+                f"--shape gives input '{name}' two shapes: {fmt_shape(shapes[name])} and {fmt_shape(shape)}",
+                "<command line>",
+            )
+        shapes[name] = shape
+    return shapes
+
+
+def entry_function(module: ModuleOp, entry: str = "main") -> func.FuncOp:
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            return op
+    raise ValueError(f"no function '@{entry}' in the module")
+
+
+def _names(module: ModuleOp | func.FuncOp, attr: str) -> list[str]:
+    fn = module if isinstance(module, func.FuncOp) else entry_function(module)
+    names = fn.attributes.get(attr)
+    if not isinstance(names, ArrayAttr):
+        raise ValueError(f"@{fn.sym_name.data} has no {attr} (was it imported from ONNX?)")
+    return [n.data for n in names.data]
+
+
+def input_names(module: ModuleOp | func.FuncOp) -> list[str]:
+    """ONNX names of @main's arguments, in order."""
+    return _names(module, INPUT_NAMES_ATTR)
+
+
+def output_names(module: ModuleOp | func.FuncOp) -> list[str]:
+    """ONNX names of @main's results, in order."""
+    return _names(module, OUTPUT_NAMES_ATTR)
+
+
+def bind_inputs(names: Sequence[str], args: Sequence[Any], kwargs: Mapping[str, Any]) -> list[Any]:
+    """Positional and ONNX-named keyword inputs to the positional list, like a Python call."""
+    if len(args) > len(names):
+        raise TypeError(f"the model takes {len(names)} inputs ({', '.join(names)}), got {len(args)} positional")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in names:
+            raise TypeError(f"the model has no input named '{key}' (inputs: {', '.join(names)})")
+        if key in bound:
+            raise TypeError(f"input '{key}' is given both by position and by name")
+        bound[key] = value
+    missing = [n for n in names if n not in bound]
+    if missing:
+        raise TypeError(f"missing model input{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+    return [bound[n] for n in names]
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0] if "\n" in text else text
+
+
+# --- the importer ---------------------------------------------------------------------------
+
+
+def node_name(proto: NodeProto, index: int) -> str:
+    return proto.name or f"{proto.op_type}_{index}"
+
+
+def is_default_domain(proto: NodeProto) -> bool:
+    return proto.domain in DEFAULT_DOMAINS
+
+
+def value_name_hint(name: str) -> str | None:
+    hint = re.sub(r"[^\w$.-]", "_", name)
+    if not hint or hint[0].isdigit():
+        hint = "v" + hint
+    return hint if SSAValue.is_valid_name(hint) else None
+
+
+class OnnxImporter:
+    def __init__(
+        self,
+        model: ModelProto,
+        source: str,
+        input_shapes: Mapping[str, Sequence[int]],
+        initializers_as_args: bool,
+    ):
+        self.model = model
+        self.source = source
+        self.requested_shapes = {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
+        self.initializers_as_args = initializers_as_args
+        self.values: dict[str, SSAValue] = {}
+        self.constants: dict[str, np.ndarray] = {}
+        self.inferred: dict[str, tuple[int, tuple[int, ...] | None]] = {}
+        self.block = Block()
+
+    def error(self, message: str) -> Diagnostic:
+        return Diagnostic(message, self.source)
+
+    def run(self) -> ModuleOp:
+        self.opset = self.check_opset()
+        if self.model.functions:  # model-local functions (e.g. from torch.onnx) become plain nodes
+            self.model = onnx.inliner.inline_local_functions(self.model)
+        g = self.model.graph
+        initializers = {t.name: t for t in g.initializer}
+        arg_initializers = self.initializer_arguments(initializers)
+        self.report_unsupported(initializers, arg_initializers)
+        self.check_model()
+        inputs = [vi for vi in g.input if vi.name not in initializers]
+        shapes = self.resolve_input_shapes(inputs)
+        self.infer_shapes(shapes)
+        fn = self.build_function(inputs, shapes, initializers, arg_initializers)
+        module = ModuleOp([fn])
+        verify_located(module)
+        return module
+
+    # --- checks before conversion ------------------------------------------------------
+
+    def check_opset(self) -> int:
+        versions = [o.version for o in self.model.opset_import if o.domain in DEFAULT_DOMAINS]
+        if not versions:
+            raise self.error("the model imports no version of the default ONNX domain")
+        version = versions[0]
+        if version not in SUPPORTED_OPSETS:
+            raise self.error(
+                f"ONNX opset {version} is not supported (mlfuse imports opsets "
+                f"{SUPPORTED_OPSETS.start} to {SUPPORTED_OPSETS.stop - 1}); convert the model first, "
+                "e.g. with onnx.version_converter.convert_version(model, 17)"
+            )
+        return version
+
+    def initializer_arguments(self, initializers: Mapping[str, Any]) -> list[str]:
+        """Initializers that become arguments: all but those that must be compile-time constants."""
+        if not self.initializers_as_args:
+            return []
+        static: set[str] = set()
+        for proto in self.model.graph.node:
+            spec = OPS.get(proto.op_type) if is_default_domain(proto) else None
+            for i, name in enumerate(proto.input):
+                if spec is None or i in spec.static_inputs:
+                    static.add(name)
+        return [name for name in initializers if name not in static]
+
+    def report_unsupported(self, initializers: Mapping[str, Any], arg_initializers: Sequence[str]) -> None:
+        """One diagnostic naming every node that mlfuse can neither convert nor fold."""
+        known = set(initializers) - set(arg_initializers)
+        unsupported = []
+        for index, proto in enumerate(self.model.graph.node):
+            if self.foldable(proto, known) or proto.op_type in ("Shape", "Constant") and is_default_domain(proto):
+                known.update(proto.output)
+            elif not is_default_domain(proto) or proto.op_type not in OPS:
+                op = proto.op_type if is_default_domain(proto) else f"{proto.domain}.{proto.op_type}"
+                unsupported.append(f"'{node_name(proto, index)}' ({op})")
+        if unsupported:
+            raise self.error(
+                f"unsupported ONNX operator{'s' if len(unsupported) > 1 else ''} in "
+                f"{len(unsupported)} node{'s' if len(unsupported) > 1 else ''}: " + ", ".join(unsupported)
+            )
+
+    @staticmethod
+    def foldable(proto: NodeProto, known: set[str] | Mapping[str, Any]) -> bool:
+        inputs = [n for n in proto.input if n]
+        return (
+            is_default_domain(proto)
+            and proto.op_type not in NONDETERMINISTIC
+            and bool(inputs)
+            and all(n in known for n in inputs)
+        )
+
+    def check_model(self) -> None:
+        try:
+            onnx.checker.check_model(self.model)
+        except Exception as e:
+            raise self.error(f"invalid ONNX model: {first_line(e)}") from None
+
+    def resolve_input_shapes(self, inputs: Sequence[onnx.ValueInfoProto]) -> dict[str, tuple[int, ...]]:
+        """Static shapes of the inputs: declared dimensions, `input_shapes`, and symbols bound by either."""
+        names = [vi.name for vi in inputs]
+        for name, shape in self.requested_shapes.items():
+            if name not in names:
+                raise self.error(
+                    f"input_shapes names '{name}', which is not an input of the model "
+                    f"(inputs: {', '.join(names) or 'none'})"
+                )
+            if any(d < 1 for d in shape):
+                raise self.error(f"the shape {list(shape)} given for input '{name}' has a dimension < 1")
+        declared: dict[str, list[int | str | None] | None] = {}
+        for vi in inputs:
+            if not vi.type.HasField("tensor_type"):
+                raise self.error(f"input '{vi.name}' is not a tensor (sequences, maps and optionals are not supported)")
+            t = vi.type.tensor_type
+            declared[vi.name] = (
+                [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.shape.dim]
+                if t.HasField("shape")
+                else None
+            )
+        bindings: dict[str, tuple[int, str]] = {}  # dimension symbol -> (size, input that set it)
+        shapes: dict[str, tuple[int, ...]] = {}
+        for name, given in self.requested_shapes.items():
+            dims = declared[name]
+            if dims is not None:
+                if len(dims) != len(given):
+                    raise self.error(
+                        f"input '{name}' has rank {len(dims)} ({describe(dims)}), but the shape "
+                        f"{fmt_shape(given)} given for it has rank {len(given)}"
+                    )
+                for axis, (d, g) in enumerate(zip(dims, given)):
+                    if isinstance(d, int) and d != g:
+                        raise self.error(
+                            f"input '{name}' has size {d} in dimension {axis} ({describe(dims)}), "
+                            f"but the shape given for it is {fmt_shape(given)}"
+                        )
+                    if isinstance(d, str):
+                        if d in bindings and bindings[d][0] != g:
+                            size, other = bindings[d]
+                            raise self.error(
+                                f"inconsistent input shapes: dimension '{d}' is {size} in input '{other}' "
+                                f"but {g} in input '{name}'"
+                            )
+                        bindings[d] = (g, name)
+            shapes[name] = given
+        missing = []
+        for name, dims in declared.items():
+            if name in shapes:
+                continue
+            if dims is not None and all(isinstance(d, int) or (isinstance(d, str) and d in bindings) for d in dims):
+                shapes[name] = tuple(d if isinstance(d, int) else bindings[d][0] for d in dims)
+            else:
+                missing.append(name)
+        if missing:
+            details = "; ".join(
+                f"'{n}' has shape {describe(declared[n])}" if declared[n] is not None else f"'{n}' has no shape"
+                for n in missing
+            )
+            example = " ".join(
+                f"--shape {n}=" + ("x".join(str(d) if isinstance(d, int) else "N" for d in declared[n]) or "...")
+                if declared[n] is not None
+                else f"--shape {n}=..."
+                for n in missing
+            )
+            raise self.error(
+                f"input shapes are not static ({details}): give them with {example} "
+                "(or input_shapes= in the API)"
+            )
+        return shapes
+
+    def infer_shapes(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
+        model = ModelProto()
+        model.CopyFrom(self.model)
+        for vi in model.graph.input:
+            if vi.name in shapes:
+                dims = vi.type.tensor_type.shape.dim
+                del dims[:]
+                for size in shapes[vi.name]:
+                    dims.add().dim_value = size
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+        except Exception as e:
+            raise self.error(f"ONNX shape inference failed for these input shapes: {first_line(e)}") from None
+        for vi in [*inferred.graph.value_info, *inferred.graph.output]:
+            t = vi.type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+            static = tuple(dims) if t.HasField("shape") and None not in dims else None
+            self.inferred[vi.name] = (t.elem_type, static)  # type: ignore[assignment]
+
+    # --- conversion ------------------------------------------------------------------------
+
+    def build_function(
+        self,
+        inputs: Sequence[onnx.ValueInfoProto],
+        shapes: Mapping[str, tuple[int, ...]],
+        initializers: Mapping[str, onnx.TensorProto],
+        arg_initializers: Sequence[str],
+    ) -> func.FuncOp:
+        arg_names, arg_types = [], []
+        for vi in inputs:
+            el = element_type(vi.type.tensor_type.elem_type, f"input '{vi.name}'", self.source)
+            arg_names.append(vi.name)
+            arg_types.append(TensorType(el, list(shapes[vi.name])))
+        for name, tensor in initializers.items():
+            array = numpy_helper.to_array(tensor)
+            if name in arg_initializers:
+                el = element_type(tensor.data_type, f"initializer '{name}'", self.source)
+                arg_names.append(name)
+                arg_types.append(TensorType(el, list(array.shape)))
+            else:
+                self.constants[name] = array
+        self.block = Block(arg_types=arg_types)
+        for name, arg in zip(arg_names, self.block.args):
+            self.values[name] = arg
+            arg.name_hint = value_name_hint(name)
+        for index, proto in enumerate(self.model.graph.node):
+            self.convert(index, proto)
+        g = self.model.graph
+        results = [self.value(o.name) for o in g.output]
+        graph_loc = NameLoc(StringAttr(g.name or "main"), NoneAttr())
+        ret = func.ReturnOp(*results)
+        ret.location = graph_loc
+        self.block.add_op(ret)
+        fn = func.FuncOp("main", (arg_types, [r.type for r in results]), Region(self.block))
+        fn.location = graph_loc
+        fn.attributes[INPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in arg_names])
+        fn.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr([StringAttr(o.name) for o in g.output])
+        return fn
+
+    def convert(self, index: int, proto: NodeProto) -> None:
+        node = Node(self, proto, node_name(proto, index))
+        outputs = self.fold(node) if self.foldable(proto, self.constants) else None
+        if outputs is None:
+            spec = OPS[proto.op_type]
+            unknown = sorted(set(node.attributes) - spec.attributes)
+            if unknown:
+                raise node.error(
+                    f"attribute{'s' if len(unknown) > 1 else ''} {', '.join(repr(a) for a in unknown)} "
+                    f"{'are' if len(unknown) > 1 else 'is'} not supported"
+                )
+            outputs = spec.handler(node)
+        for i, name in enumerate(proto.output):
+            if not name:
+                continue
+            if i >= len(outputs):
+                raise node.error(f"output {i} ('{name}') is not supported")
+            self.bind(node, name, outputs[i])
+
+    def fold(self, node: Node) -> list[Value] | None:
+        """Evaluate a node whose inputs are all constants; None to convert it to ops instead."""
+        proto = node.proto
+        try:
+            return evaluate_node(proto, {n: self.constants[n] for n in proto.input if n}, self.model.opset_import)
+        except Exception as e:
+            if proto.op_type in OPS:
+                return None
+            raise node.error(f"cannot evaluate this node on its constant inputs: {first_line(e)}") from None
+
+    def bind(self, node: Node, name: str, value: Value) -> None:
+        if isinstance(value, np.ndarray):
+            shape, el = value.shape, NUMPY_ELEMENT_TYPES.get(value.dtype)
+            self.constants[name] = value
+        else:
+            shape, el = graph.shape_of(value), graph.element_type_of(value)
+            self.values[name] = value
+            if value.name_hint is None and isinstance(value.owner, Operation):
+                value.name_hint = value_name_hint(name)
+        onnx_type, inferred = self.inferred.get(name, (0, None))
+        if inferred is not None and tuple(shape) != inferred:
+            raise node.error(
+                f"output '{name}' has shape {fmt_shape(shape)} here, but ONNX shape inference says "
+                f"{fmt_shape(inferred)}"
+            )
+        expected = ELEMENT_TYPES.get(onnx_type)
+        if expected is not None and el is not None and el != expected:
+            raise node.error(f"output '{name}' has element type {el} here, but ONNX says {expected}")
+
+    # --- values and ops ----------------------------------------------------------------------
+
+    def value(self, name: str) -> SSAValue:
+        """The SSA value of an ONNX name; a compile-time constant becomes a graph.constant on first use."""
+        if name in self.values:
+            return self.values[name]
+        if name not in self.constants:
+            raise self.error(f"value '{name}' is used but never defined")
+        array = self.constants[name]
+        el = NUMPY_ELEMENT_TYPES.get(array.dtype)
+        if el is None:
+            raise self.error(
+                f"constant '{name}' has element type {array.dtype}, which mlfuse does not support "
+                "(supported: float32, float64, float16, int32, int64, bool)"
+            )
+        op = graph.ConstantOp(dense_from_numpy(array, el))
+        op.location = NameLoc(StringAttr(name), NoneAttr())
+        op.result.name_hint = value_name_hint(name)
+        self.block.add_op(op)
+        self.values[name] = op.result
+        return op.result
+
+    def constant(self, name: str) -> np.ndarray | None:
+        return self.constants.get(name)
+
+    def shape_of_value(self, name: str) -> tuple[int, ...]:
+        if name in self.constants:
+            return tuple(self.constants[name].shape)
+        return graph.shape_of(self.value(name))
+
+    def emit(self, op: Operation, node: Node) -> SSAValue:
+        op.location = node.location
+        self.block.add_op(op)
+        try:
+            op.verify()
+        except VerifyException as e:
+            raise node.error(first_line(e).removeprefix("Operation does not verify: ")) from None
+        return op.results[0]
+
+
+def describe(dims: Sequence[int | str | None]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def evaluate_node(
+    proto: NodeProto, feeds: Mapping[str, np.ndarray], opset_imports: Sequence[onnx.OperatorSetIdProto]
+) -> list[np.ndarray]:
+    """Run one node with onnx's reference evaluator."""
+    from onnx.reference import ReferenceEvaluator
+
+    inputs = [
+        onnx.helper.make_tensor_value_info(n, onnx.helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+        for n, a in feeds.items()
+    ]
+    outputs = [onnx.helper.make_empty_tensor_value_info(n) for n in proto.output if n]
+    g = onnx.helper.make_graph([proto], "fold", inputs, outputs)
+    model = onnx.helper.make_model(g, opset_imports=list(opset_imports))
+    results = ReferenceEvaluator(model).run(None, dict(feeds))
+    named = dict(zip([n for n in proto.output if n], results))
+    return [np.asarray(named[n]) if n else np.empty(0) for n in proto.output]

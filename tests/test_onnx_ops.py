@@ -1,0 +1,323 @@
+"""Every ONNX operator the frontend accepts, as a single-node model against onnxruntime.
+
+Each case imports the model, evaluates it with mlfuse.reference on random inputs and
+compares with onnxruntime (fp32: rtol 1e-5, atol 1e-6; integers and bools exactly).
+The cases cover broadcasting variants and each attribute the opsets 13 to 21 define;
+the attributes and values mlfuse does not accept are checked to give a Diagnostic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_onnx_helpers import check_against_onnxruntime, single_node
+
+from mlfuse.diagnostics import Diagnostic
+from mlfuse.frontend.onnx import import_onnx
+from mlfuse.frontend.onnx_ops import OPS
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto  # noqa: E402
+
+RNG = np.random.default_rng(2024)
+I64 = np.int64
+
+
+def f32(*shape, low=-2.0, high=2.0):
+    return RNG.uniform(low, high, shape).astype(np.float32)
+
+
+def positive(*shape):
+    return f32(*shape, low=0.2, high=3.0)
+
+
+def ints(*shape, low=-9, high=10, dtype=np.int32):
+    return RNG.integers(low, high, shape).astype(dtype)
+
+
+def nonzero_ints(*shape, dtype=np.int32):
+    x = ints(*shape, low=1, high=12, dtype=dtype)
+    return np.where(RNG.random(shape) < 0.5, -x, x).astype(dtype)
+
+
+def bools(*shape):
+    return RNG.random(shape) < 0.5
+
+
+def a(*values, dtype=I64):
+    return np.array(values, dtype=dtype)
+
+
+# (id, op_type, inputs, consts, opset, outputs, attributes)
+CASES: list[tuple] = []
+
+
+def case(id, op, inputs, consts=None, opset=17, outputs=1, **attrs):
+    CASES.append(pytest.param(op, inputs, consts, opset, outputs, attrs, id=id))
+
+
+# --- elementwise arithmetic, with numpy broadcasting ---------------------------------------
+for op in ("Add", "Sub", "Mul"):
+    case(f"{op}-same", op, [f32(2, 3), f32(2, 3)])
+    case(f"{op}-trailing", op, [f32(2, 3, 4), f32(4)])
+    case(f"{op}-both-ways", op, [f32(2, 1, 4), f32(3, 1)])
+    case(f"{op}-scalar", op, [f32(), f32(3, 2)])
+    case(f"{op}-int32", op, [ints(3, 4), ints(4)], opset=14)
+case("Div-same", "Div", [f32(2, 3), positive(2, 3)])
+case("Div-broadcast", "Div", [f32(4, 1, 5), positive(3, 1)])
+case("Div-int32-truncates", "Div", [ints(4, 5, low=-50, high=50), nonzero_ints(5)])
+case("Div-int64", "Div", [ints(6, low=-50, high=50, dtype=I64), nonzero_ints(6, dtype=I64)], opset=14)
+case("Pow-tensor", "Pow", [positive(3, 4), f32(3, 4)])
+case("Pow-broadcast", "Pow", [positive(2, 3, 4), f32(4)], opset=15)
+case("Pow-int-exponent", "Pow", [f32(3, 4), ints(3, 4, low=0, high=4)])
+case("Pow-square-negative-base", "Pow", [f32(3, 4)], consts={1: np.array(2.0, np.float32)})
+case("Pow-sqrt", "Pow", [positive(3, 4)], consts={1: np.array([0.5], np.float32)})
+case("Pow-cube-const", "Pow", [f32(3, 4)], consts={1: np.array(3.0, np.float32)})
+
+for op, make in {
+    "Neg": f32, "Abs": f32, "Exp": f32, "Log": positive, "Sqrt": positive, "Tanh": f32,
+    "Erf": f32, "Sigmoid": f32, "Relu": f32,
+}.items():
+    case(f"{op}", op, [make(2, 3, 4)])
+case("Reciprocal", "Reciprocal", [positive(2, 5)])
+case("Neg-int32", "Neg", [ints(3, 4)])
+case("Abs-int64", "Abs", [ints(3, 4, dtype=I64)])
+case("Relu-int32", "Relu", [ints(3, 4)], opset=14)
+case("Relu-f64", "Relu", [f32(3, 4).astype(np.float64)])
+case("Exp-f16", "Exp", [f32(3, 4).astype(np.float16)])
+case("LeakyRelu-default", "LeakyRelu", [f32(3, 4)])
+case("LeakyRelu-alpha", "LeakyRelu", [f32(3, 4)], opset=16, alpha=0.2)
+case("Gelu-erf", "Gelu", [f32(3, 4)], opset=20)
+case("Gelu-tanh", "Gelu", [f32(3, 4)], opset=20, approximate="tanh")
+case("Gelu-none-explicit", "Gelu", [f32(5)], opset=21, approximate="none")
+for op in ("Max", "Min", "Sum"):
+    case(f"{op}-one", op, [f32(3, 4)])
+    case(f"{op}-two-broadcast", op, [f32(3, 4), f32(4)])
+    case(f"{op}-three", op, [f32(2, 1, 4), f32(3, 1), f32(1)])
+case("Max-int64", "Max", [ints(3, dtype=I64), ints(3, dtype=I64)])
+case("Clip-both", "Clip", [f32(3, 4)], consts={1: np.array(-0.5, np.float32), 2: np.array(0.7, np.float32)})
+case("Clip-max-only", "Clip", [f32(3, 4), None], consts={2: np.array(0.3, np.float32)})
+case("Clip-none", "Clip", [f32(3, 4)])
+case("Clip-runtime-bounds", "Clip", [f32(3, 4), f32(), positive()])
+case("Clip-int32", "Clip", [ints(5)], consts={1: np.array(-2, np.int32), 2: np.array(3, np.int32)})
+
+# --- comparisons and selection -------------------------------------------------------------
+for op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
+    case(f"{op}-int-broadcast", op, [ints(3, 4, low=0, high=3), ints(4, low=0, high=3)])
+    case(f"{op}-float", op, [f32(2, 3), f32(2, 1)], opset=16)
+case("Equal-bool", "Equal", [bools(3, 4), bools(3, 4)], opset=19)
+case("Where-broadcast", "Where", [bools(2, 1), f32(2, 3), f32()])
+case("Where-int64", "Where", [bools(3), ints(2, 3, dtype=I64), ints(3, dtype=I64)], opset=16)
+
+# --- casts, identity, constants, shape -----------------------------------------------------
+for to, name in ((TensorProto.INT32, "i32"), (TensorProto.INT64, "i64"), (TensorProto.FLOAT16, "f16"),
+                 (TensorProto.DOUBLE, "f64"), (TensorProto.BOOL, "bool")):
+    case(f"Cast-f32-to-{name}", "Cast", [f32(3, 4, low=-5, high=5)], to=to)
+case("Cast-i64-to-f32", "Cast", [ints(3, 4, dtype=I64)], to=TensorProto.FLOAT)
+case("Cast-bool-to-f32", "Cast", [bools(3, 4)], to=TensorProto.FLOAT)
+case("Cast-same-type", "Cast", [f32(3)], to=TensorProto.FLOAT)
+case("Cast-saturate", "Cast", [f32(3, 4)], opset=19, to=TensorProto.FLOAT16, saturate=1)
+case("Cast-opset21", "Cast", [ints(3, 4)], opset=21, to=TensorProto.FLOAT)
+case("Identity", "Identity", [f32(3, 4)])
+case("Identity-int", "Identity", [ints(3, 4)], opset=21)
+case("Constant-tensor", "Constant", [], value=onnx.numpy_helper.from_array(f32(2, 3)))
+case("Constant-float", "Constant", [], value_float=1.5)
+case("Constant-floats", "Constant", [], value_floats=[1.0, -2.0, 3.5])
+case("Constant-int", "Constant", [], opset=19, value_int=7)
+case("Constant-ints", "Constant", [], opset=21, value_ints=[1, 2, 3])
+case("Shape", "Shape", [f32(2, 3, 4)])
+case("Shape-start-end", "Shape", [f32(2, 3, 4, 5)], opset=15, start=1, end=-1)
+
+# --- reductions and normalizations -------------------------------------------------------
+case("ReduceSum-axes", "ReduceSum", [f32(2, 3, 4)], consts={1: a(1)})
+case("ReduceSum-negative-axes-nokeep", "ReduceSum", [f32(2, 3, 4)], consts={1: a(-1, 0)}, keepdims=0)
+case("ReduceSum-all", "ReduceSum", [f32(2, 3, 4)])
+case("ReduceSum-all-nokeep", "ReduceSum", [f32(2, 3, 4)], keepdims=0)
+case("ReduceSum-noop", "ReduceSum", [f32(2, 3)], noop_with_empty_axes=1)
+case("ReduceSum-int64", "ReduceSum", [ints(3, 4, dtype=I64)], consts={1: a(0)})
+for op, opset in (("ReduceMean", 13), ("ReduceMax", 13), ("ReduceMin", 13)):
+    case(f"{op}-attr-axes", op, [f32(2, 3, 4)], opset=opset, axes=[1, 2])
+    case(f"{op}-attr-nokeep", op, [f32(2, 3, 4)], opset=opset, axes=[-1], keepdims=0)
+    case(f"{op}-all", op, [f32(2, 3, 4)], opset=opset)
+    case(f"{op}-input-axes", op, [f32(2, 3, 4)], consts={1: a(0, 2)}, opset=18)
+    case(f"{op}-input-nokeep", op, [f32(2, 3, 4)], consts={1: a(-2)}, opset=18, keepdims=0)
+    case(f"{op}-noop", op, [f32(2, 3, 4)], opset=18, noop_with_empty_axes=1)
+case("ReduceMax-int32", "ReduceMax", [ints(3, 4)], opset=13, axes=[1])
+case("ReduceMin-opset20", "ReduceMin", [f32(3, 4)], consts={1: a(1)}, opset=20)
+case("Softmax-last", "Softmax", [f32(2, 3, 5, low=-8, high=8)])
+case("Softmax-axis1", "Softmax", [f32(2, 3, 5)], axis=1)
+case("Softmax-opset13-default", "Softmax", [f32(4, 6)], opset=13)
+case("LogSoftmax-last", "LogSoftmax", [f32(2, 3, 5, low=-8, high=8)])
+case("LogSoftmax-axis0", "LogSoftmax", [f32(4, 3)], axis=0)
+case("LayerNormalization-bias", "LayerNormalization", [f32(2, 3, 8), positive(8), f32(8)])
+case("LayerNormalization-no-bias-axis1", "LayerNormalization", [f32(2, 3, 4), positive(3, 4)], axis=1, epsilon=1e-3)
+case("LayerNormalization-stats", "LayerNormalization", [f32(4, 6), positive(6), f32(6)], outputs=3, stash_type=1)
+case("LayerNormalization-negative-axis", "LayerNormalization", [f32(2, 3, 4), positive(3, 4), f32(1, 4)], axis=-2)
+case("BatchNormalization-initializers", "BatchNormalization", [f32(2, 3, 4, 5)],
+     consts={1: positive(3), 2: f32(3), 3: f32(3), 4: positive(3)}, epsilon=1e-3)
+case("BatchNormalization-inputs", "BatchNormalization", [f32(2, 3, 4), positive(3), f32(3), f32(3), positive(3)],
+     opset=15, momentum=0.8)
+case("BatchNormalization-2d-training-off", "BatchNormalization", [f32(4, 3)],
+     consts={1: positive(3), 2: f32(3), 3: f32(3), 4: positive(3)}, opset=14, training_mode=0)
+case("GlobalAveragePool", "GlobalAveragePool", [f32(2, 3, 5, 4)])
+case("GlobalAveragePool-1d", "GlobalAveragePool", [f32(2, 3, 7)])
+case("GlobalMaxPool", "GlobalMaxPool", [f32(2, 3, 5, 4)])
+
+# --- contractions ----------------------------------------------------------------------------
+for name, (sa, sb) in {
+    "2d": ((3, 4), (4, 5)),
+    "3d-2d": ((2, 3, 4), (4, 5)),
+    "3d-3d": ((2, 3, 4), (2, 4, 5)),
+    "batch-broadcast": ((2, 1, 3, 4), (5, 4, 6)),
+    "2d-3d": ((3, 4), (2, 4, 5)),
+    "1d-2d": ((4,), (4, 5)),
+    "2d-1d": ((3, 4), (4,)),
+    "1d-1d": ((4,), (4,)),
+    "1d-3d": ((4,), (2, 4, 5)),
+    "4d-1d": ((2, 2, 3, 4), (4,)),
+}.items():
+    case(f"MatMul-{name}", "MatMul", [f32(*sa), f32(*sb)])
+case("MatMul-int32", "MatMul", [ints(3, 4), ints(4, 2)])
+case("Gemm-plain", "Gemm", [f32(3, 4), f32(4, 5)])
+case("Gemm-bias-row", "Gemm", [f32(3, 4), f32(4, 5), f32(5)])
+case("Gemm-all-attributes", "Gemm", [f32(4, 3), f32(5, 4), f32(3, 1)], alpha=0.5, beta=2.0, transA=1, transB=1)
+case("Gemm-scalar-c", "Gemm", [f32(3, 4), f32(4, 5), f32()], beta=0.25)
+case("Gemm-weights", "Gemm", [f32(2, 4)], consts={1: f32(3, 4), 2: f32(3)}, transB=1)
+
+# --- data movement ---------------------------------------------------------------------------
+case("Transpose-default", "Transpose", [f32(2, 3, 4)])
+case("Transpose-perm", "Transpose", [f32(2, 3, 4, 5)], perm=[0, 2, 1, 3])
+case("Transpose-identity", "Transpose", [ints(2, 3)], opset=21, perm=[0, 1])
+case("Reshape-zero-and-minus-one", "Reshape", [f32(2, 3, 4)], consts={1: a(0, -1, 2)})
+case("Reshape-allowzero", "Reshape", [f32(2, 3, 4)], consts={1: a(4, 6)}, opset=14, allowzero=1)
+case("Reshape-allowzero-off", "Reshape", [f32(2, 3, 4)], consts={1: a(2, 0, 0)}, opset=19, allowzero=0)
+case("Flatten-default", "Flatten", [f32(2, 3, 4)])
+case("Flatten-axis0", "Flatten", [f32(2, 3, 4)], axis=0)
+case("Flatten-negative", "Flatten", [f32(2, 3, 4, 5)], axis=-1)
+case("Flatten-rank", "Flatten", [f32(2, 3)], opset=21, axis=2)
+case("Squeeze-axes", "Squeeze", [f32(1, 3, 1, 4)], consts={1: a(-2)})
+case("Squeeze-all", "Squeeze", [f32(1, 3, 1, 4)])
+case("Unsqueeze", "Unsqueeze", [f32(3, 4)], consts={1: a(0, -1)})
+case("Unsqueeze-middle", "Unsqueeze", [f32(3, 4)], consts={1: a(1, 3)}, opset=21)
+case("Expand-up", "Expand", [f32(3, 1)], consts={1: a(2, 3, 4)})
+case("Expand-bidirectional", "Expand", [f32(2, 3, 1)], consts={1: a(3, 5)})
+case("Concat-last", "Concat", [f32(2, 3), f32(2, 1), f32(2, 4)], axis=-1)
+case("Concat-first-int", "Concat", [ints(1, 3), ints(2, 3)], axis=0)
+case("Concat-single", "Concat", [f32(2, 3)], axis=1)
+case("Slice-basic", "Slice", [f32(5, 6)], consts={1: a(1, 2), 2: a(4, 5)})
+case("Slice-negative-bounds", "Slice", [f32(5, 6)], consts={1: a(-3), 2: a(-1), 3: a(1)})
+case("Slice-steps-and-clamping", "Slice", [f32(4, 7, 3)],
+     consts={1: a(0, 1), 2: a(np.iinfo(I64).max, 100), 3: a(-2, 0), 4: a(2, 3)})
+case("Slice-empty-range-clamps", "Slice", [f32(4, 6)], consts={1: a(-100), 2: a(2), 3: a(1)})
+case("Pad-constant", "Pad", [f32(2, 3)], consts={1: a(1, 0, 2, 3), 2: np.array(1.5, np.float32)})
+case("Pad-default-value", "Pad", [f32(2, 3, 4)], consts={1: a(0, 1, 1, 0, 2, 0)})
+case("Pad-axes", "Pad", [f32(2, 3, 4)], consts={1: a(1, 2), 3: a(-1)}, opset=18)
+case("Pad-negative-crops", "Pad", [f32(4, 5)], consts={1: a(-1, 2, 0, -2)})
+case("Pad-edge", "Pad", [f32(3, 4)], consts={1: a(2, 1, 1, 3)}, mode="edge")
+case("Pad-reflect", "Pad", [f32(4, 5)], consts={1: a(2, 1, 3, 4)}, mode="reflect")
+case("Pad-wrap", "Pad", [f32(3, 4)], consts={1: a(1, 4, 2, 3)}, opset=19, mode="wrap")
+case("Pad-int-constant", "Pad", [ints(2, 3)], consts={1: a(1, 1, 1, 1), 2: np.array(7, np.int32)}, opset=21)
+
+# --- stencils --------------------------------------------------------------------------------
+case("Conv-plain", "Conv", [f32(1, 3, 7, 7), f32(4, 3, 3, 3)])
+case("Conv-bias-strides-pads", "Conv", [f32(2, 3, 8, 9), f32(5, 3, 3, 3), f32(5)], strides=[2, 2], pads=[1, 1, 1, 1])
+case("Conv-dilations-asymmetric", "Conv", [f32(1, 2, 9, 8), f32(3, 2, 3, 2)], dilations=[2, 1], pads=[0, 1, 2, 0], strides=[1, 2])
+case("Conv-group", "Conv", [f32(1, 4, 6, 6), f32(6, 2, 3, 3), f32(6)], group=2, kernel_shape=[3, 3])
+case("Conv-depthwise", "Conv", [f32(2, 6, 5, 5), f32(6, 1, 3, 3)], group=6, pads=[1, 1, 1, 1])
+case("Conv-same-upper", "Conv", [f32(1, 2, 7, 6), f32(3, 2, 4, 3)], auto_pad="SAME_UPPER", strides=[2, 2])
+case("Conv-same-lower", "Conv", [f32(1, 2, 7, 6), f32(3, 2, 4, 4)], auto_pad="SAME_LOWER")
+case("Conv-valid", "Conv", [f32(1, 2, 7, 6), f32(3, 2, 3, 3)], auto_pad="VALID", strides=[2, 1])
+case("Conv-notset", "Conv", [f32(1, 2, 5, 5), f32(3, 2, 1, 1)], auto_pad="NOTSET")
+case("Conv-1d", "Conv", [f32(2, 3, 10), f32(4, 3, 3), f32(4)], strides=[2], pads=[1, 2], dilations=[2])
+case("Conv-weights-initializer", "Conv", [f32(1, 3, 6, 6)], consts={1: f32(8, 3, 3, 3), 2: f32(8)}, pads=[1, 1, 1, 1])
+case("MaxPool-plain", "MaxPool", [f32(1, 3, 6, 6)], kernel_shape=[2, 2], strides=[2, 2])
+case("MaxPool-pads", "MaxPool", [f32(2, 2, 7, 7, low=-3, high=-1)], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])
+case("MaxPool-dilations", "MaxPool", [f32(1, 2, 9, 9)], kernel_shape=[2, 3], dilations=[2, 2], pads=[1, 0, 0, 1])
+case("MaxPool-ceil", "MaxPool", [f32(1, 2, 8, 7)], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+case("MaxPool-ceil-pads", "MaxPool", [f32(1, 2, 6, 6)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+case("MaxPool-same-upper", "MaxPool", [f32(1, 2, 7, 7)], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+case("MaxPool-storage-order", "MaxPool", [f32(1, 2, 4, 4)], kernel_shape=[2, 2], storage_order=0)
+case("MaxPool-1d", "MaxPool", [f32(2, 3, 9)], kernel_shape=[3], strides=[2], pads=[1, 1])
+case("AveragePool-plain", "AveragePool", [f32(1, 3, 6, 6)], kernel_shape=[2, 2], strides=[2, 2])
+case("AveragePool-exclude-pad", "AveragePool", [f32(1, 2, 5, 5)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+case("AveragePool-include-pad", "AveragePool", [f32(1, 2, 5, 5)], kernel_shape=[3, 3], pads=[1, 2, 1, 0], count_include_pad=1)
+case("AveragePool-ceil", "AveragePool", [f32(1, 2, 8, 7)], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+case("AveragePool-ceil-include-pad", "AveragePool", [f32(1, 2, 6, 7)], kernel_shape=[3, 3], strides=[2, 2],
+     pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
+case("AveragePool-same-lower", "AveragePool", [f32(1, 2, 6, 6)], kernel_shape=[3, 3], auto_pad="SAME_LOWER")
+case("AveragePool-dilations", "AveragePool", [f32(1, 2, 9, 9)], opset=19, kernel_shape=[2, 2], dilations=[2, 3], strides=[1, 2])
+case("AveragePool-1d", "AveragePool", [f32(2, 3, 9)], kernel_shape=[4], strides=[2], pads=[1, 2], count_include_pad=1)
+
+
+@pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)
+def test_single_node_matches_onnxruntime(op_type, inputs, consts, opset, outputs, attrs):
+    model, feeds = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, **attrs)
+    check_against_onnxruntime(model, feeds)
+
+
+def test_every_supported_operator_has_a_case():
+    covered = {p.values[0] for p in CASES}
+    assert set(OPS) <= covered, f"no single-node case for {sorted(set(OPS) - covered)}"
+
+
+REQUIRED_OPERATORS = """Add Sub Mul Div Pow Neg Abs Exp Log Sqrt Reciprocal Tanh Erf Sigmoid Relu LeakyRelu
+Gelu Max Min Where Equal Less Greater Cast Identity Constant ReduceSum ReduceMean ReduceMax ReduceMin Softmax
+LogSoftmax LayerNormalization MatMul Gemm Transpose Reshape Flatten Squeeze Unsqueeze Expand Concat Slice Pad
+Conv MaxPool AveragePool GlobalAveragePool BatchNormalization""".split()
+
+
+def test_required_operators_are_supported():
+    assert set(REQUIRED_OPERATORS) <= set(OPS)
+
+
+# Attributes the opsets define but mlfuse does not take (tested below to give diagnostics).
+REJECTED_ATTRIBUTES = {"Constant": {"sparse_value", "value_string", "value_strings"}}
+
+
+def test_each_handler_names_every_attribute_of_its_schemas():
+    from onnx import defs
+
+    for op_type, spec in OPS.items():
+        for version in range(13, 22):
+            try:
+                schema = defs.get_schema(op_type, version)
+            except Exception:  # not defined at this opset (Gelu before 20)
+                continue
+            missing = set(schema.attributes) - spec.attributes - REJECTED_ATTRIBUTES.get(op_type, set())
+            assert not missing, f"{op_type} (opset {version}) attributes without a decision: {missing}"
+
+
+# --- what mlfuse does not accept: a Diagnostic at the node, never a traceback ------------------
+
+REJECTED = [
+    pytest.param("Constant", [], None, 17, dict(value_string="text"), r"attribute 'value_string' is not supported", id="Constant-string"),
+    pytest.param("Constant", [], None, 17, dict(value_strings=["a"]), r"attribute 'value_strings' is not supported", id="Constant-strings"),
+    pytest.param("Cast", [f32(3)], None, 17, dict(to=TensorProto.UINT8), r"element type UINT8, which mlfuse does not support", id="Cast-uint8"),
+    pytest.param("Slice", [f32(5)], {1: a(4), 2: a(0), 4: a(-1)}, 17, {}, r"negative steps .* not supported", id="Slice-negative-step"),
+    pytest.param("Pow", [ints(3), ints(3)], None, 17, {}, r"only floating-point bases", id="Pow-int-base"),
+    pytest.param("Conv", [f32(1, 2, 4, 4, 4), f32(3, 2, 2, 2, 2)], None, 17, {}, r"only 1-D and 2-D convolutions", id="Conv-3d"),
+    pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(kernel_shape=[2, 2]), r"kernel_shape \[2, 2\] differs", id="Conv-kernel-shape-mismatch"),
+    pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(auto_pad="SAME_UPPER", pads=[1, 1, 1, 1]), r"pads cannot be given together with auto_pad", id="Conv-auto-pad-and-pads"),
+    pytest.param("MaxPool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2]), r"Indices output is not supported", id="MaxPool-indices"),
+    pytest.param("MaxPool", [f32(1, 2, 4, 4, 4)], None, 17, dict(kernel_shape=[2, 2, 2]), r"only 1-D and 2-D pools", id="MaxPool-3d"),
+    pytest.param("AveragePool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2], auto_pad="BOGUS"), r"auto_pad \"BOGUS\"", id="AveragePool-bad-auto-pad"),
+    pytest.param("BatchNormalization", [f32(2, 3, 4), positive(3), f32(3), f32(3), positive(3)], None, 15, dict(training_mode=1), r"training_mode = 1 is not supported", id="BatchNormalization-training"),
+    pytest.param("LayerNormalization", [f32(2, 4), positive(4)], None, 17, dict(stash_type=TensorProto.INT32), r"stash_type must be a floating-point type", id="LayerNormalization-int-stash"),
+    pytest.param("Pad", [f32(2, 3)], {1: a(1, 1, 1, 1)}, 17, dict(mode="symmetric"), r"mode \"symmetric\" is not supported", id="Pad-unknown-mode"),
+    pytest.param("Pad", [f32(2, 3)], {1: a(3, 0, 0, 0)}, 17, dict(mode="reflect"), r"reflect padding of 3 exceeds", id="Pad-reflect-too-far"),
+    pytest.param("Reshape", [f32(2, 3)], None, 17, {}, r"input 1 \(shape, 'x1'\) must be a constant", id="Reshape-runtime-shape"),
+    pytest.param("Gelu", [ints(3)], None, 20, {}, r"'graph.gelu' expects a floating-point tensor", id="Gelu-int"),
+]
+
+
+@pytest.mark.parametrize("op_type, inputs, consts, opset, attrs, message", REJECTED)
+def test_rejected_nodes_give_a_located_diagnostic(op_type, inputs, consts, opset, attrs, message):
+    if op_type == "Reshape":
+        inputs = [*inputs, a(6)]  # the shape as a run-time graph input
+    outputs = 2 if op_type == "MaxPool" and "Indices" in message else 1
+    model, _ = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, infer=False, **attrs)
+    with pytest.raises(Diagnostic, match=message) as info:
+        import_onnx(model)
+    assert info.value.location == f"the_{op_type.lower()}"
+    assert str(info.value).startswith(f"the_{op_type.lower()}: error: {op_type}: ")
