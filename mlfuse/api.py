@@ -88,7 +88,13 @@ class TensorSpec:
 def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     def specs(types, names_attr: str, prefix: str) -> list[TensorSpec]:
         names = fn.attributes.get(names_attr)
-        names = [n.data for n in names.data] if isinstance(names, ArrayAttr) else []  # type: ignore[union-attr]
+        if isinstance(names, ArrayAttr):
+            names = [n.data for n in names.data]  # type: ignore[union-attr]
+        elif prefix == "arg" and fn.body.blocks:  # the SSA names of the text IR: %x -> "x"
+            hints = [a.name_hint for a in fn.body.block.args]
+            names = hints if all(hints) and len(set(hints)) == len(hints) else []
+        else:
+            names = []
         result = []
         for i, t in enumerate(types):
             if not isinstance(t, TensorType):
@@ -205,7 +211,9 @@ def compile(
     fn = find_function(module, entry)
     inputs, outputs = signature(fn)
     steps = list(passes) if passes is not None else pipelines.cpu_pipeline(fuse, parallel, planner)
-    key = hashlib.sha256(f"{VERSION}|{steps}|{entry}\n{module_text(module)}".encode()).hexdigest()
+    key = hashlib.sha256(
+        f"{cache.compiler_fingerprint()}|{steps}|{entry}\n{module_text(module)}".encode()
+    ).hexdigest()
     if key in _MEMORY_CACHE:
         jit = _MEMORY_CACHE[key]
     else:

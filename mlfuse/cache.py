@@ -9,8 +9,31 @@ Writes go through a temporary file and a rename, so concurrent compiles
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import tempfile
+from pathlib import Path
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """A hash of mlfuse's own sources and its key dependencies' versions.
+
+    Part of every key, so that changing the compiler invalidates what it compiled.
+    """
+    import llvmlite
+    import xdsl
+
+    h = hashlib.sha256(f"{xdsl.__version__}|{llvmlite.__version__}".encode())
+    import mlfuse.dialects
+    import mlfuse.passes
+
+    roots = [Path(__file__).parent, Path(mlfuse.dialects.__file__).parent, Path(mlfuse.passes.__file__).parent]
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def cache_dir() -> str | None:

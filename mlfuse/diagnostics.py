@@ -55,7 +55,11 @@ class LocatingParser(Parser):
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as e:
+            # a property that breaks its constraint is rejected while parsing, without a position
+            self.raise_error(str(e).split("\n")[0], start)
         if format_location(op.location) is None:
             where = start.get_location()
             op.location = FileLineColLoc(
@@ -67,7 +71,11 @@ class LocatingParser(Parser):
 def parse_error_diagnostic(e: ParseError) -> Diagnostic:
     where = e.span.get_location()
     context = e.span.print_with_context().split("\n", 1)[1].rstrip()
-    return Diagnostic(e.msg, f"{where.file}:{where.line}:{where.col}", context)
+    message = e.msg
+    if message[:1].isspace():  # xDSL sometimes gives only the tail, e.g. " in block definition"
+        found = f"'{e.span.text}'" if e.span.text else "end of input"
+        message = f"unexpected {found}{message}"
+    return Diagnostic(message, f"{where.file}:{where.line}:{where.col}", context)
 
 
 def parse_located(ctx: Context, source: str | bytes, name: str, line_offset: int = 0) -> ModuleOp:

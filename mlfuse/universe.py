@@ -34,6 +34,8 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "expand-math": ("expand_math", "ExpandMathPass"),
     "convert-to-llvm": ("convert_to_llvm", "ConvertToLlvmPass"),
     "convert-kernel-to-nvvm": ("convert_kernel_to_nvvm", "ConvertKernelToNvvm"),
+    "gpu-schedule": ("gpu_schedule", "GpuSchedule"),
+    "gpu-map-kernels": ("gpu_map_kernels", "GpuMapKernels"),
 }
 
 MLFUSE_PASSES: dict[str, Callable] = {

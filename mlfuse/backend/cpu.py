@@ -112,7 +112,7 @@ class JitModule:
 def compile_object(ir_module: ir.Module | str) -> bytes:
     """Optimize at O3 for the host and emit an object file, through the disk cache."""
     text = str(ir_module)
-    key = hashlib.sha256(f"{host_key()}\n{text}".encode()).hexdigest()
+    key = hashlib.sha256(f"{host_key()}|{llvm.llvm_version_info}\n{text}".encode()).hexdigest()
     from mlfuse import cache
 
     cached = cache.load_object(key)

@@ -539,7 +539,7 @@ def lower_global(op: memref.GlobalOp) -> llvm.GlobalOp:
     data = value.data.data
     if len(data) != nbytes:  # a splat stored once
         data = data * (nbytes // max(1, len(data)))
-    array = llvm.LLVMArrayType.from_size_and_type(len(data), i8)
+    array = llvm.LLVMArrayType(len(data), i8)
     g = llvm.GlobalOp(array, op.sym_name, llvm.LinkageAttr("internal"), constant=True, alignment=64)
     g.attributes["mlfuse.bytes"] = StringAttr(data.hex())
     return g

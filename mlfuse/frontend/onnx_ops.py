@@ -125,6 +125,12 @@ class Node:
             return [v.decode() if isinstance(v, bytes) else v for v in value]
         return value
 
+    def element_type(self, onnx_type: int, what: str) -> Attribute:
+        try:
+            return element_type(onnx_type, what)
+        except Diagnostic as d:
+            raise self.error(d.message) from None
+
     def int_list(self, name: str, default: Sequence[int], count: int) -> list[int]:
         values = [int(v) for v in self.attr(name, default)]
         if len(values) != count:
@@ -406,7 +412,7 @@ def convert_where(node: Node) -> list[Value]:
 @onnx_op("Cast", attributes=("to", "saturate"))
 def convert_cast(node: Node) -> list[Value]:
     # `saturate` only affects float8 targets, which mlfuse rejects anyway
-    target = element_type(int(node.attr("to")), f"Cast target of node '{node.name}'", node.name)
+    target = node.element_type(int(node.attr("to")), "the target type")
     return [node.cast(node.input(0), target)]
 
 
@@ -496,7 +502,7 @@ def convert_layer_norm(node: Node) -> list[Value]:
     x = node.input(0)
     shape, el = shape_of(x), element_type_of(x)
     axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape))
-    stash = element_type(int(node.attr("stash_type", TensorProto.FLOAT)), "stash_type", node.name)
+    stash = node.element_type(int(node.attr("stash_type", TensorProto.FLOAT)), "stash_type")
     if not is_float(stash):
         raise node.error(f"stash_type must be a floating-point type, got {stash}")
     axes = list(range(axis, len(shape)))

@@ -224,7 +224,7 @@ class Scalars:
     ):
         self.ir = ir
         self.buffers = buffers
-        self.resolved = resolved or {}
+        self.resolved = resolved if resolved is not None else {}
         self.memo: dict[tuple, SSAValue] = {}
 
     def value(self, v: SSAValue, idx: Index) -> SSAValue:

@@ -1,0 +1,507 @@
+"""Fusion planners: the ILP and the rule-based baselines, under one cost model.
+
+`plan_function(fgraph, model, planner=...)` returns a `Plan`: a partition of the ops
+into kernels (bit masks, in an order that respects dependences), with the modeled
+cost of every kernel. Planners:
+
+- `ilp`: candidates (`candidates.py`, seeded with the plans of `xla`, `tvm` and
+  `greedy`, so it is never worse than they are under the model) solved by HiGHS
+  (`ilp.py`); then the chosen kernels are packed horizontally where independent and
+  the ILP is solved again with those packs as extra candidates.
+- `xla`: XLA's instruction fusion without duplication: producers (elementwise,
+  broadcast, injective) fuse into their consumer when all their users are inside
+  it, or as an extra output of a reduction ("input") fusion; reductions are only
+  fusion tails; an expensive producer is not fused into a broadcast that would
+  recompute it; then sibling multi-output fusion of fusions that read the same value
+  over the same domain; at most 64 operands per fusion (the cost model's budget).
+- `tvm`: Relay's FuseOps: op patterns (elementwise, broadcast, injective,
+  comm-reduce, out-elementwise-fusable, opaque) and the post-dominator rule: an op
+  fuses with everything up to its immediate post-dominator when every op on the way
+  is at most broadcast (injective for injective ops) and the sink may absorb it;
+  reductions never fuse into their consumers.
+- `greedy`: edge contraction by largest modeled gain (BladeDISC-like union-find with
+  cycle checks), over producer-consumer and sibling pairs, while the gain is positive.
+  It is also the ILP's fallback.
+- `none`: every op is its own kernel.
+
+Every merge a rule-based planner makes is checked by `check_pattern` (convex, within
+size and resource limits) and against kernel-graph cycles; refusals are recorded per
+edge with the rule that refused, for the fusion report.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+
+from mlfuse.analysis.candidates import (
+    DEFAULT_EXHAUSTIVE_LIMIT,
+    DEFAULT_MAX_GROUP_SIZE,
+    DEFAULT_TOP_K,
+    CandidatePool,
+    check_pattern,
+    generate_candidates,
+    independent,
+    packing_candidates,
+)
+from mlfuse.analysis.cost_model import CostModel, PatternCost
+from mlfuse.analysis.fusion_graph import FusionGraph, bits
+from mlfuse.analysis.ilp import SolveResult, find_kernel_cycle, solve_ilp
+from mlfuse.analysis.op_classes import ContractionSize, OpClass
+
+PLANNERS = ("ilp", "xla", "tvm", "greedy", "none")
+
+Edge = tuple[int, int]  # (producer node, consumer node)
+
+
+@dataclass
+class Plan:
+    planner: str
+    groups: list[int]  # kernels as node masks, dependences respected
+    costs: list[PatternCost]
+    time_us: float
+    bytes: int
+    plan_time_s: float
+    status: str = "ok"  # ILP: "optimal", "time-limit", "fallback"
+    message: str = ""
+    edge_reasons: dict[Edge, tuple[str, str]] = field(default_factory=dict)
+    solve: SolveResult | None = None
+    pool: CandidatePool | None = None
+
+    @property
+    def kernels(self) -> int:
+        return len(self.groups)
+
+
+class Partition:
+    """A partition of the ops into groups, merged step by step without cycles."""
+
+    def __init__(self, fgraph: FusionGraph, groups: list[int] | None = None):
+        self.graph = fgraph
+        self.owner = list(range(len(fgraph)))
+        self.masks: dict[int, int] = {i: 1 << i for i in range(len(fgraph))}
+        for m in groups or []:
+            first = (m & -m).bit_length() - 1
+            for i in bits(m):
+                self.masks.pop(i, None)
+                self.owner[i] = first
+            self.masks[first] = m
+
+    def group_of(self, i: int) -> int:
+        return self.owner[i]
+
+    def mask(self, gid: int) -> int:
+        return self.masks[gid]
+
+    def out_ops(self, mask: int) -> int:
+        out = 0
+        for i in bits(mask):
+            out |= self.graph.succ_mask[i]
+        return out & ~mask
+
+    def creates_cycle(self, a: int, b: int) -> bool:
+        """Whether merging groups a and b closes a cycle through a third group."""
+        ma, mb = self.masks[a], self.masks[b]
+        return self._reaches_via_others(ma, mb) or self._reaches_via_others(mb, ma)
+
+    def _reaches_via_others(self, src: int, dst: int) -> bool:
+        frontier = self.out_ops(src) & ~dst
+        seen = src | dst
+        while frontier:
+            expanded = 0
+            for i in bits(frontier):
+                expanded |= self.masks[self.owner[i]]
+            expanded &= ~seen
+            seen |= expanded
+            out = self.out_ops(expanded)
+            if out & dst:
+                return True
+            frontier = out & ~seen
+        return False
+
+    def merge(self, a: int, b: int) -> int:
+        keep, gone = (a, b) if a < b else (b, a)
+        for i in bits(self.masks[gone]):
+            self.owner[i] = keep
+        self.masks[keep] |= self.masks.pop(gone)
+        return keep
+
+    def groups(self) -> list[int]:
+        return list(self.masks.values())
+
+
+def order_groups(fgraph: FusionGraph, groups: list[int]) -> list[int]:
+    """The groups in a dependence-respecting order, as close to program order as possible."""
+    owner = {}
+    for gi, m in enumerate(groups):
+        for i in bits(m):
+            owner[i] = gi
+    indeg = [0] * len(groups)
+    succ: list[set[int]] = [set() for _ in groups]
+    for gi, m in enumerate(groups):
+        out = 0
+        for i in bits(m):
+            out |= fgraph.succ_mask[i]
+        for j in bits(out & ~m):
+            if owner[j] not in succ[gi]:
+                succ[gi].add(owner[j])
+                indeg[owner[j]] += 1
+    ready = [((m & -m).bit_length(), gi) for gi, m in enumerate(groups) if indeg[gi] == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, gi = heapq.heappop(ready)
+        order.append(groups[gi])
+        for s in succ[gi]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(ready, ((groups[s] & -groups[s]).bit_length(), s))
+    if len(order) != len(groups):
+        raise ValueError("the kernel graph of the plan is cyclic")
+    return order
+
+
+# --- rule-based planners ---------------------------------------------------------------------
+
+
+class RulePlanner:
+    def __init__(self, fgraph: FusionGraph, model: CostModel, max_group_size: int):
+        self.graph = fgraph
+        self.model = model
+        self.max_group_size = max_group_size
+        self.part = Partition(fgraph)
+        self.reasons: dict[Edge, tuple[str, str]] = {}
+
+    def refuse(self, edge: Edge, category: str, detail: str) -> None:
+        self.reasons.setdefault(edge, (category, detail))
+
+    def try_merge(self, a: int, b: int, edge: Edge | None) -> bool:
+        """Merge groups a and b if the union is a valid pattern and no cycle appears."""
+        if a == b:
+            return True
+        union = self.part.mask(a) | self.part.mask(b)
+        verdict = check_pattern(self.graph, self.model, union, self.max_group_size)
+        if not verdict.ok:
+            if edge:
+                self.refuse(edge, verdict.category, verdict.reason)
+            return False
+        if self.part.creates_cycle(a, b):
+            if edge:
+                self.refuse(edge, "cycle", "the kernels would wait on each other through a third kernel")
+            return False
+        self.part.merge(a, b)
+        return True
+
+
+def plan_none(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> RulePlanner:
+    rp = RulePlanner(fgraph, model, max_group_size)
+    for c in range(len(fgraph)):
+        for p in fgraph.preds[c]:
+            rp.refuse((p, c), "planner-rule", "planner none: no fusion")
+    return rp
+
+
+XLA_PRODUCERS = (OpClass.LIGHT_ELEMENTWISE, OpClass.EXPENSIVE_ELEMENTWISE, OpClass.BROADCAST, OpClass.INJECTIVE)
+
+
+def plan_xla(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> RulePlanner:
+    rp = RulePlanner(fgraph, model, max_group_size)
+    g, part = fgraph, rp.part
+    nodes = g.nodes
+
+    def has(gid: int, cls: OpClass) -> bool:
+        return any(nodes[i].op_class is cls for i in bits(part.mask(gid)))
+
+    for c in reversed(range(len(g))):
+        if not nodes[c].fusible or nodes[c].op_class is OpClass.CONTRACTION:
+            for p in g.preds[c]:
+                rp.refuse((p, c), "planner-rule", f"xla: {nodes[c].info.describe()} consumers are not fused into")
+            continue
+        for p in reversed(g.preds[c]):
+            edge = (p, c)
+            cgid, pgid = part.group_of(c), part.group_of(p)
+            if cgid == pgid:
+                continue
+            producer = nodes[p]
+            if producer.op_class is OpClass.REDUCTION:
+                rp.refuse(edge, "planner-rule", "xla: a reduction is only a fusion tail")
+                continue
+            if not producer.fusible or producer.op_class not in XLA_PRODUCERS:
+                rp.refuse(edge, "planner-rule", f"xla: a {producer.info.describe()} does not fuse into consumers")
+                continue
+            if part.mask(pgid) != 1 << p:
+                rp.refuse(edge, "planner-rule", "xla: producer already fused elsewhere (no duplication)")
+                continue
+            cmask = part.mask(cgid)
+            users = {u for r in producer.results for u in g.values[r].users}
+            escapes = any(g.values[r].escapes for r in producer.results)
+            all_inside = not escapes and all((cmask >> u) & 1 for u in users)
+            if not all_inside and not has(cgid, OpClass.REDUCTION):
+                rp.refuse(edge, "planner-rule",
+                          "xla: producer has users outside a loop fusion (no duplication)")
+                continue
+            if producer.op_class is OpClass.EXPENSIVE_ELEMENTWISE and any(
+                nodes[u].op_class is OpClass.BROADCAST for u in users if (cmask >> u) & 1
+            ):
+                rp.refuse(edge, "planner-rule",
+                          "xla: an expensive producer is not fused into a broadcast that repeats it")
+                continue
+            rp.try_merge(pgid, cgid, edge)
+
+    # sibling multi-output fusion: fusions reading one value over the same domain
+    for value in g.values:
+        if value.constant == "splat" or value.numel <= 1:
+            continue
+        gids = sorted({part.group_of(u) for u in value.users})
+        for a_pos in range(len(gids)):
+            for b_pos in range(a_pos + 1, len(gids)):
+                a, b = part.group_of(gids[a_pos]), part.group_of(gids[b_pos])
+                if a == b or not (_xla_sibling_ok(g, part.mask(a)) and _xla_sibling_ok(g, part.mask(b))):
+                    continue
+                if _domain(g, part.mask(a)) != _domain(g, part.mask(b)):
+                    continue
+                if not independent(g, part.mask(a), part.mask(b)):
+                    continue  # a path between them: producer-consumer, not siblings
+                rp.try_merge(a, b, None)
+    return rp
+
+
+def _xla_sibling_ok(g: FusionGraph, mask: int) -> bool:
+    return all(g.nodes[i].fusible and g.nodes[i].op_class is not OpClass.CONTRACTION for i in bits(mask))
+
+
+def _domain(g: FusionGraph, mask: int) -> int:
+    return max(g.nodes[i].domain for i in bits(mask))
+
+
+# TVM's OpPatternKind
+K_ELEMWISE, K_BROADCAST, K_INJECTIVE, K_COMM_REDUCE, K_OUT_EWISE_FUSABLE, K_OPAQUE = 0, 1, 2, 3, 4, 8
+
+
+def tvm_pattern(g: FusionGraph, i: int) -> int:
+    node = g.nodes[i]
+    if not node.fusible:
+        return K_OPAQUE
+    cls = node.op_class
+    if cls.elementwise:
+        return K_ELEMWISE
+    return {
+        OpClass.BROADCAST: K_BROADCAST,
+        OpClass.INJECTIVE: K_INJECTIVE,
+        OpClass.REDUCTION: K_COMM_REDUCE,
+        OpClass.CONTRACTION: K_OUT_EWISE_FUSABLE if node.info.contraction is ContractionSize.FINE else K_OPAQUE,
+    }.get(cls, K_OPAQUE)
+
+
+def post_dominators(g: FusionGraph) -> list[int]:
+    """Immediate post-dominator of every node; -1 is the virtual exit (outputs)."""
+    n = len(g)
+    ipdom = [-1] * n
+    depth = [0] * n  # depth below the exit
+
+    def lca(a: int, b: int) -> int:
+        while a != b:
+            if a == -1 or b == -1:
+                return -1
+            if depth[a] >= depth[b]:
+                a = ipdom[a]
+            else:
+                b = ipdom[b]
+        return a
+
+    for v in reversed(range(n)):
+        node = g.nodes[v]
+        if any(g.values[r].escapes for r in node.results) or not g.succs[v]:
+            ipdom[v], depth[v] = -1, 1
+            continue
+        d = g.succs[v][0]
+        for s in g.succs[v][1:]:
+            d = lca(d, s)
+        ipdom[v] = d
+        depth[v] = 1 if d == -1 else depth[d] + 1
+    return ipdom
+
+
+def plan_tvm(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> RulePlanner:
+    rp = RulePlanner(fgraph, model, max_group_size)
+    g, part = fgraph, rp.part
+    ipdom = post_dominators(g)
+    kind = [tvm_pattern(g, i) for i in range(len(g))]
+    for v in range(len(g)):
+        k = kind[v]
+        d = ipdom[v]
+        edges = [(v, s) for s in g.succs[v]]
+        if k == K_OPAQUE:
+            for e in edges:
+                rp.refuse(e, "planner-rule", "tvm: opaque ops do not fuse")
+            continue
+        if k == K_COMM_REDUCE:
+            for e in edges:
+                rp.refuse(e, "planner-rule", "tvm: kCommReduce does not fuse into its consumers")
+            continue
+        if d == -1:
+            for e in edges:
+                rp.refuse(e, "planner-rule", "tvm: no post-dominator (the value leaves the function)")
+            continue
+        path = g.desc[v] & g.anc[d]
+        inner = [kind[i] for i in bits(path)]
+        sink = kind[d]
+        if k == K_OUT_EWISE_FUSABLE:
+            ok = all(x <= K_BROADCAST for x in inner) and sink <= K_ELEMWISE
+        elif k <= K_BROADCAST:
+            ok = all(x <= K_BROADCAST for x in inner) and (
+                sink <= K_BROADCAST or sink in (K_INJECTIVE, K_COMM_REDUCE, K_OUT_EWISE_FUSABLE)
+            )
+        else:  # injective
+            ok = all(x <= K_INJECTIVE for x in inner) and sink <= K_INJECTIVE
+        if not ok:
+            for e in edges:
+                rp.refuse(e, "planner-rule",
+                          f"tvm: the path to the post-dominator {g.node_label(d)} is not fusable")
+            continue
+        members = [v, *bits(path), d]
+        gids = {part.group_of(i) for i in members}
+        union = 0
+        for gid in gids:
+            union |= part.mask(gid)
+        verdict = check_pattern(g, model, union, max_group_size)
+        if not verdict.ok:
+            for e in edges:
+                rp.refuse(e, verdict.category, verdict.reason)
+            continue
+        trial = Partition(g, [m for m in part.groups() if not m & union] + [union])
+        if find_kernel_cycle(g, trial.groups()) is not None:
+            for e in edges:
+                rp.refuse(e, "cycle", "the kernels would wait on each other through a third kernel")
+            continue
+        rp.part = part = trial
+    return rp
+
+
+def plan_greedy(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> RulePlanner:
+    rp = RulePlanner(fgraph, model, max_group_size)
+    g, part = fgraph, rp.part
+
+    def neighbours(gid: int) -> set[int]:
+        m = part.mask(gid)
+        near = 0
+        for i in bits(m):
+            near |= g.pred_mask[i] | g.succ_mask[i]
+            for v in g.nodes[i].operands:
+                val = g.values[v]
+                if val.constant != "splat" and val.numel > 1 and len(val.users) < 16:
+                    for u in val.users:
+                        near |= 1 << u
+        return {part.group_of(j) for j in bits(near & ~m) if g.nodes[j].fusible}
+
+    def gain(a: int, b: int) -> float | None:
+        ma, mb = part.mask(a), part.mask(b)
+        union = ma | mb
+        if union.bit_count() > max_group_size:
+            return None
+        verdict = check_pattern(g, model, union, max_group_size)
+        if not verdict.ok:
+            return None
+        return model.time(ma) + model.time(mb) - model.time(union)
+
+    heap: list[tuple[float, int, int, int, int]] = []
+
+    def push(a: int) -> None:
+        for b in neighbours(a):
+            gv = gain(a, b)
+            if gv is not None and gv > 0:
+                heapq.heappush(heap, (-gv, part.mask(a), part.mask(b), a, b))
+
+    for i in range(len(g)):
+        if g.nodes[i].fusible:
+            push(i)
+    while heap:
+        _, ma, mb, a, b = heapq.heappop(heap)
+        if part.masks.get(a) != ma or part.masks.get(b) != mb:
+            continue  # stale: one side has grown since
+        if part.creates_cycle(a, b):
+            continue
+        push(part.merge(a, b))
+    for c in range(len(g)):
+        for p in g.preds[c]:
+            if part.group_of(p) != part.group_of(c):
+                union = part.mask(part.group_of(p)) | part.mask(part.group_of(c))
+                verdict = check_pattern(g, model, union, max_group_size)
+                if verdict.ok:
+                    rp.refuse((p, c), "cost", "greedy: no gain from merging (or a cycle)")
+                else:
+                    rp.refuse((p, c), verdict.category, verdict.reason)
+    return rp
+
+
+RULE_PLANNERS = {"none": plan_none, "xla": plan_xla, "tvm": plan_tvm, "greedy": plan_greedy}
+
+
+def make_plan(fgraph: FusionGraph, model: CostModel, planner: str, groups: list[int], started: float, **extra) -> Plan:
+    ordered = order_groups(fgraph, groups)
+    costs = [model.cost(m) for m in ordered]
+    return Plan(
+        planner,
+        ordered,
+        costs,
+        sum(c.time_us for c in costs),
+        sum(c.bytes for c in costs),
+        time.perf_counter() - started,
+        **extra,
+    )
+
+
+def plan_function(
+    fgraph: FusionGraph,
+    model: CostModel,
+    planner: str = "ilp",
+    time_limit: float = 10.0,
+    max_group_size: int = DEFAULT_MAX_GROUP_SIZE,
+    top_k: int = DEFAULT_TOP_K,
+    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+) -> Plan:
+    if planner not in PLANNERS:
+        raise ValueError(f"unknown planner '{planner}' (expected one of {', '.join(PLANNERS)})")
+    started = time.perf_counter()
+    if planner in RULE_PLANNERS:
+        rp = RULE_PLANNERS[planner](fgraph, model, max_group_size)
+        return make_plan(fgraph, model, planner, rp.part.groups(), started, edge_reasons=rp.reasons)
+    return plan_ilp(fgraph, model, time_limit, max_group_size, top_k, exhaustive_limit, started)
+
+
+def plan_ilp(
+    fgraph: FusionGraph,
+    model: CostModel,
+    time_limit: float,
+    max_group_size: int,
+    top_k: int,
+    exhaustive_limit: int,
+    started: float,
+) -> Plan:
+    seeds = {
+        name: RULE_PLANNERS[name](fgraph, model, max_group_size).part.groups()
+        for name in ("greedy", "xla", "tvm")
+    }
+    pool = generate_candidates(fgraph, model, max_group_size, top_k, exhaustive_limit, seeds)
+    exhaustive = fgraph.fusible_mask.bit_count() <= exhaustive_limit
+
+    def fallback() -> list[int]:
+        return seeds["greedy"]
+
+    def solve(budget: float) -> SolveResult:
+        cands = list(pool)
+        return solve_ilp(fgraph, [c.mask for c in cands], [c.cost.time_us for c in cands],
+                         max(budget, 1e-3), fallback)
+
+    result = solve(time_limit - (time.perf_counter() - started))
+    total_solve = result.solve_time_s
+    if not exhaustive and result.status != "fallback" and packing_candidates(pool, result.groups):
+        again = solve(time_limit - (time.perf_counter() - started))
+        total_solve += again.solve_time_s
+        if again.status != "fallback" and model.plan_time(again.groups) <= model.plan_time(result.groups):
+            again.rounds += result.rounds
+            result = again
+    result.solve_time_s = total_solve
+    return make_plan(fgraph, model, "ilp", result.groups, started,
+                     status=result.status, message=result.message, solve=result, pool=pool)
