@@ -146,6 +146,16 @@ def splat_element(constant: graph.ConstantOp) -> np.ndarray | None:
     return np.array(element, dtype=graph.numpy_dtype(element_type))
 
 
+def cast_is_exact_in_range(x: np.ndarray, result_type: TensorType) -> bool:
+    """False for a float -> integer cast of a value (or NaN) outside the integer range."""
+    target = graph.numpy_dtype(result_type.get_element_type())
+    if x.dtype.kind != "f" or target.kind != "i":
+        return True
+    info = np.iinfo(target)
+    with np.errstate(invalid="ignore"):
+        return bool(np.all((x > info.min - 1.0) & (x < info.max + 1.0)))
+
+
 def evaluate(op: Operation, args: list[np.ndarray]) -> np.ndarray:
     from mlfuse.reference import EVALUATORS
 
@@ -178,6 +188,8 @@ def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
         args = [c.to_numpy() for c in constants]
     if isinstance(op, graph.DivOp) and args[1].dtype.kind == "i" and np.any(args[1] == 0):
         return None  # integer division by zero has no value to fold to
+    if isinstance(op, graph.CastOp) and not cast_is_exact_in_range(args[0], result_type):
+        return None  # float -> int outside the target range is undefined at run time
     if splat and isinstance(op, DATA_MOVEMENT):
         result = args[0]
     else:

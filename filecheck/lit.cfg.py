@@ -24,3 +24,12 @@ config.substitutions.append(
     ("%generic-roundtrip",
      "mlfuse-opt --split-input-file --print-op-generic %s | mlfuse-opt --split-input-file")
 )
+
+# GPU tests that assemble PTX need ptxas (the gpu extra: nvidia-cuda-nvcc).
+try:
+    from mlfuse.backend.gpu.ptxas import find_ptxas
+
+    if find_ptxas():
+        config.available_features.add("ptxas")
+except ImportError:
+    pass

@@ -132,8 +132,11 @@ class CompiledFunction:
         self.inputs = inputs
         self.outputs = outputs
         address = jit.address(entry)
-        prototype = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * (len(inputs) + len(outputs)))
-        self._fn = prototype(address)
+        # Intermediates live in one arena, allocated once and reused by every call.
+        arena_bytes = jit.global_int(f"{entry}__arena_bytes")
+        self.arena = aligned_empty((arena_bytes,), np.uint8) if arena_bytes else None
+        n_args = len(inputs) + len(outputs) + (self.arena is not None)
+        self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(address)
 
     def _bind(self, arrays: Sequence[Any], named: Mapping[str, Any]) -> list[np.ndarray]:
         if named:
@@ -177,7 +180,8 @@ class CompiledFunction:
     def __call__(self, *arrays: Any, out=None, **named: Any) -> tuple[np.ndarray, ...]:
         inputs = self._bind(arrays, named)
         outputs = self._outputs(out, inputs)
-        self._fn(*[a.ctypes.data for a in inputs], *[o.ctypes.data for o in outputs])
+        arena = [self.arena.ctypes.data] if self.arena is not None else []
+        self._fn(*[a.ctypes.data for a in inputs], *[o.ctypes.data for o in outputs], *arena)
         return tuple(outputs)
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr
-from xdsl.ir import Attribute, Operation
-from xdsl.parser import Parser
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 
 class Diagnostic(Exception):
@@ -51,7 +52,23 @@ class LocatingParser(Parser):
     """xDSL's parser, plus a `loc("file":line:col)` on every op it parses.
 
     xDSL does not keep source positions; MLIR does, and diagnostics need them.
+    It also points "used but not defined" errors at the first use, not at the end.
     """
+
+    def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
+        if operand.operand_name not in self.ssa_values:
+            self.first_uses.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        self.first_uses: dict[str, Span] = {}
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            undefined = [n for n in self.forward_ssa_references if n in self.first_uses]
+            if not e.msg.startswith("values used but not defined") or not undefined:
+                raise
+            self.raise_error(f"use of undefined value %{undefined[0]}", self.first_uses[undefined[0]])
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span

@@ -16,6 +16,7 @@ def cpu_pipeline(fuse: bool = True, parallel: bool = True, planner: str = "ilp")
         passes.append(f"fusion-plan{{planner={planner} target=cpu}}")
     passes += [
         "convert-graph-to-loop",
+        "assign-buffers",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}}}",
         "expand-math",
         "convert-to-llvm",

@@ -30,12 +30,14 @@ MLFUSE_DIALECTS: dict[str, Callable] = {
 # flag -> (module in passes/, class name)
 PASS_MODULES: dict[str, tuple[str, str]] = {
     "convert-graph-to-loop": ("convert_graph_to_loop", "ConvertGraphToLoopPass"),
+    "assign-buffers": ("assign_buffers", "AssignBuffersPass"),
     "convert-loop-to-scf": ("convert_loop_to_scf", "ConvertLoopToScfPass"),
     "expand-math": ("expand_math", "ExpandMathPass"),
     "convert-to-llvm": ("convert_to_llvm", "ConvertToLlvmPass"),
     "convert-kernel-to-nvvm": ("convert_kernel_to_nvvm", "ConvertKernelToNvvm"),
     "gpu-schedule": ("gpu_schedule", "GpuSchedule"),
     "gpu-map-kernels": ("gpu_map_kernels", "GpuMapKernels"),
+    "fusion-plan": ("fusion_plan", "FusionPlanPass"),
 }
 
 MLFUSE_PASSES: dict[str, Callable] = {

@@ -7,15 +7,14 @@ dialect, so a new op cannot skip the round trip.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from io import StringIO
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType, bf16, f16, f32, f64, i1, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, bf16, f16, f32, f64, i1, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 from xdsl.traits import Pure

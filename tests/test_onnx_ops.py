@@ -236,6 +236,9 @@ case("MaxPool-pads", "MaxPool", [f32(2, 2, 7, 7, low=-3, high=-1)], kernel_shape
 case("MaxPool-dilations", "MaxPool", [f32(1, 2, 9, 9)], kernel_shape=[2, 3], dilations=[2, 2], pads=[1, 0, 0, 1])
 case("MaxPool-ceil", "MaxPool", [f32(1, 2, 8, 7)], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
 case("MaxPool-ceil-pads", "MaxPool", [f32(1, 2, 6, 6)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+case("MaxPool-ceil-last-window-dropped", "MaxPool", [f32(1, 2, 5, 5)], kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+case("AveragePool-ceil-last-window-dropped", "AveragePool", [f32(1, 2, 5, 5)], kernel_shape=[2, 2], strides=[2, 2],
+     pads=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
 case("MaxPool-same-upper", "MaxPool", [f32(1, 2, 7, 7)], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
 case("MaxPool-storage-order", "MaxPool", [f32(1, 2, 4, 4)], kernel_shape=[2, 2], storage_order=0)
 case("MaxPool-1d", "MaxPool", [f32(2, 3, 9)], kernel_shape=[3], strides=[2], pads=[1, 1])

@@ -226,3 +226,12 @@ func.func @keep_reductions_and_contractions() -> (tensor<f32>, tensor<1x1xf32>) 
   %p = graph.matmul %m, %n : (tensor<1x2xf32>, tensor<2x1xf32>) -> tensor<1x1xf32>
   func.return %s, %p : tensor<f32>, tensor<1x1xf32>
 }
+
+// float -> int casts of out-of-range values are undefined at run time: not folded.
+// CHECK-LABEL: func.func @keep_out_of_range_cast
+// CHECK:         %i = graph.cast %c : tensor<2xf32> -> tensor<2xi32>
+func.func @keep_out_of_range_cast() -> tensor<2xi32> {
+  %c = graph.constant dense<[1.0, 3.0e+10]> : tensor<2xf32>
+  %i = graph.cast %c : tensor<2xf32> -> tensor<2xi32>
+  func.return %i : tensor<2xi32>
+}

@@ -217,12 +217,13 @@ class FusionGraph:
 
     def value_name(self, vid: int) -> str:
         v = self.values[vid]
-        return f"%{v.ssa.name_hint}" if v.ssa.name_hint else f"%v{vid}"
+        return f"%{v.ssa.name_hint}" if v.ssa.name_hint else f"value #{vid}"
 
     def node_label(self, i: int) -> str:
+        """`'graph.sub' #3 (%d)`: the op, its position among the nodes, its result's name."""
         node = self.nodes[i]
-        res = ", ".join(self.value_name(r) for r in node.results)
-        return f"{res} = {node.op.name}" if res else node.op.name
+        hints = [self.values[r].ssa.name_hint for r in node.results if self.values[r].ssa.name_hint]
+        return f"'{node.op.name}' #{i}" + (f" (%{hints[0]})" if hints else "")
 
 
 def iteration_domain(op: Operation, info: OpInfo) -> int:

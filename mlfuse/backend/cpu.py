@@ -102,6 +102,11 @@ class JitModule:
         self.engine.finalize_object()
         self.object_code = object_code
 
+    def global_int(self, name: str) -> int:
+        """The value of an i64 global, or 0 when the module has none of that name."""
+        addr = self.engine.get_global_value_address(name)
+        return ctypes.c_int64.from_address(addr).value if addr else 0
+
     def address(self, name: str) -> int:
         addr = self.engine.get_function_address(name)
         if not addr:

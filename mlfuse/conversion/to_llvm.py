@@ -352,7 +352,9 @@ class FunctionLowering:
     def lower_GetGlobalOp(self, op: memref.GetGlobalOp) -> SSAValue:
         return self.emit(llvm.AddressOfOp(op.name_.root_reference, PTR))
 
-    def lower_ViewOp(self, op: loop.ViewOp) -> SSAValue:
+    def lower_ViewOp(self, op: loop.ViewOp | memref.ViewOp) -> SSAValue:
+        if isinstance(op, memref.ViewOp):  # a byte-offset slice of an i8 buffer
+            return self.emit(llvm.GEPOp.from_mixed_indices(self.v(op.source), [self.v(op.byte_shift)], i8, inbounds=True))
         return self.v(op.source)
 
     # scf
@@ -523,6 +525,11 @@ def lower_function(ml: ModuleLowering, fn: func.FuncOp) -> llvm.FuncOp:
         fl.values[old] = new
     fl.lower_block_ops(fn.body.block.ops)
     new_fn = llvm.FuncOp(fn.sym_name.data, ftype, linkage=linkage, body=region)
+    arena = fn.attributes.get("mlfuse.arena_bytes")
+    if isinstance(arena, IntegerAttr):  # the runtime reads the arena size from the object code
+        ml.new_ops.append(
+            llvm.GlobalOp(i64, f"{fn.sym_name.data}__arena_bytes", "weak_odr", constant=True, value=IntegerAttr(arena.value.data, i64))
+        )
     new_fn.arg_attrs = ArrayAttr(
         [DictionaryAttr({"llvm.noalias": UnitAttr()} if isinstance(t, llvm.LLVMPointerType) else {}) for t in arg_types]
     )

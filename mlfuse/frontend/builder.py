@@ -26,6 +26,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -64,15 +65,6 @@ NUMPY_TO_DTYPE = {
     np.dtype(np.int64): "i64",
 }
 
-COMPARISONS = {
-    "eq": "equal",
-    "ne": "not_equal",
-    "lt": "less",
-    "le": "less_equal",
-    "gt": "greater",
-    "ge": "greater_equal",
-}
-
 Scalar = bool | int | float | np.generic
 Operand = Any  # a Tensor, a Python/numpy scalar or an array
 
@@ -105,6 +97,19 @@ def _normalize_axis(axis: int, rank: int, what: str) -> int:
     if not -rank <= axis < rank:
         raise ValueError(f"{what}: axis {axis} is out of range for rank {rank}")
     return axis % rank
+
+
+def scalar_of(value: Scalar, el: Attribute) -> float | int:
+    """`value` as a Python number of element type `el`, refusing lossy conversions."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if graph.is_float(el):
+        return float(value)
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"scalar {value} cannot be combined with a {dtype_name(el)} tensor without a cast")
+    if el == i1 and value not in (0, 1):
+        raise ValueError(f"scalar {value} cannot be combined with an i1 tensor")
+    return int(value)
 
 
 def _is_scalar(value: Any) -> bool:
@@ -331,28 +336,15 @@ class GraphBuilder:
     def full(
         self, shape: Sequence[int], value: Scalar, dtype: str | np.dtype | type | Attribute = "f32"
     ) -> Tensor:
-        """A splat constant."""
+        """A splat constant (stored as one value, however large the shape)."""
         el = element_type(dtype)
-        return self._emit(graph.ConstantOp(graph.dense_attr(self._scalar_array(value, el, tuple(shape)), el)))
+        splat = DenseIntOrFPElementsAttr.from_list(TensorType(el, list(shape)), [scalar_of(value, el)])
+        return self._emit(graph.ConstantOp(splat))
 
-    @staticmethod
-    def _scalar_array(value: Scalar, el: Attribute, shape: tuple[int, ...]) -> np.ndarray:
-        if isinstance(value, np.generic):
-            value = value.item()
-        if graph.is_int(el) and isinstance(value, float) and not float(value).is_integer():
-            raise ValueError(
-                f"scalar {value} cannot be combined with a {dtype_name(el)} tensor without a cast"
-            )
-        if el == i1 and value not in (0, 1):
-            raise ValueError(f"scalar {value} cannot be combined with an i1 tensor")
-        return np.full(shape, value, dtype=graph.numpy_dtype(el))
-
-    def _operand(self, value: Any, like: Tensor | None, what: str) -> Tensor | None:
-        """A Tensor for `value`; scalars and arrays take the dtype of `like` (None: unknown yet)."""
+    def _operand(self, value: Any, like: Tensor, what: str) -> Tensor:
+        """A Tensor for `value`; scalars and arrays take the dtype of `like`."""
         if isinstance(value, Tensor):
             return self._own(value, what)
-        if like is None:
-            return None
         if _is_scalar(value):
             return self.full(like.shape, value, like.element_type)
         if isinstance(value, np.ndarray | list | tuple):
@@ -365,8 +357,7 @@ class GraphBuilder:
         if not tensors:
             raise ValueError(f"{what} needs at least one Tensor operand")
         like = self._own(tensors[0], what)
-        converted = [self._operand(v, like, what) for v in values]
-        return self._broadcast_all(converted, what)  # type: ignore[arg-type]
+        return self._broadcast_all([self._operand(v, like, what) for v in values], what)
 
     def _broadcast_all(self, tensors: list[Tensor], what: str) -> list[Tensor]:
         try:
@@ -454,9 +445,10 @@ class GraphBuilder:
         return self._binary(graph.PowOp, a, b)
 
     def compare(self, predicate: str, a: Any, b: Any) -> Tensor:
-        if predicate not in COMPARISONS:
+        if predicate not in graph.COMPARE_PREDICATES:
             raise ValueError(
-                f"compare: unknown predicate {predicate!r} (expected one of {', '.join(COMPARISONS)})"
+                f"compare: unknown predicate {predicate!r} "
+                f"(expected one of {', '.join(graph.COMPARE_PREDICATES)})"
             )
         lhs, rhs = self._tensors([a, b], "graph.compare")
         self._same_dtype([lhs, rhs], "graph.compare")
@@ -651,7 +643,7 @@ class GraphBuilder:
             raise ValueError(f"graph.pad: pad_width {pad_width!r} does not fit rank {x.ndim}") from None
         if np.any(widths < 0):
             raise ValueError(f"graph.pad: negative padding in {pad_width!r}")
-        scalar = self._scalar_array(value, x.element_type, ()).reshape(()).item()
+        scalar = scalar_of(value, x.element_type)
         return self._emit(
             graph.PadOp(x.value, [int(w) for w in widths[:, 0]], [int(w) for w in widths[:, 1]], scalar)
         )

@@ -251,6 +251,12 @@ class MlfuseOptMain(xDSLOptMain):
             if expect_diagnostics and isinstance(f.error, Diagnostic | VerifyException):
                 print(f)
                 return 0
+            if file_extension != "mlir":  # the reproducer holds the imported IR, not e.g. ONNX bytes
+                from io import BytesIO
+
+                text = StringIO()
+                Printer(stream=text).print_op(self.available_frontends[file_extension](BytesIO(source)))
+                source = text.getvalue().encode()
             path = self.write_reproducer(source, f.pass_)
             return self.report(
                 Diagnostic(f"{f}\nreproducer written to {path}", f"<pass {f.pass_.name}>")

@@ -199,7 +199,16 @@ class KernelLowering:
         kernels = [op for op in self.module.ops if isinstance(op, kernel.KernelFuncOp)]
         for func in kernels:
             expand_math(func)
-            Rewriter.replace_op(func, self.lower_kernel(func), [])
+            declared = len(self.ml.new_ops)
+            lowered = self.lower_kernel(func)
+            if len(self.ml.new_ops) > declared:
+                name = self.ml.new_ops[declared].sym_name.data  # type: ignore[attr-defined]
+                raise Diagnostic(
+                    f"kernel @{func.sym_name.data} calls '{name}', which does not exist on the GPU "
+                    "(only f32 transcendentals are expanded to arith)",
+                    location_of(func),
+                )
+            Rewriter.replace_op(func, lowered, [])
         block = self.module.body.block
         globals_: list[Operation] = list(self.shared_globals)
         if self.has_dynamic_shared:
@@ -217,12 +226,6 @@ class KernelLowering:
                 block.add_ops(globals_)
             else:
                 block.insert_ops_before(globals_, block.first_op)
-        for decl in self.ml.new_ops:
-            name = decl.sym_name.data  # type: ignore[attr-defined]
-            raise Diagnostic(
-                f"kernel code calls '{name}', which does not exist on the GPU "
-                "(only f32 transcendentals are expanded to arith)"
-            )
 
     def lower_kernel(self, func: kernel.KernelFuncOp) -> llvm.FuncOp:
         arg_types = func.function_type.inputs.data

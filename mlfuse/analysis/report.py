@@ -1,0 +1,216 @@
+"""Explaining a fusion plan: every edge's decision and reason, DOT, one summary line.
+
+Edge reasons (the `reason` field of the JSON report):
+
+- `fused`: both ops are in one kernel; `stitch` says where the value lives;
+- `no-fuse`: an end of the edge was named in the pass's no-fuse option;
+- `op-class`: an end cannot share a kernel (large GEMM, opaque op, GEMM with a
+  reduction, two GEMMs, a grid barrier in a horizontal pack);
+- `cycle`: every kernel holding both ops would wait on itself or on another chosen kernel;
+- `resource-limit`: operands, registers, threads or shared memory over the limit;
+- `size-limit`: over max-group-size;
+- `cost`: fusing is possible but the modeled time is lower without it;
+- `pruned`: no candidate pattern held both ops (candidate generation kept others);
+- `planner-rule`: a rule-based planner's rule refused it (the rule is in `detail`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mlfuse.analysis.candidates import check_pattern
+from mlfuse.analysis.cost_model import CostModel
+from mlfuse.analysis.fusion_graph import FusionGraph, bits
+from mlfuse.analysis.planners import Plan
+from mlfuse.analysis.rewrite import group_name
+from mlfuse.diagnostics import format_location
+
+
+def explain_split(fgraph: FusionGraph, model: CostModel, plan: Plan, p: int, c: int,
+                  max_group_size: int) -> tuple[str, str]:
+    """Category and detail for why producer p and consumer c are in different kernels."""
+    nodes = fgraph.nodes
+    for i in (p, c):
+        if nodes[i].no_fuse:
+            return "no-fuse", f"{fgraph.node_label(i)} is named in no-fuse"
+    for i in (p, c):
+        if not nodes[i].fusible:
+            return "op-class", f"{fgraph.node_label(i)} is a {nodes[i].info.describe()}: it runs alone"
+    if (p, c) in plan.edge_reasons:
+        return plan.edge_reasons[(p, c)]
+    pair = (1 << p) | (1 << c)
+    closure = fgraph.convex_closure(pair)
+    if closure != pair:
+        via = ", ".join(fgraph.node_label(i) for i in list(bits(closure & ~pair))[:3])
+        return "cycle", f"another path from producer to consumer runs through {via}"
+    verdict = check_pattern(fgraph, model, pair, max_group_size)
+    if not verdict.ok:
+        return verdict.category, verdict.reason
+    pool = plan.pool
+    if pool is None:
+        return "cost", "not merged by the planner"
+    holding = [cand for cand in pool if cand.mask & pair == pair]
+    if not holding:
+        return "pruned", "no candidate pattern held both ops"
+    chosen = plan.groups
+    reach_down = [0] * len(chosen)
+    reach_up = [0] * len(chosen)
+    for gi, m in enumerate(chosen):
+        for i in bits(m):
+            reach_down[gi] |= fgraph.desc[i]
+            reach_up[gi] |= fgraph.anc[i]
+    for cand in holding:
+        blocked = any(
+            not (m & cand.mask) and (reach_down[gi] & cand.mask) and (reach_up[gi] & cand.mask)
+            for gi, m in enumerate(chosen)
+        )
+        if not blocked:
+            break
+    else:
+        return "cycle", "every candidate holding both ops would form a cycle with a chosen kernel"
+    best = min(holding, key=lambda cand: cand.cost.time_us)
+    overlapped = sum(cost.time_us for m, cost in zip(chosen, plan.costs) if m & best.mask)
+    return "cost", (
+        f"the best kernel holding both ops ({best.mask.bit_count()} ops, {best.cost.time_us:.3f} us) "
+        f"does not pay off in the plan (the chosen kernels it overlaps take {overlapped:.3f} us)"
+    )
+
+
+def node_entry(fgraph: FusionGraph, i: int) -> dict[str, Any]:
+    node = fgraph.nodes[i]
+    return {
+        "id": i,
+        "op": node.op.name,
+        "class": node.info.describe(),
+        "loc": format_location(node.op.location),
+        "result": fgraph.value_name(node.results[0]) if node.results else None,
+    }
+
+
+def function_report(fgraph: FusionGraph, model: CostModel, plan: Plan, baseline: Plan,
+                    max_group_size: int) -> dict[str, Any]:
+    owner: dict[int, int] = {}
+    for gi, m in enumerate(plan.groups):
+        for i in bits(m):
+            owner[i] = gi
+    names = kernel_names(fgraph, plan)
+    edges = []
+    for c in range(len(fgraph)):
+        for p in fgraph.preds[c]:
+            values = sorted({v for v in fgraph.nodes[c].operands if fgraph.values[v].producer == p})
+            entry: dict[str, Any] = {
+                "producer": p,
+                "consumer": c,
+                "value": fgraph.value_name(values[0]),
+                "bytes": sum(fgraph.values[v].nbytes for v in values),
+            }
+            if owner[p] == owner[c]:
+                gi = owner[p]
+                entry.update(decision="fused", reason="fused", kernel=names[gi],
+                             stitch=plan.costs[gi].stitch.get(p, "register"),
+                             detail=f"{plan.costs[gi].kind} kernel {names[gi]}")
+            else:
+                category, detail = explain_split(fgraph, model, plan, p, c, max_group_size)
+                entry.update(decision="split", reason=category, detail=detail)
+            edges.append(entry)
+    solve = plan.solve
+    return {
+        "function": fgraph.fn.sym_name.data if fgraph.fn is not None else "",
+        "planner": plan.planner,
+        "status": plan.status,
+        "message": plan.message,
+        "ops": len(fgraph),
+        "kernels": plan.kernels,
+        "modeled_bytes": plan.bytes,
+        "modeled_time_us": round(plan.time_us, 4),
+        "unfused": {"kernels": baseline.kernels, "modeled_bytes": baseline.bytes,
+                    "modeled_time_us": round(baseline.time_us, 4)},
+        "plan_time_s": round(plan.plan_time_s, 4),
+        "solver": None if solve is None else {
+            "status": solve.status,
+            "message": solve.message,
+            "solve_time_s": round(solve.solve_time_s, 4),
+            "candidates": solve.candidates,
+            "conflict_pairs": solve.conflicts,
+            "cycle_cuts": solve.cycle_cuts,
+            "rounds": solve.rounds,
+            "rejected_patterns": dict(plan.pool.rejected) if plan.pool is not None else {},
+        },
+        "nodes": [node_entry(fgraph, i) for i in range(len(fgraph))],
+        "kernels_detail": [
+            {
+                "name": names[gi],
+                "kind": cost.kind,
+                "ops": list(bits(m)),
+                "modeled_bytes": cost.bytes,
+                "modeled_time_us": round(cost.time_us, 4),
+                "stitch": {str(i): s for i, s in sorted(cost.stitch.items())},
+                "shared_bytes": cost.smem_bytes,
+                "registers": cost.registers,
+                "recompute_flops": cost.recompute_flops,
+                "global_barriers": cost.global_barriers,
+            }
+            for gi, (m, cost) in enumerate(zip(plan.groups, plan.costs))
+        ],
+        "edges": edges,
+    }
+
+
+def kernel_names(fgraph: FusionGraph, plan: Plan) -> list[str]:
+    used: dict[str, int] = {}
+    names = []
+    for m in plan.groups:
+        name = group_name(fgraph, m)
+        k = used.get(name, 0)
+        used[name] = k + 1
+        names.append(name if k == 0 else f"{name}_{k}")
+    return names
+
+
+def write_report(path: str, header: dict[str, Any], functions: list[dict[str, Any]]) -> None:
+    with open(path, "w") as f:
+        json.dump({**header, "functions": functions}, f, indent=1)
+        f.write("\n")
+
+
+def dot_text(items: list[tuple[FusionGraph, Plan]]) -> str:
+    """Graphviz: one cluster per kernel, fused edges labelled with their stitching."""
+    lines = ["digraph fusion {", "  compound=true;", "  node [shape=box, fontsize=10];"]
+    for fi, (fgraph, plan) in enumerate(items):
+        fname = fgraph.fn.sym_name.data if fgraph.fn is not None else f"f{fi}"
+        owner: dict[int, int] = {}
+        names = kernel_names(fgraph, plan)
+        lines.append(f'  subgraph cluster_fn{fi} {{ label="@{fname} ({plan.planner})";')
+        for gi, (m, cost) in enumerate(zip(plan.groups, plan.costs)):
+            lines.append(
+                f'    subgraph cluster_fn{fi}_k{gi} {{ label="{names[gi]}\\n{cost.kind}, '
+                f'{cost.time_us:.2f} us, {cost.bytes} B"; style=rounded;'
+            )
+            for i in bits(m):
+                owner[i] = gi
+                label = fgraph.node_label(i).replace('"', '\\"')
+                lines.append(f'      n{fi}_{i} [label="{label}"];')
+            lines.append("    }")
+        for c in range(len(fgraph)):
+            for p in fgraph.preds[c]:
+                if owner[p] == owner[c]:
+                    scheme = plan.costs[owner[p]].stitch.get(p, "register")
+                    lines.append(f'    n{fi}_{p} -> n{fi}_{c} [label="{scheme}"];')
+                else:
+                    lines.append(f"    n{fi}_{p} -> n{fi}_{c} [style=dashed];")
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(fgraph: FusionGraph, plan: Plan, baseline: Plan, target: str) -> str:
+    fname = fgraph.fn.sym_name.data if fgraph.fn is not None else "?"
+    status = plan.status if plan.planner == "ilp" else "rules"
+    note = f" ({plan.message})" if plan.status in ("time-limit", "fallback") else ""
+    return (
+        f"fusion-plan @{fname}: planner={plan.planner} target={target}: {len(fgraph)} ops -> "
+        f"{plan.kernels} kernels (unfused {baseline.kernels}), {plan.bytes / 1e6:.3f} MB moved "
+        f"(unfused {baseline.bytes / 1e6:.3f}), {plan.time_us:.2f} us modeled "
+        f"(unfused {baseline.time_us:.2f}), planned in {plan.plan_time_s:.3f} s [{status}]{note}"
+    )

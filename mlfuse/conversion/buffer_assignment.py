@@ -1,0 +1,105 @@
+"""Buffer assignment: every intermediate of a function lives in one reused arena.
+
+Like XLA's buffer assignment: the live range of each `memref.alloc` at the top
+level of a function runs from the alloc to its `memref.dealloc`; buffers whose
+ranges overlap get disjoint 64-byte-aligned slices of one arena, others share
+bytes. The function gains a trailing `memref<Nxi8>` argument (the arena, given by
+the runtime and reused across calls, so no call pays page faults for fresh
+memory) and the attribute `mlfuse.arena_bytes = N`; allocs become `memref.view`s
+and deallocs disappear.
+
+Placement is first-fit in decreasing size order, the heuristic XLA's heap
+simulator and TFLite's arena planner use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, MemRefType, ModuleOp, i8, i64
+from xdsl.ir import Operation
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from mlfuse.conversion.to_llvm import element_bytes
+
+ALIGNMENT = 64
+ARENA_ATTR = "mlfuse.arena_bytes"
+
+
+@dataclass
+class Buffer:
+    alloc: memref.AllocOp
+    start: int
+    end: int
+    size: int
+    offset: int = -1
+
+
+def byte_size(t: MemRefType) -> int:
+    n = t.element_count() * element_bytes(t.get_element_type())
+    return max(ALIGNMENT, -(-n // ALIGNMENT) * ALIGNMENT)
+
+
+def live_buffers(fn: func.FuncOp) -> list[Buffer]:
+    block = fn.body.block
+    position = {op: i for i, op in enumerate(block.ops)}
+    buffers = []
+    for op in block.ops:
+        if not isinstance(op, memref.AllocOp):
+            continue
+        ends = [position[u.operation] for u in op.memref.uses if isinstance(u.operation, memref.DeallocOp)]
+        end = max(ends) if ends else len(position)  # never freed: live to the end
+        buffers.append(Buffer(op, position[op], end, byte_size(op.memref.type)))
+    return buffers
+
+
+def place(buffers: list[Buffer]) -> int:
+    """First-fit placement, largest first; returns the arena size."""
+    placed: list[Buffer] = []
+    for buf in sorted(buffers, key=lambda b: (-b.size, b.start)):
+        live = sorted(
+            (p for p in placed if p.start <= buf.end and buf.start <= p.end), key=lambda p: p.offset
+        )
+        offset = 0
+        for p in live:
+            if offset + buf.size <= p.offset:
+                break
+            offset = max(offset, p.offset + p.size)
+        buf.offset = offset
+        placed.append(buf)
+    return max((b.offset + b.size for b in placed), default=0)
+
+
+def assign_buffers(fn: func.FuncOp) -> int:
+    """Rewrite `fn` to take an arena; returns its size in bytes (0: nothing to assign)."""
+    buffers = live_buffers(fn)
+    if not buffers or not fn.body.blocks:
+        return 0
+    size = place(buffers)
+    block = fn.body.block
+    arena = block.insert_arg(MemRefType(i8, [size]), len(block.args))
+    for buf in buffers:
+        b = Builder(InsertPoint.before(buf.alloc))
+        offset = b.insert(arith.ConstantOp(IntegerAttr(buf.offset, IndexType()))).result
+        view = b.insert(memref.ViewOp(arena, offset, [], buf.alloc.memref.type))
+        for use in list(buf.alloc.memref.uses):
+            if isinstance(use.operation, memref.DeallocOp):
+                Rewriter.erase_op(use.operation)
+        buf.alloc.memref.replace_all_uses_with(view.result)
+        Rewriter.erase_op(buf.alloc)
+    fn.function_type = FunctionType.from_lists([a.type for a in block.args], fn.function_type.outputs.data)
+    fn.attributes[ARENA_ATTR] = IntegerAttr(size, i64)
+    return size
+
+
+def assign_module_buffers(module: ModuleOp) -> None:
+    for op in list(module.ops):
+        if isinstance(op, func.FuncOp) and op.sym_visibility is None and op.body.blocks:
+            assign_buffers(op)
+
+
+def arena_bytes(fn: Operation) -> int:
+    attr = fn.attributes.get(ARENA_ATTR)
+    return attr.value.data if isinstance(attr, IntegerAttr) else 0
