@@ -1032,7 +1032,6 @@ def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElemen
     return DenseIntOrFPElementsAttr.from_list(t, [int(v) for v in flat])
 
 
-
 # ---------------------------------------------------------------------------
 # stencils: 2-D convolution and pooling over NCHW tensors
 # ---------------------------------------------------------------------------

@@ -15,8 +15,10 @@ Options:
   time-limit=SECONDS                ILP budget; on expiry the best incumbent is used,
                                     on failure the greedy plan; both are reported
   max-group-size=N                  ops per kernel (default 64)
-  no-fuse=a,b,...                   ops (graph.exp / exp) or values (%e / e) kept alone
-  params=name:value,...             cost-model overrides (see cost_model.TargetParams)
+  no-fuse=a,b,...                   ops (exp, or "graph.exp") or values (e, or "%e") kept
+                                    alone; entries with '.' or '%' need quotes
+  params="name:value,..."           cost-model overrides (see cost_model.TargetParams);
+                                    quoted, since ':' is not a bare token
   top-k=K                           candidates kept per op (default 3)
   report=FILE.json, dot=FILE.dot    explanations (mlfuse-opt --fusion-report/--fusion-dot)
   summary=true|false                one line per function on stderr (default true)

@@ -95,7 +95,10 @@ INVALID_INPUTS: dict[str, tuple[str, int, int, str]] = {
                 "  ^bb0(%a: tensor<4x8xf32>):\n    fusion.yield %a : tensor<4x8xf32>\n  }"),
         2, 3, "'fusion.group' kind must be one of",
     ),
-    "yield outside a group": (program("  fusion.yield %x : tensor<4x8xf32>\n  %y = graph.exp %x : tensor<4x8xf32>"), 2, 3, "expects parent op 'fusion.group'"),
+    "yield outside a group": (
+        "func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n  fusion.yield %x : tensor<4x8xf32>\n}\n",
+        2, 3, "expects parent op 'fusion.group'",
+    ),
 }
 
 

@@ -60,8 +60,9 @@ def two_layer(symbolic: bool = True) -> onnx.ModelProto:
 # --- input shapes -------------------------------------------------------------------------------
 
 
-def test_symbolic_dimension_bound_by_one_input_completes_the_others():
-    module = import_onnx(two_layer(), input_shapes={"x": (3, 8)})
+@pytest.mark.parametrize("shape", [(3, 8), [3, 8], "3x8"])
+def test_symbolic_dimension_bound_by_one_input_completes_the_others(shape):
+    module = import_onnx(two_layer(), input_shapes={"x": shape})
     fn = next(iter(module.ops))
     assert [str(t) for t in fn.function_type.inputs.data] == ["tensor<3x8xf32>", "tensor<3x1xf32>"]
     assert [str(t) for t in fn.function_type.outputs.data] == ["tensor<3x4xf32>", "tensor<3x4xf32>"]
@@ -80,7 +81,7 @@ def test_static_model_needs_no_shapes_and_matches_onnxruntime():
         ({"x": (3, 9)}, r"input 'x' has size 8 in dimension 1 \(\[batch, 8\]\), but the shape given for it is 3x9"),
         ({"x": (3, 8, 1)}, r"input 'x' has rank 2 \(\[batch, 8\]\), but the shape 3x8x1 given for it has rank 3"),
         ({"x": (3, 8), "mask": (4, 1)}, r"inconsistent input shapes: dimension 'batch' is 3 in input 'x' but 4 in input 'mask'"),
-        ({"X": (3, 8)}, r"input_shapes names 'X', which is not an input of the model \(inputs: x, mask\)"),
+        ({"X": (3, 8)}, r"a shape is given for 'X', which is not an input of the model \(inputs: x, mask\)"),
         ({"x": (0, 8)}, r"has a dimension < 1"),
     ],
     ids=["missing", "static-mismatch", "rank-mismatch", "symbol-conflict", "unknown-name", "zero-dim"],
@@ -361,3 +362,45 @@ def test_reference_run_helper_round_trip():
     model, feeds = single_node("Add", [f32(2, 3), f32(3)])
     (ours,) = run_reference(model, feeds)
     np.testing.assert_allclose(ours, feeds["x0"] + feeds["x1"], rtol=1e-6)
+
+
+def test_mlfuse_opt_reproducer_of_an_onnx_input_holds_the_imported_ir(model_file, tmp_path, capsys, monkeypatch):
+    from dataclasses import dataclass
+
+    from xdsl.passes import ModulePass
+
+    from mlfuse.tools.mlfuse_opt import MlfuseOptMain
+
+    @dataclass(frozen=True)
+    class Crash(ModulePass):
+        name = "test-crash"
+
+        def apply(self, ctx, op):
+            raise RuntimeError("boom")
+
+    register = MlfuseOptMain.register_all_passes
+
+    def register_with_crash(self):
+        register(self)
+        self.register_pass("test-crash", lambda: Crash)
+
+    monkeypatch.setattr(MlfuseOptMain, "register_all_passes", register_with_crash)
+    code, _, err = run_opt([str(model_file), "--shape", "x=3x8", "-p", "test-crash", "--reproducer-dir", str(tmp_path / "r")], capsys)
+    assert code == 1 and "pass 'test-crash' failed: RuntimeError: boom" in err
+    (reproducer,) = (tmp_path / "r").iterdir()
+    text = reproducer.read_text()
+    assert 'mlfuse.input_names = ["x", "mask"]' in text and "graph.matmul" in text
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64", "bool"])
+def test_constants_are_packed_like_the_graph_dialect_packs_them(dtype):
+    from mlfuse.dialects import graph
+    from mlfuse.frontend.onnx_ops import NUMPY_ELEMENT_TYPES, dense_from_numpy
+
+    array = (RNG.standard_normal((3, 4)) * 5).astype(dtype)
+    el = NUMPY_ELEMENT_TYPES[np.dtype(dtype)]
+    attr = dense_from_numpy(array, el)
+    assert attr == graph.dense_attr(array, el)
+    np.testing.assert_array_equal(graph.dense_to_numpy(attr), array)
+    uniform = np.full((2, 5), array.flat[0])
+    assert dense_from_numpy(uniform, el) == graph.dense_attr(uniform, el)

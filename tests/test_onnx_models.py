@@ -281,14 +281,25 @@ def test_pytorch_exported_models_match(tmp_path):
     torch.manual_seed(0)
 
     class Encoder(nn.Module):
-        def __init__(self):
+        """Attention written out (nn.MultiheadAttention exports a Gather on run-time values)."""
+
+        def __init__(self, width=32, heads=4):
             super().__init__()
-            self.attn = nn.MultiheadAttention(32, 4, batch_first=True)
-            self.norm1, self.norm2 = nn.LayerNorm(32), nn.LayerNorm(32)
-            self.mlp = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32))
+            self.heads = heads
+            self.q, self.k, self.v, self.out = (nn.Linear(width, width) for _ in range(4))
+            self.norm1, self.norm2 = nn.LayerNorm(width), nn.LayerNorm(width)
+            self.mlp = nn.Sequential(nn.Linear(width, 2 * width), nn.GELU(), nn.Linear(2 * width, width))
+
+        def split(self, t):
+            b, s, w = t.shape
+            return t.reshape(b, s, self.heads, w // self.heads).transpose(1, 2)
 
         def forward(self, x):
-            x = self.norm1(x + self.attn(x, x, x, need_weights=False)[0])
+            b, s, w = x.shape
+            q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+            probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(w // self.heads), dim=-1)
+            context = (probs @ v).transpose(1, 2).reshape(b, s, w)
+            x = self.norm1(x + self.out(context))
             return torch.softmax(self.norm2(x + self.mlp(x)), dim=-1)
 
     class ConvNet(nn.Module):

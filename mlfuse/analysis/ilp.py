@@ -3,17 +3,19 @@
     minimize    sum_P time(P) * y_P                      (modeled time of the plan)
     subject to  sum_{P containing v} y_P = 1             for every op v
                 y_P + y_Q <= 1                           P, Q mutually reachable
-                sum_{P in C} y_P <= |C| - 1              C a kernel cycle found so far
+                sum_{P in C} y_P <= |C| - 1              C a kernel cycle
                 y_P in {0, 1}
 
 Candidates are convex and already satisfy the resource limits (infeasible patterns
 never become candidates). Two chosen kernels P and Q form a cycle when some op of P
-reaches Q and some op of Q reaches P; those pairs are excluded up front. Longer
-cycles (three kernels that each look fine pairwise) are cut lazily: the solution's
-kernel graph is checked, a cycle found becomes a constraint, and the ILP is solved
-again. The time limit covers all rounds; when it runs out the best incumbent is
-used if it is acyclic, and otherwise (or when HiGHS fails) the caller's fallback
-plan is returned. Every outcome is reported in `SolveResult.status`.
+reaches Q and some op of Q reaches P. There can be very many such pairs (a
+quadratic number on exhaustive candidate sets), so they are generated lazily: the
+ILP is solved, the chosen kernels' graph is checked for a cycle, every conflicting
+pair of the candidates on the cycle is added, and longer cycles (three kernels that
+each look fine pairwise) are cut directly; then the ILP is solved again. The time
+limit covers all rounds; when it runs out the best incumbent is used if it is
+acyclic, and otherwise (or when HiGHS fails) the caller's fallback plan is returned.
+Every outcome is reported in `SolveResult.status`.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ class SolveResult:
     solve_time_s: float
     rounds: int = 1
     candidates: int = 0
-    conflicts: int = 0
-    cycle_cuts: int = 0
+    conflicts: int = 0  # conflicting pairs added as constraints
+    cycle_cuts: int = 0  # cuts for cycles of three or more kernels
     mip_gap: float | None = None
 
 
@@ -93,41 +95,46 @@ def _as_words(masks: Sequence[int], n: int) -> np.ndarray:
     return out
 
 
-def conflicting_pairs(fgraph: FusionGraph, masks: Sequence[int]) -> list[tuple[int, int]]:
-    """Pairs (a, b), a < b, of disjoint candidates that would wait on each other.
+class ConflictIndex:
+    """Which candidates would wait on each other, computed row by row on demand.
 
-    For convex P, Q must contain both a strict descendant and a strict ancestor of P.
+    For convex P, a disjoint convex Q forms a cycle with P exactly when Q holds both a
+    strict descendant and a strict ancestor of P (then P reaches Q and Q reaches P).
     Only candidates with two or more ops can be in such a pair.
     """
-    multi = [k for k, m in enumerate(masks) if m & (m - 1)]
-    if len(multi) < 2:
-        return []
-    n = len(fgraph)
-    sub = [masks[k] for k in multi]
-    down, up = [], []
-    for m in sub:
-        d = u = 0
-        for i in bits(m):
-            d |= fgraph.desc[i]
-            u |= fgraph.anc[i]
-        down.append(d & ~m)
-        up.append(u & ~m)
-    members, below, above = _as_words(sub, n), _as_words(down, n), _as_words(up, n)
-    pairs: list[tuple[int, int]] = []
-    block = 512
-    for start in range(0, len(sub), block):
-        stop = min(len(sub), start + block)
-        hit_down = np.zeros((stop - start, len(sub)), dtype=bool)
-        hit_up = np.zeros_like(hit_down)
-        for w in range(members.shape[1]):
-            hit_down |= (below[start:stop, w][:, None] & members[None, :, w]) != 0
-            hit_up |= (above[start:stop, w][:, None] & members[None, :, w]) != 0
-        rows, cols = np.nonzero(hit_down & hit_up)
-        for r, c in zip(rows.tolist(), cols.tolist()):
-            a, b = start + r, c
-            if a < b:
-                pairs.append((multi[a], multi[b]))
-    return pairs
+
+    def __init__(self, fgraph: FusionGraph, masks: Sequence[int]):
+        self.masks = masks
+        self.multi = np.array([k for k, m in enumerate(masks) if m & (m - 1)], dtype=np.int64)
+        n = len(fgraph)
+        sub = [masks[k] for k in self.multi]
+        down, up = [], []
+        for m in sub:
+            d = u = 0
+            for i in bits(m):
+                d |= fgraph.desc[i]
+                u |= fgraph.anc[i]
+            down.append(d & ~m)
+            up.append(u & ~m)
+        self.members = _as_words(sub, n)
+        self.below = _as_words(down, n)
+        self.above = _as_words(up, n)
+        self.row_of = {int(k): r for r, k in enumerate(self.multi)}
+
+    def conflicts_of(self, k: int) -> list[int]:
+        """Candidates (indices into masks) that conflict with candidate k."""
+        r = self.row_of.get(k)
+        if r is None:
+            return []
+        hit_down = ((self.members & self.below[r]) != 0).any(axis=1)
+        hit_up = ((self.members & self.above[r]) != 0).any(axis=1)
+        return self.multi[hit_down & hit_up].tolist()
+
+    def all_pairs(self) -> list[tuple[int, int]]:
+        pairs = []
+        for k in self.multi.tolist():
+            pairs += [(k, q) for q in self.conflicts_of(k) if k < q]
+        return pairs
 
 
 def solve_ilp(
@@ -137,7 +144,11 @@ def solve_ilp(
     time_limit: float,
     fallback: Callable[[], list[int]],
 ) -> SolveResult:
-    """Choose one candidate per op minimizing the summed cost, without kernel cycles."""
+    """Choose one candidate per op minimizing the summed cost, without kernel cycles.
+
+    Conflicting pairs are added lazily: whenever a solution has a cycle, every
+    conflict of the candidates on it becomes a constraint, and the cycle itself a cut.
+    """
     start = time.perf_counter()
     n, k = len(fgraph), len(masks)
     cover_rows, cover_cols = [], []
@@ -145,27 +156,27 @@ def solve_ilp(
         for i in bits(m):
             cover_rows.append(i)
             cover_cols.append(col)
-    pairs = conflicting_pairs(fgraph, masks)
+    conflicts = ConflictIndex(fgraph, masks)
+    pairs: set[tuple[int, int]] = set()
+    expanded: set[int] = set()
     cuts: list[list[int]] = []
-    index = {m: col for col, m in enumerate(masks)}
     c = np.asarray(costs, dtype=float)
     rounds = 0
     gap: float | None = None
 
+    def result(groups: list[int], objective: float, status: str, message: str) -> SolveResult:
+        return SolveResult(groups, objective, status, message, time.perf_counter() - start,
+                           rounds, k, len(pairs), len(cuts), gap)
+
     def fall_back(why: str) -> SolveResult:
-        groups = fallback()
-        return SolveResult(
-            groups, float(sum(costs[index[m]] if m in index else 0.0 for m in groups)),
-            "fallback", f"{why}; using the greedy plan", time.perf_counter() - start,
-            rounds, k, len(pairs), len(cuts), gap,
-        )
+        return result(fallback(), float("nan"), "fallback", f"{why}; using the greedy plan")
 
     while True:
         rounds += 1
-        rows, cols, upper = list(cover_rows), list(cover_cols), [1.0] * n
-        lower = [1.0] * n
+        rows, cols = list(cover_rows), list(cover_cols)
+        lower, upper = [1.0] * n, [1.0] * n
         row = n
-        for a, b in pairs:
+        for a, b in sorted(pairs):
             rows += [row, row]
             cols += [a, b]
             lower.append(-np.inf)
@@ -180,7 +191,7 @@ def solve_ilp(
         matrix = csr_array((np.ones(len(rows)), (rows, cols)), shape=(row, k))
         remaining = time_limit - (time.perf_counter() - start)
         if remaining <= 0:
-            return fall_back(f"time limit of {time_limit:g} s spent before an acyclic plan was found")
+            return fall_back("the time limit ran out before an acyclic plan was found")
         try:
             res = milp(
                 c,
@@ -193,22 +204,24 @@ def solve_ilp(
             return fall_back(f"HiGHS failed: {type(e).__name__}: {e}")
         gap = getattr(res, "mip_gap", None)
         if res.x is None:
-            why = "time limit reached without an incumbent" if res.status == 1 else f"HiGHS: {res.message}"
+            why = "the time limit ran out without an incumbent" if res.status == 1 else f"HiGHS: {res.message}"
             return fall_back(why)
         chosen = [col for col in range(k) if res.x[col] > 0.5]
         groups = [masks[col] for col in chosen]
         cycle = find_kernel_cycle(fgraph, groups)
-        if cycle is not None:
-            if rounds >= MAX_CUT_ROUNDS:
-                return fall_back(f"still cyclic after {rounds} rounds of cycle cuts")
-            cuts.append([chosen[gi] for gi in cycle])
-            continue
-        status = "optimal" if res.status == 0 else "time-limit"
-        message = (
-            "optimal" if res.status == 0
-            else f"time limit of {time_limit:g} s reached: best incumbent (gap {gap if gap is not None else float('nan'):.3g})"
-        )
-        return SolveResult(
-            groups, float(res.fun), status, message, time.perf_counter() - start,
-            rounds, k, len(pairs), len(cuts), gap,
-        )
+        if cycle is None:
+            if res.status == 0:
+                return result(groups, float(res.fun), "optimal", "optimal")
+            return result(groups, float(res.fun), "time-limit",
+                          f"the time limit ran out: best incumbent used (MIP gap "
+                          f"{gap if gap is not None else float('nan'):.3g})")
+        if rounds >= MAX_CUT_ROUNDS:
+            return fall_back(f"still cyclic after {rounds} rounds of cycle cuts")
+        on_cycle = [chosen[gi] for gi in cycle]
+        before = len(pairs)
+        for col in on_cycle:
+            if col not in expanded:
+                expanded.add(col)
+                pairs.update((min(col, q), max(col, q)) for q in conflicts.conflicts_of(col))
+        if len(cycle) > 2 or len(pairs) == before:
+            cuts.append(on_cycle)

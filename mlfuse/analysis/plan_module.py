@@ -57,12 +57,18 @@ class PlanOptions:
         return TargetParams.for_target(self.target, **self.params)
 
 
+def split_entries(entries: tuple[str, ...]) -> list[str]:
+    """Option entries, also split at commas inside quoted strings ("a,b")."""
+    return [part.strip() for entry in entries for part in entry.split(",") if part.strip()]
+
+
 def parse_param_overrides(entries: tuple[str, ...]) -> dict[str, float]:
-    """`("launch_us:2", "onchip_bytes:16384")` -> {"launch_us": 2.0, ...}."""
+    """`("launch_us:2", "onchip_bytes=16384")` -> {"launch_us": 2.0, ...}."""
     out: dict[str, float] = {}
-    for entry in entries:
-        key, sep, value = entry.partition(":")
-        if not sep or not key:
+    for entry in split_entries(entries):
+        sep = ":" if ":" in entry else "="
+        key, found, value = entry.partition(sep)
+        if not found or not key.strip():
             raise ValueError(f"cost-model override '{entry}' must look like name:value")
         try:
             out[key.strip().replace("-", "_")] = float(value)
@@ -79,8 +85,8 @@ def resolve_no_fuse(module: ModuleOp, entries: tuple[str, ...]) -> dict[func.Fun
     """Positions (in the function body) of the ops each function must not fuse."""
     op_names = {op.name for op in graph.Graph.operations}
     pinned: dict[func.FuncOp, set[int]] = {fn: set() for fn in functions_of(module)}
-    for entry in entries:
-        key = entry.strip().removeprefix("%")
+    for entry in split_entries(entries):
+        key = entry.removeprefix("%")
         by_op = key if key in op_names else f"graph.{key}" if f"graph.{key}" in op_names else None
         matched = False
         for fn, positions in pinned.items():
@@ -90,7 +96,7 @@ def resolve_no_fuse(module: ModuleOp, entries: tuple[str, ...]) -> dict[func.Fun
                     positions.add(position)
                     matched = True
         if not matched:
-            what = f"op '{by_op}'" if by_op else f"op or value named '{entry}'"
+            what = f"'{by_op}' op" if by_op else "op name or value name"
             raise Diagnostic(f"fusion-plan: no-fuse entry '{entry}' matches no {what} in the module",
                              location_of(next(iter(pinned), None)))
     return {fn: frozenset(p) for fn, p in pinned.items()}

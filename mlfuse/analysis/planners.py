@@ -492,7 +492,7 @@ def plan_ilp(
     def solve(budget: float) -> SolveResult:
         cands = list(pool)
         return solve_ilp(fgraph, [c.mask for c in cands], [c.cost.time_us for c in cands],
-                         max(budget, 1e-3), fallback)
+                         budget, fallback)
 
     result = solve(time_limit - (time.perf_counter() - started))
     total_solve = result.solve_time_s
@@ -503,5 +503,7 @@ def plan_ilp(
             again.rounds += result.rounds
             result = again
     result.solve_time_s = total_solve
+    if result.status != "optimal":
+        result.message = f"ILP with time-limit {time_limit:g} s: {result.message}"
     return make_plan(fgraph, model, "ilp", result.groups, started,
                      status=result.status, message=result.message, solve=result, pool=pool)

@@ -204,13 +204,21 @@ def dot_text(items: list[tuple[FusionGraph, Plan]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def format_bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{int(n)} B"
+
+
 def summary_line(fgraph: FusionGraph, plan: Plan, baseline: Plan, target: str) -> str:
     fname = fgraph.fn.sym_name.data if fgraph.fn is not None else "?"
     status = plan.status if plan.planner == "ilp" else "rules"
     note = f" ({plan.message})" if plan.status in ("time-limit", "fallback") else ""
+    kernels = "kernel" if plan.kernels == 1 else "kernels"
     return (
         f"fusion-plan @{fname}: planner={plan.planner} target={target}: {len(fgraph)} ops -> "
-        f"{plan.kernels} kernels (unfused {baseline.kernels}), {plan.bytes / 1e6:.3f} MB moved "
-        f"(unfused {baseline.bytes / 1e6:.3f}), {plan.time_us:.2f} us modeled "
-        f"(unfused {baseline.time_us:.2f}), planned in {plan.plan_time_s:.3f} s [{status}]{note}"
+        f"{plan.kernels} {kernels} (unfused {baseline.kernels}), {format_bytes(plan.bytes)} moved "
+        f"(unfused {format_bytes(baseline.bytes)}), {plan.time_us:.2f} us modeled "
+        f"(unfused {baseline.time_us:.2f} us), planned in {plan.plan_time_s:.3f} s [{status}]{note}"
     )

@@ -62,14 +62,15 @@ ModelSource = str | os.PathLike | bytes | IO[bytes] | ModelProto
 
 def import_onnx(
     model: ModelSource,
-    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    input_shapes: Mapping[str, Sequence[int] | str] | None = None,
     initializers_as_args: bool = False,
     name: str | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a path, its bytes, a binary stream or a ModelProto).
 
-    `input_shapes` gives the shapes of inputs with symbolic dimensions; `name` is
-    what diagnostics call the model (default: the path). Errors are Diagnostics.
+    `input_shapes` gives the shapes of inputs with symbolic dimensions ({name: (2, 128)}
+    or {name: "2x128"}); `name` is what diagnostics call the model (default: the path).
+    Errors are Diagnostics.
     """
     proto, source = load_model(model, name)
     return OnnxImporter(proto, source, input_shapes or {}, initializers_as_args).run()
@@ -200,12 +201,15 @@ class OnnxImporter:
         self,
         model: ModelProto,
         source: str,
-        input_shapes: Mapping[str, Sequence[int]],
+        input_shapes: Mapping[str, Sequence[int] | str],
         initializers_as_args: bool,
     ):
         self.model = model
         self.source = source
-        self.requested_shapes = {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
+        self.requested_shapes = {
+            k: parse_shape_options([f"{k}={v}"])[k] if isinstance(v, str) else tuple(int(d) for d in v)
+            for k, v in input_shapes.items()
+        }
         self.initializers_as_args = initializers_as_args
         self.values: dict[str, SSAValue] = {}
         self.constants: dict[str, np.ndarray] = {}
@@ -217,7 +221,7 @@ class OnnxImporter:
         return Diagnostic(message, self.source)
 
     def run(self) -> ModuleOp:
-        self.opset = self.check_opset()
+        self.check_opset()
         if self.model.functions:  # model-local functions (e.g. from torch.onnx) become plain nodes
             self.model = inliner.inline_local_functions(self.model)
         g = self.model.graph
@@ -265,7 +269,8 @@ class OnnxImporter:
         known = set(initializers) - set(arg_initializers)
         unsupported = []
         for index, proto in enumerate(self.model.graph.node):
-            if self.foldable(proto, known) or proto.op_type in ("Shape", "Constant") and is_default_domain(proto):
+            compile_time = is_default_domain(proto) and proto.op_type in ("Shape", "Constant")
+            if compile_time or self.foldable(proto, known):
                 known.update(proto.output)
             elif not is_default_domain(proto) or proto.op_type not in OPS:
                 op = proto.op_type if is_default_domain(proto) else f"{proto.domain}.{proto.op_type}"
@@ -298,7 +303,7 @@ class OnnxImporter:
         for name, shape in self.requested_shapes.items():
             if name not in names:
                 raise self.error(
-                    f"input_shapes names '{name}', which is not an input of the model "
+                    f"a shape is given for '{name}', which is not an input of the model "
                     f"(inputs: {', '.join(names) or 'none'})"
                 )
             if any(d < 1 for d in shape):

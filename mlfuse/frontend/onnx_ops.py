@@ -82,10 +82,9 @@ def element_type(onnx_type: int, what: str, location: str | None = None) -> Attr
 
 
 def dense_from_numpy(array: np.ndarray, el: Attribute) -> DenseIntOrFPElementsAttr:
-    """A dense attribute holding `array`, packed straight from its bytes (weights can be large)."""
+    """A dense attribute holding `array`, packed straight from its bytes (weights can be large;
+    graph.dense_attr goes through Python floats)."""
     flat = array.reshape(-1)
-    if flat.size > 0 and np.all(flat == flat[0]):
-        return graph.dense_attr(array, el)  # splat
     t = TensorType(el, list(array.shape))
     if el == i1:
         data = np.where(flat, -1, 0).astype("<i1").tobytes()  # xDSL packs true as 0xFF
@@ -418,8 +417,7 @@ def convert_cast(node: Node) -> list[Value]:
 
 @onnx_op("Identity")
 def convert_identity(node: Node) -> list[Value]:
-    constant = node.constant(0)
-    return [constant if constant is not None else node.input(0)]
+    return [node.input(0)]
 
 
 @onnx_op("Constant", attributes=("value", "value_float", "value_floats", "value_int", "value_ints"))
