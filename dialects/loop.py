@@ -16,6 +16,18 @@ an explicit domain, so tiling and footprints need no shape inference).
       loop.yield %e : f32
     }
 
+`loop.band` is a band of parallel loops around a sequence of nests that use its
+induction variables as symbols: the tile or row loop of a fused kernel. Scratch
+buffers allocated in its body (`memref.alloca`) are private to each iteration
+(each thread), like shared memory per GPU block.
+
+    loop.band "fused_softmax" upper [4096] {
+    ^bb0(%row: index):
+      %m = memref.alloca() : memref<1xf32>
+      loop.nest "max" syms(%row) lower [0] upper [1024] iterators ["reduction"] ...
+      loop.nest "exp_sum" syms(%row) ...
+    }
+
 `loop.parallel_call` runs an outlined nest `@fn(lo, hi, args...)` over a range
 split across the CPU's threads (lowered to libgomp's GOMP_parallel).
 """
@@ -27,6 +39,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseArrayBase,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -52,7 +65,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 PARALLEL = "parallel"
@@ -158,9 +171,9 @@ class NestOp(IRDLOperation):
             )
         for bound in (*self.lower.data, *self.upper.data):
             m = bound.data
-            if m.num_dims != 0 or m.num_symbols != nsyms or not m.results:
+            if m.num_dims != 0 or m.num_symbols > nsyms or not m.results:
                 raise VerifyException(
-                    f"'loop.nest' bound {m} must map the nest's {nsyms} symbols (and no dims) "
+                    f"'loop.nest' bound {m} must map (some of) the nest's {nsyms} symbols, and no dims, "
                     "to one or more values"
                 )
         buffers = [*self.ins, *self.outs]
@@ -171,7 +184,7 @@ class NestOp(IRDLOperation):
         for i, (buf, m) in enumerate(zip(buffers, self.access_maps)):
             t = buf.type
             assert isinstance(t, MemRefType)
-            if m.num_dims != rank or m.num_symbols != nsyms or len(m.results) != t.get_num_dims():
+            if m.num_dims != rank or m.num_symbols > nsyms or len(m.results) != t.get_num_dims():
                 raise VerifyException(
                     f"'loop.nest' access map {i} {m} must map {rank} dims and {nsyms} symbols "
                     f"to the {t.get_num_dims()} indices of {t}"
@@ -294,7 +307,7 @@ def _parse_bounds(parser: Parser) -> ArrayAttr[AffineMapAttr]:
 
 
 def _segments(*sizes: int) -> Attribute:
-    from xdsl.dialects.builtin import DenseArrayBase, i32
+    from xdsl.dialects.builtin import i32
 
     return DenseArrayBase.from_list(i32, list(sizes))
 
@@ -371,6 +384,60 @@ class ParallelCallOp(IRDLOperation):
 
 
 @irdl_op_definition
+class BandOp(IRDLOperation):
+    """Parallel loops over [0, upper) per dimension around nests that use the ivs as symbols."""
+
+    name = "loop.band"
+    band_name = prop_def(StringAttr)
+    upper = prop_def(DenseArrayBase)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+
+    def __init__(self, band_name: str, upper: Sequence[int], body: Region):
+        super().__init__(
+            properties={"band_name": StringAttr(band_name), "upper": DenseArrayBase.from_list(i64, list(upper))},
+            regions=[body],
+        )
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(self.upper.get_values())
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    def verify_(self) -> None:
+        args = self.block.args
+        if len(args) != len(self.sizes) or any(not isinstance(a.type, IndexType) for a in args):
+            raise VerifyException(
+                f"'loop.band' has {len(self.sizes)} dimensions, so its body takes {len(self.sizes)} index arguments"
+            )
+        if any(n < 0 for n in self.sizes):
+            raise VerifyException("'loop.band' sizes must be non-negative")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.band_name)
+        printer.print_string(f" upper [{', '.join(map(str, self.sizes))}]")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BandOp:
+        name = parser.parse_str_literal("band name")
+        parser.parse_keyword("upper")
+        sizes = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region()
+        op = cls(name, sizes, body)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+
+@irdl_op_definition
 class ViewOp(IRDLOperation):
     """The same contiguous buffer seen with another static shape (a bufferized reshape)."""
 
@@ -392,4 +459,4 @@ class ViewOp(IRDLOperation):
             raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
 
 
-Loop = Dialect("loop", [NestOp, YieldOp, ParallelCallOp, ViewOp], [])
+Loop = Dialect("loop", [NestOp, YieldOp, BandOp, ParallelCallOp, ViewOp], [])

@@ -55,13 +55,16 @@ class LocatingParser(Parser):
     It also points "used but not defined" errors at the first use, not at the end.
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.first_uses: dict[str, Span] = {}  # name of a not-yet-defined value -> its first use
+
     def resolve_operand(self, operand: UnresolvedOperand, type: Attribute) -> SSAValue:
         if operand.operand_name not in self.ssa_values:
             self.first_uses.setdefault(operand.operand_name, operand.span)
         return super().resolve_operand(operand, type)
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        self.first_uses: dict[str, Span] = {}
         try:
             return super().parse_module(allow_implicit_module)
         except ParseError as e:

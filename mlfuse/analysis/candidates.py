@@ -290,3 +290,39 @@ def packing_candidates(pool: CandidatePool, groups: list[int]) -> int:
         if pack and pack not in groups:
             added += pool.add(pack, "pack")
     return added
+
+
+def merge_candidates(pool: CandidatePool, groups: list[int], partition_type) -> int:
+    """Greedily merge kernels of a plan, any two at a time (related or independent),
+    while the modeled time drops; every valid union met becomes a candidate.
+
+    This finds what the per-op enumeration cannot see: packs of kernels that sit at
+    different levels of the kernel graph, or a kernel joining a distant sibling."""
+    g, model = pool.graph, pool.model
+    part = partition_type(g, groups)
+    added = 0
+    fusible = {gid for gid, m in part.masks.items() if m & g.fusible_mask == m}
+
+    def gain(a: int, b: int) -> float | None:
+        union = part.mask(a) | part.mask(b)
+        if not pool.verdict(union).ok:
+            return None
+        return model.time(part.mask(a)) + model.time(part.mask(b)) - model.time(union)
+
+    while True:
+        best: tuple[float, int, int] | None = None
+        ids = sorted(fusible)
+        for x, a in enumerate(ids):
+            for b in ids[x + 1:]:
+                gv = gain(a, b)
+                if gv is None:
+                    continue
+                added += pool.add(part.mask(a) | part.mask(b), "merge")
+                if gv > 1e-12 and (best is None or gv > best[0]) and not part.creates_cycle(a, b):
+                    best = (gv, a, b)
+        if best is None:
+            return added
+        _, a, b = best
+        keep = part.merge(a, b)
+        fusible -= {a, b}
+        fusible.add(keep)

@@ -43,6 +43,7 @@ from mlfuse.analysis.candidates import (
     check_pattern,
     generate_candidates,
     independent,
+    merge_candidates,
     packing_candidates,
 )
 from mlfuse.analysis.cost_model import CostModel, PatternCost
@@ -496,7 +497,9 @@ def plan_ilp(
 
     result = solve(time_limit - (time.perf_counter() - started))
     total_solve = result.solve_time_s
-    if not exhaustive and result.status != "fallback" and packing_candidates(pool, result.groups):
+    improvable = not exhaustive and result.status != "fallback"
+    if improvable and (packing_candidates(pool, result.groups)
+                       + merge_candidates(pool, result.groups, Partition)):
         again = solve(time_limit - (time.perf_counter() - started))
         total_solve += again.solve_time_s
         if again.status != "fallback" and model.plan_time(again.groups) <= model.plan_time(result.groups):

@@ -178,14 +178,99 @@ def inline_nest(nest: loop.NestOp) -> None:
     nest.erase()
 
 
+def nest_points(nest: loop.NestOp) -> int:
+    bounds = nest.static_bounds()
+    return math.prod(hi - lo for lo, hi in bounds) if bounds is not None else 1
+
+
+def band_work(band: loop.BandOp) -> int:
+    """Points computed by the whole band: iterations times the points of its nests."""
+    inner = sum(nest_points(op) for op in band.block.ops if isinstance(op, loop.NestOp))
+    return math.prod(band.sizes) * max(1, inner)
+
+
+def emit_band_iteration(b: Builder, band: loop.BandOp, ivs: Sequence[SSAValue], mapping: dict[SSAValue, SSAValue]) -> None:
+    """One iteration of the band body: its nests as loops, other ops cloned."""
+    mapping.update(zip(band.block.args, ivs))
+    for op in band.block.ops:
+        if isinstance(op, loop.NestOp):
+            m = lambda v: mapping.get(v, v)  # noqa: E731
+            emit_nest_loops(b, op, [m(v) for v in op.syms], [m(v) for v in (*op.ins, *op.outs)])
+        elif not isinstance(op, memref.AllocaOp):
+            b.insert(op.clone(value_mapper=mapping))
+
+
+def emit_band(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue], first: tuple[SSAValue, SSAValue] | None = None) -> None:
+    """The band's loops at `b`; scratch allocas go first, outside every loop (one per thread)."""
+    for op in band.block.ops:
+        if isinstance(op, memref.AllocaOp):
+            mapping[op.memref] = b.insert(op.clone()).memref
+    one = index_const(b, 1)
+    ivs: list[SSAValue] = []
+    inner = b
+    for d, size in enumerate(band.sizes):
+        lo, hi = first if (d == 0 and first is not None) else (index_const(inner, 0), index_const(inner, size))
+        body = Block(arg_types=[IndexType()])
+        inner.insert(scf.ForOp(lo, hi, one, [], body))
+        ivs.append(body.args[0])
+        inner = Builder(InsertPoint.at_end(body))
+    emit_band_iteration(inner, band, ivs, mapping)
+    for iv in reversed(ivs):
+        Builder(InsertPoint.at_end(iv.owner)).insert(scf.YieldOp())
+
+
+def captured_values(band: loop.BandOp) -> list[SSAValue]:
+    inside = {band}
+    captured: dict[SSAValue, None] = {}
+    for op in band.walk():
+        inside.add(op)
+    for op in band.walk():
+        for v in op.operands:
+            owner = v.owner
+            owner_op = owner if isinstance(owner, Operation) else owner.parent_op()
+            if owner_op not in inside:
+                captured[v] = None
+    return list(captured)
+
+
+def outline_band(module: ModuleOp, fn: func.FuncOp, band: loop.BandOp, k: int) -> None:
+    operands = captured_values(band)
+    block = Block(arg_types=[IndexType(), IndexType(), *[v.type for v in operands]])
+    lo, hi, *params = block.args
+    b = Builder(InsertPoint.at_end(block))
+    emit_band(b, band, dict(zip(operands, params)), first=(lo, hi))
+    b.insert(func.ReturnOp())
+    name = f"{fn.sym_name.data}__{k}_{symbol_name(band.band_name.data)}"
+    outlined = func.FuncOp(name, (list(block.arg_types), []), Region(block), visibility="private")
+    outlined.attributes["mlfuse.kernel"] = band.band_name
+    module.body.block.insert_op_after(outlined, fn)
+    per_iteration = band_work(band) // max(1, band.sizes[0])
+    grain = max(1, -(-GRAIN_POINTS // max(1, per_iteration)))
+    Builder(InsertPoint.before(band)).insert(loop.ParallelCallOp(name, band.sizes[0], operands, grain))
+    band.detach()
+    band.erase()
+
+
+def inline_band(band: loop.BandOp) -> None:
+    emit_band(Builder(InsertPoint.before(band)), band, {})
+    band.detach()
+    band.erase()
+
+
 def convert_loop_to_scf(module: ModuleOp, parallel: bool = True) -> None:
     for fn in list(module.ops):
         if not isinstance(fn, func.FuncOp):
             continue
-        nests = [op for op in fn.walk() if isinstance(op, loop.NestOp)]
-        for k, nest in enumerate(nests):
-            plan = parallel_plan(nest) if parallel and nest.parent_op() is fn else None
-            if plan is not None:
-                outline_nest(module, fn, nest, k, plan)
-            else:
-                inline_nest(nest)
+        for k, op in enumerate(list(fn.walk())):
+            if isinstance(op, loop.BandOp):
+                top = op.parent_op() is fn
+                if parallel and top and op.sizes and op.sizes[0] >= 2 and band_work(op) >= PARALLEL_MIN_POINTS:
+                    outline_band(module, fn, op, k)
+                else:
+                    inline_band(op)
+            elif isinstance(op, loop.NestOp) and op.parent is not None and not isinstance(op.parent_op(), loop.BandOp):
+                plan = parallel_plan(op) if parallel and op.parent_op() is fn else None
+                if plan is not None:
+                    outline_nest(module, fn, op, k, plan)
+                else:
+                    inline_nest(op)

@@ -346,6 +346,10 @@ class FunctionLowering:
         nbytes = max(64, -(-nbytes // 64) * 64)  # aligned_alloc wants a multiple of the alignment
         return self.call("aligned_alloc", [self.const(64, i64), self.const(nbytes, i64)], PTR)
 
+    def lower_AllocaOp(self, op: memref.AllocaOp) -> SSAValue:
+        t = op.memref.type
+        return self.emit(llvm.AllocaOp(self.const(t.element_count(), i64), t.get_element_type(), alignment=64))
+
     def lower_DeallocOp(self, op: memref.DeallocOp) -> None:
         self.call("free", [self.v(op.memref)], None)
 
