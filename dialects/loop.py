@@ -354,6 +354,36 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
+class IndexOp(IRDLOperation):
+    """The current value of a nest dimension (`dim`) or symbol (`sym`), inside a nest body.
+
+    For guards that an affine access map cannot express (padding borders).
+    """
+
+    name = "loop.index"
+    kind = prop_def(StringAttr)
+    position = prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure(), HasParent(NestOp))
+    assembly_format = "$kind $position attr-dict"
+
+    def __init__(self, kind: str, position: int):
+        super().__init__(
+            properties={"kind": StringAttr(kind), "position": IntegerAttr(position, i64)},
+            result_types=[IndexType()],
+        )
+
+    def verify_(self) -> None:
+        nest = self.parent_op()
+        if self.kind.data not in ("dim", "sym"):
+            raise VerifyException(f"'loop.index' kind must be dim or sym, got '{self.kind.data}'")
+        if isinstance(nest, NestOp):
+            limit = nest.rank if self.kind.data == "dim" else len(nest.syms)
+            if not 0 <= self.position.value.data < limit:
+                raise VerifyException(f"'loop.index' {self.kind.data} {self.position.value.data} is out of range ({limit})")
+
+
+@irdl_op_definition
 class ParallelCallOp(IRDLOperation):
     """Call `@callee(lo, hi, args...)` on sub-ranges of [0, trip_count) on all threads.
 
@@ -459,4 +489,4 @@ class ViewOp(IRDLOperation):
             raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
 
 
-Loop = Dialect("loop", [NestOp, YieldOp, BandOp, ParallelCallOp, ViewOp], [])
+Loop = Dialect("loop", [NestOp, YieldOp, IndexOp, BandOp, ParallelCallOp, ViewOp], [])

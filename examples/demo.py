@@ -44,7 +44,7 @@ def main() -> int:
     beta = rng.standard_normal(1024).astype(np.float32)
 
     start = time.perf_counter()
-    fn = mlfuse.compile(module, fuse=False)
+    fn = mlfuse.compile(module)
     print(f"== compiled in {time.perf_counter() - start:.2f} s ==")
     (y,) = fn(x, gamma, beta)
     (ref,) = mlfuse.reference(module)(x, gamma, beta)

@@ -13,7 +13,7 @@ def cpu_pipeline(fuse: bool = True, parallel: bool = True, planner: str = "ilp")
     """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
-        passes.append(f"fusion-plan{{planner={planner} target=cpu}}")
+        passes.append(f"fusion-plan{{planner={planner} target=cpu summary=false}}")
     passes += [
         "convert-graph-to-loop",
         "assign-buffers",

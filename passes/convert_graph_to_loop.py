@@ -4,7 +4,10 @@ Functions on tensors become destination-passing functions on memrefs (inputs,
 then outputs; no results). Each graph op becomes one or more affine loop nests;
 intermediates are 64-byte-aligned `memref.alloc`s freed after their last use;
 dense constants become `memref.global`s; splat constants fold into the nests
-that read them. Reshapes are views (`loop.view`), not copies.
+that read them. Reshapes are views (`loop.view`), not copies. A `fusion.group`
+becomes one stitched kernel (mlfuse/conversion/group_to_loop.py: one nest with
+everything in registers, or a `loop.band` over rows with per-row scratch); groups
+it cannot stitch, and every group with `stitch=false`, are lowered op by op.
 
 Before:
     func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -36,5 +39,8 @@ from mlfuse.conversion.graph_to_loop import convert_graph_to_loop
 class ConvertGraphToLoopPass(ModulePass):
     name = "convert-graph-to-loop"
 
+    stitch: bool = True
+    """Lower each fusion.group as one stitched kernel (see group_to_loop); false: op by op."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_graph_to_loop(op)
+        convert_graph_to_loop(op, self.stitch)

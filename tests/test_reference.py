@@ -214,7 +214,7 @@ def broadcast_cases(draw):
     return shape, tuple(dims), out
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(case=broadcast_cases())
 def test_broadcast_random_shapes(case):
     shape, dims, out = case
@@ -246,6 +246,22 @@ def expected_reduction(op_type, x, axes, keepdims):
     return np.asarray(want).astype(x.dtype)
 
 
+def close_reduction(got, x, op_type, axes, keepdims):
+    """rtol 1e-5, plus an absolute slack of fp32 rounding of the summed magnitudes.
+
+    A sum that cancels to nearly zero (sum |x| >> |sum x|) carries an error
+    proportional to sum |x|, not to its own size.
+    """
+    want = expected_reduction(op_type, x, axes, keepdims)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    magnitude = expected_reduction(graph.ReduceSumOp, np.abs(x), axes, keepdims).astype(np.float64)
+    if op_type is graph.ReduceMeanOp:
+        magnitude /= math.prod(x.shape[a] for a in axes)
+    slack = 1e-6 * magnitude if op_type in (graph.ReduceSumOp, graph.ReduceMeanOp) else 0.0
+    error = np.abs(got.astype(np.float64) - want.astype(np.float64))
+    assert np.all(error <= ACCUMULATE_RTOL * np.abs(want) + slack + 1e-7), (got, want)
+
+
 @pytest.mark.parametrize("keepdims", [False, True])
 @pytest.mark.parametrize("axes", ALL_AXES_OF_RANK_3, ids=str)
 @pytest.mark.parametrize("op_type", list(REDUCTIONS), ids=lambda o: o.name)
@@ -253,7 +269,7 @@ def test_reduction_over_every_axis_set(op_type, axes, keepdims, rng):
     shape = (3, 5, 7)
     x = reduction_input(op_type, rng, shape)
     got = run_one([t(shape)], lambda v: op_type(v, axes, keepdims), x)
-    close(got, expected_reduction(op_type, x, axes, keepdims), rtol=ACCUMULATE_RTOL)
+    close_reduction(got, x, op_type, axes, keepdims)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -261,7 +277,7 @@ def test_reduction_over_every_axis_set(op_type, axes, keepdims, rng):
 def test_reduction_odd_sizes(op_type, size, rng):
     x = reduction_input(op_type, rng, (2, size))
     got = run_one([t((2, size))], lambda v: op_type(v, [1], True), x)
-    close(got, expected_reduction(op_type, x, [1], True), rtol=ACCUMULATE_RTOL)
+    close_reduction(got, x, op_type, [1], True)
 
 
 @st.composite
@@ -271,13 +287,13 @@ def reduction_cases(draw):
     return shape, axes, draw(st.booleans()), draw(st.sampled_from(list(REDUCTIONS)))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, derandomize=True)
 @given(case=reduction_cases())
 def test_reduction_random_shapes(case):
     shape, axes, keepdims, op_type = case
     x = reduction_input(op_type, np.random.default_rng(sum(shape)), shape)
     got = run_one([t(shape)], lambda v: op_type(v, axes, keepdims), x)
-    close(got, expected_reduction(op_type, x, axes, keepdims), rtol=ACCUMULATE_RTOL)
+    close_reduction(got, x, op_type, axes, keepdims)
 
 
 def test_integer_sum_and_max(rng):

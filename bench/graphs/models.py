@@ -132,7 +132,7 @@ def bert_layer() -> ModuleOp:
     return b.module()
 
 
-def stacked_bert(layers: int = 7) -> ModuleOp:
+def stacked_bert(layers: int = 8) -> ModuleOp:
     b = GraphBuilder()
     x = b.input("x", (SEQ, HIDDEN))
     mask = b.input("mask", (SEQ,))

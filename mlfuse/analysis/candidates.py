@@ -131,9 +131,12 @@ def generate_candidates(
     else:
         vertical = pattern_reduction(pool, top_k)
         sibling_patterns(pool, vertical)
+        packing_candidates(pool, [1 << i for i in range(len(fgraph))])
     for origin, groups in (seeds or {}).items():
         for mask in groups:
             pool.add(mask, origin)
+        if len(fusible) > exhaustive_limit:
+            packing_candidates(pool, groups)
     return pool
 
 
@@ -240,25 +243,28 @@ def sibling_patterns(pool: CandidatePool, vertical: dict[int, list[int]]) -> Non
             pool.add(joined, "sibling")
 
 
-def kernel_levels(fgraph: FusionGraph, groups: list[int]) -> list[int]:
-    """Longest-path level of every group in the kernel graph of an acyclic plan."""
+def kernel_levels(fgraph: FusionGraph, groups: list[int], from_outputs: bool = False) -> list[int]:
+    """Longest-path level of every group in the kernel graph of an acyclic plan,
+    counted from the inputs (as soon as possible) or from the outputs (as late as possible)."""
     owner = {}
     for gi, m in enumerate(groups):
         for i in bits(m):
             owner[i] = gi
-    order = sorted(range(len(groups)), key=lambda gi: groups[gi] & -groups[gi])
-    preds: list[set[int]] = [set() for _ in groups]
+    before: list[set[int]] = [set() for _ in groups]
     for gi, m in enumerate(groups):
-        for p in bits(fgraph.external_preds(m)):
-            preds[gi].add(owner[p])
+        near = 0
+        for i in bits(m):
+            near |= fgraph.succ_mask[i] if from_outputs else fgraph.pred_mask[i]
+        for j in bits(near & ~m):
+            before[gi].add(owner[j])
     level = [0] * len(groups)
     done: set[int] = set()
-    pending = list(order)
+    pending = list(range(len(groups)))
     while pending:  # Kahn-style relaxation; the plan is acyclic
         rest = []
         for gi in pending:
-            if preds[gi] <= done:
-                level[gi] = max((level[q] + 1 for q in preds[gi]), default=0)
+            if before[gi] <= done:
+                level[gi] = max((level[q] + 1 for q in before[gi]), default=0)
                 done.add(gi)
             else:
                 rest.append(gi)
@@ -269,26 +275,28 @@ def kernel_levels(fgraph: FusionGraph, groups: list[int]) -> list[int]:
 
 
 def packing_candidates(pool: CandidatePool, groups: list[int]) -> int:
-    """Pack independent kernels of a plan, level by level, into horizontal candidates."""
+    """Pack independent kernels of a plan, level by level (as soon and as late as
+    possible), into horizontal candidates within the operand and size budgets."""
     g = pool.graph
-    level = kernel_levels(g, groups)
     added = 0
-    by_level: dict[int, list[int]] = {}
-    for gi, m in enumerate(groups):
-        if all(g.nodes[i].fusible for i in bits(m)):
-            by_level.setdefault(level[gi], []).append(m)
-    for members in by_level.values():
-        members.sort(key=lambda m: m & -m)
-        pack = 0
-        for m in members:
-            if pack and pool.verdict(pack | m).ok:
-                pack |= m
-                continue
-            if pack.bit_count() > 0 and pack not in groups:
+    for from_outputs in (False, True):
+        level = kernel_levels(g, groups, from_outputs)
+        by_level: dict[int, list[int]] = {}
+        for gi, m in enumerate(groups):
+            if m & g.fusible_mask == m:
+                by_level.setdefault(level[gi], []).append(m)
+        for members in by_level.values():
+            members.sort(key=lambda m: m & -m)
+            pack = 0
+            for m in members:
+                if pack and pool.verdict(pack | m).ok:
+                    pack |= m
+                    continue
+                if pack and pack not in groups:
+                    added += pool.add(pack, "pack")
+                pack = m
+            if pack and pack not in groups:
                 added += pool.add(pack, "pack")
-            pack = m
-        if pack and pack not in groups:
-            added += pool.add(pack, "pack")
     return added
 
 
@@ -326,3 +334,33 @@ def merge_candidates(pool: CandidatePool, groups: list[int], partition_type) -> 
         keep = part.merge(a, b)
         fusible -= {a, b}
         fusible.add(keep)
+
+
+def move_candidates(pool: CandidatePool, groups: list[int]) -> int:
+    """Neighbours of a plan: one op moved from its kernel into an adjacent one.
+
+    For every kernel G and every op v next to it (producer, consumer, or a reader of
+    the same value) in another kernel H, G + v and H - v become candidates; the next
+    ILP round can then take any combination of such moves."""
+    g = pool.graph
+    owner: dict[int, int] = {}
+    for gi, m in enumerate(groups):
+        for i in bits(m):
+            owner[i] = gi
+    added = 0
+    for m in groups:
+        if m & g.fusible_mask != m:
+            continue
+        near = 0
+        for i in bits(m):
+            near |= g.pred_mask[i] | g.succ_mask[i]
+            for v in g.nodes[i].operands:
+                val = g.values[v]
+                if val.constant != "splat" and val.numel > 1 and len(val.users) < 16:
+                    near |= sum(1 << u for u in val.users)
+        for v in bits(near & ~m & g.fusible_mask):
+            added += pool.add(m | (1 << v), "move")
+            rest = groups[owner[v]] & ~(1 << v)
+            if rest:
+                added += pool.add(rest, "move")
+    return added

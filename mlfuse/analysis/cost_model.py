@@ -261,6 +261,8 @@ class CostModel:
         nodes, values = g.nodes, g.values
         members = list(bits(mask))
         single = len(members) == 1
+        if single and not nodes[members[0]].is_kernel:
+            return PatternCost(mask, True, time_us=0.0)  # scalar bookkeeping, not a kernel
 
         if not single:
             for i in members:

@@ -55,6 +55,11 @@ class Node:
     def op_class(self) -> OpClass:
         return self.info.op_class
 
+    @property
+    def is_kernel(self) -> bool:
+        """Whether running the op alone is a kernel (a foreign scalar op is not)."""
+        return any(isinstance(v.type, TensorType) for v in (*self.op.operands, *self.op.results))
+
 
 def element_bytes(t) -> int:
     if not isinstance(t, TensorType):
@@ -138,7 +143,7 @@ class FusionGraph:
                         values[ids[v]].escapes = True
                 continue
             if isinstance(op, graph.ConstantOp):
-                splat = len(op.value.get_values()) == 1
+                splat = op.value.is_splat()
                 add_value(op.result, None, "splat" if splat else "dense")
                 continue
             info = classify(op, fine_gemm_flops)

@@ -5,9 +5,9 @@
         print(r.summary)
 
 `PlanOptions.check()` validates the options (ValueError with a message);
-`resolve_no_fuse` maps no-fuse entries to ops and raises a `Diagnostic` for an
-entry that names nothing. A no-fuse entry is an op name (`graph.exp` or `exp`:
-every such op) or an SSA value name (`%e` or `e`: the op defining it).
+`resolve_no_fuse` maps no-fuse entries to ops. A no-fuse entry is a graph op name
+(`graph.exp` or `exp`: every such op) or an SSA value name (`%e` or `e`: the op
+defining it); an entry that is neither raises a `Diagnostic`.
 """
 
 from __future__ import annotations
@@ -95,10 +95,11 @@ def resolve_no_fuse(module: ModuleOp, entries: tuple[str, ...]) -> dict[func.Fun
                 if hit:
                     positions.add(position)
                     matched = True
-        if not matched:
-            what = f"'{by_op}' op" if by_op else "op name or value name"
-            raise Diagnostic(f"fusion-plan: no-fuse entry '{entry}' matches no {what} in the module",
-                             location_of(next(iter(pinned), None)))
+        if not matched and by_op is None:  # a graph op absent here is fine; a stray name is a typo
+            raise Diagnostic(
+                f"fusion-plan: no-fuse entry '{entry}' is neither a graph op name nor the name of a value",
+                location_of(next(iter(pinned), None)),
+            )
     return {fn: frozenset(p) for fn, p in pinned.items()}
 
 

@@ -44,14 +44,16 @@ from mlfuse.analysis.candidates import (
     generate_candidates,
     independent,
     merge_candidates,
+    move_candidates,
     packing_candidates,
 )
 from mlfuse.analysis.cost_model import CostModel, PatternCost
 from mlfuse.analysis.fusion_graph import FusionGraph, bits
-from mlfuse.analysis.ilp import SolveResult, find_kernel_cycle, solve_ilp
+from mlfuse.analysis.ilp import SolveResult, solve_ilp
 from mlfuse.analysis.op_classes import ContractionSize, OpClass
 
 PLANNERS = ("ilp", "xla", "tvm", "greedy", "none")
+LOCAL_SEARCH_ROUNDS = 3
 
 Edge = tuple[int, int]  # (producer node, consumer node)
 
@@ -72,7 +74,8 @@ class Plan:
 
     @property
     def kernels(self) -> int:
-        return len(self.groups)
+        """Kernels launched: groups, less foreign scalar ops that run alone."""
+        return sum(1 for c in self.costs if c.time_us > 0)
 
 
 class Partition:
@@ -101,14 +104,14 @@ class Partition:
             out |= self.graph.succ_mask[i]
         return out & ~mask
 
-    def creates_cycle(self, a: int, b: int) -> bool:
-        """Whether merging groups a and b closes a cycle through a third group."""
-        ma, mb = self.masks[a], self.masks[b]
-        return self._reaches_via_others(ma, mb) or self._reaches_via_others(mb, ma)
-
-    def _reaches_via_others(self, src: int, dst: int) -> bool:
-        frontier = self.out_ops(src) & ~dst
-        seen = src | dst
+    def creates_cycle(self, *gids: int) -> bool:
+        """Whether merging the groups closes a cycle: a path leaves their union and
+        comes back through other groups."""
+        union = 0
+        for gid in gids:
+            union |= self.masks[gid]
+        frontier = self.out_ops(union)
+        seen = union
         while frontier:
             expanded = 0
             for i in bits(frontier):
@@ -116,7 +119,7 @@ class Partition:
             expanded &= ~seen
             seen |= expanded
             out = self.out_ops(expanded)
-            if out & dst:
+            if out & union:
                 return True
             frontier = out & ~seen
         return False
@@ -371,12 +374,13 @@ def plan_tvm(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> Rule
             for e in edges:
                 rp.refuse(e, verdict.category, verdict.reason)
             continue
-        trial = Partition(g, [m for m in part.groups() if not m & union] + [union])
-        if find_kernel_cycle(g, trial.groups()) is not None:
+        if part.creates_cycle(*gids):
             for e in edges:
                 rp.refuse(e, "cycle", "the kernels would wait on each other through a third kernel")
             continue
-        rp.part = part = trial
+        keep = gids.pop()
+        for gid in gids:
+            keep = part.merge(keep, gid)
     return rp
 
 
@@ -497,14 +501,21 @@ def plan_ilp(
 
     result = solve(time_limit - (time.perf_counter() - started))
     total_solve = result.solve_time_s
-    improvable = not exhaustive and result.status != "fallback"
-    if improvable and (packing_candidates(pool, result.groups)
-                       + merge_candidates(pool, result.groups, Partition)):
+    # local search around the solution: merges, packs and single-op moves become
+    # candidates, and the ILP picks the best combination again
+    for _ in range(LOCAL_SEARCH_ROUNDS):
+        if exhaustive or result.status == "fallback":
+            break
+        added = packing_candidates(pool, result.groups) + merge_candidates(pool, result.groups, Partition)
+        added += move_candidates(pool, result.groups)
+        if not added:
+            break
         again = solve(time_limit - (time.perf_counter() - started))
         total_solve += again.solve_time_s
-        if again.status != "fallback" and model.plan_time(again.groups) <= model.plan_time(result.groups):
-            again.rounds += result.rounds
-            result = again
+        if again.status == "fallback" or model.plan_time(again.groups) >= model.plan_time(result.groups) - 1e-9:
+            break
+        again.rounds += result.rounds
+        result = again
     result.solve_time_s = total_solve
     if result.status != "optimal":
         result.message = f"ILP with time-limit {time_limit:g} s: {result.message}"

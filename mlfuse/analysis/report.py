@@ -22,59 +22,56 @@ from typing import Any
 from mlfuse.analysis.candidates import check_pattern
 from mlfuse.analysis.cost_model import CostModel
 from mlfuse.analysis.fusion_graph import FusionGraph, bits
-from mlfuse.analysis.planners import Plan
+from mlfuse.analysis.planners import Partition, Plan
 from mlfuse.analysis.rewrite import group_name
 from mlfuse.diagnostics import format_location
 
 
-def explain_split(fgraph: FusionGraph, model: CostModel, plan: Plan, p: int, c: int,
-                  max_group_size: int) -> tuple[str, str]:
-    """Category and detail for why producer p and consumer c are in different kernels."""
-    nodes = fgraph.nodes
-    for i in (p, c):
-        if nodes[i].no_fuse:
-            return "no-fuse", f"{fgraph.node_label(i)} is named in no-fuse"
-    for i in (p, c):
-        if not nodes[i].fusible:
-            return "op-class", f"{fgraph.node_label(i)} is a {nodes[i].info.describe()}: it runs alone"
-    if (p, c) in plan.edge_reasons:
-        return plan.edge_reasons[(p, c)]
-    pair = (1 << p) | (1 << c)
-    closure = fgraph.convex_closure(pair)
-    if closure != pair:
-        via = ", ".join(fgraph.node_label(i) for i in list(bits(closure & ~pair))[:3])
-        return "cycle", f"another path from producer to consumer runs through {via}"
-    verdict = check_pattern(fgraph, model, pair, max_group_size)
-    if not verdict.ok:
-        return verdict.category, verdict.reason
-    pool = plan.pool
-    if pool is None:
-        return "cost", "not merged by the planner"
-    holding = [cand for cand in pool if cand.mask & pair == pair]
-    if not holding:
-        return "pruned", "no candidate pattern held both ops"
-    chosen = plan.groups
-    reach_down = [0] * len(chosen)
-    reach_up = [0] * len(chosen)
-    for gi, m in enumerate(chosen):
-        for i in bits(m):
-            reach_down[gi] |= fgraph.desc[i]
-            reach_up[gi] |= fgraph.anc[i]
-    for cand in holding:
-        blocked = any(
-            not (m & cand.mask) and (reach_down[gi] & cand.mask) and (reach_up[gi] & cand.mask)
-            for gi, m in enumerate(chosen)
-        )
-        if not blocked:
-            break
-    else:
-        return "cycle", "every candidate holding both ops would form a cycle with a chosen kernel"
-    best = min(holding, key=lambda cand: cand.cost.time_us)
-    overlapped = sum(cost.time_us for m, cost in zip(chosen, plan.costs) if m & best.mask)
-    return "cost", (
-        f"the best kernel holding both ops ({best.mask.bit_count()} ops, {best.cost.time_us:.3f} us) "
-        f"does not pay off in the plan (the chosen kernels it overlaps take {overlapped:.3f} us)"
-    )
+class SplitExplainer:
+    """Why producer p and consumer c of an edge ended up in different kernels."""
+
+    def __init__(self, fgraph: FusionGraph, model: CostModel, plan: Plan, max_group_size: int):
+        self.graph, self.model, self.plan = fgraph, model, plan
+        self.max_group_size = max_group_size
+        self.owner = {i: gi for gi, m in enumerate(plan.groups) for i in bits(m)}
+        self.names = kernel_names(fgraph, plan)
+        self.partition = Partition(fgraph, plan.groups)
+
+    def explain(self, p: int, c: int) -> tuple[str, str]:
+        g, model, plan = self.graph, self.model, self.plan
+        for i in (p, c):
+            if g.nodes[i].no_fuse:
+                return "no-fuse", f"{g.node_label(i)} is named in no-fuse"
+        for i in (p, c):
+            if not g.nodes[i].fusible:
+                return "op-class", f"{g.node_label(i)} is a {g.nodes[i].info.describe()}: it runs alone"
+        if (p, c) in plan.edge_reasons:
+            return plan.edge_reasons[(p, c)]
+        pair = (1 << p) | (1 << c)
+        closure = g.convex_closure(pair)
+        if closure != pair:
+            via = ", ".join(g.node_label(i) for i in list(bits(closure & ~pair))[:3])
+            return "cycle", f"another path from producer to consumer runs through {via}"
+        verdict = check_pattern(g, model, pair, self.max_group_size)
+        if not verdict.ok:
+            return verdict.category, verdict.reason
+        # the ops could share a kernel: why were their two kernels not merged?
+        a, b = plan.groups[self.owner[p]], plan.groups[self.owner[c]]
+        merged = a | b
+        what = f"merging kernels {self.names[self.owner[p]]} and {self.names[self.owner[c]]}"
+        verdict = check_pattern(g, model, merged, self.max_group_size)
+        if not verdict.ok:
+            return verdict.category, f"{what}: {verdict.reason}"
+        part = self.partition
+        if part.creates_cycle(part.group_of(p), part.group_of(c)):
+            return "cycle", f"{what} would make them wait on each other through a third kernel"
+        t_merged, t_apart = model.time(merged), model.time(a) + model.time(b)
+        if t_merged >= t_apart:
+            return "cost", f"{what} takes {t_merged:.3f} us against {t_apart:.3f} us apart"
+        if plan.pool is not None and merged not in plan.pool.by_mask:
+            return "pruned", f"{what} would save {t_apart - t_merged:.3f} us but was not a candidate"
+        return "cost", (f"{what} saves {t_apart - t_merged:.3f} us here, "
+                        "but the plan as a whole is cheaper without it")
 
 
 def node_entry(fgraph: FusionGraph, i: int) -> dict[str, Any]:
@@ -95,6 +92,7 @@ def function_report(fgraph: FusionGraph, model: CostModel, plan: Plan, baseline:
         for i in bits(m):
             owner[i] = gi
     names = kernel_names(fgraph, plan)
+    explainer = SplitExplainer(fgraph, model, plan, max_group_size)
     edges = []
     for c in range(len(fgraph)):
         for p in fgraph.preds[c]:
@@ -111,7 +109,7 @@ def function_report(fgraph: FusionGraph, model: CostModel, plan: Plan, baseline:
                              stitch=plan.costs[gi].stitch.get(p, "register"),
                              detail=f"{plan.costs[gi].kind} kernel {names[gi]}")
             else:
-                category, detail = explain_split(fgraph, model, plan, p, c, max_group_size)
+                category, detail = explainer.explain(p, c)
                 entry.update(decision="split", reason=category, detail=detail)
             edges.append(entry)
     solve = plan.solve

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
     IntegerAttr,
     MemRefType,
@@ -68,6 +69,8 @@ class FunctionLowering:
     allocated: list[SSAValue] = field(default_factory=list)
     globals_made: int = 0
     prefix: str = ""
+    stitch: bool = True
+    fallbacks: list[str] = field(default_factory=list)
 
     # --- buffers -----------------------------------------------------------------
 
@@ -315,6 +318,8 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
         if isinstance(op, graph.ConstantOp):
             fl.values[op.result] = lower_constant(fl, op)
             continue
+        if isinstance(op, fusion.GroupOp) and fl.stitch and lower_stitched(fl, op, results_into):
+            continue
         if isinstance(op, fusion.GroupOp):
             inner: dict[SSAValue, SSAValue] = {}
             for arg, v in zip(op.block.args, op.inputs):
@@ -339,13 +344,48 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
         fl.values[result] = Operand(buffer=out)
 
 
-def bufferize_function(module: ModuleOp, fn: func.FuncOp) -> func.FuncOp:
+def lower_stitched(fl: FunctionLowering, group: fusion.GroupOp, results_into: dict[SSAValue, SSAValue]) -> bool:
+    """Lower `group` as one stitched kernel; False (nothing emitted) if it has no such lowering."""
+    from mlfuse.conversion.group_to_loop import Fallback, lower_group
+
+    if len(group.block.ops) <= 2:  # one op and the yield: nothing to stitch
+        return False
+    inputs = {arg: fl.values[v] for arg, v in zip(group.block.args, group.inputs)}
+    start = len(fl.allocated)
+    outputs: list[tuple[SSAValue, SSAValue]] = []
+    buffers: dict[SSAValue, SSAValue] = {}
+    for res, yielded in zip(group.outputs, group.yield_op.values):
+        if yielded in buffers or yielded in group.block.args:
+            return _undo_allocs(fl, start)
+        out = results_into.get(res) or fl.alloc(res.type)
+        buffers[yielded] = out
+        outputs.append((yielded, out))
+    try:
+        lower_group(group, inputs, outputs, fl.builder.insert, lambda c: lower_constant(fl, c))
+    except Fallback as e:
+        fl.fallbacks.append(f"{group.group_name.data}: {e}")
+        return _undo_allocs(fl, start)
+    for res, (_, out) in zip(group.outputs, outputs):
+        fl.values[res] = Operand(buffer=out)
+    return True
+
+
+def _undo_allocs(fl: FunctionLowering, start: int) -> bool:
+    for buf in fl.allocated[start:]:
+        op = buf.owner
+        op.detach()
+        op.erase()
+    del fl.allocated[start:]
+    return False
+
+
+def bufferize_function(module: ModuleOp, fn: func.FuncOp, stitch: bool = True) -> func.FuncOp:
     """Replace `fn` by its destination-passing, loop-level version."""
     inputs = [memref_of(t) for t in fn.function_type.inputs.data]
     outputs = [memref_of(t) for t in fn.function_type.outputs.data]
     new_block = Block(arg_types=[*inputs, *outputs])
     builder = Builder(InsertPoint.at_end(new_block))
-    fl = FunctionLowering(module, builder)
+    fl = FunctionLowering(module, builder, stitch=stitch)
     old_block = fn.body.block
     for arg, new in zip(old_block.args, new_block.args):
         fl.values[arg] = Operand(buffer=new)
@@ -376,6 +416,8 @@ def bufferize_function(module: ModuleOp, fn: func.FuncOp) -> func.FuncOp:
     place_deallocs(new_block, fl.allocated)
 
     new_fn = func.FuncOp(fn.sym_name.data, ([*inputs, *outputs], []), Region(new_block))
+    if fl.fallbacks:  # observability: which groups were not stitched, and why
+        new_fn.attributes["mlfuse.unstitched"] = ArrayAttr([StringAttr(r) for r in fl.fallbacks])
     new_fn.attributes["mlfuse.num_inputs"] = IntegerAttr(len(inputs), i64)
     new_fn.attributes["mlfuse.num_outputs"] = IntegerAttr(len(outputs), i64)
     for name in ("mlfuse.input_names", "mlfuse.output_names"):
@@ -391,19 +433,21 @@ def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
         dealloc = next(u for u in users if isinstance(u, memref.DeallocOp))
         views = [u.results[0] for u in users if isinstance(u, loop.ViewOp)]
         users += [u.operation for v in views for u in v.uses]
-        last = max((u for u in users if u is not dealloc), key=block.get_operation_index, default=None)
+        # a user nested in a loop.band counts as the band
+        tops = [block.find_ancestor_op_in_block(u) for u in users if u is not dealloc]
+        last = max((t for t in tops if t is not None), key=block.get_operation_index, default=None)
         if last is None:
             continue
         dealloc.detach()
         block.insert_op_after(dealloc, last)
 
 
-def convert_graph_to_loop(module: ModuleOp) -> None:
+def convert_graph_to_loop(module: ModuleOp, stitch: bool = True) -> None:
     for fn in list(module.ops):
         if isinstance(fn, func.FuncOp) and fn.body.blocks and any(
             isinstance(t, TensorType) for t in (*fn.function_type.inputs.data, *fn.function_type.outputs.data)
         ):
-            new_fn = bufferize_function(module, fn)
+            new_fn = bufferize_function(module, fn, stitch)
             module.body.block.insert_op_before(new_fn, fn)
             fn.detach()
             fn.erase()

@@ -55,12 +55,16 @@ def emit_affine(b: Builder, expr: AffineExpr, dims: Sequence[SSAValue], syms: Se
             if expr.kind == AffineBinaryOpKind.Add and isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value == 0:
                 return lhs
             rhs = emit_affine(b, expr.rhs, dims, syms)
+            if expr.kind == AffineBinaryOpKind.Mod:  # affine mod is never negative
+                r = b.insert(arith.RemSIOp(lhs, rhs)).result
+                negative = b.insert(arith.CmpiOp(r, index_const(b, 0), "slt")).result
+                wrapped = b.insert(arith.AddiOp(r, rhs)).result
+                return b.insert(arith.SelectOp(negative, wrapped, r)).result
             op = {
                 AffineBinaryOpKind.Add: arith.AddiOp,
                 AffineBinaryOpKind.Mul: arith.MuliOp,
                 AffineBinaryOpKind.FloorDiv: arith.FloorDivSIOp,
                 AffineBinaryOpKind.CeilDiv: arith.CeilDivSIOp,
-                AffineBinaryOpKind.Mod: arith.RemSIOp,
             }[expr.kind]
             return b.insert(op(lhs, rhs)).result
     raise NotImplementedError(f"affine expression {expr}")
@@ -115,6 +119,9 @@ def emit_nest_body(b: Builder, nest: loop.NestOp, ivs, syms, buffers) -> None:
         if isinstance(op, loop.YieldOp):
             yielded = [mapping.get(v, v) for v in op.values]
             break
+        if isinstance(op, loop.IndexOp):
+            mapping[op.result] = (ivs if op.kind.data == "dim" else syms)[op.position.value.data]
+            continue
         b.insert(op.clone(value_mapper=mapping))
     for value, buf, idx in zip(yielded, buffers[n_in:], indices[n_in:]):
         b.insert(memref.StoreOp.get(value, buf, idx))

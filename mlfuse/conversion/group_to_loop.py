@@ -1,0 +1,489 @@
+"""Stitched code generation: one `fusion.group` -> one kernel whose intermediates stay on chip.
+
+`lower_group` dispatches on what the group holds (the planner's `kind` says the
+same thing, but the code decides from the ops so hand-written groups work too):
+
+- **elementwise/injective chains** (no reduction, no contraction): one
+  `loop.nest` per distinct output shape over that shape; every intermediate is
+  recomputed in registers from the group inputs by *index propagation* (each op
+  maps the index at which its result is needed to the indices of its operands:
+  broadcasts drop or zero dimensions, transposes permute, slices shift and
+  stride, reshapes linearize). Thread composition, in FusionStitching's terms.
+- **row stitching** (reductions over the last axis and small GEMMs, with
+  producers and consumers that broadcast results back: softmax, LayerNorm,
+  RMSNorm, bias+residual+LayerNorm, attention scores with scale, mask and
+  softmax): a `loop.band` over the rows (all dimensions but the last), split
+  across threads, and inside it a sequence of *phases*, one nest over the row
+  per dependence level. A reduction's result is a per-row scalar in a
+  one-element scratch, a GEMM's result row lives in a row-sized scratch; values
+  needed by several phases are recomputed when cheap and kept in a row scratch
+  when expensive (transcendentals, divisions). Scratch is `memref.alloca`,
+  private to the thread and small enough to stay in L1/L2: the CPU analogue of
+  shared-memory (block) composition. Variance is computed two-pass-in-cache:
+  the row is re-read from cache for the second pass, which is exact where
+  E[x^2] - E[x]^2 cancels and as fast as Welford for rows that fit in cache.
+- anything else (pad, concat, reductions over leading axes, groups mixing row
+  shapes) raises `Fallback`, and the caller lowers the group op by op: correct,
+  never silently wrong, only slower. `explain_fallback` says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap, AffineSymExpr
+from xdsl.rewriter import InsertPoint
+
+from mlfuse.conversion import scalar
+from mlfuse.dialects import fusion, graph, loop
+
+EXPENSIVE = (
+    graph.ExpOp,
+    graph.LogOp,
+    graph.TanhOp,
+    graph.ErfOp,
+    graph.SigmoidOp,
+    graph.GeluOp,
+    graph.PowOp,
+    graph.DivOp,
+    graph.SqrtOp,
+    graph.RsqrtOp,
+    graph.ReciprocalOp,
+)
+ELEMENTWISE = (graph.UnaryElementwiseOp, graph.BinaryElementwiseOp, graph.CompareOp, graph.SelectOp, graph.CastOp)
+CONTRACTIONS = (graph.MatmulOp, graph.BatchMatmulOp)
+
+
+class Fallback(Exception):
+    """This group has no stitched lowering; lower it op by op."""
+
+
+Index = tuple[AffineExpr, ...]
+
+
+def const_expr(v: int) -> AffineExpr:
+    return AffineExpr.constant(v)
+
+
+def operand_index(op: Operation, operand: int, index: Index) -> Index:
+    """The index of operand `operand` needed to compute `op`'s result at `index`."""
+    if isinstance(op, ELEMENTWISE):
+        return index
+    if isinstance(op, graph.BroadcastOp):
+        in_shape, out_shape = graph.shape_of(op.input), graph.shape_of(op.result)
+        return tuple(
+            const_expr(0) if in_shape[i] == 1 and out_shape[r] != 1 else index[r] for i, r in enumerate(op.dim_map)
+        )
+    if isinstance(op, graph.TransposeOp):
+        perm = op.permutation
+        inverse = [perm.index(j) for j in range(len(perm))]
+        return tuple(index[inverse[j]] for j in range(len(perm)))
+    if isinstance(op, graph.SliceOp):
+        start, _, step = op.bounds
+        return tuple(e * s + a if s != 1 else e + a for e, a, s in zip(index, start, step))
+    if isinstance(op, graph.ReshapeOp):
+        out_shape, in_shape = graph.shape_of(op.result), graph.shape_of(op.input)
+        linear: AffineExpr = const_expr(0)
+        for e, stride in zip(index, strides(out_shape)):
+            linear = linear + e * stride
+        return tuple((linear // stride) % size for stride, size in zip(strides(in_shape), in_shape))
+    raise Fallback(f"'{op.name}' cannot be recomputed in registers")
+
+
+def strides(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+
+
+@dataclass
+class Body:
+    """A nest body under construction: inputs are added as the emitter discovers them."""
+
+    rank: int
+    nsyms: int
+    block: Block = field(default_factory=Block)
+    ins: list[tuple[SSAValue, AffineMap]] = field(default_factory=list)
+    outs: list[tuple[SSAValue, AffineMap, SSAValue | None]] = field(default_factory=list)
+    memo: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.b = Builder(InsertPoint.at_end(self.block))
+
+    def read(self, buffer: SSAValue, index: Index) -> SSAValue:
+        key = ("read", buffer, index)
+        if key not in self.memo:
+            arg = self.block.insert_arg(buffer.type.get_element_type(), len(self.ins))  # type: ignore[union-attr]
+            self.ins.append((buffer, AffineMap(self.rank, self.nsyms, index)))
+            self.memo[key] = arg
+        return self.memo[key]
+
+    def out(self, buffer: SSAValue, index: Index) -> SSAValue:
+        """Declare an output; returns the block argument holding its current element."""
+        arg = self.block.insert_arg(buffer.type.get_element_type(), len(self.block.args))  # type: ignore[union-attr]
+        self.outs.append((buffer, AffineMap(self.rank, self.nsyms, index), None))
+        return arg
+
+    def set_out(self, k: int, value: SSAValue) -> None:
+        buf, m, _ = self.outs[k]
+        self.outs[k] = (buf, m, value)
+
+    def finish(self, name: str, bounds: Sequence[int], iterators: Sequence[str], syms: Sequence[SSAValue]) -> loop.NestOp:
+        self.b.insert(loop.YieldOp(*[v for _, _, v in self.outs]))
+        return loop.NestOp(
+            name,
+            list(bounds),
+            list(iterators),
+            [b for b, _ in self.ins],
+            [b for b, _, _ in self.outs],
+            [m for _, m in self.ins] + [m for _, m, _ in self.outs],
+            Region(self.block),
+            syms,
+        )
+
+
+@dataclass
+class Stage:
+    """Where a staged value (reduction, GEMM row, materialized value) lives after its phase."""
+
+    buffer: SSAValue
+    phase: int
+    per_row: bool  # True: one element per row (row scalar); False: a whole row
+
+
+class GroupLowering:
+    def __init__(self, group: fusion.GroupOp, inputs: dict[SSAValue, object], emit_op):
+        self.group = group
+        self.inputs = inputs  # block arg -> graph_to_loop.Operand
+        self.ops = [op for op in group.block.ops if not isinstance(op, fusion.YieldOp)]
+        self.emit_op = emit_op  # inserts an op into the kernel being built
+        self.outer: tuple[int, ...] = ()
+        self.row = 0
+        self.syms: list[SSAValue] = []
+        self.stages: dict[SSAValue, Stage] = {}
+        self.phase = 0
+        self.constants: dict[SSAValue, object] = {}
+
+    # --- recomputation by index propagation ----------------------------------------
+
+    def value(self, body: Body, v: SSAValue, index: Index) -> SSAValue:
+        key = ("value", v, index)
+        if key in body.memo:
+            return body.memo[key]
+        result = self._value(body, v, index)
+        body.memo[key] = result
+        return result
+
+    def _value(self, body: Body, v: SSAValue, index: Index) -> SSAValue:
+        stage = self.stages.get(v)
+        if stage is not None and stage.phase < self.phase:
+            return body.read(stage.buffer, self.scratch_index(v, index, stage))
+        if v in self.inputs or v in self.constants:
+            operand = self.inputs.get(v) or self.constants[v]
+            if operand.buffer is None:  # type: ignore[union-attr]
+                return scalar.const(body.b, operand.splat, graph.element_type_of(v))  # type: ignore[union-attr]
+            return body.read(operand.buffer, index)  # type: ignore[union-attr]
+        op = v.owner
+        assert isinstance(op, Operation)
+        if stage is not None or isinstance(op, (graph.ReduceOp, *CONTRACTIONS)):
+            raise Fallback(f"'{op.name}' result is needed before it is complete")
+        if isinstance(op, ELEMENTWISE):
+            args = [self.value(body, o, index) for o in op.operands]
+            return scalar.emit_elementwise(body.b, op, args)
+        if isinstance(op, graph.PadOp):
+            return self.padded(body, op, index)
+        return self.value(body, op.operands[0], operand_index(op, 0, index))
+
+    def padded(self, body: Body, op: graph.PadOp, index: Index) -> SSAValue:
+        """select(inside, operand[(i - low) mod n], value): the wrapped read is always in bounds."""
+        from mlfuse.conversion.loop_to_scf import emit_affine
+
+        low, _ = op.padding
+        shape = graph.shape_of(op.input)
+        inner = tuple((e - a) % n if a or graph.shape_of(op.result)[d] != n else e for d, (e, a, n) in enumerate(zip(index, low, shape)))
+        x = self.value(body, op.input, inner)
+        b = body.b
+        dims = [b.insert(loop.IndexOp("dim", d)).result for d in range(body.rank)]
+        syms = [b.insert(loop.IndexOp("sym", s)).result for s in range(body.nsyms)]
+        inside: SSAValue | None = None
+        for d, (e, a, n) in enumerate(zip(index, low, shape)):
+            if not a and graph.shape_of(op.result)[d] == n:
+                continue
+            i = emit_affine(b, e - a, dims, syms)
+            lo_ok = b.insert(arith.CmpiOp(i, b.insert(arith.ConstantOp.from_int_and_width(0, IndexType())).result, "sge")).result
+            hi_ok = b.insert(arith.CmpiOp(i, b.insert(arith.ConstantOp.from_int_and_width(n, IndexType())).result, "slt")).result
+            both = b.insert(arith.AndIOp(lo_ok, hi_ok)).result
+            inside = both if inside is None else b.insert(arith.AndIOp(inside, both)).result
+        if inside is None:
+            return x
+        fill = scalar.const(b, op.pad_value, graph.element_type_of(op.result))
+        return b.insert(arith.SelectOp(inside, x, fill)).result
+
+    def scratch_index(self, v: SSAValue, index: Index, stage: Stage) -> Index:
+        """A staged value is per row: its index must name this band iteration's row."""
+        k = len(self.outer)
+        row_part = index[:k]
+        if any(not (isinstance(e, AffineSymExpr) and e.position == i) for i, e in enumerate(row_part)):
+            raise Fallback(f"a row-local value is needed by another row ({', '.join(map(str, index))})")
+        rest = index[k:]
+        if stage.per_row:
+            if self.row != 1 and any(not (isinstance(e, AffineConstantExpr) and e.value == 0) for e in rest):
+                raise Fallback("a row scalar is indexed inside the row")
+            return (const_expr(0),)
+        if len(rest) != 1:
+            raise Fallback("row scratch needs one inner index")
+        return (rest[0],)
+
+    # --- planning ---------------------------------------------------------------------
+
+    def staged_ops(self) -> list[Operation]:
+        return [op for op in self.ops if isinstance(op, (graph.ReduceOp, *CONTRACTIONS))]
+
+    def levels(self) -> dict[SSAValue, int]:
+        level: dict[SSAValue, int] = {a: 0 for a in self.group.block.args}
+
+        def avail(v: SSAValue) -> int:
+            owner = v.owner
+            staged = isinstance(owner, (graph.ReduceOp, *CONTRACTIONS))
+            return level[v] + (1 if staged else 0)
+
+        for op in self.ops:
+            lv = max((avail(o) for o in op.operands), default=0)
+            for r in op.results:
+                level[r] = lv
+        return level
+
+    def row_shape(self) -> None:
+        """Find the rows: every staged op must produce or consume rows of one shape."""
+        outer: tuple[int, ...] | None = None
+        row: int | None = None
+        for op in self.staged_ops():
+            if isinstance(op, graph.ReduceOp):
+                shape = graph.shape_of(op.input)
+                if op.reduce_axes != (len(shape) - 1,) or len(shape) < 2:
+                    raise Fallback(f"'{op.name}' does not reduce only the last axis of a rank >= 2 tensor")
+                o, n = shape[:-1], shape[-1]
+            else:
+                shape = graph.shape_of(op.results[0])
+                o, n = shape[:-1], shape[-1]
+            if outer is None:
+                outer, row = o, n
+            elif (o, n) != (outer, row):
+                raise Fallback("the group's reductions and GEMMs have different row shapes")
+        assert outer is not None and row is not None
+        self.outer, self.row = tuple(outer), row
+
+    def is_row_value(self, v: SSAValue) -> bool:
+        return graph.shape_of(v) == (*self.outer, self.row)
+
+    def is_row_scalar(self, v: SSAValue) -> bool:
+        s = graph.shape_of(v)
+        return s == self.outer or s == (*self.outer, 1)
+
+    def plan_materialization(self, level: dict[SSAValue, int], outputs: dict[SSAValue, int]) -> dict[SSAValue, int]:
+        """Values worth keeping in a row scratch: expensive and needed by several phases."""
+        phases: dict[SSAValue, set[int]] = {}
+        keep: dict[SSAValue, int] = {}
+        consumers: dict[SSAValue, list[Operation]] = {}
+        for op in self.ops:
+            for o in op.operands:
+                consumers.setdefault(o, []).append(op)
+        for op in reversed(self.ops):
+            for r in op.results:
+                where: set[int] = set()
+                for c in consumers.get(r, []):
+                    cr = c.results[0]
+                    if isinstance(c, (graph.ReduceOp, *CONTRACTIONS)):
+                        where.add(level[cr])
+                    elif cr in keep:
+                        where.add(keep[cr])
+                    else:
+                        where |= phases.get(cr, set())
+                if r in outputs:
+                    where.add(outputs[r])
+                phases[r] = where
+                staged = isinstance(op, (graph.ReduceOp, *CONTRACTIONS))
+                if not staged and isinstance(op, EXPENSIVE) and len(where) > 1 and self.is_row_value(r):
+                    keep[r] = min(where)
+        return keep
+
+    # --- emission ---------------------------------------------------------------------
+
+    def alloca(self, shape: Sequence[int], t: Attribute) -> SSAValue:
+        return self.emit_op(memref.AllocaOp.get(t, 64, list(shape))).memref
+
+    def emit_rank0(self, name: str, writes: list[tuple[SSAValue, Index, SSAValue | None]], compute) -> None:
+        """A one-point nest: `compute(body, out_args) -> values` written to `writes`."""
+        body = Body(0, len(self.syms))
+        args = [body.out(buf, idx) for buf, idx, _ in writes]
+        for k, value in enumerate(compute(body, args)):
+            body.set_out(k, value)
+        self.emit_op(body.finish(name, [], [], self.syms))
+
+    def lower_elementwise(self, outputs: list[tuple[SSAValue, SSAValue]]) -> None:
+        """No staged op: one all-parallel nest per distinct output shape."""
+        by_shape: dict[tuple[int, ...], list[tuple[SSAValue, SSAValue]]] = {}
+        for value, buf in outputs:
+            by_shape.setdefault(graph.shape_of(value), []).append((value, buf))
+        for shape, items in by_shape.items():
+            rank = len(shape)
+            index = tuple(AffineExpr.dimension(i) for i in range(rank))
+            body = Body(rank, 0)
+            for _, buf in items:
+                body.out(buf, index)
+            for k, (value, _) in enumerate(items):
+                body.set_out(k, self.value(body, value, index))
+            self.emit_op(body.finish(self.group.group_name.data, shape, [loop.PARALLEL] * rank, []))
+
+    def lower_rows(self, outputs: list[tuple[SSAValue, SSAValue]]) -> None:
+        self.row_shape()
+        level = self.levels()
+        k = len(self.outer)
+        out_level: dict[SSAValue, int] = {}
+        for value, _ in outputs:
+            owner = value.owner
+            if isinstance(owner, graph.ReduceOp):
+                continue  # a row scalar: written once the row is done
+            if isinstance(owner, CONTRACTIONS):
+                out_level[value] = level[value] + 1  # copied out of its row scratch
+            elif self.is_row_value(value):
+                out_level[value] = level[value]
+            elif not self.is_row_scalar(value):
+                raise Fallback(f"output of shape {graph.shape_of(value)} is neither a row nor a row scalar")
+        keep = self.plan_materialization(level, out_level)
+
+        band_block = Block(arg_types=[IndexType()] * k)
+        self.syms = list(band_block.args)
+        saved_emit = self.emit_op
+        self.emit_op = lambda op: Builder(InsertPoint.at_end(band_block)).insert(op)
+        syms_index: Index = tuple(AffineExpr.symbol(i) for i in range(k))
+        row_index: Index = (*syms_index, AffineExpr.dimension(0))
+        staged = self.staged_ops()
+        last = max([level[op.results[0]] for op in staged] + list(out_level.values()) + list(keep.values()), default=0)
+        for phase in range(last + 1):
+            self.phase = phase
+            reductions = [op for op in staged if isinstance(op, graph.ReduceOp) and level[op.results[0]] == phase]
+            for op in staged:
+                if isinstance(op, CONTRACTIONS) and level[op.results[0]] == phase:
+                    self.emit_contraction(op)
+            # per-row accumulators, initialized by one one-point nest
+            accs = []
+            for op in reductions:
+                t = graph.element_type_of(op.results[0])
+                acc = self.alloca([1], t)
+                accs.append((op, acc))
+            if accs:
+                self.emit_rank0(
+                    f"init_{phase}",
+                    [(acc, (const_expr(0),), None) for _, acc in accs],
+                    lambda body, args: [
+                        scalar.const(body.b, scalar.identity_of(op.KIND, graph.element_type_of(op.results[0])), graph.element_type_of(op.results[0]))
+                        for op, _ in accs
+                    ],
+                )
+            body = Body(1, k)
+            acc_args = [(op, body.out(acc, (const_expr(0),))) for op, acc in accs]
+            # (value, buffer): outputs complete in this phase, then values kept for later phases
+            writes = [(v, buf, row_index) for v, buf in outputs if out_level.get(v) == phase]
+            for value, p in keep.items():
+                if p == phase:
+                    scratch = self.alloca([self.row], graph.element_type_of(value))
+                    writes.append((value, scratch, (AffineExpr.dimension(0),)))
+            for _, buf, index in writes:
+                body.out(buf, index)
+            for k_out, (op, acc_arg) in enumerate(acc_args):
+                x = scalar.widen(body.b, self.value(body, op.input, row_index))
+                t = graph.element_type_of(op.results[0])
+                body.set_out(k_out, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x), t))
+            for j, (value, _, _) in enumerate(writes):
+                body.set_out(len(acc_args) + j, self.value(body, value, row_index))
+            if body.outs:
+                iterators = [loop.REDUCTION if accs else loop.PARALLEL]
+                names = [op.name.split(".")[1] for op, _ in accs] or ["rows"]
+                self.emit_op(body.finish(f"{self.group.group_name.data}.{phase}_{'_'.join(names)}", [self.row], iterators, self.syms))
+            for op, acc in accs:
+                self.stages[op.results[0]] = Stage(acc, phase, per_row=True)
+                if op.KIND == "mean":
+                    self.emit_mean_scale(op, acc)
+            for value, buf, _ in writes:
+                if keep.get(value) == phase:
+                    self.stages[value] = Stage(buf, phase, per_row=False)
+        # row-scalar outputs, once everything is available
+        self.phase = last + 1
+        scalars = [(v, b) for v, b in outputs if v not in out_level]
+        if scalars:
+            def compute(body: Body, args):
+                return [self.value(body, v, (*syms_index, *([const_expr(0)] * (len(graph.shape_of(v)) - k)))) for v, _ in scalars]
+
+            self.emit_rank0(
+                "row_outputs",
+                [(b, (*syms_index, *([const_expr(0)] * (len(graph.shape_of(v)) - k))), None) for v, b in scalars],
+                compute,
+            )
+        self.emit_op = saved_emit
+        self.emit_op(loop.BandOp(self.group.group_name.data, list(self.outer), Region(band_block)))
+
+    def emit_mean_scale(self, op: graph.ReduceOp, acc: SSAValue) -> None:
+        count = graph.shape_of(op.input)[-1]
+
+        def compute(body: Body, args):
+            x = scalar.widen(body.b, args[0])
+            r = body.b.insert(arith.DivfOp(x, scalar.const(body.b, float(count), x.type))).result
+            return [scalar.narrow(body.b, r, acc.type.get_element_type())]
+
+        self.emit_rank0("mean", [(acc, (const_expr(0),), None)], compute)
+
+    def emit_contraction(self, op: Operation) -> None:
+        """C[row, :] = sum_k A[row, k] * B[k, :] into a row scratch, prologues recomputed."""
+        a, b = op.operands
+        k_size = graph.shape_of(a)[-1]
+        t = graph.element_type_of(op.results[0])
+        crow = self.alloca([self.row], t)
+        init = Body(1, len(self.syms))
+        init.out(crow, (AffineExpr.dimension(0),))
+        init.set_out(0, scalar.const(init.b, 0, t))
+        self.emit_op(init.finish(f"{self.group.group_name.data}.gemm_init", [self.row], [loop.PARALLEL], self.syms))
+        nb = len(self.outer) - 1  # batch dims before M
+        syms = tuple(AffineExpr.symbol(i) for i in range(len(self.outer)))
+        dk, dj = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        body = Body(2, len(self.syms))
+        acc = body.out(crow, (dj,))
+        x = scalar.widen(body.b, self.value(body, a, (*syms, dk)))
+        y = scalar.widen(body.b, self.value(body, b, (*syms[:nb], dk, dj)))
+        accw = scalar.widen(body.b, acc)
+        if isinstance(x.type, scalar.IntegerType):
+            r = body.b.insert(arith.AddiOp(accw, body.b.insert(arith.MuliOp(x, y)).result)).result
+        else:
+            r = body.b.insert(arith.AddfOp(accw, body.b.insert(arith.MulfOp(x, y)).result)).result
+        body.set_out(0, scalar.narrow(body.b, r, t))
+        self.emit_op(body.finish(f"{self.group.group_name.data}.gemm", [k_size, self.row], [loop.REDUCTION, loop.PARALLEL], self.syms))
+        self.stages[op.results[0]] = Stage(crow, self.phase, per_row=False)
+
+
+def lower_group(group: fusion.GroupOp, inputs: dict[SSAValue, object], outputs: list[tuple[SSAValue, SSAValue]], emit_op, constant) -> None:
+    """Emit `group` as one kernel, or raise Fallback having emitted nothing.
+
+    `inputs` maps the group's block arguments to graph_to_loop Operands, `outputs`
+    pairs each yielded value with its destination buffer, `emit_op(op)` inserts
+    an op where the kernel goes and `constant(op)` lowers a graph.constant.
+    """
+    emitted: list[Operation] = []
+    lowering = GroupLowering(group, inputs, lambda op: emitted.append(op) or op)
+    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp)
+    for op in lowering.ops:
+        if not isinstance(op, (graph.ConstantOp, *supported)):
+            raise Fallback(f"'{op.name}' has no stitched lowering")
+    for op in lowering.ops:
+        if isinstance(op, graph.ConstantOp):
+            lowering.constants[op.result] = constant(op)
+    if lowering.staged_ops():
+        lowering.lower_rows(outputs)
+    else:
+        lowering.lower_elementwise(outputs)
+    for op in emitted:
+        emit_op(op)
+
