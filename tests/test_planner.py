@@ -554,3 +554,26 @@ def test_report_explains_resource_limits_and_cost(tmp_path):
     assert any(e["decision"] == "fused" and e["stitch"] == "register" for e in fn["edges"])
     for group in groups_in(module):
         assert len(list(group.block.ops)) - 1 <= 4  # 16 + 2 * 4 registers
+
+
+def test_multi_block_functions_are_a_diagnostic():
+    text = """
+func.func @main(%x: tensor<4xf32>, %c: i1) -> tensor<4xf32> {
+  %e = graph.exp %x : tensor<4xf32>
+  cf.cond_br %c, ^bb1, ^bb2
+^bb1:
+  func.return %e : tensor<4xf32>
+^bb2:
+  func.return %x : tensor<4xf32>
+}
+"""
+    with pytest.raises(Diagnostic, match="only single-block functions can be planned"):
+        fuse_module(parse_module(text), PlanOptions(), summary=False)
+
+
+def test_planning_twice_keeps_the_groups():
+    module, _ = fused(softmax_module(8, 16))
+    before = [g.group_name.data for g in groups_in(module)]
+    again, results = fused(module)
+    assert [g.group_name.data for g in groups_in(again)] == before
+    assert results[0].plan.kernels == 1  # the existing group is one opaque kernel

@@ -127,6 +127,9 @@ def fuse_module(
     pinned = resolve_no_fuse(module, options.no_fuse)
     results: list[FunctionResult] = []
     for fn in functions_of(module):
+        if len(fn.body.blocks) != 1:
+            raise Diagnostic(f"fusion-plan: @{fn.sym_name.data} has {len(fn.body.blocks)} blocks; "
+                             "only single-block functions can be planned", location_of(fn))
         fgraph = FusionGraph.from_function(fn, params.fine_gemm_flops, pinned.get(fn, frozenset()))
         model = CostModel(fgraph, params)
         plan = plan_function(fgraph, model, options.planner, options.time_limit,

@@ -6,12 +6,17 @@ Edge reasons (the `reason` field of the JSON report):
 - `no-fuse`: an end of the edge was named in the pass's no-fuse option;
 - `op-class`: an end cannot share a kernel (large GEMM, opaque op, GEMM with a
   reduction, two GEMMs, a grid barrier in a horizontal pack);
-- `cycle`: every kernel holding both ops would wait on itself or on another chosen kernel;
-- `resource-limit`: operands, registers, threads or shared memory over the limit;
+- `cycle`: another path joins the two ops through an op that cannot join them, or
+  merging their kernels would make kernels wait on each other;
+- `resource-limit`: operands, registers, threads or shared memory over the limit
+  (for the two ops, or for the merge of their two kernels);
 - `size-limit`: over max-group-size;
-- `cost`: fusing is possible but the modeled time is lower without it;
-- `pruned`: no candidate pattern held both ops (candidate generation kept others);
+- `cost`: merging their kernels is possible but the modeled time is not lower;
+- `pruned`: the merge would be cheaper but candidate generation did not offer it;
 - `planner-rule`: a rule-based planner's rule refused it (the rule is in `detail`).
+
+`function_report` also lists every kernel (ops, kind, bytes, time, stitching,
+shared memory, registers, recomputation, barriers) and the solver's statistics.
 """
 
 from __future__ import annotations

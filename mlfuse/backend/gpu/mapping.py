@@ -55,6 +55,10 @@ ROW_WARP_MAX = 512
 REGISTER_CACHE_MAX = 16
 SPLIT_MIN_ROW = 8192
 SPLIT_MIN_CHUNK = 2048
+ROW_BLOCK_256_MAX = 2048  # block per row: 256 threads up to this many columns, then 512
+ROW_BLOCK_512_MAX = 8192  # ... up to this many, then 1024
+COLUMN_SPLIT_MIN_ROWS = 512
+COLUMN_SPLIT_ROWS_PER_BLOCK = 256  # at least this many rows per block when columns are split
 COLUMN_TILE = (32, 8)
 ELEMENTWISE_BLOCKS_PER_SM = 8
 COOPERATIVE_BLOCKS_PER_SM = 2
@@ -345,7 +349,7 @@ def row_schedule(info: GroupInfo, g: Geometry, gpu: GpuTarget) -> Schedule:
             f"{split} blocks per row, partial sums added atomically",
         )
     else:
-        threads = 256 if cols <= 2048 else 512 if cols <= 8192 else 1024
+        threads = 256 if cols <= ROW_BLOCK_256_MAX else 512 if cols <= ROW_BLOCK_512_MAX else 1024
         variant, per_row, per_block, stitch = "block", threads, 1, "block"
         why = f"rows of {cols} elements: one block of {threads} threads per row"
     block_threads = per_row * per_block
@@ -386,8 +390,8 @@ def column_schedule(info: GroupInfo, g: Geometry, gpu: GpuTarget) -> Schedule:
     rows, cols = math.prod(g.prefix), math.prod(g.suffix)
     tiles = cdiv(cols, COLUMN_TILE[0])
     split = 1
-    if tiles < gpu.sm_count and rows >= 512 and outputs_are_sums(info):
-        split = max(1, min(cdiv(2 * gpu.sm_count, tiles), rows // 256))
+    if tiles < gpu.sm_count and rows >= COLUMN_SPLIT_MIN_ROWS and outputs_are_sums(info):
+        split = max(1, min(cdiv(2 * gpu.sm_count, tiles), rows // COLUMN_SPLIT_ROWS_PER_BLOCK))
     return Schedule(
         "column",
         "split" if split > 1 else "tiled",

@@ -1,0 +1,333 @@
+"""Loop IR <-> islpy: iteration domains, access relations and box bounds.
+
+This is the one module that turns `loop.nest`s into isl objects and isl objects
+back into loop IR (affine bounds). Conventions:
+
+- a nest is a statement `S<k>[i0, ...]`; a buffer is a tuple `B<k>[...]`, where
+  views of a buffer share their source's name only if they have its shape (other
+  views are separate names: callers treat views conservatively anyway);
+- the symbol operands of a nest are isl parameters named after their SSA values,
+  so nests of one band that share band ivs share parameters;
+- a nest's domain is `[params] -> { S[i] : max(lower) <= i < min(upper) }`;
+- `band_map` turns those parameters into input dimensions: `{ [T...] -> S[i] }`,
+  the relation from tile index to statement instances (what dependence checks
+  between tiles need).
+
+Back-conversion (`box_bounds`) reads each dimension's bounds off the constraints
+of the set projected onto that dimension: a lower bound `a*x + f(T) >= 0` with
+a > 0 is `x >= ceildiv(-f(T), a)`, an upper bound is `x < floordiv(f(T), -a) + 1`;
+several lower bounds make a max and several upper bounds a min, as in
+`loop.nest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import islpy as isl
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+    AffineSymExpr,
+)
+
+from mlfuse.dialects import loop
+
+
+class Unsupported(Exception):
+    """The IR (or an isl result) has no exact conversion; callers stay conservative."""
+
+
+class Names:
+    """Stable isl names for the statements, buffers and symbols of one function."""
+
+    def __init__(self) -> None:
+        self._names: dict[object, str] = {}
+        self._count: dict[str, int] = {}
+
+    def _get(self, key: object, prefix: str) -> str:
+        if key not in self._names:
+            k = self._count.get(prefix, 0)
+            self._count[prefix] = k + 1
+            self._names[key] = f"{prefix}{k}"
+        return self._names[key]
+
+    def stmt(self, nest: Operation) -> str:
+        return self._get(nest, "S")
+
+    def buffer(self, value: SSAValue) -> str:
+        return self._get(value, "B")
+
+    def param(self, value: SSAValue) -> str:
+        return self._get(value, "p")
+
+
+# --- affine expressions -> isl text ------------------------------------------------------------
+
+
+def expr_text(e: AffineExpr, dims: Sequence[str], syms: Sequence[str]) -> str:
+    """An AffineExpr as isl syntax (floordiv -> floor, ceildiv -> ceil, mod -> mod)."""
+    match e:
+        case AffineConstantExpr():
+            return str(e.value)
+        case AffineDimExpr():
+            return dims[e.position]
+        case AffineSymExpr():
+            return syms[e.position]
+        case AffineBinaryOpExpr():
+            lhs, rhs = expr_text(e.lhs, dims, syms), expr_text(e.rhs, dims, syms)
+            match e.kind:
+                case AffineBinaryOpKind.Add:
+                    return f"({lhs} + {rhs})"
+                case AffineBinaryOpKind.Mul:
+                    return f"({lhs} * {rhs})"
+                case AffineBinaryOpKind.FloorDiv:
+                    return f"floor(({lhs}) / {rhs})"
+                case AffineBinaryOpKind.CeilDiv:
+                    return f"ceil(({lhs}) / {rhs})"
+                case AffineBinaryOpKind.Mod:
+                    return f"(({lhs}) mod {rhs})"
+    raise Unsupported(f"affine expression {e}")
+
+
+def dim_names(rank: int) -> list[str]:
+    return [f"i{k}" for k in range(rank)]
+
+
+def bound_constraints(nest: loop.NestOp, dims: Sequence[str], syms: Sequence[str]) -> list[str]:
+    """`lower <= i` for every lower result and `i < upper` for every upper result."""
+    out = []
+    for d, (lo, hi) in enumerate(zip(nest.lower.data, nest.upper.data)):
+        for e in lo.data.results:
+            out.append(f"{expr_text(e, (), syms)} <= {dims[d]}")
+        for e in hi.data.results:
+            out.append(f"{dims[d]} < {expr_text(e, (), syms)}")
+    return out
+
+
+def _params(names: Sequence[str]) -> str:
+    return f"[{', '.join(names)}] -> " if names else ""
+
+
+def _conj(constraints: Sequence[str]) -> str:
+    return f" : {' and '.join(constraints)}" if constraints else ""
+
+
+def sym_names(nest: loop.NestOp, names: Names) -> list[str]:
+    return [names.param(s) for s in nest.syms]
+
+
+def domain(nest: loop.NestOp, names: Names) -> isl.Set:
+    """`[syms] -> { S[i] : bounds }`."""
+    dims, syms = dim_names(nest.rank), sym_names(nest, names)
+    stmt = names.stmt(nest)
+    text = f"{_params(syms)}{{ {stmt}[{', '.join(dims)}]{_conj(bound_constraints(nest, dims, syms))} }}"
+    return isl.Set(text)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One access of a nest: operand position, buffer, `{ S[i] -> B[x] }`, write or read."""
+
+    position: int
+    buffer: SSAValue
+    relation: isl.Map
+    is_write: bool
+
+
+def access_relation(nest: loop.NestOp, m: AffineMap, buffer_name: str, names: Names) -> isl.Map:
+    dims, syms = dim_names(nest.rank), sym_names(nest, names)
+    results = ", ".join(expr_text(e, dims, syms) for e in m.results)
+    return isl.Map(f"{_params(syms)}{{ {names.stmt(nest)}[{', '.join(dims)}] -> {buffer_name}[{results}] }}")
+
+
+def accesses(nest: loop.NestOp, names: Names, root=lambda v: v) -> list[Access]:
+    """Every read (ins) and write (outs) of `nest`; `root` maps views to the buffer they alias."""
+    n_in = len(nest.ins)
+    result = []
+    for k, (buf, m) in enumerate(zip([*nest.ins, *nest.outs], nest.access_maps)):
+        b = root(buf)
+        result.append(Access(k, buf, access_relation(nest, m, names.buffer(b), names), k >= n_in))
+    return result
+
+
+def to_band_map(s: isl.Set, band_params: Sequence[str], sizes: Sequence[int]) -> isl.Map:
+    """`[T] -> { X }` to `{ [T] -> X : 0 <= T < sizes }`: tile index as input dimensions."""
+    m = isl.Map.from_range(s.intersect_params(band_context(band_params, sizes)))
+    for k, p in enumerate(band_params):
+        pos = m.find_dim_by_name(isl.dim_type.param, p)
+        if pos < 0:  # the set does not depend on this tile index
+            m = m.insert_dims(isl.dim_type.in_, k, 1)
+        else:
+            m = m.move_dims(isl.dim_type.in_, k, isl.dim_type.param, pos, 1)
+    return m
+
+
+def band_context(band_params: Sequence[str], sizes: Sequence[int]) -> isl.Set:
+    """`[T] -> { : 0 <= T < sizes }`: the valid tile indices."""
+    cons = [f"0 <= {p} < {n}" for p, n in zip(band_params, sizes)]
+    return isl.Set(f"{_params(band_params)}{{ {_conj(cons)} }}")
+
+
+# --- isl -> affine bounds -----------------------------------------------------------------------
+
+
+def _val(v: isl.Val) -> int:
+    return int(v.to_python())
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A box dimension: max(lower) <= x < min(upper), in terms of symbols s0.. (the params)."""
+
+    lower: tuple[AffineExpr, ...]
+    upper: tuple[AffineExpr, ...]
+
+    def maps(self, nsyms: int) -> tuple[AffineMap, AffineMap]:
+        return AffineMap(0, nsyms, self.lower), AffineMap(0, nsyms, self.upper)
+
+
+def param_expr(coeffs: Sequence[tuple[int, int]], constant: int) -> AffineExpr:
+    """sum(c * s_p) + constant, written the way a person would (s0 * 64 + 64)."""
+    e: AffineExpr | None = None
+    for p, c in coeffs:
+        if c == 0:
+            continue
+        term = AffineExpr.symbol(p) if c == 1 else AffineExpr.symbol(p) * c
+        e = term if e is None else e + term
+    if e is None:
+        return AffineExpr.constant(constant)
+    return e + constant if constant != 0 else e
+
+
+def _constraint_bounds(c: isl.Constraint, param_pos: dict[str, int], space_params: list[str]) -> list[tuple[str, AffineExpr]]:
+    """[('lower' | 'upper', expr)] that a constraint puts on set dimension 0 (an equality gives both)."""
+    a = _val(c.get_coefficient_val(isl.dim_type.set, 0))
+    if a == 0:
+        return []
+    coeffs = []
+    for k, name in enumerate(space_params):
+        b = _val(c.get_coefficient_val(isl.dim_type.param, k))
+        if b != 0:
+            if name not in param_pos:
+                raise Unsupported(f"a bound depends on parameter {name}, which is not a symbol here")
+            coeffs.append((param_pos[name], b))
+    const = _val(c.get_constant_val())
+    found = []
+    # a*x + f >= 0 with a > 0:  x >= ceil(-f / a)
+    # a*x + f >= 0 with a < 0:  x <= floor(f / -a), i.e. x < floor(f / -a) + 1
+    for sign in ((1, -1) if c.is_equality() else (1,)):
+        a_s, coeffs_s, const_s = a * sign, [(p, b * sign) for p, b in coeffs], const * sign
+        if a_s > 0:
+            neg = param_expr([(p, -b) for p, b in coeffs_s], -const_s)
+            found.append(("lower", neg if a_s == 1 else neg.ceil_div(a_s)))
+        else:
+            f = param_expr(coeffs_s, const_s)
+            found.append(("upper", (f if a_s == -1 else f // (-a_s)) + 1))
+    return found
+
+
+def dimension_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context: isl.Set | None = None) -> Bounds:
+    """Bounds of `s` along `dim`: the rectangular hull of its projection, as max/min of affine
+    functions of the parameters. The hull may be larger than the projection (a union)."""
+    n = s.dim(isl.dim_type.set)
+    proj = s.project_out(isl.dim_type.set, dim + 1, n - dim - 1).project_out(isl.dim_type.set, 0, dim)
+    if context is not None:
+        proj = proj.intersect_params(context)
+    proj = proj.coalesce()
+    if proj.is_empty():
+        raise Unsupported("an empty set has no bounds")
+    hull = proj.simple_hull() if proj.n_basic_set() > 1 else proj.get_basic_sets()[0]
+    if hull.dim(isl.dim_type.div) != 0:
+        hull = hull.remove_divs()
+    hull = hull.remove_redundancies()
+    if context is not None:
+        hull = hull.gist(isl.BasicSet.universe(hull.get_space()).intersect_params(context.simple_hull()))
+    params = hull.get_space().get_var_names(isl.dim_type.param)
+    lower: list[AffineExpr] = []
+    upper: list[AffineExpr] = []
+    for c in hull.get_constraints():
+        for kind, e in _constraint_bounds(c, param_pos, params):
+            (lower if kind == "lower" else upper).append(e)
+    if not lower or not upper:
+        raise Unsupported(f"dimension {dim} of {s} is unbounded")
+    return Bounds(tuple(dict.fromkeys(lower)), tuple(dict.fromkeys(upper)))
+
+
+def box_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None = None) -> list[Bounds]:
+    """The rectangular hull of `s`, one `Bounds` per dimension (see `dimension_bounds`)."""
+    return [dimension_bounds(s, d, param_pos, context) for d in range(s.dim(isl.dim_type.set))]
+
+
+def box_set(bounds: Sequence[Bounds], tuple_name: str, param_names: Sequence[str]) -> isl.Set:
+    """The isl set `[params] -> { name[x] : bounds }` of a box (to check exactness)."""
+    dims = dim_names(len(bounds))
+    cons = []
+    for d, b in enumerate(bounds):
+        cons += [f"{expr_text(e, (), param_names)} <= {dims[d]}" for e in b.lower]
+        cons += [f"{dims[d]} < {expr_text(e, (), param_names)}" for e in b.upper]
+    return isl.Set(f"{_params(param_names)}{{ {tuple_name}[{', '.join(dims)}]{_conj(cons)} }}")
+
+
+def is_exact_box(s: isl.Set, bounds: Sequence[Bounds], param_names: Sequence[str], context: isl.Set | None = None) -> bool:
+    box = box_set(bounds, s.get_tuple_name() or "", param_names)
+    if context is not None:
+        box, s = box.intersect_params(context), s.intersect_params(context)
+    return box.is_equal(s)
+
+
+def affine_lower_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context: isl.Set | None = None) -> list[AffineExpr]:
+    """Single affine functions of the parameters that are lower bounds of `s` along `dim`
+    everywhere: candidates for the origin of a tile-local buffer (which must be affine)."""
+    b = dimension_bounds(s, dim, param_pos, context)
+    names = sorted(param_pos, key=param_pos.get)
+    ok = []
+    for e in b.lower:
+        below = isl.Set(
+            f"{_params(names)}{{ {s.get_tuple_name() or ''}[{', '.join(dim_names(s.dim(isl.dim_type.set)))}] : "
+            f"i{dim} >= {expr_text(e, (), names)} }}"
+        )
+        target = s if context is None else s.intersect_params(context)
+        if target.is_subset(below):
+            ok.append(e)
+    return ok
+
+
+# --- evaluation (concrete symbol values) -------------------------------------------------------------
+
+
+def eval_bounds(b: Bounds, syms: Sequence[int]) -> tuple[int, int]:
+    lo = max(e.eval((), syms) for e in b.lower)
+    hi = min(e.eval((), syms) for e in b.upper)
+    return lo, hi
+
+
+def nest_bounds(nest: loop.NestOp) -> list[Bounds]:
+    return [Bounds(tuple(lo.data.results), tuple(hi.data.results)) for lo, hi in zip(nest.lower.data, nest.upper.data)]
+
+
+def set_points(s: isl.Set) -> set[tuple[int, ...]]:
+    """The points of a bounded parameter-free set (for tests and small domains)."""
+    pts: set[tuple[int, ...]] = set()
+    n = s.dim(isl.dim_type.set)
+
+    def add(p: isl.Point) -> None:
+        pts.add(tuple(_val(p.get_coordinate_val(isl.dim_type.set, k)) for k in range(n)))
+
+    s.foreach_point(add)
+    return pts
+
+
+def fix_params(s: isl.Set | isl.Map, values: dict[str, int]):
+    """`s` with the named parameters fixed to values."""
+    for name, v in values.items():
+        pos = s.find_dim_by_name(isl.dim_type.param, name)
+        if pos >= 0:
+            s = s.fix_val(isl.dim_type.param, pos, isl.Val.int_from_si(s.get_ctx(), v))
+    return s

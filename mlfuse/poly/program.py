@@ -1,0 +1,278 @@
+"""A function at the loop level as a sequence of top-level ops: buffer effects,
+dependences between ops and across tiles, and the IR surgery the passes share.
+
+Buffers are tracked by their root (a `loop.view` aliases its source). An
+intermediate is a top-level `memref.alloc` of the function that no view touches;
+only intermediates are ever fused, privatized or shrunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import islpy as isl
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ArrayAttr, IndexType, StringAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineMap
+
+from mlfuse.dialects import loop
+from mlfuse.poly.islconv import Names, Unsupported, accesses, domain, to_band_map
+
+
+def root(v: SSAValue) -> SSAValue:
+    """The buffer a value aliases (through views)."""
+    while isinstance(v.owner, loop.ViewOp):
+        v = v.owner.source
+    return v
+
+
+def has_views(buf: SSAValue) -> bool:
+    return isinstance(buf.owner, loop.ViewOp) or any(isinstance(u.operation, loop.ViewOp) for u in buf.uses)
+
+
+def is_intermediate(buf: SSAValue, fn: func.FuncOp) -> bool:
+    """A top-level `memref.alloc` of `fn` with no views: private to the function, safe to rework."""
+    op = buf.owner
+    return isinstance(op, memref.AllocOp) and op.parent_op() is fn and not has_views(buf)
+
+
+def nests_in(op: Operation) -> list[loop.NestOp]:
+    """The nests an op runs: itself, or those of a band."""
+    if isinstance(op, loop.NestOp):
+        return [op]
+    if isinstance(op, loop.BandOp):
+        return [o for o in op.walk() if isinstance(o, loop.NestOp)]
+    return []
+
+
+def private_buffers(band: loop.BandOp) -> set[SSAValue]:
+    return {o.memref for o in band.block.ops if isinstance(o, memref.AllocaOp)}
+
+
+@dataclass
+class Effects:
+    reads: set[SSAValue]
+    writes: set[SSAValue]
+
+    def conflicts_with(self, other: Effects) -> bool:
+        """Do the two touch a buffer in a way that orders them (at least one write)?"""
+        return bool(
+            self.writes & (other.reads | other.writes) or other.writes & self.reads
+        )
+
+
+def effects(op: Operation) -> Effects:
+    """Root buffers an op reads and writes (band scratch excluded; unknown ops: everything)."""
+    if isinstance(op, loop.NestOp):
+        return Effects({root(v) for v in op.ins}, {root(v) for v in op.outs})
+    if isinstance(op, loop.BandOp):
+        private = private_buffers(op)
+        reads, writes = set(), set()
+        for n in nests_in(op):
+            reads |= {root(v) for v in n.ins if v not in private}
+            writes |= {root(v) for v in n.outs if v not in private}
+        return Effects(reads, writes)
+    if isinstance(op, memref.AllocOp | memref.AllocaOp | memref.DeallocOp | loop.ViewOp | func.ReturnOp | memref.GetGlobalOp):
+        return Effects(set(), set())
+    bufs = {root(v) for v in op.operands if isinstance(v.type, memref.MemRefType)}
+    return Effects(bufs, set(bufs))
+
+
+def writers(buf: SSAValue, block: Block) -> list[loop.NestOp] | None:
+    """Top-level nests of `block` writing `buf`, in order; None if anything else writes it."""
+    found = []
+    for op in block.ops:
+        eff = effects(op)
+        if buf in eff.writes:
+            if not isinstance(op, loop.NestOp):
+                return None
+            found.append(op)
+    return found
+
+
+def can_move_down(op: Operation, between: Iterable[Operation]) -> bool:
+    """May `op` run after all of `between` (which ran after it) without changing results?"""
+    mine = effects(op)
+    return not any(mine.conflicts_with(effects(x)) for x in between)
+
+
+def ops_between(block: Block, first: Operation, last: Operation) -> list[Operation]:
+    ops = list(block.ops)
+    i, j = ops.index(first), ops.index(last)
+    return ops[i + 1 : j]
+
+
+def top_ancestor(op: Operation, block: Block) -> Operation | None:
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    return op
+
+
+def place_deallocs(block: Block) -> None:
+    """Move every dealloc after the last top-level op that uses its buffer (or its views)."""
+    for dealloc in [o for o in block.ops if isinstance(o, memref.DeallocOp)]:
+        buf = dealloc.memref
+        users = [u.operation for u in buf.uses]
+        users += [u.operation for v in users if isinstance(v, loop.ViewOp) for u in v.result.uses]
+        tops = [top_ancestor(u, block) for u in users if u is not dealloc]
+        tops = [t for t in tops if t is not None and t is not dealloc]
+        if not tops:
+            continue
+        last = max(tops, key=block.get_operation_index)
+        if block.get_operation_index(last) > block.get_operation_index(dealloc):
+            dealloc.detach()
+            block.insert_op_after(dealloc, last)
+
+
+def erase_buffer(buf: SSAValue) -> None:
+    """Erase an alloc whose only remaining uses are deallocs."""
+    for u in list(buf.uses):
+        assert isinstance(u.operation, memref.DeallocOp), f"{buf} is still used by {u.operation.name}"
+        u.operation.detach()
+        u.operation.erase()
+    buf.owner.detach()
+    buf.owner.erase()
+
+
+def only_deallocs(buf: SSAValue) -> bool:
+    return all(isinstance(u.operation, memref.DeallocOp) for u in buf.uses)
+
+
+# --- building nests ------------------------------------------------------------------------------
+
+
+def with_symbols(m: AffineMap, nsyms: int) -> AffineMap:
+    return AffineMap(m.num_dims, nsyms, m.results)
+
+
+def rebuild_nest(
+    nest: loop.NestOp,
+    syms: Sequence[SSAValue],
+    lower: Sequence[AffineMap],
+    upper: Sequence[AffineMap],
+    maps: Sequence[AffineMap] | None = None,
+    buffers: dict[SSAValue, SSAValue] | None = None,
+) -> loop.NestOp:
+    """A copy of `nest` (body cloned) with new symbols, bounds and maps; buffers renamed by `buffers`."""
+    from xdsl.dialects.builtin import AffineMapAttr
+
+    buffers = buffers or {}
+    region = nest.body.clone()
+    op = loop.NestOp.create(
+        operands=[*syms, *[buffers.get(v, v) for v in nest.ins], *[buffers.get(v, v) for v in nest.outs]],
+        properties={
+            "nest_name": nest.nest_name,
+            "lower": ArrayAttr([AffineMapAttr(m) for m in lower]),
+            "upper": ArrayAttr([AffineMapAttr(m) for m in upper]),
+            "iterators": nest.iterators,
+            "maps": ArrayAttr([AffineMapAttr(m) for m in (maps if maps is not None else nest.access_maps)]),
+            "operandSegmentSizes": loop._segments(len(syms), len(nest.ins), len(nest.outs)),
+        },
+        attributes=dict(nest.attributes),
+        regions=[region],
+    )
+    return op
+
+
+def new_band(name: str, sizes: Sequence[int], attributes: dict | None = None) -> loop.BandOp:
+    band = loop.BandOp(name, list(sizes), Region(Block(arg_types=[IndexType()] * len(sizes))))
+    band.attributes.update(attributes or {})
+    return band
+
+
+def band_name_of(nest: loop.NestOp) -> str:
+    return nest.nest_name.data
+
+
+TILE_ATTR = "tile_sizes"
+
+
+def is_tile_band(op: Operation) -> bool:
+    return isinstance(op, loop.BandOp) and TILE_ATTR in op.attributes
+
+
+# --- dependences across tiles -------------------------------------------------------------------
+
+
+@dataclass
+class BandView:
+    """The isl view of a band: per nest, `{ [T] -> S[i] }` and its accesses."""
+
+    band: loop.BandOp
+    names: Names
+
+    @property
+    def params(self) -> list[str]:
+        return [self.names.param(a) for a in self.band.block.args]
+
+    def tile_domain(self, nest: loop.NestOp) -> isl.Map:
+        args = set(self.band.block.args)
+        if any(s not in args for s in nest.syms):
+            raise Unsupported(f"nest '{nest.nest_name.data}' has symbols that are not ivs of its band")
+        return to_band_map(domain(nest, self.names), self.params, self.band.sizes)
+
+    def tile_accesses(self, nest: loop.NestOp) -> list[tuple[SSAValue, isl.Map, bool]]:
+        """(root buffer, `{ [T] -> B[x] }`, is_write) for every access of `nest` in its band."""
+        dom = self.tile_domain(nest)
+        result = []
+        for acc in accesses(nest, self.names, root):
+            rel = to_band_map_relation(dom, acc.relation, self.params)
+            result.append((root(acc.buffer), rel, acc.is_write))
+        return result
+
+
+def to_band_map_relation(tile_domain: isl.Map, relation: isl.Map, band_params: Sequence[str]) -> isl.Map:
+    """Compose `{ [T] -> S[i] }` with `[T] -> { S[i] -> B[x] }` into `{ [T] -> B[x] }`.
+
+    The relation's band parameters are equated with the tile dimensions first.
+    """
+    rel = relation
+    m = tile_domain
+    for k, p in enumerate(band_params):
+        pos = rel.find_dim_by_name(isl.dim_type.param, p)
+        if pos < 0:
+            continue
+        # add the parameter to the tile domain map, equate it with tile dim k, then compose
+        if m.find_dim_by_name(isl.dim_type.param, p) < 0:
+            m = m.add_dims(isl.dim_type.param, 1)
+            m = m.set_dim_name(isl.dim_type.param, m.dim(isl.dim_type.param) - 1, p)
+        ppos = m.find_dim_by_name(isl.dim_type.param, p)
+        m = m.equate(isl.dim_type.param, ppos, isl.dim_type.in_, k)
+    out = m.apply_range(rel)
+    for p in band_params:
+        pos = out.find_dim_by_name(isl.dim_type.param, p)
+        if pos >= 0:
+            out = out.project_out(isl.dim_type.param, pos, 1)
+    return out
+
+
+def cross_tile_conflicts(band: loop.BandOp, names: Names, ignore: set[SSAValue] = frozenset()) -> list[str]:
+    """Buffers two different tiles of `band` touch at the same element, one of them writing:
+    dependences a parallel band would violate. Band scratch and `ignore` are private."""
+    view = BandView(band, names)
+    private = private_buffers(band) | set(ignore)
+    by_buffer: dict[SSAValue, list[tuple[str, isl.Map, bool]]] = {}
+    for nest in nests_in(band):
+        for buf, rel, is_write in view.tile_accesses(nest):
+            if buf in private:
+                continue
+            by_buffer.setdefault(buf, []).append((nest.nest_name.data, rel, is_write))
+    problems = []
+    nt = len(band.sizes)
+    same_tile = isl.Map(
+        f"{{ [{', '.join(f't{k}' for k in range(nt))}] -> [{', '.join(f'u{k}' for k in range(nt))}] : "
+        f"{' and '.join(f't{k} = u{k}' for k in range(nt)) or 'true'} }}"
+    )
+    for buf, accs in by_buffer.items():
+        if not any(w for _, _, w in accs):
+            continue
+        for i, (n1, r1, w1) in enumerate(accs):
+            for n2, r2, w2 in accs[i:]:
+                if not (w1 or w2):
+                    continue
+                pairs = r1.apply_range(r2.reverse())
+                if not pairs.subtract(same_tile).is_empty():
+                    problems.append(f"'{n1}' and '{n2}' touch the same elements of {names.buffer(buf)} in different tiles")
+    return problems
