@@ -207,8 +207,12 @@ def compile(
         from mlfuse.backend.gpu.runtime import compile_gpu
 
         return compile_gpu(parse(source, input_shapes), entry=entry)
+    if target == "gpu-sim":  # the GPU kernels, run by the CPU simulator (slow: for small shapes)
+        from mlfuse.backend.gpu.simulator import compile_gpu_sim
+
+        return compile_gpu_sim(parse(source, input_shapes), entry=entry)
     if target != "cpu":
-        raise Diagnostic(f"unknown target '{target}' (expected cpu or gpu)")
+        raise Diagnostic(f"unknown target '{target}' (expected cpu, gpu or gpu-sim)")
     module = parse(source, input_shapes)
     from mlfuse.reference import find_function
 

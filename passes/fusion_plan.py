@@ -15,7 +15,7 @@ Options:
   time-limit=SECONDS                planning budget (candidates and ILP rounds); when it
                                     runs out the best incumbent is used,
                                     on failure the greedy plan; both are reported
-  max-group-size=N                  ops per kernel (default 64)
+  max-group-size=N                  ops per kernel (default 128)
   no-fuse=a,b,...                   ops (exp, or "graph.exp") or values (e, or "%e") kept
                                     alone; entries with '.' or '%' need quotes
   params="name:value,..."           cost-model overrides (see cost_model.TargetParams);

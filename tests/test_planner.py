@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from types import SimpleNamespace
 
 import numpy as np

@@ -35,11 +35,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mlfuse.analysis.cost_model import CostModel, PatternCost
-from mlfuse.analysis.fusion_graph import FusionGraph, bits
+from mlfuse.analysis.fusion_graph import FusionGraph, Partition, bits
 
 DEFAULT_TOP_K = 3
 DEFAULT_EXHAUSTIVE_LIMIT = 12
-DEFAULT_MAX_GROUP_SIZE = 64
+DEFAULT_MAX_GROUP_SIZE = 128
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,10 @@ class CandidatePool:
         return v
 
     def add(self, mask: int, origin: str) -> bool:
+        """Add a valid pattern; True only if it is new."""
         if mask in self.by_mask:
             self.by_mask[mask].origins.add(origin)
-            return True
+            return False
         if not self.verdict(mask).ok:
             return False
         self.by_mask[mask] = Candidate(mask, self.model.cost(mask), {origin})
@@ -300,14 +301,14 @@ def packing_candidates(pool: CandidatePool, groups: list[int]) -> int:
     return added
 
 
-def merge_candidates(pool: CandidatePool, groups: list[int], partition_type) -> int:
+def merge_candidates(pool: CandidatePool, groups: list[int]) -> int:
     """Greedily merge kernels of a plan, any two at a time (related or independent),
     while the modeled time drops; every valid union met becomes a candidate.
 
     This finds what the per-op enumeration cannot see: packs of kernels that sit at
     different levels of the kernel graph, or a kernel joining a distant sibling."""
     g, model = pool.graph, pool.model
-    part = partition_type(g, groups)
+    part = Partition(g, groups)
     added = 0
     fusible = {gid for gid, m in part.masks.items() if m & g.fusible_mask == m}
 

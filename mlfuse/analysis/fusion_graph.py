@@ -231,6 +231,63 @@ class FusionGraph:
         return f"'{node.op.name}' #{i}" + (f" (%{hints[0]})" if hints else "")
 
 
+class Partition:
+    """A partition of the ops into groups, merged step by step without cycles."""
+
+    def __init__(self, fgraph: FusionGraph, groups: list[int] | None = None):
+        self.graph = fgraph
+        self.owner = list(range(len(fgraph)))
+        self.masks: dict[int, int] = {i: 1 << i for i in range(len(fgraph))}
+        for m in groups or []:
+            first = (m & -m).bit_length() - 1
+            for i in bits(m):
+                self.masks.pop(i, None)
+                self.owner[i] = first
+            self.masks[first] = m
+
+    def group_of(self, i: int) -> int:
+        return self.owner[i]
+
+    def mask(self, gid: int) -> int:
+        return self.masks[gid]
+
+    def out_ops(self, mask: int) -> int:
+        out = 0
+        for i in bits(mask):
+            out |= self.graph.succ_mask[i]
+        return out & ~mask
+
+    def creates_cycle(self, *gids: int) -> bool:
+        """Whether merging the groups closes a cycle: a path leaves their union and
+        comes back through other groups."""
+        union = 0
+        for gid in gids:
+            union |= self.masks[gid]
+        frontier = self.out_ops(union)
+        seen = union
+        while frontier:
+            expanded = 0
+            for i in bits(frontier):
+                expanded |= self.masks[self.owner[i]]
+            expanded &= ~seen
+            seen |= expanded
+            out = self.out_ops(expanded)
+            if out & union:
+                return True
+            frontier = out & ~seen
+        return False
+
+    def merge(self, a: int, b: int) -> int:
+        keep, gone = (a, b) if a < b else (b, a)
+        for i in bits(self.masks[gone]):
+            self.owner[i] = keep
+        self.masks[keep] |= self.masks.pop(gone)
+        return keep
+
+    def groups(self) -> list[int]:
+        return list(self.masks.values())
+
+
 def iteration_domain(op: Operation, info: OpInfo) -> int:
     """Elements the op's loop nest visits: its input for reductions, M*N*batch for
     contractions, otherwise its result."""

@@ -5,9 +5,11 @@ into kernels (bit masks, in an order that respects dependences), with the modele
 cost of every kernel. Planners:
 
 - `ilp`: candidates (`candidates.py`, seeded with the plans of `xla`, `tvm` and
-  `greedy`, so it is never worse than they are under the model) solved by HiGHS
-  (`ilp.py`); then the chosen kernels are packed horizontally where independent and
-  the ILP is solved again with those packs as extra candidates.
+  `greedy` and their horizontal packs, so it is never worse than they are under the
+  model) solved by HiGHS (`ilp.py`). On graphs too large for exhaustive candidates, a
+  few rounds of local search follow: packs, pairwise merges and single-op moves
+  around the solution become candidates and the ILP is solved again, as long as the
+  modeled time drops.
 - `xla`: XLA's instruction fusion without duplication: producers (elementwise,
   broadcast, injective) fuse into their consumer when all their users are inside
   it, or as an extra output of a reduction ("input") fusion; reductions are only
@@ -48,7 +50,7 @@ from mlfuse.analysis.candidates import (
     packing_candidates,
 )
 from mlfuse.analysis.cost_model import CostModel, PatternCost
-from mlfuse.analysis.fusion_graph import FusionGraph, bits
+from mlfuse.analysis.fusion_graph import FusionGraph, Partition, bits
 from mlfuse.analysis.ilp import SolveResult, solve_ilp
 from mlfuse.analysis.op_classes import ContractionSize, OpClass
 
@@ -76,63 +78,6 @@ class Plan:
     def kernels(self) -> int:
         """Kernels launched: groups, less foreign scalar ops that run alone."""
         return sum(1 for c in self.costs if c.time_us > 0)
-
-
-class Partition:
-    """A partition of the ops into groups, merged step by step without cycles."""
-
-    def __init__(self, fgraph: FusionGraph, groups: list[int] | None = None):
-        self.graph = fgraph
-        self.owner = list(range(len(fgraph)))
-        self.masks: dict[int, int] = {i: 1 << i for i in range(len(fgraph))}
-        for m in groups or []:
-            first = (m & -m).bit_length() - 1
-            for i in bits(m):
-                self.masks.pop(i, None)
-                self.owner[i] = first
-            self.masks[first] = m
-
-    def group_of(self, i: int) -> int:
-        return self.owner[i]
-
-    def mask(self, gid: int) -> int:
-        return self.masks[gid]
-
-    def out_ops(self, mask: int) -> int:
-        out = 0
-        for i in bits(mask):
-            out |= self.graph.succ_mask[i]
-        return out & ~mask
-
-    def creates_cycle(self, *gids: int) -> bool:
-        """Whether merging the groups closes a cycle: a path leaves their union and
-        comes back through other groups."""
-        union = 0
-        for gid in gids:
-            union |= self.masks[gid]
-        frontier = self.out_ops(union)
-        seen = union
-        while frontier:
-            expanded = 0
-            for i in bits(frontier):
-                expanded |= self.masks[self.owner[i]]
-            expanded &= ~seen
-            seen |= expanded
-            out = self.out_ops(expanded)
-            if out & union:
-                return True
-            frontier = out & ~seen
-        return False
-
-    def merge(self, a: int, b: int) -> int:
-        keep, gone = (a, b) if a < b else (b, a)
-        for i in bits(self.masks[gone]):
-            self.owner[i] = keep
-        self.masks[keep] |= self.masks.pop(gone)
-        return keep
-
-    def groups(self) -> list[int]:
-        return list(self.masks.values())
 
 
 def order_groups(fgraph: FusionGraph, groups: list[int]) -> list[int]:
@@ -506,7 +451,7 @@ def plan_ilp(
     for _ in range(LOCAL_SEARCH_ROUNDS):
         if exhaustive or result.status == "fallback":
             break
-        added = packing_candidates(pool, result.groups) + merge_candidates(pool, result.groups, Partition)
+        added = packing_candidates(pool, result.groups) + merge_candidates(pool, result.groups)
         added += move_candidates(pool, result.groups)
         if not added:
             break

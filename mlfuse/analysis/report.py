@@ -26,8 +26,8 @@ from typing import Any
 
 from mlfuse.analysis.candidates import check_pattern
 from mlfuse.analysis.cost_model import CostModel
-from mlfuse.analysis.fusion_graph import FusionGraph, bits
-from mlfuse.analysis.planners import Partition, Plan
+from mlfuse.analysis.fusion_graph import FusionGraph, Partition, bits
+from mlfuse.analysis.planners import Plan
 from mlfuse.analysis.rewrite import group_name
 from mlfuse.diagnostics import format_location
 

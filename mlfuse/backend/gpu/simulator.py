@@ -788,7 +788,7 @@ class Launch:
     def shuffle(self, warp: list[Thread]) -> list[tuple[Thread, Any]]:
         ops = {th.event[1] for th in warp}
         if len(ops) != 1:
-            raise self.fail("the lanes of a warp are at different shuffles", warp[0].event[1], warp[0])
+            raise self.fail("divergent warp: its lanes are at different shuffles", warp[0].event[1], warp[0])
         k = ops.pop()
         if len(warp) != WARP:
             raise self.fail(f"full-warp shuffle in a warp of {len(warp)} threads (the block is not whole warps)", k, warp[0])
