@@ -38,6 +38,10 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "gpu-schedule": ("gpu_schedule", "GpuSchedule"),
     "gpu-map-kernels": ("gpu_map_kernels", "GpuMapKernels"),
     "fusion-plan": ("fusion_plan", "FusionPlanPass"),
+    "loop-startup-fuse": ("loop_startup_fuse", "LoopStartupFusePass"),
+    "loop-tile": ("loop_tile", "LoopTilePass"),
+    "loop-post-tile-fuse": ("loop_post_tile_fuse", "LoopPostTileFusePass"),
+    "loop-storage-reduce": ("loop_storage_reduce", "LoopStorageReducePass"),
 }
 
 MLFUSE_PASSES: dict[str, Callable] = {

@@ -25,21 +25,35 @@ Options:
   summary=true|false                one line per function on stderr (default true)
 
 Every kernel becomes `fusion.group "<name>" kind = "<kind>"`, named after its ops
-(`fused_sub_exp_reduce_sum_div`; a single op keeps its own name), with kind one of
-fusion.GROUP_KINDS (single, loop, reduce, stitch, global, gemm, horizontal) and these
-attributes, which the code generators read:
+(`fused_sub_exp_reduce_sum_div`, broadcasts left out; a single op keeps its own name;
+repeated names get a suffix _1, _2, ...), with kind one of fusion.GROUP_KINDS:
+
+  single      one op (every graph op but constants ends up in a group, large GEMMs too)
+  loop        elementwise / broadcast / injective ops, everything in registers
+  reduce      reductions as tails (or siblings reading one input), no barrier
+  stitch      some value is kept in shared memory: a row reduction broadcast back,
+              a value needed in two phases, an expensive value broadcast
+  global      some value needs a grid-wide barrier (a column or full reduction that
+              is broadcast back, or a spilled value)
+  gemm        one fine-grained contraction with its elementwise prologue/epilogue
+  horizontal  independent parts (no path between them) packed into one kernel; each
+              part is a loop/reduce/stitch kernel of its own on its own blocks (no
+              grid barrier and no GEMM inside a pack)
+
+and these attributes, which the code generators read:
 
   modeled_bytes   : i64    bytes the kernel moves to and from memory (model)
   modeled_time_us : f64    its modeled time in microseconds
   stitch          : array of strings, one per op of the region in order: where that
                     op's result lives for its consumers inside the kernel:
-                    "register" (same thread), "shared" (GPU shared memory / CPU per-core
+                    "register" (the consuming thread computes it, recomputing
+                    it if it is read through a broadcast), "shared" (GPU shared memory / CPU per-core
                     scratch; a block barrier separates producer and consumer), "global"
                     (memory plus a grid-wide barrier) or "none" (only used outside).
 
 A value defined in a kernel and used after it is a result of the group
 (multi-output); groups are emitted in dependence order; splat constants are cloned
-into the groups that use them.
+into the groups that use them, dense constants stay outside and are group operands.
 
 Before (-p 'fusion-plan{target=gpu}'):
 

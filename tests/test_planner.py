@@ -576,3 +576,16 @@ def test_planning_twice_keeps_the_groups():
     again, results = fused(module)
     assert [g.group_name.data for g in groups_in(again)] == before
     assert results[0].plan.kernels == 1  # the existing group is one opaque kernel
+
+
+def test_functions_without_graph_ops():
+    text = """
+func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %c = graph.constant dense<1.0> : tensor<4xf32>
+  func.return %x, %c : tensor<4xf32>, tensor<4xf32>
+}
+func.func private @decl(%x: tensor<4xf32>) -> tensor<4xf32>
+"""
+    module, results = fused(text)
+    assert len(results) == 1 and results[0].plan.kernels == 0 and results[0].plan.status == "optimal"
+    assert not groups_in(module)

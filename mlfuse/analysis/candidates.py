@@ -20,10 +20,15 @@ FusionStitching's PatternReduction:
 - *siblings*: independent patterns that read the same value (two reductions of `x`)
   are joined, so the shared input is read once;
 - *packing*: `packing_candidates` packs independent kernels of a plan (same level of
-  its kernel graph: no path between them) into horizontal kernels up to the operand
-  budget, saving launches (FusionStitching's kernel packing);
+  its kernel graph, counted from the inputs or from the outputs: no path between
+  them) into horizontal kernels within the operand budget, saving launches and
+  raising parallelism (FusionStitching's kernel packing). The unfused plan, the
+  seeds and the ILP's solutions are packed;
 - *seeds*: groups of other plans (the rule-based planners') can be added, which makes
-  the ILP never worse than those plans under the model.
+  the ILP never worse than those plans under the model;
+- *local search* around an ILP solution: `merge_candidates` (two kernels of the
+  solution joined, related or not) and `move_candidates` (one op moved to a
+  neighbouring kernel).
 
 A GEMM with an elementwise prologue and epilogue is a vertical pattern like any other
 (the cost model keeps large GEMMs out of patterns).

@@ -149,7 +149,7 @@ class FusionGraph:
             info = classify(op, fine_gemm_flops)
             index = len(nodes)
             operands = []
-            for v in op.operands:
+            for v in used_values(op):
                 if v not in ids:  # defined outside the function body: treat as an argument
                     add_value(v, None)
                 operands.append(ids[v])
@@ -286,6 +286,18 @@ class Partition:
 
     def groups(self) -> list[int]:
         return list(self.masks.values())
+
+
+def used_values(op: Operation) -> list[SSAValue]:
+    """The op's operands, then values its regions use from outside them (captures)."""
+    values = list(op.operands)
+    if op.regions:
+        inner = {r for nested in op.walk() for r in nested.results}
+        inner |= {a for region in op.regions for block in region.blocks for a in block.args}
+        for nested in op.walk():
+            if nested is not op:
+                values += [v for v in nested.operands if v not in inner and v not in values]
+    return values
 
 
 def iteration_domain(op: Operation, info: OpInfo) -> int:

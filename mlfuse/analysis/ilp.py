@@ -151,6 +151,8 @@ def solve_ilp(
     """
     start = time.perf_counter()
     n, k = len(fgraph), len(masks)
+    if n == 0:
+        return SolveResult([], 0.0, "optimal", "nothing to plan", 0.0, 0)
     cover_rows, cover_cols = [], []
     for col, m in enumerate(masks):
         for i in bits(m):

@@ -22,7 +22,12 @@ same thing, but the code decides from the ops so hand-written groups work too):
   shared-memory (block) composition. Variance is computed two-pass-in-cache:
   the row is re-read from cache for the second pass, which is exact where
   E[x^2] - E[x]^2 cancels and as fast as Welford for rows that fit in cache.
-- anything else (pad, concat, reductions over leading axes, groups mixing row
+- **column stitching** (reductions over the same leading axes, their elementwise
+  producers, and same-shape elementwise outputs: bias gradients, dgamma/dbeta):
+  one nest over the reduced tensor, `reduction` on the reduced axes and
+  `parallel` on the kept ones, accumulating straight into the outputs; threads
+  split the kept columns, so partial results combine deterministically.
+- anything else (concat, reductions over mixed axes, groups mixing row
   shapes) raises `Fallback`, and the caller lowers the group op by op: correct,
   never silently wrong, only slower. `explain_fallback` says why.
 """
@@ -427,6 +432,72 @@ class GroupLowering:
         self.emit_op = saved_emit
         self.emit_op(loop.BandOp(self.group.group_name.data, list(self.outer), Region(band_block)))
 
+    def is_column_group(self, staged: list[Operation]) -> bool:
+        """Reductions over the same leading axes of one shape, the last axis kept."""
+        if not all(isinstance(op, graph.ReduceOp) for op in staged):
+            return False
+        first = staged[0]
+        shape, axes = graph.shape_of(first.input), first.reduce_axes
+        same = all(graph.shape_of(op.input) == shape and op.reduce_axes == axes for op in staged)
+        return same and len(shape) - 1 not in axes
+
+    def lower_columns(self, staged: list[Operation], outputs: list[tuple[SSAValue, SSAValue]]) -> None:
+        """One nest over the reduced tensor's domain, accumulating straight into the outputs.
+
+        Iterators are `reduction` on the reduced (leading) axes and `parallel` on the
+        rest, so the threads split the kept columns: every thread owns whole
+        accumulators and adds rows in order, which is deterministic, and the
+        innermost loop runs along contiguous columns.
+        """
+        shape, axes = graph.shape_of(staged[0].input), staged[0].reduce_axes
+        rank = len(shape)
+        dims = tuple(AffineExpr.dimension(i) for i in range(rank))
+        out_buf = dict(outputs)
+        for op in staged:
+            if op.results[0] not in out_buf:
+                raise Fallback("a column reduction's result is used inside the group")
+        for value, _ in outputs:
+            if not isinstance(value.owner, graph.ReduceOp) and graph.shape_of(value) != shape:
+                raise Fallback(f"output of shape {graph.shape_of(value)} next to column reductions of {shape}")
+
+        def reduced_index(op: graph.ReduceOp) -> Index:
+            if op.keeps_dims:
+                return tuple(const_expr(0) if d in axes else dims[d] for d in range(rank))
+            return tuple(dims[d] for d in range(rank) if d not in axes)
+
+        for op in staged:
+            out_shape = graph.shape_of(op.results[0])
+            t = graph.element_type_of(op.results[0])
+            init = Body(len(out_shape), 0)
+            init.out(out_buf[op.results[0]], tuple(AffineExpr.dimension(i) for i in range(len(out_shape))))
+            init.set_out(0, scalar.const(init.b, scalar.identity_of(op.KIND, t), t))
+            self.emit_op(init.finish(f"{self.group.group_name.data}.init", out_shape, [loop.PARALLEL] * len(out_shape), []))
+        body = Body(rank, 0)
+        accs = [body.out(out_buf[op.results[0]], reduced_index(op)) for op in staged]
+        elementwise = [(v, b) for v, b in outputs if not isinstance(v.owner, graph.ReduceOp)]
+        for _, buf in elementwise:
+            body.out(buf, dims)
+        for k, (op, acc) in enumerate(zip(staged, accs)):
+            t = graph.element_type_of(op.results[0])
+            x = scalar.widen(body.b, self.value(body, op.input, dims))
+            body.set_out(k, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x), t))
+        for j, (value, _) in enumerate(elementwise):
+            body.set_out(len(staged) + j, self.value(body, value, dims))
+        iterators = [loop.REDUCTION if d in axes else loop.PARALLEL for d in range(rank)]
+        self.emit_op(body.finish(self.group.group_name.data, shape, iterators, []))
+        for op in staged:
+            if op.KIND == "mean":
+                out_shape = graph.shape_of(op.results[0])
+                count = math.prod(shape[a] for a in axes)
+                buf = out_buf[op.results[0]]
+                scale = Body(len(out_shape), 0)
+                index = tuple(AffineExpr.dimension(i) for i in range(len(out_shape)))
+                x = scalar.widen(scale.b, scale.read(buf, index))
+                scale.out(buf, index)
+                r = scale.b.insert(arith.DivfOp(x, scalar.const(scale.b, float(count), x.type))).result
+                scale.set_out(0, scalar.narrow(scale.b, r, graph.element_type_of(op.results[0])))
+                self.emit_op(scale.finish(f"{self.group.group_name.data}.mean", out_shape, [loop.PARALLEL] * len(out_shape), []))
+
     def emit_mean_scale(self, op: graph.ReduceOp, acc: SSAValue) -> None:
         count = graph.shape_of(op.input)[-1]
 
@@ -480,10 +551,13 @@ def lower_group(group: fusion.GroupOp, inputs: dict[SSAValue, object], outputs: 
     for op in lowering.ops:
         if isinstance(op, graph.ConstantOp):
             lowering.constants[op.result] = constant(op)
-    if lowering.staged_ops():
-        lowering.lower_rows(outputs)
-    else:
+    staged = lowering.staged_ops()
+    if not staged:
         lowering.lower_elementwise(outputs)
+    elif lowering.is_column_group(staged):
+        lowering.lower_columns(staged, outputs)
+    else:
+        lowering.lower_rows(outputs)
     for op in emitted:
         emit_op(op)
 

@@ -186,8 +186,17 @@ def inline_nest(nest: loop.NestOp) -> None:
 
 
 def nest_points(nest: loop.NestOp) -> int:
+    """Points of a nest; with symbolic bounds (a tile), those of its first tile (symbols 0)."""
     bounds = nest.static_bounds()
-    return math.prod(hi - lo for lo, hi in bounds) if bounds is not None else 1
+    if bounds is not None:
+        return math.prod(hi - lo for lo, hi in bounds)
+    zeros = [0] * len(nest.syms)
+    points = 1
+    for lo, hi in zip(nest.lower.data, nest.upper.data):
+        first = max(e.eval((), zeros) for e in lo.data.results)
+        last = min(e.eval((), zeros) for e in hi.data.results)
+        points *= max(0, last - first)
+    return max(1, points)
 
 
 def band_work(band: loop.BandOp) -> int:
@@ -207,23 +216,40 @@ def emit_band_iteration(b: Builder, band: loop.BandOp, ivs: Sequence[SSAValue], 
             b.insert(op.clone(value_mapper=mapping))
 
 
-def emit_band(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue], first: tuple[SSAValue, SSAValue] | None = None) -> None:
-    """The band's loops at `b`; scratch allocas go first, outside every loop (one per thread)."""
+def emit_band(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue], linear: tuple[SSAValue, SSAValue] | None = None) -> None:
+    """The band's loops at `b`; scratch allocas go first, outside every loop (one per thread).
+
+    With `linear = (lo, hi)`, one loop runs over [lo, hi) of the band's iterations
+    numbered row-major (what a thread gets of the collapsed band), and the ivs are
+    recovered by division; otherwise one loop per dimension."""
     for op in band.block.ops:
         if isinstance(op, memref.AllocaOp):
             mapping[op.memref] = b.insert(op.clone()).memref
     one = index_const(b, 1)
-    ivs: list[SSAValue] = []
+    loops: list[SSAValue] = []
     inner = b
-    for d, size in enumerate(band.sizes):
-        lo, hi = first if (d == 0 and first is not None) else (index_const(inner, 0), index_const(inner, size))
+    ranges = [linear] if linear is not None else [(index_const(b, 0), index_const(b, n)) for n in band.sizes]
+    for lo, hi in ranges:
         body = Block(arg_types=[IndexType()])
         inner.insert(scf.ForOp(lo, hi, one, [], body))
-        ivs.append(body.args[0])
+        loops.append(body.args[0])
         inner = Builder(InsertPoint.at_end(body))
+    ivs = delinearize(inner, loops[0], band.sizes) if linear is not None else loops
     emit_band_iteration(inner, band, ivs, mapping)
-    for iv in reversed(ivs):
+    for iv in reversed(loops):
         Builder(InsertPoint.at_end(iv.owner)).insert(scf.YieldOp())
+
+
+def delinearize(b: Builder, index: SSAValue, sizes: Sequence[int]) -> list[SSAValue]:
+    """Row-major multi-index of `index` in a box of `sizes`."""
+    ivs: list[SSAValue] = []
+    rest = index
+    for d in range(len(sizes) - 1, 0, -1):
+        n = index_const(b, sizes[d])
+        ivs.append(b.insert(arith.RemSIOp(rest, n)).result)
+        rest = b.insert(arith.DivSIOp(rest, n)).result
+    ivs.append(rest)
+    return ivs[::-1]
 
 
 def captured_values(band: loop.BandOp) -> list[SSAValue]:
@@ -245,15 +271,17 @@ def outline_band(module: ModuleOp, fn: func.FuncOp, band: loop.BandOp, k: int) -
     block = Block(arg_types=[IndexType(), IndexType(), *[v.type for v in operands]])
     lo, hi, *params = block.args
     b = Builder(InsertPoint.at_end(block))
-    emit_band(b, band, dict(zip(operands, params)), first=(lo, hi))
+    emit_band(b, band, dict(zip(operands, params)), linear=(lo, hi))
     b.insert(func.ReturnOp())
     name = f"{fn.sym_name.data}__{k}_{symbol_name(band.band_name.data)}"
     outlined = func.FuncOp(name, (list(block.arg_types), []), Region(block), visibility="private")
     outlined.attributes["mlfuse.kernel"] = band.band_name
     module.body.block.insert_op_after(outlined, fn)
-    per_iteration = band_work(band) // max(1, band.sizes[0])
+    # all the band's dimensions are split across threads as one collapsed range
+    iterations = math.prod(band.sizes)
+    per_iteration = band_work(band) // max(1, iterations)
     grain = max(1, -(-GRAIN_POINTS // max(1, per_iteration)))
-    Builder(InsertPoint.before(band)).insert(loop.ParallelCallOp(name, band.sizes[0], operands, grain))
+    Builder(InsertPoint.before(band)).insert(loop.ParallelCallOp(name, iterations, operands, grain))
     band.detach()
     band.erase()
 
@@ -271,7 +299,7 @@ def convert_loop_to_scf(module: ModuleOp, parallel: bool = True) -> None:
         for k, op in enumerate(list(fn.walk())):
             if isinstance(op, loop.BandOp):
                 top = op.parent_op() is fn
-                if parallel and top and op.sizes and op.sizes[0] >= 2 and band_work(op) >= PARALLEL_MIN_POINTS:
+                if parallel and top and math.prod(op.sizes) >= 2 and band_work(op) >= PARALLEL_MIN_POINTS:
                     outline_band(module, fn, op, k)
                 else:
                     inline_band(op)

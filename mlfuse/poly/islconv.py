@@ -257,7 +257,12 @@ def dimension_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context: i
             (lower if kind == "lower" else upper).append(e)
     if not lower or not upper:
         raise Unsupported(f"dimension {dim} of {s} is unbounded")
-    return Bounds(tuple(dict.fromkeys(lower)), tuple(dict.fromkeys(upper)))
+    # tile-dependent bounds first, the clamps at the border of the domain last
+    def order(es: list[AffineExpr]) -> tuple[AffineExpr, ...]:
+        unique = list(dict.fromkeys(es))
+        return tuple(sorted(unique, key=lambda e: isinstance(e, AffineConstantExpr)))
+
+    return Bounds(order(lower), order(upper))
 
 
 def box_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None = None) -> list[Bounds]:

@@ -276,3 +276,23 @@ def cross_tile_conflicts(band: loop.BandOp, names: Names, ignore: set[SSAValue] 
                 if not pairs.subtract(same_tile).is_empty():
                     problems.append(f"'{n1}' and '{n2}' touch the same elements of {names.buffer(buf)} in different tiles")
     return problems
+
+
+# --- remarks ------------------------------------------------------------------------------------------
+
+
+def print_remark(op: Operation, message: str) -> None:
+    """`file:line:col: remark: message` on stderr (why a transformation was not made)."""
+    import sys
+
+    from mlfuse.diagnostics import location_of
+
+    where = location_of(op) if isinstance(op, Operation) else None
+    what = f"'{op.nest_name.data}'" if isinstance(op, loop.NestOp) else ""
+    head = f"{where}: remark: " if where else "remark: "
+    print(f"{head}{what + ' ' if what else ''}{message}", file=sys.stderr)
+
+
+def functions(module) -> list[func.FuncOp]:
+    """Functions at the loop level: one block, no tensors left."""
+    return [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks and len(op.body.blocks) == 1]

@@ -1,0 +1,239 @@
+"""Start-up fusion (minfuse-like): what needs no tiling decision, before tiling.
+
+- **Copy forwarding.** A nest that only moves elements (a slice, a broadcast, a
+  transpose: body `loop.yield %in`, invertible write map) into an intermediate is
+  removed, and its readers read the source directly through the composed map
+  `read . write^-1 . reader_map`. Stencils written as slices then become one nest
+  with shifted accesses, as in a polyhedral frontend.
+- **Pointwise merging.** A producer nest whose consumer reads its output at the
+  very iteration that wrote it (same domain, same map: dependence distance zero)
+  merges into the consumer: one nest, one body computing both. The intermediate
+  disappears unless someone else reads it (then the merged nest writes it too).
+
+Shifted (stencil) dependences and reductions are never merged here: such producers
+keep their own computation spaces, for loop-post-tile-fuse (or tile-after-fuse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ArrayAttr, AffineMapAttr, StringAttr
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap, AffineBinaryOpExpr, AffineBinaryOpKind
+from xdsl.rewriter import InsertPoint
+
+from mlfuse.dialects import loop
+from mlfuse.poly.program import (
+    can_move_down,
+    effects,
+    erase_buffer,
+    is_intermediate,
+    only_deallocs,
+    ops_between,
+    place_deallocs,
+    root,
+    writers,
+)
+
+
+# --- copy forwarding ----------------------------------------------------------------------------------
+
+
+def is_copy(nest: loop.NestOp) -> bool:
+    """One input, one output, the body yields the input element, all parallel, static."""
+    if len(nest.ins) != 1 or len(nest.outs) != 1 or nest.syms:
+        return False
+    if any(k != loop.PARALLEL for k in nest.iterator_kinds):
+        return False
+    ops = list(nest.block.ops)
+    return len(ops) == 1 and isinstance(ops[0], loop.YieldOp) and list(ops[0].values) == [nest.block.args[0]]
+
+
+def split_shift(e: AffineExpr) -> tuple[int, int] | None:
+    """(dim, c) if `e` is `d_dim + c`, else None."""
+    if isinstance(e, AffineDimExpr):
+        return e.position, 0
+    if isinstance(e, AffineBinaryOpExpr) and e.kind == AffineBinaryOpKind.Add:
+        if isinstance(e.lhs, AffineDimExpr) and isinstance(e.rhs, AffineConstantExpr):
+            return e.lhs.position, e.rhs.value
+        if isinstance(e.rhs, AffineDimExpr) and isinstance(e.lhs, AffineConstantExpr):
+            return e.rhs.position, e.lhs.value
+    return None
+
+
+def inverse_of_shifted_permutation(m: AffineMap) -> list[tuple[int, int]] | None:
+    """For a write map `y_k = d_perm[k] + c_k` using every dimension once: [(k, c_k)] per
+    dimension d (so d = y_k - c_k); None for any other map."""
+    if len(m.results) != m.num_dims or m.num_symbols:
+        return None
+    inverse: list[tuple[int, int] | None] = [None] * m.num_dims
+    for k, e in enumerate(m.results):
+        found = split_shift(e)
+        if found is None or inverse[found[0]] is not None:
+            return None
+        inverse[found[0]] = (k, found[1])
+    return inverse  # type: ignore[return-value]
+
+
+def forward_copy(fn: func.FuncOp, nest: loop.NestOp) -> bool:
+    block = fn.body.block
+    if not is_copy(nest):
+        return False
+    dst, src = nest.outs[0], nest.ins[0]
+    if not is_intermediate(dst, fn) or writers(dst, block) != [nest]:
+        return False
+    inverse = inverse_of_shifted_permutation(nest.out_maps[0])
+    if inverse is None:
+        return False
+    readers = [u.operation for u in dst.uses if u.operation is not nest and not isinstance(u.operation, memref.DeallocOp)]
+    src_root = root(src)
+    for r in dict.fromkeys(readers):
+        if not isinstance(r, loop.NestOp) or r.parent_block() is not block or dst in r.outs:
+            return False
+        if src_root in effects(r).writes:
+            return False
+        if any(src_root in effects(o).writes for o in ops_between(block, nest, r)):
+            return False
+    read = nest.in_maps[0]
+    for r in dict.fromkeys(readers):
+        maps = list(r.access_maps)
+        operands = [*r.ins, *r.outs]
+        for i, v in enumerate(operands):
+            if v is not dst:
+                continue
+            m = maps[i]
+            dims = [m.results[k] - c if c else m.results[k] for k, c in inverse]
+            maps[i] = AffineMap(m.num_dims, m.num_symbols, tuple(e.replace_dims_and_symbols(dims, []) for e in read.results))
+            r.operands[len(r.syms) + i] = src
+        r.maps = ArrayAttr([AffineMapAttr(m) for m in maps])
+    nest.detach()
+    nest.erase()
+    if only_deallocs(dst):
+        erase_buffer(dst)
+    place_deallocs(block)
+    return True
+
+
+# --- pointwise merging -----------------------------------------------------------------------------------
+
+
+def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp) -> bool:
+    """Merge `producer` into the first nest that reads one of its outputs pointwise."""
+    block = fn.body.block
+    a = producer
+    if a.syms or a.static_bounds() is None or any(k != loop.PARALLEL for k in a.iterator_kinds):
+        return False
+    outs = [root(v) for v in a.outs]
+    if len(set(outs)) != len(outs) or not all(is_intermediate(o, fn) and writers(o, block) == [a] for o in outs):
+        return False
+    readers = sorted(
+        {u.operation for o in outs for u in o.uses if u.operation is not a and not isinstance(u.operation, memref.DeallocOp)},
+        key=lambda op: block.get_operation_index(op) if op.parent_block() is block else -1,
+    )
+    if not readers or not isinstance(readers[0], loop.NestOp) or readers[0].parent_block() is not block:
+        return False
+    b = readers[0]
+    if b.syms or b.static_bounds() != a.static_bounds():
+        return False
+    write_map = dict(zip(a.outs, a.out_maps))
+    if any(v in write_map for v in b.outs):
+        return False
+    for v, m in zip(b.ins, b.in_maps):
+        if v in write_map and m != write_map[v]:
+            return False  # a shifted read: a stencil, not pointwise
+    if effects(b).writes & (effects(a).reads | set(outs)):
+        return False
+    if not can_move_down(a, ops_between(block, a, b)):
+        return False
+    # an output stays if anything after the merge still reads it
+    keep = [o for o in a.outs if any(u.operation not in (a, b) and not isinstance(u.operation, memref.DeallocOp) for u in o.uses)]
+    for k, o in enumerate(a.outs):
+        if o not in keep and a.block.args[len(a.ins) + k].uses:
+            return False  # the producer reads the old value of an output that would vanish
+    merged = build_merged(a, b, keep)
+    block.insert_op_before(merged, b)
+    for op in (b, a):
+        op.detach()
+        op.erase()
+    for o in outs:
+        if only_deallocs(o):
+            erase_buffer(o)
+    place_deallocs(block)
+    return True
+
+
+def build_merged(a: loop.NestOp, b: loop.NestOp, keep: Sequence[SSAValue]) -> loop.NestOp:
+    """One nest over b's domain computing a's body, then b's with a's outputs forwarded."""
+    a_out_pos = {v: k for k, v in enumerate(a.outs)}
+    b_ins = [(v, m) for v, m in zip(b.ins, b.in_maps) if v not in a_out_pos]
+    ins = [*zip(a.ins, a.in_maps), *b_ins]
+    outs = [(o, a.out_maps[a_out_pos[o]]) for o in keep] + list(zip(b.outs, b.out_maps))
+    block = Block(arg_types=[v.type.get_element_type() for v, _ in (*ins, *outs)])  # type: ignore[union-attr]
+    args = list(block.args)
+    n_ins = len(ins)
+    mapping: dict[SSAValue, SSAValue] = {}
+    for k, arg in enumerate(a.block.args[: len(a.ins)]):
+        mapping[arg] = args[k]
+    for k, o in enumerate(keep):
+        mapping[a.block.args[len(a.ins) + a_out_pos[o]]] = args[n_ins + k]
+    builder = Builder(InsertPoint.at_end(block))
+    a_values: list[SSAValue] = []
+    for op in a.block.ops:
+        if isinstance(op, loop.YieldOp):
+            a_values = [mapping.get(v, v) for v in op.values]
+            break
+        builder.insert(op.clone(value_mapper=mapping))
+    b_mapping: dict[SSAValue, SSAValue] = {}
+    next_in = len(a.ins)
+    for arg, v in zip(b.block.args[: len(b.ins)], b.ins):
+        if v in a_out_pos:
+            b_mapping[arg] = a_values[a_out_pos[v]]
+        else:
+            b_mapping[arg] = args[next_in]
+            next_in += 1
+    for k, arg in enumerate(b.block.args[len(b.ins) :]):
+        b_mapping[arg] = args[n_ins + len(keep) + k]
+    b_values: list[SSAValue] = []
+    for op in b.block.ops:
+        if isinstance(op, loop.YieldOp):
+            b_values = [b_mapping.get(v, v) for v in op.values]
+            break
+        builder.insert(op.clone(value_mapper=b_mapping))
+    builder.insert(loop.YieldOp(*[a_values[a_out_pos[o]] for o in keep], *b_values))
+    merged = loop.NestOp(
+        b.nest_name.data,
+        (list(b.lower.data), list(b.upper.data)),
+        b.iterator_kinds,
+        [v for v, _ in ins],
+        [v for v, _ in outs],
+        [m for _, m in (*ins, *outs)],
+        Region(block),
+    )
+    merged.attributes.update(b.attributes)
+    return merged
+
+
+def startup_fuse(fn: func.FuncOp, forward: bool = True, merge: bool = True) -> dict[str, int]:
+    """Forward copies, then merge pointwise producers, each until nothing changes."""
+    block = fn.body.block
+    stats = {"forwarded": 0, "merged": 0}
+    changed = forward
+    while changed:
+        changed = False
+        for op in list(block.ops):
+            if isinstance(op, loop.NestOp) and forward_copy(fn, op):
+                stats["forwarded"] += 1
+                changed = True
+                break
+    changed = merge
+    while changed:
+        changed = False
+        for op in list(block.ops):
+            if isinstance(op, loop.NestOp) and merge_pointwise(fn, op):
+                stats["merged"] += 1
+                changed = True
+                break
+    return stats

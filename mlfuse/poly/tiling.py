@@ -1,0 +1,329 @@
+"""Tiling the live-out spaces of a function into parallel `loop.band`s.
+
+A live-out buffer (a function argument written by top-level nests) is cut into
+rectangular tiles of its own index space; the band runs over tile indices and
+holds every writer of the buffer restricted to the instances that write the tile,
+`{ i in D : write(i) in tile(T) }` (a reduction keeps its reduced dimensions
+whole). Bounds are affine in the tile indices, with a min at the last tile:
+
+    loop.band "blur_y.tiles" upper [16, 4] attributes {tile_sizes = array<i64: 64, 256>} {
+    ^bb0(%t0: index, %t1: index):
+      loop.nest "blur_y" syms(%t0, %t1)
+          lower [affine_map<()[s0, s1] -> (s0 * 64)>, affine_map<()[s0, s1] -> (s1 * 256)>]
+          upper [affine_map<()[s0, s1] -> (s0 * 64 + 64, 1000)>, ...] ...
+    }
+
+Tiling is refused (the nests stay as they are) when two tiles would touch one
+element with at least one write (a dependence the parallel band would violate),
+when the writers cannot be brought together, or when a tile of a writer is not a
+box.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+
+import islpy as isl
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, i64
+from xdsl.ir import SSAValue
+
+from mlfuse.dialects import loop
+from mlfuse.poly.islconv import (
+    Names,
+    Unsupported,
+    accesses,
+    band_context,
+    box_bounds,
+    domain,
+    is_exact_box,
+)
+from mlfuse.poly.program import (
+    TILE_ATTR,
+    can_move_down,
+    cross_tile_conflicts,
+    effects,
+    has_views,
+    is_intermediate,
+    new_band,
+    ops_between,
+    place_deallocs,
+    rebuild_nest,
+    root,
+    with_symbols,
+    writers,
+)
+
+Remark = Callable[[object, str], None]
+
+
+def _no_remark(op, message: str) -> None:
+    pass
+
+
+# --- tile sizes -----------------------------------------------------------------------------------
+
+
+def cache_bytes(level: int = 2, default: int = 1 << 20) -> int:
+    """Size of the per-core cache at `level` from sysfs (the default where unknown)."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in sorted(os.listdir(base)):
+            path = os.path.join(base, entry)
+            with open(os.path.join(path, "level")) as f:
+                if int(f.read()) != level:
+                    continue
+            with open(os.path.join(path, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(path, "size")) as f:
+                text = f.read().strip()
+            mult = {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1)
+            return int(text.rstrip("KM")) * mult
+    except OSError:
+        pass
+    return default
+
+
+def default_tile_sizes(shape: Sequence[int], itemsize: int = 4, cache: int | None = None, live_buffers: int = 6) -> list[int]:
+    """An analytical default: a tile spans whole rows of up to 512 elements (unit-stride inner
+    loops stay long), and as many rows as let `live_buffers` tile-sized buffers fill half of
+    the L2 cache; leading dimensions are tiled by 1. 0 means "not tiled"."""
+    if not shape:
+        return []
+    cache = cache or cache_bytes(2)
+    inner = min(shape[-1], 512)
+    sizes = [1] * (len(shape) - 1) + [0 if inner == shape[-1] else inner]
+    if len(shape) >= 2:
+        rows = max(1, (cache // 2) // (itemsize * inner * live_buffers))
+        rows = 1 << (rows.bit_length() - 1)  # a power of two
+        rows = max(4, min(rows, 256))
+        sizes[-2] = 0 if rows >= shape[-2] else rows
+    return sizes
+
+
+def resolve_sizes(shape: Sequence[int], sizes: Sequence[int] | None) -> tuple[list[int], list[bool]]:
+    """Tile size per dimension (0: whole) from sizes given for the trailing dimensions; leading
+    dimensions not covered get 1. Also says which dimensions were given explicitly."""
+    if sizes is None:
+        return default_tile_sizes(shape), [False] * len(shape)
+    given = list(sizes)[-len(shape):] if shape else []
+    lead = len(shape) - len(given)
+    return [1] * lead + given, [False] * lead + [True] * len(given)
+
+
+# --- tiling one buffer ------------------------------------------------------------------------------
+
+
+def tile_set(buf_name: str, shape: Sequence[int], tiled: Sequence[tuple[int, int]], params: Sequence[str]) -> isl.Set:
+    """`[T] -> { B[x] : x in tile T }` for tiled (dimension, size) pairs."""
+    xs = [f"x{d}" for d in range(len(shape))]
+    cons = [f"0 <= {xs[d]} < {n}" for d, n in enumerate(shape)]
+    for (d, size), p in zip(tiled, params):
+        cons.append(f"{size} * {p} <= {xs[d]} < {size} * {p} + {size}")
+    return isl.Set(f"[{', '.join(params)}] -> {{ {buf_name}[{', '.join(xs)}] : {' and '.join(cons)} }}")
+
+
+def restrict_to_tile(nest: loop.NestOp, buf: SSAValue, tile: isl.Set, names: Names) -> isl.Set:
+    """`{ i in D : write(i) in tile }` over every output of `nest` that is `buf`."""
+    dom = domain(nest, names)
+    result = None
+    for acc in accesses(nest, names, root):
+        if acc.is_write and root(acc.buffer) is buf:
+            part = acc.relation.intersect_domain(dom).intersect_range(tile).domain()
+            result = part if result is None else result.union(part)
+    assert result is not None
+    return result.coalesce()
+
+
+def tile_buffer(
+    fn: func.FuncOp,
+    buf: SSAValue,
+    sizes: Sequence[int],
+    names: Names,
+    shape: str = "rect",
+) -> loop.BandOp | str:
+    """Tile the writers of `buf` into one band; the band, or why not."""
+    block = fn.body.block
+    if has_views(buf):
+        return "the buffer is viewed with another shape"
+    ws = writers(buf, block)
+    if not ws:
+        return "it is not written by loop nests only"
+    if any(w.syms for w in ws) or any(w.static_bounds() is None for w in ws):
+        return "a writer has symbolic bounds"
+    t = buf.type
+    assert isinstance(t, MemRefType)
+    extents = list(t.get_shape())
+    tiled = [(d, s) for d, s in enumerate(sizes) if 0 < s < extents[d]]
+    if not tiled:
+        return "the tile covers the whole buffer"
+    last = ws[-1]
+    for w in ws[:-1]:
+        between = [o for o in ops_between(block, w, last) if o not in ws]
+        if not can_move_down(w, between):
+            return f"'{w.nest_name.data}' cannot move past the ops between it and '{last.nest_name.data}'"
+    counts = [-(-extents[d] // s) for d, s in tiled]
+    band = new_band(
+        f"{last.nest_name.data}.tiles",
+        counts,
+        {TILE_ATTR: DenseArrayBase.from_list(i64, [s if 0 < s < e else 0 for s, e in zip(sizes, extents)])},
+    )
+    args = list(band.block.args)
+    params = [names.param(a) for a in args]
+    param_pos = {p: k for k, p in enumerate(params)}
+    ctx = band_context(params, counts)
+    tile = tile_set(names.buffer(buf), extents, tiled, params)
+    nb = len(args)
+    for w in ws:
+        part = restrict_to_tile(w, buf, tile, names)
+        try:
+            bounds = box_bounds(part, param_pos, ctx)
+        except Unsupported as e:
+            return f"the tile of '{w.nest_name.data}' has no box bounds ({e})"
+        if not is_exact_box(part, bounds, params, ctx):
+            return f"the tile of '{w.nest_name.data}' is not a box"
+        lower = [b.maps(nb)[0] for b in bounds]
+        upper = [b.maps(nb)[1] for b in bounds]
+        maps = [with_symbols(m, nb) for m in w.access_maps]
+        band.block.add_op(rebuild_nest(w, args, lower, upper, maps))
+    try:
+        problems = cross_tile_conflicts(band, names)
+    except Unsupported as e:
+        problems = [str(e)]
+    if problems:
+        band.erase(safe_erase=False)
+        return f"a dependence crosses tiles: {problems[0]}"
+    block.insert_op_before(band, last)
+    for w in ws:
+        w.detach()
+        w.erase()
+    place_deallocs(block)
+    return band
+
+
+# --- which dimensions pay --------------------------------------------------------------------------
+
+
+def useless_dims(band: loop.BandOp, fn: func.FuncOp, names: Names) -> list[int]:
+    """Band dimensions along which no intermediate's footprint moves, while some intermediate is
+    read: tiling them only multiplies the recomputation a fused producer would need."""
+    from mlfuse.poly.footprint import footprint
+    from mlfuse.poly.program import nests_in
+
+    params = [names.param(a) for a in band.block.args]
+    footprints = {}
+    for nest in nests_in(band):
+        for acc in accesses(nest, names, root):
+            b = root(acc.buffer)
+            if acc.is_write or not is_intermediate(b, fn):
+                continue
+            footprints.setdefault(b, []).append((domain(nest, names), acc.relation))
+    if not footprints:
+        return []
+    useless = []
+    for k, p in enumerate(params):
+        moves = False
+        for readers in footprints.values():
+            fp = footprint(readers)
+            pos = fp.find_dim_by_name(isl.dim_type.param, p)
+            if pos >= 0 and fp.involves_dims(isl.dim_type.param, pos, 1):
+                moves = True
+                break
+        if not moves:
+            useless.append(k)
+    return useless
+
+
+def live_out_buffers(fn: func.FuncOp) -> list[SSAValue]:
+    """Function arguments written by top-level nests, in the order of their last writer."""
+    block = fn.body.block
+    last: dict[SSAValue, int] = {}
+    for i, op in enumerate(block.ops):
+        for b in effects(op).writes:
+            if b in block.args:
+                last[b] = i
+    return sorted(last, key=last.get)
+
+
+def tile_function(
+    fn: func.FuncOp,
+    sizes: Sequence[int] | None = None,
+    which: str = "live-out",
+    shape: str = "rect",
+    fuse_aware: bool = True,
+    remark: Remark = _no_remark,
+) -> list[loop.BandOp]:
+    """Tile the live-out buffers of `fn` (which="all": every buffer written by top-level nests)."""
+    names = Names()
+    block = fn.body.block
+    if which == "all":
+        targets = []
+        for op in list(block.ops):
+            if isinstance(op, loop.NestOp):
+                for v in op.outs:
+                    b = root(v)
+                    if (b in block.args or is_intermediate(b, fn)) and b not in targets:
+                        targets.append(b)
+    else:
+        targets = live_out_buffers(fn)
+    bands = []
+    for buf in targets:
+        t = buf.type
+        assert isinstance(t, MemRefType)
+        extents = list(t.get_shape())
+        resolved, explicit = resolve_sizes(extents, sizes)
+        result = tile_buffer(fn, buf, resolved, names, shape)
+        if isinstance(result, str):
+            ws = writers(buf, block) or []
+            remark(ws[-1] if ws else fn, f"not tiled: {result}")
+            continue
+        if fuse_aware:
+            useless = useless_dims(result, fn, names)
+            tiled_dims = [d for d, s in enumerate(resolved) if 0 < s < extents[d]]
+            drop = [tiled_dims[k] for k in useless]
+            if drop and len(drop) < len(tiled_dims):
+                result = retile(fn, result, buf, [0 if d in drop else s for d, s in enumerate(resolved)], names, shape)
+                if isinstance(result, str):  # cannot happen for fewer tiled dims, but stay safe
+                    remark(fn, f"not tiled: {result}")
+                    continue
+        bands.append(result)
+    return bands
+
+
+def retile(fn: func.FuncOp, band: loop.BandOp, buf: SSAValue, sizes: Sequence[int], names: Names, shape: str) -> loop.BandOp | str:
+    """Undo a band (its nests back at its place, untiled) and tile again with other sizes."""
+    untile(band)
+    return tile_buffer(fn, buf, sizes, names, shape)
+
+
+def untile(band: loop.BandOp) -> None:
+    """Put the original nests of a tile band back (their bounds are recovered from the full
+    domains: the tiles partition them)."""
+    from mlfuse.poly.program import nests_in
+
+    block = band.parent_block()
+    assert block is not None
+    for nest in nests_in(band):
+        full = full_domain(nest, band)
+        lower = [b.maps(0)[0] for b in full]
+        upper = [b.maps(0)[1] for b in full]
+        maps = [with_symbols(m, 0) for m in nest.access_maps]
+        block.insert_op_before(rebuild_nest(nest, [], lower, upper, maps), band)
+    band.detach()
+    band.erase()
+
+
+def full_domain(nest: loop.NestOp, band: loop.BandOp):
+    """The union over all tiles of a nest's tile domain, as box bounds."""
+    names = Names()
+    params = [names.param(a) for a in band.block.args]
+    dom = domain(nest, names).intersect_params(band_context(params, band.sizes))
+    union = dom.project_out(isl.dim_type.param, 0, dom.dim(isl.dim_type.param))
+    return box_bounds(union, {})
+
+
+def tile_count(band: loop.BandOp) -> int:
+    return math.prod(band.sizes)
