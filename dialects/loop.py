@@ -365,7 +365,18 @@ class IndexOp(IRDLOperation):
     position = prop_def(IntegerAttr)
     result = result_def(IndexType)
     traits = traits_def(Pure(), HasParent(NestOp))
-    assembly_format = "$kind $position attr-dict"
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} {self.position.value.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IndexOp:
+        kind = parser.parse_identifier(" (dim or sym)")
+        position = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        op = cls(kind, position)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
 
     def __init__(self, kind: str, position: int):
         super().__init__(

@@ -451,3 +451,128 @@ def convert_graph_to_loop(module: ModuleOp, stitch: bool = True) -> None:
             module.body.block.insert_op_before(new_fn, fn)
             fn.detach()
             fn.erase()
+
+
+# --- stencils: conv2d and pooling --------------------------------------------------------------
+#
+# Padding is materialized: a pad nest pair (fill, then copy of the interior) writes a
+# padded intermediate, and the window nest reads it with shifted affine accesses and no
+# guards. Post-tiling fusion then computes the padded tile (halo included) inside each
+# tile of the consumer, and storage reduction keeps only that tile.
+
+
+def pad_spatial(fl: FunctionLowering, src: SSAValue, pads: Sequence[int], value: float | int) -> SSAValue:
+    """An NCHW buffer padded by pads = [top, left, bottom, right] with `value` (src if no pads)."""
+    if not any(pads):
+        return src
+    t = src.type
+    assert isinstance(t, MemRefType)
+    n, c, h, w = t.get_shape()
+    top, left, bottom, right = pads
+    el = t.get_element_type()
+    shape = [n, c, h + top + bottom, w + left + right]
+    padded = fl.alloc(TensorType(el, shape))
+    fl.nest("pad_fill", shape, [], [padded], lambda b, a: [scalar.const(b, value, el)], maps=[identity(4)])
+    d = dims(4)
+    into = AffineMap(4, 0, (d[0], d[1], d[2] + top, d[3] + left))
+    copy_nest(fl, "pad_copy", src, padded, identity(4), into, [n, c, h, w])
+    return padded
+
+
+def window_maps(op: graph.WindowOp, channel: AffineExpr, d: list[AffineExpr], oh: int, kh: int, kw: int, ow: int) -> AffineMap:
+    """The padded input read by window position (oh, ow) and kernel offset (kh, kw)."""
+    (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
+    row = d[oh] * sh + d[kh] * dh if dh != 1 else d[oh] * sh + d[kh]
+    col = d[ow] * sw + d[kw] * dw if dw != 1 else d[ow] * sw + d[kw]
+    return AffineMap(len(d), 0, (d[0], channel, row, col))
+
+
+def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
+    """y[n, o, oh, ow] = sum_{c, kh, kw} xpad[n, g*C/G + c, oh*s + kh*d, ow*s + kw*d] * w[o, c, kh, kw],
+    iterated (n, o, oh, c, kh, kw, ow): the window position along W stays innermost, so
+    the inner loop is unit-stride (stride 1) and vectorizes without reassociation."""
+    t = graph.element_type_of(op.result)
+    out_shape = graph.shape_of(op.result)
+    fl.nest("conv_init", out_shape, [], [out], lambda b, a: [scalar.const(b, 0, t)], maps=[identity(4)])
+    src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0)
+    o_count, cg, kh, kw = graph.shape_of(op.weight)
+    og = o_count // op.group_count
+    d = dims(7)  # n, o, oh, c, kh, kw, ow
+    channel = d[3] if op.group_count == 1 else (d[1] // og) * cg + d[3]
+    maps = [
+        window_maps(op, channel, d, 2, 4, 5, 6),
+        AffineMap(7, 0, (d[1], d[3], d[4], d[5])),
+        AffineMap(7, 0, (d[0], d[1], d[2], d[6])),
+    ]
+    n, _, oh, ow = out_shape
+    iterators = [loop.PARALLEL] * 3 + [loop.REDUCTION] * 3 + [loop.PARALLEL]
+
+    def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
+        from xdsl.dialects import arith
+
+        x, w, acc = (scalar.widen(b, v) for v in a)
+        return [scalar.narrow(b, b.insert(arith.AddfOp(acc, b.insert(arith.MulfOp(x, w)).result)).result, t)]
+
+    fl.nest("conv2d", [n, o_count, oh, cg, kh, kw, ow], [src, fl.buffer(op.weight)], [out], body, iterators, maps)
+
+
+def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> None:
+    """Max or sum over each window of the padded input (max pads with the lowest value,
+    so padding never wins); average pooling then divides by the window's element count."""
+    kind = "max" if isinstance(op, graph.MaxPool2dOp) else "sum"
+    t = graph.element_type_of(op.result)
+    out_shape = graph.shape_of(op.result)
+    init = scalar.identity_of(kind, t)
+    fl.nest(f"pool_init_{kind}", out_shape, [], [out], lambda b, a: [scalar.const(b, init, t)], maps=[identity(4)])
+    src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, init)
+    kh, kw = op.kernel_size
+    n, c, oh, ow = out_shape
+    d = dims(6)  # n, c, oh, kh, kw, ow
+    maps = [window_maps(op, d[1], d, 2, 3, 4, 5), AffineMap(6, 0, (d[0], d[1], d[2], d[5]))]
+    iterators = [loop.PARALLEL] * 3 + [loop.REDUCTION] * 2 + [loop.PARALLEL]
+
+    def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
+        x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
+        return [scalar.narrow(b, scalar.combine(b, kind, acc, x), t)]
+
+    fl.nest(f"pool_{kind}", [n, c, oh, kh, kw, ow], [src], [out], body, iterators, maps)
+    if isinstance(op, graph.AvgPool2dOp):
+        lower_avg_scale(fl, op, out)
+
+
+def lower_avg_scale(fl: FunctionLowering, op: graph.AvgPool2dOp, out: SSAValue) -> None:
+    """out /= number of input elements per window (a constant, or a per-position table)."""
+    import numpy as np
+
+    from xdsl.dialects import arith
+
+    from mlfuse.reference import windows
+
+    t = graph.element_type_of(op.result)
+    out_shape = graph.shape_of(op.result)
+    h, w = graph.shape_of(op.input)[2:]
+    params = (op.kernel_size, op.stride_values, op.pad_values, op.dilation_values)
+    counts = windows(np.ones((1, 1, h, w), np.float32), *params, 0).sum(axis=(4, 5))[0, 0]
+    if op.counts_padding or np.all(counts == counts.flat[0]):
+        count = float(np.prod(op.kernel_size)) if op.counts_padding else float(counts.flat[0])
+
+        def scale(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
+            x = scalar.widen(b, a[0])
+            return [scalar.narrow(b, b.insert(arith.DivfOp(x, scalar.const(b, count, x.type))).result, t)]
+
+        fl.nest("avg_scale", out_shape, [out], [out], scale, maps=[identity(4)] * 2)
+        return
+    table = lower_constant(fl, graph.ConstantOp.from_numpy(counts.astype(graph.numpy_dtype(t)), t)).buffer
+    d = dims(4)
+
+    def divide(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
+        x, n = scalar.widen(b, a[0]), scalar.widen(b, a[1])
+        return [scalar.narrow(b, b.insert(arith.DivfOp(x, n)).result, t)]
+
+    fl.nest("avg_scale", out_shape, [out, table], [out], divide,
+            maps=[identity(4), AffineMap(4, 0, (d[2], d[3])), identity(4)])
+
+
+LOWERINGS[graph.Conv2dOp] = lower_conv2d
+LOWERINGS[graph.MaxPool2dOp] = lower_pool2d
+LOWERINGS[graph.AvgPool2dOp] = lower_pool2d

@@ -84,3 +84,15 @@ func.func @bad_bound(%x: memref<4xf32>) {
   }
   func.return
 }
+
+// -----
+
+func.func @index_range(%x: memref<4xf32>) {
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    // CHECK: error: 'loop.index' dim 1 is out of range (1)
+    %i = loop.index dim 1
+    loop.yield %o : f32
+  }
+  func.return
+}

@@ -19,6 +19,17 @@ func.func @nests(%x: memref<4x8xf32>, %y: memref<4xf32>, %n: index) {
     %c = arith.constant 1.0 : f32
     loop.yield %c : f32
   }
+  // CHECK: loop.index dim 0
+  // CHECK: loop.index sym 0
+  loop.nest "guard" syms(%n) lower [0] upper [4] iterators ["parallel"] ins() outs(%y : memref<4xf32>) maps [affine_map<(d0)[s0] -> (d0)>] {
+  ^bb0(%o: f32):
+    %i = loop.index dim 0
+    %s = loop.index sym 0
+    %c = arith.cmpi slt, %i, %s : index
+    %one = arith.constant 1.0 : f32
+    %r = arith.select %c, %one, %o : f32
+    loop.yield %r : f32
+  }
   // CHECK: %{{.*}} = loop.view %{{.*}} : memref<4x8xf32> to memref<32xf32>
   %v = loop.view %x : memref<4x8xf32> to memref<32xf32>
   // CHECK: loop.parallel_call @f(%{{.*}}, %{{.*}}) range 4 : i64 {grain = 1 : i64} : memref<4x8xf32>, memref<4xf32>
