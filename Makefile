@@ -23,8 +23,10 @@ pytest: $(STAMP)
 lit: $(STAMP)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -v filecheck
 
+# the peers (numexpr, matplotlib, torch, jax) come with the bench extra; BENCH_ARGS=--quick for a smoke run
 bench: $(STAMP)
-	$(VENV)/bin/mlfuse-bench
+	$(PY) -m pip install -q -e '.[bench]'
+	$(VENV)/bin/mlfuse-bench $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

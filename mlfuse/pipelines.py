@@ -28,3 +28,64 @@ def _has_pass(flag: str) -> bool:
     from mlfuse.universe import MLFUSE_PASSES
 
     return flag in MLFUSE_PASSES
+
+
+STENCIL_STRATEGIES = ("post-tile", "tile-after-fuse", "none")
+
+
+def cpu_stencil_pipeline(
+    strategy: str = "post-tile",
+    sizes: tuple[int, ...] | None = None,
+    parallel: bool = True,
+    max_recompute: float = 2.0,
+) -> list[str]:
+    """graph -> loop nests with start-up fusion -> tiling and fusion for locality -> llvm.
+
+    Meant for stencil pipelines (slices, pads, conv2d, pooling: image filters, CNN
+    layers), where the fusion planner's register/row stitching does not apply.
+    Start-up fusion is conservative (each stencil stage keeps its own nest); then
+    `strategy` decides:
+      post-tile        tile the live-outs, fuse producers into the tiles with
+                       overlapped tiles, shrink intermediates to tile-local buffers
+      tile-after-fuse  fuse where legal without tiling (pointwise), then tile every
+                       nest on its own (the PPCG/Pluto order; intermediates stay whole)
+      none             start-up fusion only
+    `sizes` are tile sizes of the trailing dimensions (None: analytical default from
+    the L2 size, see mlfuse.poly.tiling.default_tile_sizes).
+    """
+    if strategy not in STENCIL_STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STENCIL_STRATEGIES)}, got {strategy!r}")
+    passes = list(GRAPH_CLEANUP) + ["convert-graph-to-loop{stitch=false}", "loop-startup-fuse"]
+    size_opt = f"sizes={','.join(map(str, sizes))}" if sizes else ""
+    with_opts = lambda name, *opts: name + ("{" + " ".join(o for o in opts if o) + "}" if any(opts) else "")  # noqa: E731
+    if strategy == "post-tile":
+        passes += [
+            with_opts("loop-tile", size_opt),
+            with_opts("loop-post-tile-fuse", f"max-recompute={max_recompute}" if max_recompute != 2.0 else ""),
+            "loop-storage-reduce",
+        ]
+    elif strategy == "tile-after-fuse":
+        passes.append(with_opts("loop-tile-after-fuse", size_opt))
+    passes += [
+        "assign-buffers",
+        f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}}}",
+        "expand-math",
+        "convert-to-llvm",
+    ]
+    return passes
+
+
+def has_stencils(module) -> bool:
+    """Does a graph module hold ops whose locality post-tiling fusion improves (windows,
+    shifted slices, pads)? A driver can pick cpu_stencil_pipeline for such graphs."""
+    from mlfuse.dialects import graph
+
+    kinds = (graph.Conv2dOp, graph.MaxPool2dOp, graph.AvgPool2dOp, graph.PadOp)
+    slices: dict = {}
+    for op in module.walk():
+        if isinstance(op, kinds):
+            return True
+        if isinstance(op, graph.SliceOp):
+            # two slices of one value at different offsets: a stencil written by hand
+            slices.setdefault(op.input, set()).add(tuple(op.bounds[0]))
+    return any(len(starts) > 1 for starts in slices.values())

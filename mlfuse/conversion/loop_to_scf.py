@@ -296,14 +296,15 @@ def convert_loop_to_scf(module: ModuleOp, parallel: bool = True) -> None:
     for fn in list(module.ops):
         if not isinstance(fn, func.FuncOp):
             continue
-        for k, op in enumerate(list(fn.walk())):
+        kernels = [op for op in fn.walk() if isinstance(op, loop.BandOp) or (isinstance(op, loop.NestOp) and not isinstance(op.parent_op(), loop.BandOp))]
+        for k, op in enumerate(kernels):
             if isinstance(op, loop.BandOp):
                 top = op.parent_op() is fn
                 if parallel and top and math.prod(op.sizes) >= 2 and band_work(op) >= PARALLEL_MIN_POINTS:
                     outline_band(module, fn, op, k)
                 else:
                     inline_band(op)
-            elif isinstance(op, loop.NestOp) and op.parent is not None and not isinstance(op.parent_op(), loop.BandOp):
+            else:
                 plan = parallel_plan(op) if parallel and op.parent_op() is fn else None
                 if plan is not None:
                     outline_nest(module, fn, op, k, plan)

@@ -190,7 +190,14 @@ class Bounds:
     upper: tuple[AffineExpr, ...]
 
     def maps(self, nsyms: int) -> tuple[AffineMap, AffineMap]:
-        return AffineMap(0, nsyms, self.lower), AffineMap(0, nsyms, self.upper)
+        """(lower, upper) maps of `nsyms` symbols (none if the bounds are constants, so they
+        print as integers)."""
+
+        def one(results: tuple[AffineExpr, ...]) -> AffineMap:
+            constant = all(isinstance(e, AffineConstantExpr) for e in results)
+            return AffineMap(0, 0 if constant else nsyms, results)
+
+        return one(self.lower), one(self.upper)
 
 
 def param_expr(coeffs: Sequence[tuple[int, int]], constant: int) -> AffineExpr:

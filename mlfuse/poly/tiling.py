@@ -41,6 +41,7 @@ from mlfuse.poly.islconv import (
     is_exact_box,
 )
 from mlfuse.poly.program import (
+    nests_in,
     TILE_ATTR,
     can_move_down,
     cross_tile_conflicts,
@@ -207,34 +208,57 @@ def tile_buffer(
 # --- which dimensions pay --------------------------------------------------------------------------
 
 
-def useless_dims(band: loop.BandOp, fn: func.FuncOp, names: Names) -> list[int]:
-    """Band dimensions along which no intermediate's footprint moves, while some intermediate is
-    read: tiling them only multiplies the recomputation a fused producer would need."""
-    from mlfuse.poly.footprint import footprint
-    from mlfuse.poly.program import nests_in
+def cone_footprints(band: loop.BandOp, fn: func.FuncOp, names: Names) -> dict[SSAValue, isl.Set]:
+    """Per intermediate upstream of `band`: the footprint a tile would need if every producer
+    were fused (extensions followed through the producers, consumers first)."""
+    from mlfuse.poly.footprint import extension, footprint
 
-    params = [names.param(a) for a in band.block.args]
-    footprints = {}
-    for nest in nests_in(band):
+    ctx = band_context([names.param(a) for a in band.block.args], band.sizes)
+    readers: dict[SSAValue, list] = {}
+
+    def add_reads(nest: loop.NestOp, dom: isl.Set) -> None:
         for acc in accesses(nest, names, root):
             b = root(acc.buffer)
-            if acc.is_write or not is_intermediate(b, fn):
-                continue
-            footprints.setdefault(b, []).append((domain(nest, names), acc.relation))
-    if not footprints:
-        return []
-    useless = []
-    for k, p in enumerate(params):
-        moves = False
-        for readers in footprints.values():
-            fp = footprint(readers)
+            if not acc.is_write and is_intermediate(b, fn):
+                readers.setdefault(b, []).append((dom, acc.relation))
+
+    for nest in nests_in(band):
+        add_reads(nest, domain(nest, names).intersect_params(ctx))
+    footprints: dict[SSAValue, isl.Set] = {}
+    block = fn.body.block
+    for op in reversed(list(block.ops)[: block.get_operation_index(band)]):
+        if not isinstance(op, loop.NestOp) or op.syms:
+            continue
+        rels, fps = [], []
+        for acc in accesses(op, names, root):
+            b = root(acc.buffer)
+            if acc.is_write and b in readers:
+                footprints[b] = footprints.get(b) or footprint(readers[b])
+                rels.append(acc.relation)
+                fps.append(footprints[b])
+        if rels:
+            add_reads(op, extension(domain(op, names), rels, fps).intersect_params(ctx))
+    return footprints
+
+
+def dims_to_untile(band: loop.BandOp, fn: func.FuncOp, names: Names) -> list[int]:
+    """Band dimensions along which the footprint of some upstream intermediate does not move,
+    while it moves along others: tiling them would have every tile recompute that producer
+    (a convolution's input channels for tiles of output channels, the columns of the first
+    product of 2mm). Producers that no tile dimension moves are left out: they will not fuse."""
+    params = [names.param(a) for a in band.block.args]
+    ctx = band_context(params, band.sizes)
+    drop: set[int] = set()
+    for fp in cone_footprints(band, fn, names).values():
+        fp = fp.gist_params(ctx)  # constraints on valid tile indices alone say nothing
+        moves = set()
+        for k, p in enumerate(params):
             pos = fp.find_dim_by_name(isl.dim_type.param, p)
             if pos >= 0 and fp.involves_dims(isl.dim_type.param, pos, 1):
-                moves = True
-                break
-        if not moves:
-            useless.append(k)
-    return useless
+                moves.add(k)
+        if moves:
+            drop |= set(range(len(params))) - moves
+    return sorted(drop) if len(drop) < len(params) else []
 
 
 def live_out_buffers(fn: func.FuncOp) -> list[SSAValue]:
@@ -281,9 +305,8 @@ def tile_function(
             remark(ws[-1] if ws else fn, f"not tiled: {result}")
             continue
         if fuse_aware:
-            useless = useless_dims(result, fn, names)
             tiled_dims = [d for d, s in enumerate(resolved) if 0 < s < extents[d]]
-            drop = [tiled_dims[k] for k in useless]
+            drop = [tiled_dims[k] for k in dims_to_untile(result, fn, names)]
             if drop and len(drop) < len(tiled_dims):
                 result = retile(fn, result, buf, [0 if d in drop else s for d, s in enumerate(resolved)], names, shape)
                 if isinstance(result, str):  # cannot happen for fewer tiled dims, but stay safe

@@ -1,0 +1,1 @@
+"""Stencil and polyhedral benchmarks for post-tiling fusion (see run.py)."""

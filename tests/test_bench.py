@@ -1,0 +1,108 @@
+"""mlfuse-bench keeps working: a tiny --quick run end to end, and the pieces it trusts
+(numpy implementations against the reference, the copy kernel, the HLO kernel count)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mlfuse
+from bench.bandwidth import CopyMeter
+from bench.peers import xla_kernels
+from bench.workloads import WORKLOADS
+
+
+def test_quick_run_prints_table_and_writes_results(tmp_path):
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--quick", "--size", "96x80", "--threads", "1",
+         "--peers", "numpy", "--graphs", "layernorm", "col_sum", "--repeat", "2", "--copy-mb", "2",
+         "--json", str(out), "--no-plot"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "1 thread, memory-bound workloads at 96x80 f32" in proc.stdout
+    assert "copy bandwidth" in proc.stdout
+    result = json.loads(out.read_text())
+    (run,) = result["runs"]
+    assert run["bandwidth_GBps"] > 0
+    assert [w["name"] for w in run["workloads"]] == ["layernorm", "col_sum"]
+    for w in run["workloads"]:
+        assert set(w["contestants"]) == {"mlfuse", "numpy"}
+        mine = w["contestants"]["mlfuse"]
+        assert mine["median_s"] > 0 and len(mine["times_s"]) == 2
+        assert mine["max_error"] < 1e-5  # mlfuse agrees with numpy op by op
+        assert "MISMATCH" not in mine["note"]
+    md = out.with_suffix(".md").read_text()
+    assert "| layernorm |" in md and "machine:" in md
+
+
+def test_bad_size_is_a_usage_error():
+    proc = subprocess.run([sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--size", "1024"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "ROWSxCOLS" in proc.stderr
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_numpy_implementation_matches_reference(name):
+    w = WORKLOADS[name]
+    module = w.build(40, 72)
+    inputs = w.inputs(module, seed=3)
+    want = mlfuse.reference(module)(*inputs)
+    got = w.numpy(*inputs)
+    assert len(got) == len(want)
+    for g, r in zip(got, want):
+        assert g.shape == r.shape and g.dtype == r.dtype == np.float32
+        np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-6 * float(np.max(np.abs(r))))
+
+
+def test_non_temporal_copy_copies_every_byte():
+    for threads in (1, 2):
+        meter = CopyMeter(megabytes=1.03, threads=threads)  # not a multiple of 4 blocks per thread
+        meter.dst[:] = -1.0
+        seconds = meter.copy()
+        np.testing.assert_array_equal(meter.dst, meter.src)
+        assert meter.bandwidth(seconds) > 0
+        meter.close()
+
+
+HLO = """HloModule jit_f
+
+%fused_dot (p0: f32[4,8], p1: f32[8,8]) -> f32[4,8] {
+  %p0 = f32[4,8]{1,0} parameter(0)
+  %p1 = f32[8,8]{1,0} parameter(1)
+  ROOT %d = f32[4,8]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+%fused_exp (p0: f32[4,8]) -> f32[4,8] {
+  %p0 = f32[4,8]{1,0} parameter(0)
+  ROOT %e = f32[4,8]{1,0} exponential(%p0)
+}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %main.3 (x: f32[4,8], w: f32[8,8]) -> (f32[4,8], f32[4]) {
+  %x = f32[4,8]{1,0} parameter(0)
+  %w = f32[8,8]{1,0} parameter(1)
+  %zero = f32[] constant(0)
+  %gemm = f32[4,8]{1,0} fusion(%x, %w), kind=kCustom, calls=%fused_dot
+  %exp = f32[4,8]{1,0} fusion(%gemm), kind=kLoop, calls=%fused_exp
+  %r = f32[4]{0} reduce(%exp, %zero), dimensions={1}, to_apply=%add
+  %b = f32[4,8]{1,0} bitcast(%exp)
+  ROOT %t = (f32[4,8]{1,0}, f32[4]{0}) tuple(%b, %r)
+}
+"""
+
+
+def test_xla_kernel_count_skips_free_ops_and_classifies_gemms():
+    assert xla_kernels(HLO) == (2, 3)  # exp fusion and reduce; the dot fusion is a GEMM
+    with pytest.raises(ValueError, match="ENTRY"):
+        xla_kernels("HloModule empty\n")
