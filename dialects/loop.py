@@ -1,7 +1,8 @@
 """The `loop` dialect: affine loop nests on buffers (the polyhedral level).
 
 `loop.nest` is one computation space: an iteration domain (a box whose bounds are
-affine in the nest's symbol operands), an iterator kind per dimension, and an
+affine in the nest's symbol operands; the bounds of dimension k may also use the
+outer dimensions d0..d(k-1), for parallelogram tiles), an iterator kind per dimension, and an
 affine access map per buffer operand. Its body computes on scalars: one block
 argument per input element and per current output element; `loop.yield` gives
 the new output elements, stored at the outputs' access maps. A reduction is a
@@ -169,13 +170,13 @@ class NestOp(IRDLOperation):
                 f"'loop.nest' has {rank} iterators but {len(self.lower.data)} lower and "
                 f"{len(self.upper.data)} upper bounds"
             )
-        for bound in (*self.lower.data, *self.upper.data):
-            m = bound.data
-            if m.num_dims != 0 or m.num_symbols > nsyms or not m.results:
-                raise VerifyException(
-                    f"'loop.nest' bound {m} must map (some of) the nest's {nsyms} symbols, and no dims, "
-                    "to one or more values"
-                )
+        for d, (lo, hi) in enumerate(zip(self.lower.data, self.upper.data)):
+            for m in (lo.data, hi.data):
+                if m.num_dims > d or m.num_symbols > nsyms or not m.results:
+                    raise VerifyException(
+                        f"'loop.nest' bound {m} of dimension {d} must map (some of) the nest's {nsyms} "
+                        f"symbols and at most the {d} outer dimensions to one or more values"
+                    )
         buffers = [*self.ins, *self.outs]
         if len(self.access_maps) != len(buffers):
             raise VerifyException(

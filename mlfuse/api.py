@@ -29,8 +29,10 @@ def parse(source: str | ModuleOp, input_shapes: Mapping[str, Sequence[int]] | No
     if isinstance(source, ModuleOp):
         return source
     if isinstance(source, str | os.PathLike) and str(source).endswith(".onnx"):
-        from mlfuse.frontend.onnx import import_onnx
-
+        try:
+            from mlfuse.frontend.onnx import import_onnx
+        except ImportError as e:
+            raise Diagnostic(f"reading {source} needs the onnx extra (pip install 'mlfuse[onnx]'): {e}") from None
         return import_onnx(str(source), input_shapes=input_shapes)
     from mlfuse.ir import make_context
 

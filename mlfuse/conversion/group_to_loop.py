@@ -93,12 +93,45 @@ def operand_index(op: Operation, operand: int, index: Index) -> Index:
         start, _, step = op.bounds
         return tuple(e * s + a if s != 1 else e + a for e, a, s in zip(index, start, step))
     if isinstance(op, graph.ReshapeOp):
-        out_shape, in_shape = graph.shape_of(op.result), graph.shape_of(op.input)
-        linear: AffineExpr = const_expr(0)
-        for e, stride in zip(index, strides(out_shape)):
-            linear = linear + e * stride
-        return tuple((linear // stride) % size for stride, size in zip(strides(in_shape), in_shape))
+        return reshape_index(graph.shape_of(op.result), graph.shape_of(op.input), index)
     raise Fallback(f"'{op.name}' cannot be recomputed in registers")
+
+
+def reshape_index(src_shape: Sequence[int], dst_shape: Sequence[int], index: Index) -> Index:
+    """The row-major index into `dst_shape` of the element at `index` in `src_shape`.
+
+    Dimensions are matched in groups of equal products, so that merging or
+    splitting neighbours stays a plain multiply-add (or one floordiv/mod) instead
+    of a full linearization: (i, j, k) of 128x12x64 is (i, j * 64 + k) of 128x768.
+    """
+    if 0 in src_shape or 0 in dst_shape:  # empty tensors: any index will do
+        return tuple(const_expr(0) for _ in dst_shape)
+    out: list[AffineExpr] = []
+    i = j = 0
+    while i < len(src_shape) or j < len(dst_shape):
+        gi, gj = [i], [j]
+        pi = src_shape[i] if i < len(src_shape) else 1
+        pj = dst_shape[j] if j < len(dst_shape) else 1
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                pi *= src_shape[i]
+                gi.append(i)
+                i += 1
+            else:
+                pj *= dst_shape[j]
+                gj.append(j)
+                j += 1
+        src_dims = [d for d in gi if d < len(src_shape)]
+        dst_dims = [d for d in gj if d < len(dst_shape)]
+        linear: AffineExpr = const_expr(0)
+        for d in src_dims:
+            linear = linear * src_shape[d] + index[d]
+        for k, d in enumerate(dst_dims):
+            inner = math.prod(dst_shape[e] for e in dst_dims[k + 1 :])
+            e = linear if inner == 1 else linear // inner
+            out.append(e if k == 0 else e % dst_shape[d])
+    return tuple(out)
 
 
 def strides(shape: Sequence[int]) -> list[int]:
@@ -285,6 +318,24 @@ class GroupLowering:
     def is_row_value(self, v: SSAValue) -> bool:
         return graph.shape_of(v) == (*self.outer, self.row)
 
+    def moved_row(self, value: SSAValue, row_index: Index) -> tuple[SSAValue, Index] | None:
+        """A value that is transposes/reshapes of a row value, and where the row's elements land in it."""
+        chain: list[Operation] = []
+        v = value
+        while not self.is_row_value(v):
+            op = v.owner
+            if not isinstance(op, graph.TransposeOp | graph.ReshapeOp) or op.parent_op() is not self.group:
+                return None
+            chain.append(op)
+            v = op.input
+        index = row_index
+        for op in reversed(chain):  # forward, from the row value to the output
+            if isinstance(op, graph.TransposeOp):
+                index = tuple(index[p] for p in op.permutation)
+            else:
+                index = reshape_index(graph.shape_of(op.input), graph.shape_of(op.result), index)
+        return v, index
+
     def is_row_scalar(self, v: SSAValue) -> bool:
         s = graph.shape_of(v)
         return s == self.outer or s == (*self.outer, 1)
@@ -349,6 +400,10 @@ class GroupLowering:
         level = self.levels()
         k = len(self.outer)
         out_level: dict[SSAValue, int] = {}
+        # outputs that are a transpose/reshape of a row value: (row value, index map)
+        self.moved: dict[SSAValue, tuple[SSAValue, Index]] = {}
+        syms_index: Index = tuple(AffineExpr.symbol(i) for i in range(k))
+        row_index: Index = (*syms_index, AffineExpr.dimension(0))
         for value, _ in outputs:
             owner = value.owner
             if isinstance(owner, graph.ReduceOp):
@@ -357,6 +412,10 @@ class GroupLowering:
                 out_level[value] = level[value] + 1  # copied out of its row scratch
             elif self.is_row_value(value):
                 out_level[value] = level[value]
+            elif (moved := self.moved_row(value, row_index)) is not None:
+                source, _ = moved
+                self.moved[value] = moved
+                out_level[value] = level[source] + (1 if isinstance(source.owner, CONTRACTIONS) else 0)
             elif not self.is_row_scalar(value):
                 raise Fallback(f"output of shape {graph.shape_of(value)} is neither a row nor a row scalar")
         keep = self.plan_materialization(level, out_level)
@@ -365,8 +424,6 @@ class GroupLowering:
         self.syms = list(band_block.args)
         saved_emit = self.emit_op
         self.emit_op = lambda op: Builder(InsertPoint.at_end(band_block)).insert(op)
-        syms_index: Index = tuple(AffineExpr.symbol(i) for i in range(k))
-        row_index: Index = (*syms_index, AffineExpr.dimension(0))
         staged = self.staged_ops()
         last = max([level[op.results[0]] for op in staged] + list(out_level.values()) + list(keep.values()), default=0)
         for phase in range(last + 1):
@@ -393,7 +450,11 @@ class GroupLowering:
             body = Body(1, k)
             acc_args = [(op, body.out(acc, (const_expr(0),))) for op, acc in accs]
             # (value, buffer): outputs complete in this phase, then values kept for later phases
-            writes = [(v, buf, row_index) for v, buf in outputs if out_level.get(v) == phase]
+            writes = [
+                (self.moved[v][0], buf, self.moved[v][1]) if v in self.moved else (v, buf, row_index)
+                for v, buf in outputs
+                if out_level.get(v) == phase
+            ]
             for value, p in keep.items():
                 if p == phase:
                     scratch = self.alloca([self.row], graph.element_type_of(value))
@@ -419,6 +480,7 @@ class GroupLowering:
                     self.stages[value] = Stage(buf, phase, per_row=False)
         # row-scalar outputs, once everything is available
         self.phase = last + 1
+        syms_index = row_index[:k]
         scalars = [(v, b) for v, b in outputs if v not in out_level]
         if scalars:
             def compute(body: Body, args):

@@ -70,9 +70,10 @@ def emit_affine(b: Builder, expr: AffineExpr, dims: Sequence[SSAValue], syms: Se
     raise NotImplementedError(f"affine expression {expr}")
 
 
-def emit_bound(b: Builder, bound, syms: Sequence[SSAValue], upper: bool) -> SSAValue:
-    """A multi-result bound is a max (lower) or min (upper) of its results."""
-    values = [emit_affine(b, e, (), syms) for e in bound.data.results]
+def emit_bound(b: Builder, bound, syms: Sequence[SSAValue], upper: bool, dims: Sequence[SSAValue] = ()) -> SSAValue:
+    """A multi-result bound is a max (lower) or min (upper) of its results; `dims` are the
+    ivs of the outer loops (a bound of dimension k may use d0..d(k-1))."""
+    values = [emit_affine(b, e, dims, syms) for e in bound.data.results]
     result = values[0]
     for v in values[1:]:
         result = b.insert((arith.MinSIOp if upper else arith.MaxSIOp)(result, v)).result
@@ -88,16 +89,25 @@ def emit_nest_loops(
 ) -> None:
     """Emit the loops of `nest` at `b`, reading its buffers from `buffers` (ins, outs)."""
     override = override or {}
-    bounds = []
-    for d in range(nest.rank):
+
+    def uses_dims(d: int) -> bool:
+        return nest.lower.data[d].data.num_dims > 0 or nest.upper.data[d].data.num_dims > 0
+
+    def bounds_at(builder: Builder, d: int, ivs: Sequence[SSAValue]) -> tuple[SSAValue, SSAValue]:
         if d in override:
-            bounds.append(override[d])
-        else:
-            bounds.append((emit_bound(b, nest.lower.data[d], syms, False), emit_bound(b, nest.upper.data[d], syms, True)))
+            return override[d]
+        return (
+            emit_bound(builder, nest.lower.data[d], syms, False, ivs),
+            emit_bound(builder, nest.upper.data[d], syms, True, ivs),
+        )
+
+    # bounds that use no outer iv are computed before the loops (hoisted), the others in place
+    hoisted = {d: bounds_at(b, d, ()) for d in range(nest.rank) if not uses_dims(d)}
     one = index_const(b, 1)
     ivs: list[SSAValue] = []
     inner = b
-    for lo, hi in bounds:
+    for d in range(nest.rank):
+        lo, hi = hoisted[d] if d in hoisted else bounds_at(inner, d, ivs)
         body = Block(arg_types=[IndexType()])
         inner.insert(scf.ForOp(lo, hi, one, [], body))
         ivs.append(body.args[0])
@@ -192,10 +202,12 @@ def nest_points(nest: loop.NestOp) -> int:
         return math.prod(hi - lo for lo, hi in bounds)
     zeros = [0] * len(nest.syms)
     points = 1
+    outer: list[int] = []  # outer ivs at their first value
     for lo, hi in zip(nest.lower.data, nest.upper.data):
-        first = max(e.eval((), zeros) for e in lo.data.results)
-        last = min(e.eval((), zeros) for e in hi.data.results)
+        first = max(e.eval(outer[: lo.data.num_dims], zeros) for e in lo.data.results)
+        last = min(e.eval(outer[: hi.data.num_dims], zeros) for e in hi.data.results)
         points *= max(0, last - first)
+        outer.append(first)
     return max(1, points)
 
 

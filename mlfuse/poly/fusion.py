@@ -56,8 +56,9 @@ from mlfuse.poly.islconv import (
     accesses,
     band_context,
     box_bounds,
-    box_set,
+    bounds_set,
     domain,
+    scan_bounds,
     eval_bounds,
 )
 from mlfuse.poly.program import (
@@ -195,7 +196,7 @@ def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:
 @dataclass
 class Plan:
     band: loop.BandOp
-    tiles: dict[loop.NestOp, list[Bounds]]  # writer -> its tile bounds in this band
+    tiles: dict[loop.NestOp, list[Bounds]]  # writer -> bounds scanning its tile in this band
 
 
 def plan_band(fn: func.FuncOp, unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions) -> Plan:
@@ -230,9 +231,10 @@ def plan_band(fn: func.FuncOp, unit: Unit, band: loop.BandOp, names: Names, opti
         if ext.is_empty():
             continue
         try:
-            bounds = box_bounds(ext, param_pos, ctx)
+            bounds = box_bounds(ext, param_pos, ctx)  # the rectangular hull, for the guards
+            shape = scan_bounds(ext, param_pos, ctx)  # what runs: overlapped box, or a parallelogram
         except Unsupported as e:
-            raise Refused(f"the extension of '{w.nest_name.data}' has no box bounds ({e})") from None
+            raise Refused(f"the extension of '{w.nest_name.data}' has no affine bounds ({e})") from None
         static = w.static_bounds()
         assert static is not None
         partitioned = 0
@@ -254,7 +256,7 @@ def plan_band(fn: func.FuncOp, unit: Unit, band: loop.BandOp, names: Names, opti
             raise Refused(
                 f"'{w.nest_name.data}' would be recomputed {total / work:.2f}x (limit {options.max_recompute}x)"
             )
-        tiles[w] = bounds
+        tiles[w] = shape
     if not tiles:
         raise Refused("no writer computes what the band reads")
     return Plan(band, tiles)
@@ -268,7 +270,7 @@ def extensions_disjoint(plans: Sequence[Plan], names: Names) -> bool:
             if w not in p.tiles:
                 continue
             params = [names.param(a) for a in p.band.block.args]
-            box = box_set(p.tiles[w], names.stmt(w), params).intersect_params(band_context(params, p.band.sizes))
+            box = bounds_set(p.tiles[w], names.stmt(w), params).intersect_params(band_context(params, p.band.sizes))
             every = box.project_out(isl.dim_type.param, 0, box.dim(isl.dim_type.param))
             if seen is not None and not seen.intersect(every).is_empty():
                 return False
@@ -334,8 +336,8 @@ def apply_plan(unit: Unit, plan: Plan, names: Names, options: FuseOptions) -> tu
         clone = rebuild_nest(
             w,
             args,
-            [b.maps(nb)[0] for b in bounds],
-            [b.maps(nb)[1] for b in bounds],
+            [b.maps(nb, k)[0] for k, b in enumerate(bounds)],
+            [b.maps(nb, k)[1] for k, b in enumerate(bounds)],
             [with_symbols(m, nb) for m in w.access_maps],
             buffers=scratch,
         )

@@ -105,9 +105,9 @@ def bound_constraints(nest: loop.NestOp, dims: Sequence[str], syms: Sequence[str
     out = []
     for d, (lo, hi) in enumerate(zip(nest.lower.data, nest.upper.data)):
         for e in lo.data.results:
-            out.append(f"{expr_text(e, (), syms)} <= {dims[d]}")
+            out.append(f"{expr_text(e, dims[:d], syms)} <= {dims[d]}")
         for e in hi.data.results:
-            out.append(f"{dims[d]} < {expr_text(e, (), syms)}")
+            out.append(f"{dims[d]} < {expr_text(e, dims[:d], syms)}")
     return out
 
 
@@ -184,86 +184,108 @@ def _val(v: isl.Val) -> int:
 
 @dataclass(frozen=True)
 class Bounds:
-    """A box dimension: max(lower) <= x < min(upper), in terms of symbols s0.. (the params)."""
+    """One dimension k of a domain: max(lower) <= x < min(upper), in terms of symbols s0..
+    (the params) and, for a scanned (non-box) domain, the outer dimensions d0..d(k-1)."""
 
     lower: tuple[AffineExpr, ...]
     upper: tuple[AffineExpr, ...]
 
-    def maps(self, nsyms: int) -> tuple[AffineMap, AffineMap]:
-        """(lower, upper) maps of `nsyms` symbols (none if the bounds are constants, so they
-        print as integers)."""
+    def uses_dims(self) -> bool:
+        return any(isinstance(x, AffineDimExpr) for e in (*self.lower, *self.upper) for x in e.dfs())
+
+    def maps(self, nsyms: int, ndims: int = 0) -> tuple[AffineMap, AffineMap]:
+        """(lower, upper) maps with `nsyms` symbols and `ndims` dims, both dropped where unused
+        (constant bounds print as integers)."""
 
         def one(results: tuple[AffineExpr, ...]) -> AffineMap:
             constant = all(isinstance(e, AffineConstantExpr) for e in results)
-            return AffineMap(0, 0 if constant else nsyms, results)
+            dims_used = any(isinstance(x, AffineDimExpr) for e in results for x in e.dfs())
+            return AffineMap(ndims if dims_used else 0, 0 if constant else nsyms, results)
 
         return one(self.lower), one(self.upper)
 
 
-def param_expr(coeffs: Sequence[tuple[int, int]], constant: int) -> AffineExpr:
-    """sum(c * s_p) + constant, written the way a person would (s0 * 64 + 64)."""
+def linear_expr(coeffs: Sequence[tuple[AffineExpr, int]], constant: int) -> AffineExpr:
+    """sum(c * v) + constant, written the way a person would (s0 * 64 + 64)."""
     e: AffineExpr | None = None
-    for p, c in coeffs:
+    for v, c in coeffs:
         if c == 0:
             continue
-        term = AffineExpr.symbol(p) if c == 1 else AffineExpr.symbol(p) * c
+        term = v if c == 1 else v * c
         e = term if e is None else e + term
     if e is None:
         return AffineExpr.constant(constant)
     return e + constant if constant != 0 else e
 
 
-def _constraint_bounds(c: isl.Constraint, param_pos: dict[str, int], space_params: list[str]) -> list[tuple[str, AffineExpr]]:
-    """[('lower' | 'upper', expr)] that a constraint puts on set dimension 0 (an equality gives both)."""
-    a = _val(c.get_coefficient_val(isl.dim_type.set, 0))
+def param_expr(coeffs: Sequence[tuple[int, int]], constant: int) -> AffineExpr:
+    """sum(c * s_p) + constant."""
+    return linear_expr([(AffineExpr.symbol(p), c) for p, c in coeffs], constant)
+
+
+def _constraint_bounds(
+    c: isl.Constraint, target: int, param_pos: dict[str, int], space_params: list[str]
+) -> list[tuple[str, AffineExpr]]:
+    """[('lower' | 'upper', expr)] that a constraint puts on set dimension `target`, in terms
+    of the params and the set dimensions before it (an equality gives both)."""
+    a = _val(c.get_coefficient_val(isl.dim_type.set, target))
     if a == 0:
         return []
-    coeffs = []
+    if c.involves_dims(isl.dim_type.div, 0, c.get_local_space().dim(isl.dim_type.div)):
+        raise Unsupported("a bound with an existential (stride) has no affine form")
+    coeffs: list[tuple[AffineExpr, int]] = []
+    for j in range(target):
+        b = _val(c.get_coefficient_val(isl.dim_type.set, j))
+        if b != 0:
+            coeffs.append((AffineExpr.dimension(j), b))
     for k, name in enumerate(space_params):
         b = _val(c.get_coefficient_val(isl.dim_type.param, k))
         if b != 0:
             if name not in param_pos:
                 raise Unsupported(f"a bound depends on parameter {name}, which is not a symbol here")
-            coeffs.append((param_pos[name], b))
+            coeffs.append((AffineExpr.symbol(param_pos[name]), b))
     const = _val(c.get_constant_val())
     found = []
     # a*x + f >= 0 with a > 0:  x >= ceil(-f / a)
     # a*x + f >= 0 with a < 0:  x <= floor(f / -a), i.e. x < floor(f / -a) + 1
     for sign in ((1, -1) if c.is_equality() else (1,)):
-        a_s, coeffs_s, const_s = a * sign, [(p, b * sign) for p, b in coeffs], const * sign
+        a_s, coeffs_s, const_s = a * sign, [(v, b * sign) for v, b in coeffs], const * sign
         if a_s > 0:
-            neg = param_expr([(p, -b) for p, b in coeffs_s], -const_s)
+            neg = linear_expr([(v, -b) for v, b in coeffs_s], -const_s)
             found.append(("lower", neg if a_s == 1 else neg.ceil_div(a_s)))
         else:
-            f = param_expr(coeffs_s, const_s)
+            f = linear_expr(coeffs_s, const_s)
             found.append(("upper", (f if a_s == -1 else f // (-a_s)) + 1))
     return found
 
 
-def dimension_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context: isl.Set | None = None) -> Bounds:
-    """Bounds of `s` along `dim`: the rectangular hull of its projection, as max/min of affine
-    functions of the parameters. The hull may be larger than the projection (a union)."""
-    n = s.dim(isl.dim_type.set)
-    proj = s.project_out(isl.dim_type.set, dim + 1, n - dim - 1).project_out(isl.dim_type.set, 0, dim)
+def _hull(s: isl.Set, context: isl.Set | None) -> isl.BasicSet:
     if context is not None:
-        proj = proj.intersect_params(context)
-    proj = proj.coalesce()
-    if proj.is_empty():
+        s = s.intersect_params(context)
+    s = s.coalesce()
+    if s.is_empty():
         raise Unsupported("an empty set has no bounds")
-    hull = proj.simple_hull() if proj.n_basic_set() > 1 else proj.get_basic_sets()[0]
+    hull = s.simple_hull() if s.n_basic_set() > 1 else s.get_basic_sets()[0]
     if hull.dim(isl.dim_type.div) != 0:
         hull = hull.remove_divs()
     hull = hull.remove_redundancies()
     if context is not None:
         hull = hull.gist(isl.BasicSet.universe(hull.get_space()).intersect_params(context.simple_hull()))
+    return hull
+
+
+def _bounds_of(hull: isl.BasicSet, target: int, param_pos: dict[str, int], what: str) -> Bounds:
     params = hull.get_space().get_var_names(isl.dim_type.param)
     lower: list[AffineExpr] = []
     upper: list[AffineExpr] = []
     for c in hull.get_constraints():
-        for kind, e in _constraint_bounds(c, param_pos, params):
+        if any(_val(c.get_coefficient_val(isl.dim_type.set, j)) for j in range(target + 1, hull.dim(isl.dim_type.set))):
+            continue
+        for kind, e in _constraint_bounds(c, target, param_pos, params):
             (lower if kind == "lower" else upper).append(e)
     if not lower or not upper:
-        raise Unsupported(f"dimension {dim} of {s} is unbounded")
+        raise Unsupported(f"{what} is unbounded")
+
     # tile-dependent bounds first, the clamps at the border of the domain last
     def order(es: list[AffineExpr]) -> tuple[AffineExpr, ...]:
         unique = list(dict.fromkeys(es))
@@ -272,23 +294,47 @@ def dimension_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context: i
     return Bounds(order(lower), order(upper))
 
 
+def dimension_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context: isl.Set | None = None) -> Bounds:
+    """Bounds of `s` along `dim`: the rectangular hull of its projection, as max/min of affine
+    functions of the parameters. The hull may be larger than the projection (a union)."""
+    n = s.dim(isl.dim_type.set)
+    proj = s.project_out(isl.dim_type.set, dim + 1, n - dim - 1).project_out(isl.dim_type.set, 0, dim)
+    return _bounds_of(_hull(proj, context), 0, param_pos, f"dimension {dim} of {s}")
+
+
+def scan_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None = None) -> list[Bounds]:
+    """Loop bounds that scan `s` (or its convex hull, if it is a union) in order: the bounds of
+    dimension k use the params and dimensions 0..k-1 (Fourier-Motzkin, as a polyhedral code
+    generator does). For a box they are the box; for a parallelogram, skewed."""
+    n = s.dim(isl.dim_type.set)
+    hull = _hull(s, context)
+    result = []
+    for k in range(n):
+        proj = hull.project_out(isl.dim_type.set, k + 1, n - k - 1)
+        proj = proj.remove_redundancies()
+        if context is not None:
+            proj = proj.gist(isl.BasicSet.universe(proj.get_space()).intersect_params(context.simple_hull()))
+        result.append(_bounds_of(proj, k, param_pos, f"dimension {k} of {s}"))
+    return result
+
+
 def box_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None = None) -> list[Bounds]:
     """The rectangular hull of `s`, one `Bounds` per dimension (see `dimension_bounds`)."""
     return [dimension_bounds(s, d, param_pos, context) for d in range(s.dim(isl.dim_type.set))]
 
 
-def box_set(bounds: Sequence[Bounds], tuple_name: str, param_names: Sequence[str]) -> isl.Set:
+def bounds_set(bounds: Sequence[Bounds], tuple_name: str, param_names: Sequence[str]) -> isl.Set:
     """The isl set `[params] -> { name[x] : bounds }` of a box (to check exactness)."""
     dims = dim_names(len(bounds))
     cons = []
     for d, b in enumerate(bounds):
-        cons += [f"{expr_text(e, (), param_names)} <= {dims[d]}" for e in b.lower]
-        cons += [f"{dims[d]} < {expr_text(e, (), param_names)}" for e in b.upper]
+        cons += [f"{expr_text(e, dims[:d], param_names)} <= {dims[d]}" for e in b.lower]
+        cons += [f"{dims[d]} < {expr_text(e, dims[:d], param_names)}" for e in b.upper]
     return isl.Set(f"{_params(param_names)}{{ {tuple_name}[{', '.join(dims)}]{_conj(cons)} }}")
 
 
-def is_exact_box(s: isl.Set, bounds: Sequence[Bounds], param_names: Sequence[str], context: isl.Set | None = None) -> bool:
-    box = box_set(bounds, s.get_tuple_name() or "", param_names)
+def bounds_exact(s: isl.Set, bounds: Sequence[Bounds], param_names: Sequence[str], context: isl.Set | None = None) -> bool:
+    box = bounds_set(bounds, s.get_tuple_name() or "", param_names)
     if context is not None:
         box, s = box.intersect_params(context), s.intersect_params(context)
     return box.is_equal(s)
@@ -314,9 +360,9 @@ def affine_lower_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context
 # --- evaluation (concrete symbol values) -------------------------------------------------------------
 
 
-def eval_bounds(b: Bounds, syms: Sequence[int]) -> tuple[int, int]:
-    lo = max(e.eval((), syms) for e in b.lower)
-    hi = min(e.eval((), syms) for e in b.upper)
+def eval_bounds(b: Bounds, syms: Sequence[int], dims: Sequence[int] = ()) -> tuple[int, int]:
+    lo = max(e.eval(dims, syms) for e in b.lower)
+    hi = min(e.eval(dims, syms) for e in b.upper)
     return lo, hi
 
 

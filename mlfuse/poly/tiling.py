@@ -38,7 +38,8 @@ from mlfuse.poly.islconv import (
     band_context,
     box_bounds,
     domain,
-    is_exact_box,
+    bounds_exact,
+    scan_bounds,
 )
 from mlfuse.poly.program import (
     nests_in,
@@ -127,6 +128,91 @@ def tile_set(buf_name: str, shape: Sequence[int], tiled: Sequence[tuple[int, int
     return isl.Set(f"[{', '.join(params)}] -> {{ {buf_name}[{', '.join(xs)}] : {' and '.join(cons)} }}")
 
 
+def plane_tiles(shape: Sequence[int], plane: Sequence[int], size: int) -> tuple[int, int]:
+    """(first, count): tile numbers along hyperplane `plane` (tile t: size*t <= plane . x < size*(t+1))
+    that meet the box [0, shape)."""
+    lo = sum(c * (n - 1) for c, n in zip(plane, shape) if c < 0)
+    hi = sum(c * (n - 1) for c, n in zip(plane, shape) if c > 0)
+    return lo // size, hi // size - lo // size + 1
+
+
+def skewed_tile_set(
+    buf_name: str, shape: Sequence[int], planes: Sequence[Sequence[int]], sizes: Sequence[int], params: Sequence[str]
+) -> isl.Set:
+    """`[T] -> { B[x] : s_k (T_k + o_k) <= h_k . x < s_k (T_k + o_k + 1) }`: tiles between
+    parallel hyperplanes h_k (parallelograms), numbered from 0."""
+    xs = [f"x{d}" for d in range(len(shape))]
+    cons = [f"0 <= {xs[d]} < {n}" for d, n in enumerate(shape)]
+    for h, size, p in zip(planes, sizes, params):
+        dot = " + ".join(f"{c} * {x}" for c, x in zip(h, xs) if c)
+        first, _ = plane_tiles(shape, h, size)
+        cons.append(f"{size} * ({p} + {first}) <= {dot} < {size} * ({p} + {first}) + {size}")
+    return isl.Set(f"[{', '.join(params)}] -> {{ {buf_name}[{', '.join(xs)}] : {' and '.join(cons)} }}")
+
+
+def dependence_distances(ws: Sequence[loop.NestOp], buf: SSAValue, names: Names) -> list[tuple[int, ...]] | None:
+    """Distances, in `buf`'s index space, between writer instances that touch one element of
+    any buffer (one writing); None unless they are finitely many constant vectors."""
+    writes = {}
+    accs = []
+    for w in ws:
+        for acc in accesses(w, names, root):
+            accs.append((w, acc))
+            if acc.is_write and root(acc.buffer) is buf:
+                writes[w] = acc.relation if w not in writes else writes[w].union(acc.relation)
+    deltas: set[tuple[int, ...]] = set()
+    for i, (w1, a1) in enumerate(accs):
+        for w2, a2 in accs[i:]:
+            if root(a1.buffer) is not root(a2.buffer) or not (a1.is_write or a2.is_write):
+                continue
+            pairs = a1.relation.apply_range(a2.relation.reverse())  # instance -> instance
+            elements = writes[w1].reverse().apply_range(pairs).apply_range(writes[w2])
+            d = elements.deltas()
+            if d.is_empty():
+                continue
+            if not d.is_bounded():
+                return None
+            from mlfuse.poly.islconv import set_points
+
+            deltas |= {p for p in set_points(d) if any(p)}
+    return sorted(deltas)
+
+
+def orthogonal_planes(vectors: Sequence[Sequence[int]], rank: int) -> list[list[int]]:
+    """An integer basis of the hyperplanes h with h . v = 0 for every v (the directions tiles
+    can be cut along without a dependence crossing them)."""
+    from fractions import Fraction
+
+    rows = [[Fraction(x) for x in v] for v in vectors]
+    pivots: list[int] = []
+    r = 0
+    for c in range(rank):  # reduced row echelon form
+        pivot = next((i for i in range(r, len(rows)) if rows[i][c] != 0), None)
+        if pivot is None:
+            continue
+        rows[r], rows[pivot] = rows[pivot], rows[r]
+        rows[r] = [x / rows[r][c] for x in rows[r]]
+        for i in range(len(rows)):
+            if i != r and rows[i][c] != 0:
+                rows[i] = [a - rows[i][c] * b for a, b in zip(rows[i], rows[r])]
+        pivots.append(c)
+        r += 1
+    basis = []
+    for free in (c for c in range(rank) if c not in pivots):
+        v = [Fraction(0)] * rank
+        v[free] = Fraction(1)
+        for i, c in enumerate(pivots):
+            v[c] = -rows[i][free]
+        denom = math.lcm(*[x.denominator for x in v])
+        ints = [int(x * denom) for x in v]
+        g = math.gcd(*ints)
+        ints = [x // g for x in ints]
+        if next(x for x in ints if x) < 0:
+            ints = [-x for x in ints]
+        basis.append(ints)
+    return basis
+
+
 def restrict_to_tile(nest: loop.NestOp, buf: SSAValue, tile: isl.Set, names: Names) -> isl.Set:
     """`{ i in D : write(i) in tile }` over every output of `nest` that is `buf`."""
     dom = domain(nest, names)
@@ -166,28 +252,53 @@ def tile_buffer(
         between = [o for o in ops_between(block, w, last) if o not in ws]
         if not can_move_down(w, between):
             return f"'{w.nest_name.data}' cannot move past the ops between it and '{last.nest_name.data}'"
-    counts = [-(-extents[d] // s) for d, s in tiled]
-    band = new_band(
-        f"{last.nest_name.data}.tiles",
-        counts,
-        {TILE_ATTR: DenseArrayBase.from_list(i64, [s if 0 < s < e else 0 for s, e in zip(sizes, extents)])},
-    )
+    planes: list[list[int]] = []
+    if shape == "parallelogram":
+        # cut along hyperplanes no dependence crosses (rectangular if none is needed)
+        deltas = dependence_distances(ws, buf, names)
+        if deltas is None:
+            return "its dependences are not uniform, no tile shape keeps them inside tiles"
+        planes = orthogonal_planes(deltas, len(extents)) if deltas else []
+        if deltas and not planes:
+            return "every direction carries a dependence: tiles would depend on each other"
+        axes = [[int(d == k) for k in range(len(extents))] for d, _ in tiled]
+        if not deltas:
+            planes = []
+        elif all(any(p == a for a in axes) for p in planes) and len(planes) == len(axes):
+            planes = []
+    if planes:
+        plane_sizes = [s for s in sizes if s > 0][-len(planes):]
+        plane_sizes = [64] * (len(planes) - len(plane_sizes)) + plane_sizes
+        counts = [plane_tiles(extents, h, size)[1] for h, size in zip(planes, plane_sizes)]
+        attrs = {TILE_ATTR: DenseArrayBase.from_list(i64, plane_sizes),
+                 "tile_planes": DenseArrayBase.from_list(i64, [c for p in planes for c in p])}
+        band = new_band(f"{last.nest_name.data}.tiles", counts, attrs)
+    else:
+        counts = [-(-extents[d] // s) for d, s in tiled]
+        band = new_band(
+            f"{last.nest_name.data}.tiles",
+            counts,
+            {TILE_ATTR: DenseArrayBase.from_list(i64, [s if 0 < s < e else 0 for s, e in zip(sizes, extents)])},
+        )
     args = list(band.block.args)
     params = [names.param(a) for a in args]
     param_pos = {p: k for k, p in enumerate(params)}
     ctx = band_context(params, counts)
-    tile = tile_set(names.buffer(buf), extents, tiled, params)
+    if planes:
+        tile = skewed_tile_set(names.buffer(buf), extents, planes, plane_sizes, params)
+    else:
+        tile = tile_set(names.buffer(buf), extents, tiled, params)
     nb = len(args)
     for w in ws:
         part = restrict_to_tile(w, buf, tile, names)
         try:
-            bounds = box_bounds(part, param_pos, ctx)
+            bounds = scan_bounds(part, param_pos, ctx)
         except Unsupported as e:
-            return f"the tile of '{w.nest_name.data}' has no box bounds ({e})"
-        if not is_exact_box(part, bounds, params, ctx):
-            return f"the tile of '{w.nest_name.data}' is not a box"
-        lower = [b.maps(nb)[0] for b in bounds]
-        upper = [b.maps(nb)[1] for b in bounds]
+            return f"the tile of '{w.nest_name.data}' has no affine bounds ({e})"
+        if not bounds_exact(part, bounds, params, ctx):
+            return f"the tile of '{w.nest_name.data}' is not convex"
+        lower = [b.maps(nb, k)[0] for k, b in enumerate(bounds)]
+        upper = [b.maps(nb, k)[1] for k, b in enumerate(bounds)]
         maps = [with_symbols(m, nb) for m in w.access_maps]
         band.block.add_op(rebuild_nest(w, args, lower, upper, maps))
     try:

@@ -6,14 +6,20 @@ machine without a GPU it is not installed, and `GpuUnavailable` says so.
 
     exe = compile_gpu(text)            # gpu-map-kernels + PTX for the device's arch
     (y,) = exe(x_numpy)                # numpy in -> numpy out (copies both ways)
-    (y_dev,) = exe(x_gpuarray)         # device arrays in (GPUArray or anything with
-                                       # __cuda_array_interface__) -> device arrays out
-    seconds = exe.time(x_gpuarray)     # CUDA events around all launches
+    (y_dev,) = exe(x_cuda)             # device arrays in (torch/cupy, GPUArray, anything with
+                                       # __cuda_array_interface__) -> DeviceArrays out
+    seconds = exe.time(x_cuda)         # CUDA events around all launches
+
+Intermediate buffers are allocated at the first call and reused; cooperative
+kernels are launched with at most one wave of blocks (the driver's occupancy
+query where the binding has one).
 """
 
 from __future__ import annotations
 
+import atexit
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,13 +38,16 @@ class GpuUnavailable(RuntimeError):
 
 
 def _load_driver():
-    try:
-        import pycuda.autoinit  # noqa: F401  (creates a context on device 0)
-        import pycuda.driver as cuda
+    """pycuda if it imports, else cuda-python; MLFUSE_GPU_DRIVER=pycuda|cuda-python picks one."""
+    choice = os.environ.get("MLFUSE_GPU_DRIVER", "")
+    if choice in ("", "pycuda"):
+        try:
+            import pycuda.driver as cuda
 
-        return PycudaDriver(cuda)
-    except ImportError:
-        pass
+            return PycudaDriver(cuda)
+        except Exception as e:  # not installed, or built against another CUDA
+            if choice == "pycuda":
+                raise GpuUnavailable(f"pycuda does not load: {e}") from None
     try:
         from cuda.bindings import driver as cu  # cuda-python >= 12.6
     except ImportError:
@@ -57,7 +66,12 @@ class PycudaDriver:
 
     def __init__(self, cuda):
         self.cuda = cuda
-        dev = cuda.Context.get_device()
+        cuda.init()
+        dev = cuda.Device(0)
+        # the primary context, which the CUDA runtime (and torch) use too
+        self.context = dev.retain_primary_context()
+        self.context.push()
+        atexit.register(self.context.pop)  # pycuda aborts at exit if a context is left on its stack
         major, minor = dev.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self.sm_count = dev.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
@@ -76,6 +90,9 @@ class PycudaDriver:
 
     def static_shared(self, fn) -> int:
         return fn.get_attribute(self.cuda.function_attribute.SHARED_SIZE_BYTES)
+
+    def blocks_per_sm(self, fn, threads: int, dynamic_shared: int) -> int | None:
+        return None  # pycuda has no occupancy query: the estimate of targets.py is used
 
     def alloc(self, nbytes: int) -> int:
         return self.cuda.mem_alloc(max(1, nbytes))
@@ -153,6 +170,9 @@ class CudaPythonDriver:
         attr = self.cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
         return self.check(self.cu.cuFuncGetAttribute(attr, fn))
 
+    def blocks_per_sm(self, fn, threads: int, dynamic_shared: int) -> int | None:
+        return self.check(self.cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, dynamic_shared))
+
     def alloc(self, nbytes: int):
         return self.check(self.cu.cuMemAlloc(max(1, nbytes)))
 
@@ -203,13 +223,17 @@ def device_pointer(array: Any) -> int | None:
 
 
 @dataclass
-class Launch:
-    function: Any
-    name: str
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    dynamic_shared: int
-    args: list[Any]
+class DeviceArray:
+    """A result left on the device: `torch.as_tensor(a, device="cuda")`, cupy and numba take it as it is."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    pointer: int
+    allocation: Any  # keeps the memory alive
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        return {"shape": self.shape, "typestr": np.dtype(self.dtype).str, "data": (self.pointer, False), "version": 3}
 
 
 class GpuExecutable:
@@ -234,28 +258,33 @@ class GpuExecutable:
         self.functions = {
             name: self.driver.function(self.cu_module, name, k.dynamic_shared_bytes) for name, k in self.kernels.items()
         }
+        self.wave = {name: self.one_wave(name) for name, k in self.kernels.items() if k.cooperative is not None}
+        self.scratch: dict = {}
 
     def one_wave(self, name: str) -> int:
+        """Blocks of a kernel resident at once on the device: the grid a grid barrier allows."""
         k = self.kernels[name]
         fn = self.functions[name]
         gpu = target(self.arch)
         per_sm = gpu.blocks_per_sm(
             k.threads_per_block, self.driver.registers(fn), self.driver.static_shared(fn) + k.dynamic_shared_bytes
         )
+        measured = self.driver.blocks_per_sm(fn, k.threads_per_block, k.dynamic_shared_bytes)
+        if measured is not None:
+            per_sm = min(per_sm, measured)
+        if per_sm < 1:
+            raise RuntimeError(f"kernel {name}: not one block fits on an SM, a grid barrier would deadlock")
         return per_sm * self.driver.sm_count
 
     def _run(self, pointers: list[int], events=None) -> None:
         d = self.driver
         env: dict = dict(zip(self.host.body.block.args, pointers))
-        temporaries = []
         if events:
             d.record(events[0])
         for op in self.host.body.block.ops:
             match op:
                 case memref.AllocOp():
-                    buf = d.alloc(kernel.memref_bytes(op.memref.type))
-                    temporaries.append(buf)
-                    env[op.memref] = d.pointer(buf)
+                    env[op.memref] = self._scratch(op)
                 case memref.GetGlobalOp():
                     env[op.memref] = self._constant(op.name_.root_reference.data)
                 case kernel.MemsetOp():
@@ -265,7 +294,7 @@ class GpuExecutable:
                     grid = op.grid_size
                     if self.kernels[name].cooperative is not None:
                         # grid-stride loops take any grid: keep it to one wave so the grid barrier cannot deadlock
-                        grid = (min(grid[0], self.one_wave(name)), 1, 1)
+                        grid = (min(grid[0], self.wave[name]), 1, 1)
                     d.launch(self.functions[name], grid, op.block_size, op.dynamic_shared.value.data,
                              [env[a] for a in op.args])
                 case memref.CopyOp():
@@ -275,7 +304,13 @@ class GpuExecutable:
         if events:
             d.record(events[1])
         d.synchronize()
-        self._temporaries = temporaries  # freed when the next call replaces them
+
+    def _scratch(self, op: memref.AllocOp) -> int:
+        """An intermediate buffer: allocated at the first call, reused by later ones (calls run in order)."""
+        if op not in self.scratch:
+            buf = self.driver.alloc(kernel.memref_bytes(op.memref.type))
+            self.scratch[op] = (buf, self.driver.pointer(buf))
+        return self.scratch[op][1]
 
     _constants: dict
 
@@ -324,10 +359,8 @@ class GpuExecutable:
         for buf, ptr, t in outputs:
             dtype = graph.numpy_dtype(t.get_element_type())
             shape = tuple(t.get_shape())
-            if on_device and self.driver.name == "pycuda":
-                import pycuda.gpuarray as gpuarray
-
-                results.append(gpuarray.GPUArray(shape, dtype, gpudata=buf))
+            if on_device:
+                results.append(DeviceArray(shape, dtype, ptr, buf))
             else:
                 host = np.empty(shape, dtype)
                 self.driver.download(host, ptr)
@@ -352,10 +385,17 @@ class GpuExecutable:
 
 
 def compile_gpu(source: str | ModuleOp, entry: str = "main", driver=None) -> GpuExecutable:
-    """mlfuse.compile(src, target="gpu"): map to kernels and load them on the GPU."""
+    """mlfuse.compile(src, target="gpu"): map to kernels and load them on the GPU.
+
+    MLFUSE_GPU_DRIVER=simulator runs them on the CPU simulator instead (slow: small shapes).
+    """
     from mlfuse.ir import parse_module
 
     module = parse_module(source) if isinstance(source, str) else source.clone()
     if not any(isinstance(op, kernel.KernelFuncOp) for op in module.ops):
         map_module(module, target(DEFAULT_ARCH))
+    if driver is None and os.environ.get("MLFUSE_GPU_DRIVER") == "simulator":
+        from mlfuse.backend.gpu.simulator import SimulatedDriver
+
+        driver = SimulatedDriver(module)
     return GpuExecutable(module, entry, driver)

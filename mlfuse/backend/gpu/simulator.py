@@ -223,6 +223,14 @@ class Buffer:
         kind = self.dtype.kind
         self.to_python = bool if kind == "b" else int if kind in "iu" else (lambda v: v)
 
+    @classmethod
+    def over(cls, name: str, memref_type: MemRefType, data: np.ndarray, initialized: np.ndarray) -> Buffer:
+        """A buffer on memory it does not own (writes go to `data`; `initialized` is read, not written back)."""
+        buf = cls(name, memref_type)
+        buf.data = data
+        buf.initialized = initialized.copy()
+        return buf
+
     def describe(self) -> str:
         return f"{self.name} ({self.type})"
 
@@ -954,3 +962,121 @@ def compile_gpu_sim(
     if not any(isinstance(op, kernel.KernelFuncOp) for op in module.ops):
         map_module(module, target(gpu) if isinstance(gpu, str) else gpu)
     return SimulatedExecutable(module, entry, cooperative_blocks)
+
+
+# --- a driver for the GPU runtime -----------------------------------------------------------
+
+
+class SimulatedDriver:
+    """The driver interface of mlfuse.backend.gpu.runtime, with the simulator as the device.
+
+    Runs GpuExecutable (its host code: uploads, scratch buffers, memsets,
+    cooperative grids, downloads) on a machine without a GPU:
+
+        exe = GpuExecutable(module, driver=SimulatedDriver(module))
+
+    Memory is byte arrays at made-up addresses, with a byte-wise record of what
+    was written; kernels run as KernelPrograms of the module's kernel.funcs.
+    """
+
+    name = "simulator"
+    ALIGN = 256
+
+    def __init__(self, module: ModuleOp, gpu: GpuTarget | str = DEFAULT_ARCH, registers: int = 32):
+        self.gpu = target(gpu) if isinstance(gpu, str) else gpu
+        self.arch = self.gpu.arch
+        self.sm_count = self.gpu.sm_count
+        self.assumed_registers = registers
+        self.programs = {
+            op.sym_name.data: KernelProgram(op) for op in module.ops if isinstance(op, kernel.KernelFuncOp)
+        }
+        self.memory: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # base -> (bytes, written)
+        self.next_address = 1 << 20
+        self.stats: list[LaunchStats] = []
+
+    def load(self, ptx: str) -> dict[str, KernelProgram]:
+        return self.programs
+
+    def function(self, module: dict[str, KernelProgram], name: str, dynamic_shared: int) -> KernelProgram:
+        return module[name]
+
+    def registers(self, fn: KernelProgram) -> int:
+        return self.assumed_registers
+
+    def static_shared(self, fn: KernelProgram) -> int:
+        return sum(kernel.memref_bytes(op.buffer_type) for op in fn.shared if op.dynamic is None)
+
+    def blocks_per_sm(self, fn: KernelProgram, threads: int, dynamic_shared: int) -> int | None:
+        return None
+
+    def alloc(self, nbytes: int) -> int:
+        base = self.next_address
+        self.next_address += -(-max(1, nbytes) // self.ALIGN) * self.ALIGN
+        self.memory[base] = (poison(max(1, nbytes), np.dtype(np.uint8)), np.zeros(max(1, nbytes), dtype=bool))
+        return base
+
+    def pointer(self, allocation: int) -> int:
+        return allocation
+
+    def region(self, address: int, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """Byte views (data, written) of [address, address + nbytes)."""
+        for base, (data, written) in self.memory.items():
+            if base <= address and address + nbytes <= base + data.size:
+                return data[address - base : address - base + nbytes], written[address - base : address - base + nbytes]
+        raise SimulationError(f"{nbytes} bytes at {address:#x} are not inside one allocation")
+
+    def upload(self, dst: int, array: np.ndarray) -> None:
+        raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        data, written = self.region(dst, raw.size)
+        data[:] = raw
+        written[:] = True
+
+    def download(self, array: np.ndarray, src: int) -> None:
+        data, written = self.region(src, array.nbytes)
+        if not written.all():
+            raise SimulationError(f"downloads {int((~written).sum())} bytes at {src:#x} that nothing wrote")
+        array.reshape(-1).view(np.uint8)[:] = data
+
+    def copy(self, dst: int, src: int, nbytes: int) -> None:
+        data, written = self.region(src, nbytes)
+        to, to_written = self.region(dst, nbytes)
+        to[:] = data
+        to_written[:] = written
+
+    def zero(self, dst: int, nbytes: int) -> None:
+        data, written = self.region(dst, nbytes)
+        data[:] = 0
+        written[:] = True
+
+    def launch(self, fn: KernelProgram, grid, block, dynamic_shared: int, pointers: list[int]) -> None:
+        types = fn.kfunc.function_type.inputs.data
+        if len(pointers) != len(types):
+            raise SimulationError(f"launch of @{fn.name} with {len(pointers)} arguments, it takes {len(types)}")
+        buffers, views = [], []
+        for i, (address, t) in enumerate(zip(pointers, types)):
+            assert isinstance(t, MemRefType)
+            nbytes = kernel.memref_bytes(t)
+            data, written = self.region(address, nbytes)
+            dtype = graph.numpy_dtype(t.get_element_type())
+            itemsize = dtype.itemsize
+            elements = written.reshape(-1, itemsize).all(axis=1)
+            buffers.append(Buffer.over(f"argument {i} at {address:#x}", t, data.view(dtype), elements))
+            views.append((written, itemsize))
+        with np.errstate(all="ignore"):
+            self.stats.append(Launch(fn, tuple(grid), tuple(block), buffers).run())
+        for buf, (written, itemsize) in zip(buffers, views):
+            written |= np.repeat(buf.initialized, itemsize)
+
+    def event(self) -> list[float]:
+        return [0.0]
+
+    def record(self, event: list[float]) -> None:
+        import time
+
+        event[0] = time.perf_counter()
+
+    def elapsed(self, start: list[float], end: list[float]) -> float:
+        return end[0] - start[0]
+
+    def synchronize(self) -> None:
+        pass
