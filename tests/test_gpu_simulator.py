@@ -553,6 +553,29 @@ def scalars(rows: int, cols: int):
     return build
 
 
+def scaled_softmax(rows: int, cols: int):
+    """A per-row input next to the row: read at the row's index, not cached."""
+
+    def build(b: GraphBuilder) -> None:
+        x = b.input("x", (rows, cols))
+        t = b.input("t", (rows, 1))
+        z = x * t
+        e = b.exp(z - b.max(z, axis=-1, keepdims=True))
+        b.output(e / b.sum(e, axis=-1, keepdims=True))
+
+    return build
+
+
+def int_columns_and_total(rows: int, cols: int):
+    """i32 through the global mapping: integer atomics into the scratch buffers."""
+
+    def build(b: GraphBuilder) -> None:
+        x = b.input("x", (rows, cols), "i32")
+        b.output(x - b.sum(x, axis=0, keepdims=True), b.sum(x))
+
+    return build
+
+
 VARIANTS = {
     # name: (graph, expected schedules, cooperative block caps to try)
     "elementwise_vector4": (injective(24, 40), None, [None]),
@@ -582,6 +605,10 @@ VARIANTS = {
     "row_thread_int64": (int64_rows(20, 40), [("row", "thread", "reload")], [None]),
     "column_epilogue": (column_epilogue(30, 45), [("column", "tiled", "none")], [None]),
     "elementwise_rank0": (scalars(20, 30), None, [None]),
+    "row_warp_row_input": (scaled_softmax(11, 48), [("row", "warp", "dynamic_shared")], [None]),
+    "row_block_row_input": (scaled_softmax(3, 512), [("row", "block", "registers")], [None]),
+    "column_fewer_rows_than_lanes": (column_stats(3, 40), [("column", "tiled", "none")], [None]),
+    "global_int32": (int_columns_and_total(30, 40), [("global", "", "none")], [None, 2]),
 }
 
 
