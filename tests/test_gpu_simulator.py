@@ -23,8 +23,9 @@ from xdsl.ir import Block, Region, SSAValue
 from conftest import random_array
 from mlfuse.api import run_pipeline
 from mlfuse.backend.gpu import mapping
-from mlfuse.backend.gpu.host import SCHEDULE_ATTR, annotate
-from mlfuse.backend.gpu.simulator import SimulationError, compile_gpu_sim
+from mlfuse.backend.gpu.host import SCHEDULE_ATTR, annotate, map_module
+from mlfuse.backend.gpu.runtime import DeviceArray, GpuExecutable
+from mlfuse.backend.gpu.simulator import SimulatedDriver, SimulationError, compile_gpu_sim
 from mlfuse.backend.gpu.targets import GpuTarget, target
 from mlfuse.dialects import fusion, graph
 from mlfuse.frontend.builder import GraphBuilder
@@ -709,10 +710,6 @@ def test_compile_gpu_sim_target(rng) -> None:
 @pytest.mark.parametrize("name", ["center_global", "colsum", "injective", "short_rows"])
 def test_runtime_on_the_simulated_device(name: str, tiny_gpu, rng) -> None:
     """GpuExecutable's uploads, reused scratch buffers, memsets, one-wave grids and downloads."""
-    from mlfuse.backend.gpu.host import map_module
-    from mlfuse.backend.gpu.runtime import GpuExecutable
-    from mlfuse.backend.gpu.simulator import SimulatedDriver
-
     text = shrink((ROOT / "tests" / "gpu_graphs" / f"{name}.mlir").read_text(), SHRUNK[name])
     arrays = inputs_for(parse_module(text), rng)
     module = parse_module(text)
@@ -748,3 +745,24 @@ def test_compile_for_gpu_with_the_simulated_driver(monkeypatch, rng) -> None:
     got = exe(x)
     for g, w in zip(got, reference(module)(x)):
         np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+
+
+def test_runtime_keeps_device_arrays_on_the_device(rng) -> None:
+    """Inputs given as device arrays (__cuda_array_interface__): results come back as DeviceArrays."""
+    text = shrink((ROOT / "tests" / "gpu_graphs" / "layernorm.mlir").read_text(), {256: 5, 1024: 96})
+    module = parse_module(text)
+    map_module(module, target("sm_90"))
+    driver = SimulatedDriver(module)
+    exe = GpuExecutable(module, driver=driver)
+    x = random_array(rng, (5, 96))
+    address = driver.alloc(x.nbytes)
+    driver.upload(address, x)
+    (y,) = exe(DeviceArray(x.shape, x.dtype, address, address))
+    assert isinstance(y, DeviceArray) and y.__cuda_array_interface__["shape"] == (5, 96)
+    host = np.empty(y.shape, y.dtype)
+    driver.download(host, y.pointer)
+    np.testing.assert_allclose(host, reference(text)(x)[0], rtol=RTOL, atol=ATOL)
+    with pytest.raises(ValueError, match="16-byte aligned"):
+        exe(DeviceArray(x.shape, x.dtype, address + 4, address))
+    with pytest.raises(ValueError, match="float64"):
+        exe(DeviceArray(x.shape, np.dtype(np.float64), address, address))

@@ -176,7 +176,8 @@ def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:
                 continue
             band = top_ancestor(op, block)
             if not (isinstance(op, loop.NestOp) and band is not None and is_tile_band(band)):
-                raise Refused(f"it is used outside tile bands (by '{op.name}')")
+                user = f"'{op.nest_name.data}'" if isinstance(op, loop.NestOp) else f"'{op.name}'"
+                raise Refused(f"it is used outside tile bands (by {user})")
             lst = readers.setdefault(band, [])
             if op not in lst:
                 lst.append(op)
@@ -237,6 +238,11 @@ def plan_band(fn: func.FuncOp, unit: Unit, band: loop.BandOp, names: Names, opti
             raise Refused(f"the extension of '{w.nest_name.data}' has no affine bounds ({e})") from None
         static = w.static_bounds()
         assert static is not None
+        names_ = [names.param(a) for a in band.block.args]
+        if not bounds_set(shape, names.stmt(w), names_).intersect_params(ctx).is_subset(domain(w, names)):
+            # a hull that lost a condition on the tile index alone: clamp it to the domain
+            shape = [Bounds((*b.lower, AffineExpr.constant(lo)), (*b.upper, AffineExpr.constant(hi)))
+                     for b, (lo, hi) in zip(shape, static)]
         partitioned = 0
         for d, (kind, b) in enumerate(zip(w.iterator_kinds, bounds)):
             moves = depends_on_symbols(b)

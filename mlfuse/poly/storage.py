@@ -87,8 +87,9 @@ def rebase_accesses(band: loop.BandOp, old: SSAValue, new: SSAValue, origin: lis
                 maps.append(AffineMap(m.num_dims, len(syms), tuple(r - s for r, s in zip(m.results, shifts))))
             else:
                 maps.append(AffineMap(m.num_dims, len(syms), m.results))
-        lower = [AffineMap(0, len(syms), b.data.results) for b in nest.lower.data]
-        upper = [AffineMap(0, len(syms), b.data.results) for b in nest.upper.data]
+        # bounds keep their maps (extra symbols at the end do not change them)
+        lower = [b.data for b in nest.lower.data]
+        upper = [b.data for b in nest.upper.data]
         clone = rebuild_nest(nest, syms, lower, upper, maps, buffers={old: new})
         nest.parent_block().insert_op_before(clone, nest)
         nest.detach()

@@ -154,7 +154,8 @@ class CudaPythonDriver:
         return rest[0] if len(rest) == 1 else (rest or None)
 
     def load(self, ptx: str):
-        return self.check(self.cu.cuModuleLoadData(ptx.encode() + b"\0"))
+        image = np.frombuffer(ptx.encode() + b"\0", dtype=np.uint8)  # a NUL-terminated image, by address
+        return self.check(self.cu.cuModuleLoadData(image.ctypes.data))
 
     def function(self, module, name: str, dynamic_shared: int):
         fn = self.check(self.cu.cuModuleGetFunction(module, name.encode()))
@@ -220,6 +221,23 @@ def device_pointer(array: Any) -> int | None:
     if hasattr(array, "gpudata"):  # pycuda GPUArray
         return int(array.gpudata)
     return None
+
+
+def check_device_array(array: Any, pointer: int, dtype: np.dtype) -> None:
+    """Kernels take dense row-major buffers of their element type, 16-byte aligned (vector loads)."""
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is not None:
+        if np.dtype(interface["typestr"]) != dtype:
+            raise ValueError(f"device array of type {np.dtype(interface['typestr'])} where {dtype} is expected")
+        strides = interface.get("strides")
+        if strides is not None and tuple(strides) != row_major_strides(tuple(interface["shape"]), dtype.itemsize):
+            raise ValueError("device arrays must be contiguous (row-major)")
+    if pointer % 16:
+        raise ValueError(f"device array at {pointer:#x} is not 16-byte aligned")
+
+
+def row_major_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    return tuple(math.prod(shape[d + 1 :]) * itemsize for d in range(len(shape)))
 
 
 @dataclass
@@ -338,7 +356,9 @@ class GpuExecutable:
             if tuple(a.shape) != tuple(t.get_shape()):
                 raise ValueError(f"argument of shape {tuple(a.shape)} where {tuple(t.get_shape())} is expected")
             ptr = device_pointer(a)
-            if ptr is None:
+            if ptr is not None:
+                check_device_array(a, ptr, dtype)
+            else:
                 host = np.ascontiguousarray(a, dtype=dtype)
                 buf = self.driver.alloc(host.nbytes)
                 self.driver.upload(self.driver.pointer(buf), host)
