@@ -18,7 +18,6 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     BFloat16Type,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,

@@ -18,7 +18,6 @@ from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseIntOrFPElementsAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,

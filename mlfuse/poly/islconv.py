@@ -311,11 +311,60 @@ def scan_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None =
     result = []
     for k in range(n):
         proj = hull.project_out(isl.dim_type.set, k + 1, n - k - 1)
+        if proj.dim(isl.dim_type.div):  # a stride: scan its rational shadow, inner bounds
+            proj = proj.remove_divs()  # (equalities) keep only the right points
         proj = proj.remove_redundancies()
         if context is not None:
             proj = proj.gist(isl.BasicSet.universe(proj.get_space()).intersect_params(context.simple_hull()))
         result.append(_bounds_of(proj, k, param_pos, f"dimension {k} of {s}"))
+    if n:
+        result[0] = _guard_first_dimension(hull, result[0], param_pos, context)
     return result
+
+
+def _guard_first_dimension(hull: isl.BasicSet, first: Bounds, param_pos: dict[str, int], context: isl.Set | None) -> Bounds:
+    """Conditions on the parameters alone (the set is empty for some tiles) become extra
+    upper bounds of dimension 0 that empty it exactly when the condition fails:
+    g(T) >= 0 gives `l + M * (g(T) + 1)`, with l a lower bound and M larger than any
+    extent, which is <= l when g(T) < 0 and >= the other upper bounds otherwise."""
+    params = hull.get_space().get_var_names(isl.dim_type.param)
+    n = hull.dim(isl.dim_type.set)
+    conditions: list[AffineExpr] = []
+    for c in hull.get_constraints():
+        if any(_val(c.get_coefficient_val(isl.dim_type.set, j)) for j in range(n)):
+            continue
+        coeffs = []
+        for k, name in enumerate(params):
+            b = _val(c.get_coefficient_val(isl.dim_type.param, k))
+            if b:
+                if name not in param_pos:
+                    raise Unsupported(f"a condition on parameter {name}, which is not a symbol here")
+                coeffs.append((param_pos[name], b))
+        const = _val(c.get_constant_val())
+        conditions.append(param_expr(coeffs, const))
+        if c.is_equality():
+            conditions.append(param_expr([(p, -b) for p, b in coeffs], -const))
+    if not conditions:
+        return first
+    # M: the largest distance from the lower bound l to a point of dimension 0, plus one
+    names = sorted(param_pos, key=param_pos.get)
+    bounded = isl.Set.from_basic_set(hull)
+    if context is not None:
+        bounded = bounded.intersect_params(context)
+    m = isl.Map.from_range(bounded)
+    for k, p in enumerate(names):
+        pos = m.find_dim_by_name(isl.dim_type.param, p)
+        m = m.move_dims(isl.dim_type.in_, k, isl.dim_type.param, pos, 1) if pos >= 0 else m.insert_dims(isl.dim_type.in_, k, 1)
+    flat = m.wrap().flatten()
+    ts = [f"t{k}" for k in range(len(names))]
+    xs = [f"x{k}" for k in range(n)]
+    l = first.lower[0]
+    dist = isl.Map(f"{{ [{', '.join(ts + xs)}] -> [x0 - ({expr_text(l, (), ts)})] }}")
+    top = flat.apply(dist).dim_max_val(0)
+    if not top.is_int():
+        raise Unsupported("unbounded dimension")
+    big = max(1, int(top.to_python()) + 1)
+    return Bounds(first.lower, (*first.upper, *(l + (g + 1) * big for g in conditions)))
 
 
 def box_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None = None) -> list[Bounds]:
@@ -324,7 +373,7 @@ def box_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None = 
 
 
 def bounds_set(bounds: Sequence[Bounds], tuple_name: str, param_names: Sequence[str]) -> isl.Set:
-    """The isl set `[params] -> { name[x] : bounds }` of a box (to check exactness)."""
+    """The isl set `[params] -> { name[x] : bounds }` that bounds scan (to check exactness)."""
     dims = dim_names(len(bounds))
     cons = []
     for d, b in enumerate(bounds):
@@ -334,10 +383,11 @@ def bounds_set(bounds: Sequence[Bounds], tuple_name: str, param_names: Sequence[
 
 
 def bounds_exact(s: isl.Set, bounds: Sequence[Bounds], param_names: Sequence[str], context: isl.Set | None = None) -> bool:
-    box = bounds_set(bounds, s.get_tuple_name() or "", param_names)
+    """Do `bounds` scan exactly the points of `s` (for the parameter values in `context`)?"""
+    scanned = bounds_set(bounds, s.get_tuple_name() or "", param_names)
     if context is not None:
-        box, s = box.intersect_params(context), s.intersect_params(context)
-    return box.is_equal(s)
+        scanned, s = scanned.intersect_params(context), s.intersect_params(context)
+    return scanned.is_equal(s)
 
 
 def affine_lower_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context: isl.Set | None = None) -> list[AffineExpr]:
@@ -345,13 +395,13 @@ def affine_lower_bounds(s: isl.Set, dim: int, param_pos: dict[str, int], context
     everywhere: candidates for the origin of a tile-local buffer (which must be affine)."""
     b = dimension_bounds(s, dim, param_pos, context)
     names = sorted(param_pos, key=param_pos.get)
+    target = s if context is None else s.intersect_params(context)
     ok = []
     for e in b.lower:
         below = isl.Set(
             f"{_params(names)}{{ {s.get_tuple_name() or ''}[{', '.join(dim_names(s.dim(isl.dim_type.set)))}] : "
             f"i{dim} >= {expr_text(e, (), names)} }}"
         )
-        target = s if context is None else s.intersect_params(context)
         if target.is_subset(below):
             ok.append(e)
     return ok

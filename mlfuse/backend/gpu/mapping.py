@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from mlfuse.backend.gpu.scalar import BINARY, UNARY
+from mlfuse.backend.gpu.scalar import ELEMENTWISE_OPS
 from mlfuse.backend.gpu.targets import GpuTarget
 from mlfuse.dialects import fusion, graph
 
@@ -63,7 +63,6 @@ COLUMN_TILE = (32, 8)
 ELEMENTWISE_BLOCKS_PER_SM = 8
 COOPERATIVE_BLOCKS_PER_SM = 2
 
-ELEMENTWISE_OPS = (*UNARY, *BINARY, graph.GeluOp, graph.CompareOp, graph.SelectOp, graph.CastOp)
 
 
 @dataclass

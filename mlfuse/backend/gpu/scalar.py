@@ -19,19 +19,17 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
-    AnyFloat,
     FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     TensorType,
-    i1,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from mlfuse.conversion import scalar
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import graph
 
@@ -155,27 +153,12 @@ class IR:
 # --- reductions -----------------------------------------------------------------------
 
 
-def identity(kind: str, t: Attribute) -> float | int:
-    if kind in ("sum", "mean"):
-        return 0
-    if kind == "prod":
-        return 1
-    if isinstance(t, IntegerType):
-        bits = t.width.data
-        return -(2 ** (bits - 1)) if kind == "max" else 2 ** (bits - 1) - 1
-    return -math.inf if kind == "max" else math.inf
+identity = scalar.identity_of
 
 
 def combine(ir: IR, kind: str, a: SSAValue, b: SSAValue) -> SSAValue:
-    is_int = isinstance(a.type, IntegerType)
-    ops = {
-        "sum": arith.AddiOp if is_int else arith.AddfOp,
-        "mean": arith.AddiOp if is_int else arith.AddfOp,
-        "prod": arith.MuliOp if is_int else arith.MulfOp,
-        "max": arith.MaxSIOp if is_int else arith.MaximumfOp,
-        "min": arith.MinSIOp if is_int else arith.MinimumfOp,
-    }
-    return ir.op(ops[kind](a, b))
+    """a (+|*|max|min) b, as every backend combines reduction partials."""
+    return scalar.combine(ir.b, kind, a, b)
 
 
 def finish(ir: IR, op: graph.ReduceOp, total: SSAValue, count: int) -> SSAValue:
@@ -243,21 +226,9 @@ class Scalars:
         if not isinstance(op, Operation):
             raise Diagnostic("a fused kernel reads a value that is neither an input nor computed in it")
         el = graph.element_type_of(v)
-        if type(op) in UNARY:
-            return UNARY[type(op)](ir, self.value(op.operands[0], idx), el)
-        if type(op) in BINARY:
-            return BINARY[type(op)](ir, self.value(op.operands[0], idx), self.value(op.operands[1], idx))
+        if isinstance(op, ELEMENTWISE_OPS):  # the scalar semantics every backend shares
+            return scalar.emit_elementwise(ir.b, op, [self.value(o, idx) for o in op.operands])
         match op:
-            case graph.GeluOp():
-                return gelu(ir, self.value(op.input, idx), op.form)
-            case graph.CompareOp():
-                return compare(ir, op.predicate.data, self.value(op.lhs, idx), self.value(op.rhs, idx))
-            case graph.SelectOp():
-                return ir.select(
-                    self.value(op.cond, idx), self.value(op.true_value, idx), self.value(op.false_value, idx)
-                )
-            case graph.CastOp():
-                return cast(ir, self.value(op.input, idx), el)
             case graph.ConstantOp():
                 values = op.value.get_values()
                 if len(set(values)) > 1:
@@ -380,112 +351,14 @@ def reshape_index(ir: IR, idx: Index, out_shape: Sequence[int], in_shape: Sequen
 
 # --- scalar ops ------------------------------------------------------------------------
 
-
-def is_float_type(t: Attribute) -> bool:
-    return isinstance(t, AnyFloat)
-
-
-def _unary_float(op_class):
-    return lambda ir, x, el: ir.op(op_class(x))
-
-
-def _neg(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
-    if is_float_type(el):
-        return ir.op(arith.NegfOp(x))
-    return ir.op(arith.SubiOp(ir.scalar(0, el), x))
-
-
-def _abs(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
-    return ir.op(mathd.AbsFOp(x) if is_float_type(el) else mathd.AbsIOp(x))
-
-
-def _reciprocal(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
-    return ir.op(arith.DivfOp(ir.scalar(1.0, el), x))
-
-
-def _sigmoid(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
-    e = ir.op(mathd.ExpOp(ir.op(arith.NegfOp(x))))
-    return ir.op(arith.DivfOp(ir.scalar(1.0, el), ir.op(arith.AddfOp(ir.scalar(1.0, el), e))))
-
-
-def _relu(ir: IR, x: SSAValue, el: Attribute) -> SSAValue:
-    zero = ir.scalar(0, el)
-    return ir.op(arith.MaximumfOp(x, zero) if is_float_type(el) else arith.MaxSIOp(x, zero))
-
-
-UNARY: dict[type[Operation], Callable[[IR, SSAValue, Attribute], SSAValue]] = {
-    graph.NegOp: _neg,
-    graph.AbsOp: _abs,
-    graph.ExpOp: _unary_float(mathd.ExpOp),
-    graph.LogOp: _unary_float(mathd.LogOp),
-    graph.SqrtOp: _unary_float(mathd.SqrtOp),
-    graph.RsqrtOp: _unary_float(mathd.RsqrtOp),
-    graph.TanhOp: _unary_float(mathd.TanhOp),
-    graph.ErfOp: _unary_float(mathd.ErfOp),
-    graph.ReciprocalOp: _reciprocal,
-    graph.SigmoidOp: _sigmoid,
-    graph.ReluOp: _relu,
-}
-
-
-def _binary(float_op, int_op):
-    def emit(ir: IR, a: SSAValue, b: SSAValue) -> SSAValue:
-        return ir.op(float_op(a, b) if is_float_type(a.type) else int_op(a, b))
-
-    return emit
-
-
-BINARY: dict[type[Operation], Callable[[IR, SSAValue, SSAValue], SSAValue]] = {
-    graph.AddOp: _binary(arith.AddfOp, arith.AddiOp),
-    graph.SubOp: _binary(arith.SubfOp, arith.SubiOp),
-    graph.MulOp: _binary(arith.MulfOp, arith.MuliOp),
-    graph.DivOp: _binary(arith.DivfOp, arith.DivSIOp),
-    graph.MaxOp: _binary(arith.MaximumfOp, arith.MaxSIOp),
-    graph.MinOp: _binary(arith.MinimumfOp, arith.MinSIOp),
-    graph.PowOp: _binary(mathd.PowFOp, mathd.PowFOp),
-}
-
-
-def gelu(ir: IR, x: SSAValue, form: str) -> SSAValue:
-    t = x.type
-    half_x = ir.op(arith.MulfOp(ir.scalar(0.5, t), x))
-    if form == "tanh":
-        cube = ir.op(arith.MulfOp(ir.op(arith.MulfOp(x, x)), x))
-        inner = ir.op(arith.AddfOp(x, ir.op(arith.MulfOp(ir.scalar(0.044715, t), cube))))
-        g = ir.op(mathd.TanhOp(ir.op(arith.MulfOp(ir.scalar(math.sqrt(2 / math.pi), t), inner))))
-    else:
-        g = ir.op(mathd.ErfOp(ir.op(arith.MulfOp(x, ir.scalar(1 / math.sqrt(2.0), t)))))
-    return ir.op(arith.MulfOp(half_x, ir.op(arith.AddfOp(ir.scalar(1.0, t), g))))
-
-
-FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
-INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
-
-
-def compare(ir: IR, predicate: str, a: SSAValue, b: SSAValue) -> SSAValue:
-    if is_float_type(a.type):
-        return ir.op(arith.CmpfOp(a, b, FLOAT_PREDICATES[predicate]))
-    return ir.op(arith.CmpiOp(a, b, INT_PREDICATES[predicate]))
-
-
-def cast(ir: IR, x: SSAValue, to: Attribute) -> SSAValue:
-    src = x.type
-    if src == to:
-        return x
-    if to == i1:
-        zero = ir.scalar(0, src)
-        return ir.op(arith.CmpfOp(x, zero, "une") if is_float_type(src) else arith.CmpiOp(x, zero, "ne"))
-    if src == i1:
-        return ir.select(x, ir.scalar(1, to), ir.scalar(0, to))
-    if is_float_type(src) and is_float_type(to):
-        wider = src.bitwidth < to.bitwidth  # type: ignore[union-attr]
-        return ir.op(arith.ExtFOp(x, to) if wider else arith.TruncFOp(x, to))
-    if is_float_type(to):
-        return ir.op(arith.SIToFPOp(x, to))
-    if is_float_type(src):
-        return ir.op(arith.FPToSIOp(x, to))
-    assert isinstance(src, IntegerType) and isinstance(to, IntegerType)
-    return ir.op(arith.ExtSIOp(x, to) if src.width.data < to.width.data else arith.TruncIOp(x, to))
+# Elementwise graph ops: their scalar semantics live in mlfuse.conversion.scalar.
+ELEMENTWISE_OPS = (
+    graph.UnaryElementwiseOp,
+    graph.BinaryElementwiseOp,
+    graph.CompareOp,
+    graph.SelectOp,
+    graph.CastOp,
+)
 
 
 def tensor_element(t: Attribute) -> Attribute:
