@@ -5,7 +5,13 @@ chose for contiguous innermost accesses). A nest with a parallel dimension and
 enough work is outlined into a private function `@<fn>__<k>_<name>(lo, hi,
 buffers...)` that runs its first parallel dimension over [lo, hi); the call site
 becomes a `loop.parallel_call`, which splits the range across threads. Nests too
-small to pay for threads stay inline.
+small to pay for threads stay inline. Bounds of a dimension that use outer
+dimensions (parallelogram tiles) are computed inside the enclosing loop.
+
+A `loop.band` with enough work is outlined the same way, over all its iterations
+numbered row-major as one range (so a 3 x 64 x 8 band of tiles splits evenly over
+any number of threads; the ivs are recovered by division); its scratch allocas
+are made once per thread, at the top of the outlined function.
 """
 
 from __future__ import annotations

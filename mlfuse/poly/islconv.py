@@ -1,23 +1,26 @@
-"""Loop IR <-> islpy: iteration domains, access relations and box bounds.
+"""Loop IR <-> islpy: iteration domains, access relations and loop bounds.
 
 This is the one module that turns `loop.nest`s into isl objects and isl objects
 back into loop IR (affine bounds). Conventions:
 
-- a nest is a statement `S<k>[i0, ...]`; a buffer is a tuple `B<k>[...]`, where
-  views of a buffer share their source's name only if they have its shape (other
-  views are separate names: callers treat views conservatively anyway);
+- a nest is a statement `S<k>[i0, ...]`; a buffer is a tuple `B<k>[...]` (callers
+  pass the root buffer of a view: views are treated conservatively);
 - the symbol operands of a nest are isl parameters named after their SSA values,
   so nests of one band that share band ivs share parameters;
-- a nest's domain is `[params] -> { S[i] : max(lower) <= i < min(upper) }`;
-- `band_map` turns those parameters into input dimensions: `{ [T...] -> S[i] }`,
+- a nest's domain is `[params] -> { S[i] : max(lower) <= i < min(upper) }`, where
+  the bounds of dimension k may use dimensions 0..k-1;
+- `to_band_map` turns those parameters into input dimensions: `{ [T...] -> S[i] }`,
   the relation from tile index to statement instances (what dependence checks
   between tiles need).
 
-Back-conversion (`box_bounds`) reads each dimension's bounds off the constraints
-of the set projected onto that dimension: a lower bound `a*x + f(T) >= 0` with
-a > 0 is `x >= ceildiv(-f(T), a)`, an upper bound is `x < floordiv(f(T), -a) + 1`;
-several lower bounds make a max and several upper bounds a min, as in
-`loop.nest`.
+Back-conversion reads bounds off constraints: `a*x + f >= 0` with a > 0 is
+`x >= ceildiv(-f, a)`, with a < 0 it is `x < floordiv(f, -a) + 1`; several lower
+bounds make a max and several upper bounds a min, as in `loop.nest`.
+`box_bounds` gives the rectangular hull (each dimension projected on its own);
+`scan_bounds` gives bounds that scan the set dimension by dimension
+(Fourier-Motzkin, as a polyhedral code generator does: a parallelogram comes back
+as a parallelogram), exact for a convex set; a condition on the parameters alone
+(the set is empty for some tiles) becomes an extra bound of dimension 0.
 """
 
 from __future__ import annotations
@@ -415,9 +418,6 @@ def eval_bounds(b: Bounds, syms: Sequence[int], dims: Sequence[int] = ()) -> tup
     hi = min(e.eval(dims, syms) for e in b.upper)
     return lo, hi
 
-
-def nest_bounds(nest: loop.NestOp) -> list[Bounds]:
-    return [Bounds(tuple(lo.data.results), tuple(hi.data.results)) for lo, hi in zip(nest.lower.data, nest.upper.data)]
 
 
 def set_points(s: isl.Set) -> set[tuple[int, ...]]:

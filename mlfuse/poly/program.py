@@ -182,9 +182,6 @@ def new_band(name: str, sizes: Sequence[int], attributes: dict | None = None) ->
     return band
 
 
-def band_name_of(nest: loop.NestOp) -> str:
-    return nest.nest_name.data
-
 
 TILE_ATTR = "tile_sizes"
 

@@ -254,21 +254,18 @@ def tile_buffer(
             return f"'{w.nest_name.data}' cannot move past the ops between it and '{last.nest_name.data}'"
     planes: list[list[int]] = []
     if shape == "parallelogram":
-        # cut along hyperplanes no dependence crosses (rectangular if none is needed)
+        # Where writers depend on each other across elements, cut along hyperplanes that
+        # no dependence crosses (skewed, if need be); without dependences, rectangles.
         deltas = dependence_distances(ws, buf, names)
         if deltas is None:
             return "its dependences are not uniform, no tile shape keeps them inside tiles"
-        planes = orthogonal_planes(deltas, len(extents)) if deltas else []
-        if deltas and not planes:
-            return "every direction carries a dependence: tiles would depend on each other"
-        axes = [[int(d == k) for k in range(len(extents))] for d, _ in tiled]
-        if not deltas:
-            planes = []
-        elif all(any(p == a for a in axes) for p in planes) and len(planes) == len(axes):
-            planes = []
+        if deltas:
+            planes = orthogonal_planes(deltas, len(extents))
+            if not planes:
+                return "every direction carries a dependence: tiles would depend on each other"
     if planes:
-        plane_sizes = [s for s in sizes if s > 0][-len(planes):]
-        plane_sizes = [64] * (len(planes) - len(plane_sizes)) + plane_sizes
+        given = [s for s in sizes if s > 0][-len(planes):]
+        plane_sizes = [64] * (len(planes) - len(given)) + given
         counts = [plane_tiles(extents, h, size)[1] for h, size in zip(planes, plane_sizes)]
         attrs = {TILE_ATTR: DenseArrayBase.from_list(i64, plane_sizes),
                  "tile_planes": DenseArrayBase.from_list(i64, [c for p in planes for c in p])}
@@ -457,7 +454,3 @@ def full_domain(nest: loop.NestOp, band: loop.BandOp):
     dom = domain(nest, names).intersect_params(band_context(params, band.sizes))
     union = dom.project_out(isl.dim_type.param, 0, dom.dim(isl.dim_type.param))
     return box_bounds(union, {})
-
-
-def tile_count(band: loop.BandOp) -> int:
-    return math.prod(band.sizes)

@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
                    f"(default {FULL_SIZE[0]}x{FULL_SIZE[1]}; --quick: {QUICK_SIZE[0]}x{QUICK_SIZE[1]})")
     p.add_argument("--threads", type=parse_threads, default=[1, 2], help="thread counts, one run each (default 1,2)")
     p.add_argument("--repeat", type=int, help="timed rounds (default 7; --quick: 3)")
+    p.add_argument("--gap-ms", type=float, default=50.0,
+                   help="idle milliseconds before each timed call, so that the worker threads of the "
+                        "previous runtime have stopped spinning (default 50)")
     p.add_argument("--quick", action="store_true", help="a small, fast smoke run")
     p.add_argument("--peers", default=",".join(PEERS),
                    help=f"comma-separated peers to run if installed (default {','.join(PEERS)})")
@@ -246,6 +249,7 @@ def run_workload(w, size, threads: int, args, meter) -> dict:
     for r in range(args.repeat):
         k = r % max(1, len(contestants))
         for c in contestants[k:] + contestants[:k]:
+            time.sleep(args.gap_ms / 1e3)  # let the previous runtime's worker threads stop spinning
             start = time.perf_counter()
             c.call()
             times[c.name].append(time.perf_counter() - start)

@@ -1,0 +1,157 @@
+"""Post-tiling fusion benchmarks: peers side by side, in one run, on this machine.
+
+    PYTHONPATH=. .venv/bin/python -m bench.stencil.run                # all apps, 2 threads
+    PYTHONPATH=. .venv/bin/python -m bench.stencil.run --apps unsharp,harris --rounds 11
+    PYTHONPATH=. .venv/bin/python -m bench.stencil.run --small        # quick check of the harness
+
+Peers, all on the same inputs and threads (numpy's BLAS, mlfuse's OpenMP team and
+Halide's thread pool are limited to --threads):
+  numpy              the definition in apps.py run op by op with numpy
+  mlfuse             mlfuse's default CPU pipeline (fusion planner + stitching; no post-tiling fusion)
+  mlfuse-taf         cpu_stencil_pipeline("tile-after-fuse"): fuse where legal, then tile each nest
+  mlfuse-ptf         cpu_stencil_pipeline("post-tile"): tile live-outs, post-tiling fusion, storage reduction
+  halide-<sched>     Halide (PyPI `halide`) auto-scheduled by Mullapudi2016, Li2018 and Adams2019
+
+Timing: after a warm-up call each, rounds interleave the peers (one call each per
+round, so load changes on a shared machine hit all peers alike); the table shows
+medians in ms and ratios (peer time / mlfuse-ptf time: > 1 means post-tiling fusion
+is faster). Every peer's output is checked against numpy first. Results go to
+stdout (markdown) and, with --json, to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--apps", default="blur,unsharp,harris,convnet,2mm,gemver")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--small", action="store_true", help="small sizes (a harness check, not a benchmark)")
+    ap.add_argument("--no-halide", action="store_true")
+    ap.add_argument("--json", default="")
+    args = ap.parse_args(argv)
+
+    # thread counts must be fixed before numpy / Halide load their runtimes
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "HL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+
+    import numpy as np
+
+    from bench.stencil.apps import APPS
+    from mlfuse import compile as mlfuse_compile
+    from mlfuse import pipelines
+    from mlfuse.api import aligned_empty
+    from mlfuse.backend import cpu
+
+    cpu.set_num_threads(args.threads)
+    halide_version = None
+    if not args.no_halide:
+        try:
+            from importlib.metadata import version
+
+            from bench.stencil import halide_apps
+
+            halide_apps.halide()
+            halide_version = version("halide")
+        except Exception as e:  # noqa: BLE001 - Halide is optional
+            print(f"Halide unavailable: {e}", file=sys.stderr)
+
+    results = []
+    for name in args.apps.split(","):
+        app = APPS[name]
+        inputs = app.inputs(seed=1, small=args.small)
+        want = app.numpy(*inputs)[0]
+        peers: dict[str, object] = {"numpy": lambda a=app, i=inputs: a.numpy(*i)[0]}
+        notes: dict[str, str] = {}
+        module = app.module(small=args.small)
+        for label, passes in (
+            ("mlfuse", None),
+            ("mlfuse-taf", pipelines.cpu_stencil_pipeline("tile-after-fuse", app.tile_sizes)),
+            ("mlfuse-ptf", pipelines.cpu_stencil_pipeline("post-tile", app.tile_sizes)),
+        ):
+            t0 = time.perf_counter()
+            fn = mlfuse_compile(module, passes=passes)
+            notes[label] = f"compiled in {time.perf_counter() - t0:.1f} s"
+            out = [aligned_empty(s.shape, s.dtype) for s in fn.outputs]
+            peers[label] = lambda f=fn, i=inputs, o=out: f(*i, out=o)[0]
+        if halide_version:
+            for sched in halide_apps.AUTOSCHEDULERS:
+                t0 = time.perf_counter()
+                try:
+                    run = halide_apps.compile_app(name, [a.shape for a in inputs], want.shape, sched, args.threads)
+                    run(*inputs)
+                except Exception as e:  # noqa: BLE001 - report and go on
+                    notes[f"halide-{sched}"] = f"failed: {str(e).strip().splitlines()[0][:120]}"
+                    continue
+                notes[f"halide-{sched}"] = f"scheduled and compiled in {time.perf_counter() - t0:.1f} s"
+                peers[f"halide-{sched}"] = lambda r=run, i=inputs: r(*i)
+        errors = {}
+        for label, call in list(peers.items()):
+            got = np.asarray(call())
+            err = float(np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want))))
+            errors[label] = err
+            if not np.isfinite(err) or err > 1e-3:
+                notes[label] = f"WRONG (error {err:.2g}), not timed"
+                del peers[label]
+        times: dict[str, list[float]] = {label: [] for label in peers}
+        load = os.getloadavg()[0]
+        for _ in range(args.rounds):
+            for label, call in peers.items():
+                t0 = time.perf_counter()
+                call()
+                times[label].append(time.perf_counter() - t0)
+        medians = {label: float(np.median(ts)) * 1e3 for label, ts in times.items()}
+        results.append({"app": name, "description": app.description, "median_ms": medians, "errors": errors,
+                        "notes": notes, "load_before": load, "load_after": os.getloadavg()[0]})
+        print_app(results[-1])
+    print_summary(results, args, halide_version)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"threads": args.threads, "rounds": args.rounds, "halide": halide_version, "results": results}, f, indent=1)
+    return 0
+
+
+def print_app(r: dict) -> None:
+    base = r["median_ms"].get("mlfuse-ptf")
+    print(f"\n### {r['app']}: {r['description']}  (load average {r['load_before']:.1f} -> {r['load_after']:.1f})\n")
+    print("| peer | median ms | peer / mlfuse-ptf | max rel. error | note |")
+    print("|---|---:|---:|---:|---|")
+    for label in sorted(set(r["median_ms"]) | set(r["notes"]), key=_order):
+        ms = r["median_ms"].get(label)
+        ratio = f"{ms / base:.2f}" if ms and base else ""
+        err = r["errors"].get(label)
+        print(f"| {label} | {ms:.2f} |" if ms else f"| {label} | - |", end="")
+        print(f" {ratio} | {err:.1e} | {r['notes'].get(label, '')} |" if err is not None else f" | | {r['notes'].get(label, '')} |")
+    sys.stdout.flush()
+
+
+def _order(label: str) -> tuple:
+    order = ["numpy", "mlfuse", "mlfuse-taf", "mlfuse-ptf"]
+    return (order.index(label), "") if label in order else (len(order), label)
+
+
+def print_summary(results: list[dict], args, halide_version: str | None) -> None:
+    print(f"\n## Summary: {args.threads} threads, median of {args.rounds} interleaved rounds, "
+          f"Halide {halide_version or 'not available'}\n")
+    labels = sorted({k for r in results for k in r["median_ms"]}, key=_order)
+    print("| app | " + " | ".join(labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    for r in results:
+        base = r["median_ms"].get("mlfuse-ptf")
+        cells = []
+        for label in labels:
+            ms = r["median_ms"].get(label)
+            cells.append("-" if ms is None else (f"{ms:.1f} ({ms / base:.2f}x)" if base else f"{ms:.1f}"))
+        print(f"| {r['app']} | " + " | ".join(cells) + " |")
+    print("\n(ms; in parentheses: time / mlfuse-ptf time, > 1 means post-tiling fusion is faster)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
