@@ -480,6 +480,37 @@ class BandOp(IRDLOperation):
 
 
 @irdl_op_definition
+class GemmOp(IRDLOperation):
+    """C = A @ B over identical leading batch dimensions, by a BLAS library call.
+
+    Large GEMMs are compute-bound and tuned BLAS kernels beat generated loops
+    (XLA calls Eigen or cuBLAS the same way); small ones stay loop nests, which
+    the fusion code generators can stitch with their neighbours.
+    """
+
+    name = "loop.gemm"
+    a = operand_def(MemRefType)
+    b = operand_def(MemRefType)
+    c = operand_def(MemRefType)
+    assembly_format = "$a `,` $b `into` $c attr-dict `:` type($a) `,` type($b) `,` type($c)"
+
+    def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue):
+        super().__init__(operands=[a, b, c])
+
+    def verify_(self) -> None:
+        ta, tb, tc = (v.type for v in (self.a, self.b, self.c))
+        assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
+        sa, sb, sc = ta.get_shape(), tb.get_shape(), tc.get_shape()
+        if not (len(sa) == len(sb) == len(sc) >= 2):
+            raise VerifyException(f"'loop.gemm' needs operands of one rank >= 2, got {ta}, {tb}, {tc}")
+        if sa[:-2] != sb[:-2] or sa[:-2] != sc[:-2] or sa[-1] != sb[-2] or tuple(sc[-2:]) != (sa[-2], sb[-1]):
+            raise VerifyException(f"'loop.gemm' shapes do not multiply: {ta} x {tb} -> {tc}")
+        el = {str(t.get_element_type()) for t in (ta, tb, tc)}
+        if el not in ({"f32"}, {"f64"}):
+            raise VerifyException(f"'loop.gemm' supports f32 and f64, got {', '.join(sorted(el))}")
+
+
+@irdl_op_definition
 class ViewOp(IRDLOperation):
     """The same contiguous buffer seen with another static shape (a bufferized reshape)."""
 
@@ -501,4 +532,4 @@ class ViewOp(IRDLOperation):
             raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
 
 
-Loop = Dialect("loop", [NestOp, YieldOp, IndexOp, BandOp, ParallelCallOp, ViewOp], [])
+Loop = Dialect("loop", [NestOp, YieldOp, IndexOp, BandOp, ParallelCallOp, GemmOp, ViewOp], [])

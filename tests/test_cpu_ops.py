@@ -261,6 +261,29 @@ def test_matmul(m, k, n):
     assert np.all(np.abs(got - want) <= 1e-6 * scale * k)
 
 
+@pytest.mark.parametrize("shape", [((200, 300), (300, 150)), ((3, 64, 128), (3, 128, 96)), ((2, 2, 64, 70), (2, 2, 70, 65))])
+def test_large_gemms_call_blas(shape):
+    """Above BLAS_MIN_MACS a GEMM is a loop.gemm (scipy's BLAS); it must agree with the loops."""
+    from mlfuse.api import run_pipeline
+    from mlfuse.dialects import loop
+
+    (sa, sb) = shape
+    sc = (*sa[:-1], sb[-1])
+    op = "matmul" if len(sa) == 2 else "batch_matmul"
+    s = lambda d: "x".join(map(str, d))  # noqa: E731
+    src = f"""func.func @main(%a: tensor<{s(sa)}xf32>, %b: tensor<{s(sb)}xf32>) -> tensor<{s(sc)}xf32> {{
+  %c = graph.{op} %a, %b : (tensor<{s(sa)}xf32>, tensor<{s(sb)}xf32>) -> tensor<{s(sc)}xf32>
+  func.return %c : tensor<{s(sc)}xf32>
+}}"""
+    lowered = mlfuse.parse(src)
+    run_pipeline(lowered, ["convert-graph-to-loop"])
+    assert any(isinstance(o, loop.GemmOp) for o in lowered.walk())
+    a = RNG.standard_normal(sa).astype(np.float32)
+    b = RNG.standard_normal(sb).astype(np.float32)
+    (got,), (want,) = run_both(src, a, b)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(sa[-1]))
+
+
 def test_batch_matmul():
     a = RNG.standard_normal((2, 3, 5, 7)).astype(np.float32)
     b = RNG.standard_normal((2, 3, 7, 4)).astype(np.float32)

@@ -80,6 +80,17 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<12xf32> {
 
 // -----
 
+// A large GEMM (>= 2^18 multiply-adds per matrix) is a BLAS call, not a loop nest.
+// CHECK-LABEL: func.func @large_gemm
+// CHECK-NEXT: loop.gemm %0, %1 into %2 : memref<2x64x128xf32>, memref<2x128x96xf32>, memref<2x64x96xf32>
+// CHECK-NEXT: func.return
+func.func @large_gemm(%a: tensor<2x64x128xf32>, %b: tensor<2x128x96xf32>) -> tensor<2x64x96xf32> {
+  %c = graph.batch_matmul %a, %b : (tensor<2x64x128xf32>, tensor<2x128x96xf32>) -> tensor<2x64x96xf32>
+  func.return %c : tensor<2x64x96xf32>
+}
+
+// -----
+
 // A dense constant becomes a memref.global.
 // CHECK: "memref.global"() <{sym_name = "__constant_0", type = memref<3xf32>, initial_value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>, sym_visibility = "private", constant, alignment = 64 : i64}>
 // CHECK-LABEL: func.func @dense

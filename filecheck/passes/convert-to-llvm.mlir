@@ -68,6 +68,18 @@ func.func @par(%y: memref<64xf32>) {
 
 // -----
 
+// loop.gemm: one Fortran-convention BLAS call per matrix, B first (row-major C = A B
+// is column-major C^T = B^T A^T).
+// CHECK-LABEL: llvm.func @gemm
+// CHECK-COUNT-2: llvm.call @mlfuse_sgemm
+// CHECK-NOT: llvm.call @mlfuse_sgemm
+func.func @gemm(%a: memref<2x4x8xf32>, %b: memref<2x8x3xf32>, %c: memref<2x4x3xf32>) {
+  loop.gemm %a, %b into %c : memref<2x4x8xf32>, memref<2x8x3xf32>, memref<2x4x3xf32>
+  func.return
+}
+
+// -----
+
 // f64 transcendentals call libm.
 // CHECK-LABEL: llvm.func @libm
 // CHECK: llvm.call @exp(%{{.*}}) : (f64) -> f64

@@ -23,10 +23,25 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 
+def _blas_address(routine: str) -> int:
+    """The C address of scipy's BLAS routine (scipy.linalg.cython_blas exports it)."""
+    from scipy.linalg import cython_blas
+
+    capsule = cython_blas.__pyx_capi__[routine]
+    get_name = ctypes.pythonapi.PyCapsule_GetName
+    get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return get_pointer(capsule, get_name(capsule))
+
+
 @functools.cache
 def _init() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    # large GEMMs (loop.gemm) call scipy's BLAS
+    llvm.add_symbol("mlfuse_sgemm", _blas_address("sgemm"))
+    llvm.add_symbol("mlfuse_dgemm", _blas_address("dgemm"))
     gomp = ctypes.util.find_library("gomp") or "libgomp.so.1"
     try:
         llvm.load_library_permanently(gomp)

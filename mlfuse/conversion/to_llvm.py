@@ -419,6 +419,9 @@ class FunctionLowering:
     def lower_ParallelCallOp(self, op: loop.ParallelCallOp) -> None:
         emit_parallel_call(self, op)
 
+    def lower_GemmOp(self, op: loop.GemmOp) -> None:
+        emit_gemm_call(self, op)
+
 
 _LOWERED_MODULES = {arith.__name__, mathd.__name__, memref.__name__, scf.__name__, func.__name__, loop.__name__}
 
@@ -476,6 +479,37 @@ def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
     fl.emit(llvm.CallOp("GOMP_parallel", fn_ptr, slots, nthreads, fl.const(0, i32)))
     fl.emit(llvm.BrOp(join))
     fl.set_block(join)
+
+
+def emit_gemm_call(fl: FunctionLowering, op: loop.GemmOp) -> None:
+    """One BLAS ?gemm per matrix of the batch (Fortran, column-major).
+
+    Row-major C = A B is column-major C^T = B^T A^T, so the call passes B first:
+    gemm('N', 'N', n, m, k, 1, B, n, A, k, 0, C, n). The symbols mlfuse_sgemm and
+    mlfuse_dgemm are scipy's BLAS, registered with the JIT by the runtime.
+    """
+    ta, tb = op.a.type, op.b.type
+    assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType)
+    el = ta.get_element_type()
+    *batch, m, k = ta.get_shape()
+    n = tb.get_shape()[-1]
+    name = "mlfuse_sgemm" if isinstance(el, Float32Type) else "mlfuse_dgemm"
+    fl.ml.declare(name, None, [PTR] * 13)
+
+    def cell(value, t: Attribute) -> SSAValue:
+        slot = fl.emit(llvm.AllocaOp(fl.const(1, i64), t, alignment=8))
+        fl.emit(llvm.StoreOp(fl.const(value, t), slot))
+        return slot
+
+    no_trans = cell(ord("N"), i8)
+    dims = [cell(v, i32) for v in (n, m, k, n, k, n)]  # m', n', k', lda, ldb, ldc
+    alpha, beta = cell(1.0, el), cell(0.0, el)
+    a, b, c = fl.v(op.a), fl.v(op.b), fl.v(op.c)
+    for index in range(math.prod(batch)):  # batches are few (heads): straight-line calls
+        at = fl.emit(llvm.GEPOp.from_mixed_indices(a, [index * m * k], el, inbounds=True)) if index else a
+        bt = fl.emit(llvm.GEPOp.from_mixed_indices(b, [index * k * n], el, inbounds=True)) if index else b
+        ct = fl.emit(llvm.GEPOp.from_mixed_indices(c, [index * m * n], el, inbounds=True)) if index else c
+        fl.emit(llvm.CallOp(name, no_trans, no_trans, dims[0], dims[1], dims[2], alpha, bt, dims[3], at, dims[4], beta, ct, dims[5]))
 
 
 def make_omp_wrapper(ml: ModuleLowering, name: str, callee: str, arg_types: list[Attribute], trip: int) -> llvm.FuncOp:

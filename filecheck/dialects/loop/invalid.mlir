@@ -96,3 +96,19 @@ func.func @index_range(%x: memref<4xf32>) {
   }
   func.return
 }
+
+// -----
+
+func.func @gemm_shapes(%a: memref<4x8xf32>, %b: memref<7x3xf32>, %c: memref<4x3xf32>) {
+  // CHECK: error: 'loop.gemm' shapes do not multiply: memref<4x8xf32> x memref<7x3xf32> -> memref<4x3xf32>
+  loop.gemm %a, %b into %c : memref<4x8xf32>, memref<7x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_types(%a: memref<4x8xi32>, %b: memref<8x3xi32>, %c: memref<4x3xi32>) {
+  // CHECK: error: 'loop.gemm' supports f32 and f64, got i32
+  loop.gemm %a, %b into %c : memref<4x8xi32>, memref<8x3xi32>, memref<4x3xi32>
+  func.return
+}
