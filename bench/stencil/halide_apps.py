@@ -178,3 +178,36 @@ def compile_app(name: str, input_shapes: Sequence[Sequence[int]], output_shape: 
         return np.asarray(result)
 
     return run
+
+
+def _probe_child(name, input_shapes, output_shape, scheduler, threads, limit_bytes, queue) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    try:
+        rng = np.random.default_rng(0)
+        run = compile_app(name, input_shapes, output_shape, scheduler, threads)
+        run(*[rng.uniform(0.1, 1.0, s).astype(np.float32) for s in input_shapes])
+        queue.put("ok")
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        queue.put(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+
+
+def probe(name: str, input_shapes, output_shape, scheduler: str, threads: int, limit_gb: float = 6.0) -> str:
+    """Schedule, compile and run once in a child process with a memory limit: "ok", or why not.
+    (Some auto-schedulers exhaust memory or crash on some pipelines; the parent must survive.)"""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_probe_child, args=(name, [tuple(s) for s in input_shapes], tuple(output_shape),
+                                                   scheduler, threads, int(limit_gb * (1 << 30)), queue))
+    child.start()
+    child.join(600)
+    if child.is_alive():
+        child.kill()
+        return "timed out"
+    try:
+        return queue.get(timeout=1)
+    except Exception:  # noqa: BLE001
+        return f"crashed (exit code {child.exitcode}; out of memory under a {limit_gb:g} GB limit?)"

@@ -42,7 +42,8 @@ core's cache (`onchip_bytes`), and `GLOBAL` a barrier between parallel loops.
 
 A pattern is infeasible when it mixes ops that cannot share a kernel (opaque ops,
 large GEMMs, two contractions, a GEMM with a reduction, a grid barrier or GEMM inside a
-horizontal pack), or when it exceeds a resource limit (kernel operands, registers per
+horizontal pack; on the CPU, what mlfuse.conversion.group_to_loop.structural_problem
+says the stitched code generator cannot emit), or when it exceeds a resource limit (kernel operands, registers per
 thread, threads times registers per block, shared memory for an occupancy of zero).
 """
 
@@ -278,6 +279,12 @@ class CostModel:
                     mask, "op-class",
                     "a GEMM kernel takes only an elementwise prologue and epilogue (no reductions)",
                 )
+            if p.name == "cpu":
+                from mlfuse.conversion.group_to_loop import structural_problem
+
+                problem = structural_problem([nodes[i].op for i in members])
+                if problem is not None:
+                    return _infeasible(mask, "op-class", f"CPU code generation: {problem}")
 
         # -- what crosses the kernel boundary
         inputs: list[int] = []

@@ -597,6 +597,36 @@ class GroupLowering:
         self.stages[op.results[0]] = Stage(crow, self.phase, per_row=False)
 
 
+def structural_problem(ops: Sequence[Operation]) -> str | None:
+    """Why a set of graph ops cannot be one stitched CPU kernel, from their structure alone.
+
+    The fusion planner asks this for target=cpu so that it plans only kernels this
+    code generator can emit (lower_group may still fall back on subtler cases,
+    e.g. a row value read across rows, and says so).
+    """
+    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp, graph.ConstantOp)
+    for op in ops:
+        if not isinstance(op, supported):
+            return f"'{op.name}' has no stitched CPU lowering"
+    reductions = [op for op in ops if isinstance(op, graph.ReduceOp)]
+    if not reductions:
+        return None
+    shapes = {graph.shape_of(op.input) for op in reductions}
+    axes = {op.reduce_axes for op in reductions}
+    if len(shapes) > 1 or len(axes) > 1:
+        return "reductions of different shapes or axes cannot share one CPU kernel"
+    (shape,), (reduced,) = shapes, axes
+    if reduced == (len(shape) - 1,) and len(shape) >= 2:
+        return None  # rows
+    if len(shape) - 1 in reduced:
+        return "a reduction over the last axis together with others has no stitched CPU lowering"
+    inside = set(ops)
+    for op in reductions:  # columns: results may only leave the kernel
+        if any(use.operation in inside for use in op.results[0].uses):
+            return "a column reduction's result is used inside the kernel (needs a grid-wide barrier)"
+    return None
+
+
 def lower_group(group: fusion.GroupOp, inputs: dict[SSAValue, object], outputs: list[tuple[SSAValue, SSAValue]], emit_op, constant) -> None:
     """Emit `group` as one kernel, or raise Fallback having emitted nothing.
 
