@@ -174,3 +174,20 @@ func.func @foreign(%x: tensor<16x64xf32>) -> (tensor<16x64xf32>, i32) {
   %n = graph.neg %e : tensor<16x64xf32>
   func.return %n, %k : tensor<16x64xf32>, i32
 }
+
+// -----
+
+// Row and column reductions of one tensor: the GPU plan stitches them with a grid
+// barrier; the CPU plan keeps them apart, since the CPU code generator cannot
+// stitch them (mlfuse.conversion.group_to_loop.structural_problem).
+// CHECK-LABEL: func.func @row_and_column
+// CHECK: fusion.group "fused_reduce_sum_reduce_sum"
+// CPU-LABEL: func.func @row_and_column
+// CPU-NOT: fusion.group "fused_reduce_sum_reduce_sum"
+// CPU: fusion.group "reduce_sum"
+// CPU: fusion.group "reduce_sum
+func.func @row_and_column(%x: tensor<64x64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %r = graph.reduce_sum %x {axes = array<i64: 1>} : tensor<64x64xf32> -> tensor<64xf32>
+  %c = graph.reduce_sum %x {axes = array<i64: 0>} : tensor<64x64xf32> -> tensor<64xf32>
+  func.return %r, %c : tensor<64xf32>, tensor<64xf32>
+}
