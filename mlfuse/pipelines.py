@@ -9,13 +9,21 @@ from __future__ import annotations
 GRAPH_CLEANUP = ["canonicalize", "cse"]
 
 
-def cpu_pipeline(fuse: bool = True, parallel: bool = True, planner: str = "ilp") -> list[str]:
-    """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU."""
+def cpu_pipeline(
+    fuse: bool = True, parallel: bool = True, planner: str = "ilp", post_tile: bool = False
+) -> list[str]:
+    """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU.
+
+    post_tile: after the groups are lowered, tile the live-outs that read what other
+    nests produce and fuse those producers into the tiles (post-tiling fusion, where it
+    pays: stencil groups that stitching lowers op by op); see POST_TILE."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
         passes.append(f"fusion-plan{{planner={planner} target=cpu summary=false}}")
+    passes.append("convert-graph-to-loop")
+    if post_tile:
+        passes += POST_TILE
     passes += [
-        "convert-graph-to-loop",
         "assign-buffers",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}}}",
         "expand-math",
@@ -29,6 +37,10 @@ def _has_pass(flag: str) -> bool:
 
     return flag in MLFUSE_PASSES
 
+
+# Post-tiling fusion on whatever convert-graph-to-loop left: start-up fusion, tiles only
+# where a producer can be fused (analytical tile sizes), fusion, tile-local storage.
+POST_TILE = ["loop-startup-fuse", "loop-tile{fusible-only=true}", "loop-post-tile-fuse", "loop-storage-reduce"]
 
 STENCIL_STRATEGIES = ("post-tile", "tile-after-fuse", "none")
 

@@ -1,4 +1,4 @@
-"""loop-tile{sizes=32,256 shape=rect remarks=false}: tile the live-out spaces of each function.
+"""loop-tile{sizes=32,256 shape=rect fusible-only=false remarks=false}: tile the live-out spaces.
 
 Each function argument written by top-level loop nests (a live-out) is cut into
 tiles of its index space; the writers move into a parallel `loop.band` over the
@@ -17,6 +17,8 @@ Options:
                   level carry no dependences that need skewing, so tiles stay
                   rectangular and a live-out whose dependences a rectangular
                   parallel band would violate is left untiled)
+  fusible-only    tile only live-outs whose writers read an intermediate that loop nests
+                  produce (where loop-post-tile-fuse has something to fuse: where tiling pays)
   remarks=true    say on stderr why a live-out was not tiled.
 
 Before (-p 'loop-tile{sizes=64,256}'):
@@ -61,6 +63,7 @@ class LoopTilePass(ModulePass):
 
     sizes: tuple[int, ...] = ()
     shape: str = "rect"
+    fusible_only: bool = False
     remarks: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -71,4 +74,5 @@ class LoopTilePass(ModulePass):
                 self.sizes or None,
                 shape=self.shape,
                 remark=print_remark if self.remarks else lambda *_: None,
+                fusible_only=self.fusible_only,
             )

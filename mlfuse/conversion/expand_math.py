@@ -107,8 +107,16 @@ class F32Emitter:
 
     # --- the functions -------------------------------------------------------------
 
+    def clamp(self, x: SSAValue, lo: float, hi: float) -> SSAValue:
+        """min(max(x, lo), hi) as bare vmaxps/vminps (nnan); callers restore NaNs themselves."""
+        nnan = arith.FastMathFlagsAttr(["nnan"])
+        return self.op(arith.MinimumfOp, self.op(arith.MaximumfOp, x, self.c(lo), nnan), self.c(hi), nnan)
+
+    def keep_nan(self, x: SSAValue, r: SSAValue) -> SSAValue:
+        return self.select(self.cmp(x, x, "uno"), x, r)
+
     def exp(self, x: SSAValue) -> SSAValue:
-        xc = self.op(arith.MinimumfOp, self.op(arith.MaximumfOp, x, self.c(EXP_UNDERFLOW)), self.c(EXP_OVERFLOW))
+        xc = self.clamp(x, EXP_UNDERFLOW, EXP_OVERFLOW)
         k = self.add(self.mul(xc, self.c(LOG2E)), self.c(MAGIC_ROUND))
         n = self.sub(k, self.c(MAGIC_ROUND))  # round(x * log2(e)) as a float
         n_int = self.op(arith.SubiOp, self.bits(k), self.bits(self.c(MAGIC_ROUND)))
@@ -123,7 +131,8 @@ class F32Emitter:
         scale2 = self.pow2(self.op(arith.SubiOp, n_int, half))
         result = self.mul(self.mul(y, scale1), scale2)
         result = self.select(self.cmp(x, self.c(EXP_OVERFLOW), "ogt"), self.c(float("inf")), result)
-        return self.select(self.cmp(x, self.c(EXP_UNDERFLOW), "olt"), self.c(0.0), result)
+        result = self.select(self.cmp(x, self.c(EXP_UNDERFLOW), "olt"), self.c(0.0), result)
+        return self.keep_nan(x, result)
 
     def pow2(self, n: SSAValue) -> SSAValue:
         """2^n for an integer n in the normal exponent range, built from its bits."""
@@ -163,11 +172,11 @@ class F32Emitter:
         return self.select(self.cmp(ax, self.c(0.625), "ogt"), big, small)
 
     def erf(self, x: SSAValue) -> SSAValue:
-        xc = self.op(arith.MinimumfOp, self.op(arith.MaximumfOp, x, self.c(-4.0)), self.c(4.0))
+        xc = self.clamp(x, -4.0, 4.0)
         x2 = self.mul(xc, xc)
         p = self.poly(x2, [-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02])
         q = self.poly(x2, [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02])
-        return self.div(self.mul(xc, p), q)
+        return self.keep_nan(x, self.div(self.mul(xc, p), q))
 
     def pow(self, x: SSAValue, y: SSAValue) -> SSAValue:
         r = self.exp(self.mul(y, self.log(self.op(mathd.AbsFOp, x))))

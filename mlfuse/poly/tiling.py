@@ -387,8 +387,13 @@ def tile_function(
     shape: str = "rect",
     fuse_aware: bool = True,
     remark: Remark = _no_remark,
+    fusible_only: bool = False,
 ) -> list[loop.BandOp]:
-    """Tile the live-out buffers of `fn` (which="all": every buffer written by top-level nests)."""
+    """Tile the live-out buffers of `fn` (which="all": every buffer written by top-level nests).
+
+    fuse_aware: leave whole the dimensions along which no producer's footprint moves.
+    fusible_only: tile a live-out only if its writers read an intermediate that
+    top-level nests produce (something post-tiling fusion could bring into the tiles)."""
     names = Names()
     block = fn.body.block
     if which == "all":
@@ -406,7 +411,10 @@ def tile_function(
         t = buf.type
         assert isinstance(t, MemRefType)
         extents = list(t.get_shape())
-        resolved, explicit = resolve_sizes(extents, sizes)
+        resolved, _ = resolve_sizes(extents, sizes)
+        if fusible_only and not has_fusible_input(fn, buf):
+            remark((writers(buf, block) or [fn])[-1], "not tiled: no producer to fuse into its tiles")
+            continue
         result = tile_buffer(fn, buf, resolved, names, shape)
         if isinstance(result, str):
             ws = writers(buf, block) or []
@@ -422,6 +430,17 @@ def tile_function(
                     continue
         bands.append(result)
     return bands
+
+
+def has_fusible_input(fn: func.FuncOp, buf: SSAValue) -> bool:
+    """Do the writers of `buf` read an intermediate written by top-level nests only?"""
+    block = fn.body.block
+    for w in writers(buf, block) or []:
+        for v in w.ins:
+            b = root(v)
+            if b is not buf and is_intermediate(b, fn) and writers(b, block):
+                return True
+    return False
 
 
 def retile(fn: func.FuncOp, band: loop.BandOp, buf: SSAValue, sizes: Sequence[int], names: Names, shape: str) -> loop.BandOp | str:
