@@ -1013,12 +1013,36 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     return NUMPY_DTYPES[key]
 
 
+# How xDSL packs dense elements (little-endian, by element type), for np.frombuffer.
+PACKED_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8"}
+
+
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """The elements as an array, read straight from the packed bytes when possible.
+
+    xDSL 0.74 stores even a splat expanded to every element, so this must not go
+    through Python lists: a 64M-element splat would take minutes.
+    """
     shape = attr.get_shape()
-    values = np.array(attr.get_values(), dtype=numpy_dtype(attr.get_element_type()))
+    el = attr.get_element_type()
+    packed = PACKED_DTYPES.get(str(el))
+    if packed is not None:
+        values = np.frombuffer(attr.data.data, dtype=packed).astype(numpy_dtype(el))
+    else:
+        values = np.array(attr.get_values(), dtype=numpy_dtype(el))
     if values.size == 1:
         return np.full(shape, values.reshape(()), dtype=values.dtype)
     return values.reshape(shape)
+
+
+def splat_value(attr: DenseIntOrFPElementsAttr) -> float | int | bool | None:
+    """The repeated element of a splat constant, else None (compares bytes, not values)."""
+    el = attr.get_element_type()
+    data = attr.data.data
+    width = el.compile_time_size  # type: ignore[union-attr]
+    if not data or data != data[:width] * (len(data) // width):
+        return None
+    return el.unpack(data[:width], 1)[0]  # type: ignore[union-attr]
 
 
 def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElementsAttr:

@@ -25,6 +25,7 @@ import math
 import numpy as np
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from mlfuse.dialects import graph
@@ -137,13 +138,10 @@ class ComposeReshapes(RewritePattern):
 
 def splat_element(constant: graph.ConstantOp) -> np.ndarray | None:
     """The repeated element of a splat constant as a one-element array, else None."""
-    element_type = constant.value.get_element_type()
-    data = constant.value.data.data  # xDSL stores a splat expanded
-    width = element_type.compile_time_size
-    if not data or data != data[:width] * (len(data) // width):
+    element = graph.splat_value(constant.value)
+    if element is None:
         return None
-    element = element_type.unpack(data[:width], 1)
-    return np.array(element, dtype=graph.numpy_dtype(element_type))
+    return np.array([element], dtype=graph.numpy_dtype(constant.value.get_element_type()))
 
 
 def cast_is_exact_in_range(x: np.ndarray, result_type: TensorType) -> bool:
@@ -171,12 +169,13 @@ def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
 
     if isinstance(op, graph.ConstantOp) or len(op.results) != 1 or type(op) not in EVALUATORS:
         return None
-    constants = [defining(v, graph.ConstantOp) for v in op.operands]
-    if not constants or None in constants:
-        return None
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
     splat = math.prod(result_type.get_shape()) > MAX_FOLDED_ELEMENTS
+    # a broadcast rank-0 constant stands for its (large) splat
+    constants = [defining(v, graph.ConstantOp) or (scalar_under_broadcast(v) if splat else None) for v in op.operands]
+    if not constants or None in constants:
+        return None
     if splat:
         # Large results fold only from splats, which stay splats through every op
         # folded here: evaluate one element (elementwise evaluators only read
@@ -198,9 +197,10 @@ def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
         # xDSL prints inf/nan as hex integers that it parses back as finite numbers.
         return None
     if splat:
+        # a large splat is a scalar broadcast: xDSL would store every element
         element = result.reshape(-1)[0]
         number = float(element) if graph.is_float(result_type.get_element_type()) else int(element)
-        return DenseIntOrFPElementsAttr.from_list(result_type, [number])
+        return DenseIntOrFPElementsAttr.from_list(TensorType(result_type.get_element_type(), []), [number])
     return graph.dense_attr(result, result_type.get_element_type())
 
 
@@ -208,14 +208,36 @@ class FoldConstantOperands(RewritePattern):
     """An op whose operands are all constants becomes a `graph.constant`.
 
     Applies to ops with at most `MAX_FOLDED_ELEMENTS` result elements, and to ops of
-    any size whose operands are all splats (their result is a splat too).
+    any size whose operands are all splats (their result is a splat too); a large
+    splat result is written as the broadcast of a rank-0 constant, because xDSL
+    stores a dense attribute's every element.
     Results that are not finite are left to run time.
     """
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if is_scalar_broadcast(op):
+            return  # already the canonical form of a large splat
         value = folded_value(op)
-        if value is not None:
+        if value is None:
+            return
+        result_type = op.results[0].type
+        if value.type == result_type:
             replace_with(rewriter, op, graph.ConstantOp(value))
+            return
+        scalar = graph.ConstantOp(value)
+        scalar.location = op.location
+        rewriter.insert_op(scalar, InsertPoint.before(op))
+        replace_with(rewriter, op, graph.BroadcastOp(scalar.result, [], graph.shape_of(result_type)))
+
+
+def scalar_under_broadcast(v: SSAValue) -> graph.ConstantOp | None:
+    owner = v.owner
+    return defining(owner.input, graph.ConstantOp) if isinstance(owner, Operation) and is_scalar_broadcast(owner) else None
+
+
+def is_scalar_broadcast(op: Operation) -> bool:
+    """`graph.broadcast` of a rank-0 constant: how a large splat is written."""
+    return isinstance(op, graph.BroadcastOp) and not graph.shape_of(op.input) and defining(op.input, graph.ConstantOp) is not None
 
 
 FOLD_CONSTANTS = FoldConstantOperands()

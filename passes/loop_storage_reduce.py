@@ -5,7 +5,7 @@
 2. Every scratch buffer of a tile band shrinks to the box its tile touches: the
    origin is an affine function O(T) of the tile index and the size the largest
    extent over all tiles (isl), so `memref<1002x1000xf32>` becomes
-   `memref<66x258xf32>` and an access `x` becomes `x - O(T)`.
+   `memref<66x256xf32>` and an access `x` becomes `x - O(T)`.
 3. Intermediates with no use left but their dealloc disappear.
 
 Before (after loop-post-tile-fuse):

@@ -13,10 +13,14 @@ Options:
                   an analytical default from the L2 size (mlfuse.poly.tiling.default_tile_sizes).
                   A dimension along which no intermediate's footprint moves (a
                   channel that a convolution sums over) is left whole.
-  shape=rect      rectangular tiles (parallelogram: accepted, but live-outs of this
-                  level carry no dependences that need skewing, so tiles stay
-                  rectangular and a live-out whose dependences a rectangular
-                  parallel band would violate is left untiled)
+  shape=rect      rectangular tiles; a live-out whose writers depend on each other
+                  across tiles (an in-place recurrence) is left untiled.
+  shape=parallelogram
+                  where the writers' dependences (uniform distance vectors, isl) would
+                  cross rectangular tiles, tiles are cut along hyperplanes no
+                  dependence crosses (skewed: y[i, j] = y[i-1, j-1] + ... gets
+                  diagonal strips i - j in [8 T, 8 T + 8), the bounds of j depending
+                  on i); without such dependences, rectangles.
   fusible-only    tile only live-outs whose writers read an intermediate that loop nests
                   produce (where loop-post-tile-fuse has something to fuse: where tiling pays)
   remarks=true    say on stderr why a live-out was not tiled.

@@ -115,13 +115,15 @@ def test_broadcasting_emits_one_broadcast_per_stretched_operand():
     assert graph.shape_of(bcast.result) == (4, 8)
 
 
-def test_scalars_become_splat_constants_of_the_tensor_dtype():
+def test_scalars_become_broadcast_rank0_constants_of_the_tensor_dtype():
     b = GraphBuilder()
     i = b.input("i", (3,), "i32")
     b.output(i * 2)
     (constant,) = [op for op in b.module().walk() if isinstance(op, graph.ConstantOp)]
-    assert str(constant.result.type) == "tensor<3xi32>"
-    assert len(set(constant.value.get_values())) == 1
+    assert str(constant.result.type) == "tensor<i32>"
+    assert constant.value.get_values() == (2,)
+    (broadcast,) = [use.operation for use in constant.result.uses]
+    assert isinstance(broadcast, graph.BroadcastOp) and str(broadcast.result.type) == "tensor<3xi32>"
 
 
 UNARY_METHODS = {

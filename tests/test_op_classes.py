@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, i32
@@ -49,7 +50,7 @@ def last_op(build):
         (lambda b: b.concat([b.input("x", (4, 8)), b.input("y", (4, 8))]), OpClass.INJECTIVE),
         (lambda b: b.sum(b.input("x", (4, 8)), axis=1), OpClass.REDUCTION),
         (lambda b: b.matmul(b.input("x", (4, 8)), b.input("y", (8, 2))), OpClass.CONTRACTION),
-        (lambda b: b.full((4,), 1.0), OpClass.CONSTANT),
+        (lambda b: b.constant(np.arange(4.0, dtype=np.float32)), OpClass.CONSTANT),
     ],
 )
 def test_classes(build, expected):

@@ -121,3 +121,26 @@ def test_blur_tiles(h, w, sizes):
     assert ("memref.alloc()" not in ir) == tiled  # fused and reduced whenever there are tiles
     cpu.set_num_threads(2)
     assert_same(text, passes)
+
+
+def test_bounds_may_use_outer_dimensions_only():
+    """A bound of dimension k may use d0..d(k-1) (parallelogram tiles), not itself or inner ones."""
+    from mlfuse.diagnostics import Diagnostic
+
+    def nest(lower0: str, lower1: str) -> str:
+        return f"""func.func @f(%y: memref<8x8xf32>) {{
+  loop.nest "n" lower [{lower0}, {lower1}] upper [8, 8] iterators ["parallel", "parallel"] ins() outs(%y : memref<8x8xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>] {{
+  ^bb0(%o: f32):
+    %c = arith.constant 1.0 : f32
+    loop.yield %c : f32
+  }}
+  func.return
+}}"""
+
+    parse(nest("0", "affine_map<(d0) -> (d0)>"))  # a triangle: fine
+    with pytest.raises(Diagnostic, match="at most the 0 outer dimensions"):
+        parse(nest("affine_map<(d0) -> (d0)>", "0"))
+    # and the triangle runs: y[i, j] = 1 for j >= i only, the rest keeps its random values
+    y = run(nest("0", "affine_map<(d0) -> (d0)>"), [], seed=0)[0]
+    before = np.random.default_rng(0).uniform(0.5, 1.5, (8, 8)).astype(np.float32)
+    np.testing.assert_array_equal(y, np.where(np.triu(np.ones((8, 8), bool)), np.float32(1), before))

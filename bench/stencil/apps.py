@@ -14,7 +14,7 @@ that mlfuse compiles, so both peers compute the same thing by construction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np

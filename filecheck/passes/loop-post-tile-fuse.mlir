@@ -221,6 +221,33 @@ func.func @total(%x: memref<64x32xf32>, %y: memref<64x32xf32>) {
 
 // -----
 
+// The tile shape follows the footprint: the consumer reads t[i, i + j], so a tile of
+// 8 rows needs a parallelogram of t, which the fused producer computes exactly (the
+// bounds of its dimension 1 use d0): 128 points, not the 184 of the 8x23 box around
+// them. Storage reduction keeps the box.
+// CHECK-LABEL: func.func @shear
+// CHECK-NEXT: loop.band "shear.tiles" upper [2] attributes {tile_sizes = array<i64: 8, 0>}
+// CHECK: loop.nest "double" syms(%{{.*}}) lower [affine_map<()[s0] -> ((s0 * 8))>, affine_map<(d0)[s0] -> (d0)>] upper [affine_map<()[s0] -> (((s0 * 8) + 8))>, affine_map<(d0)[s0] -> ((d0 + 16))>]
+// CHECK: loop.nest "shear"
+// REDUCED-LABEL: func.func @shear
+// REDUCED: memref.alloca() : memref<8x23xf32>
+func.func @shear(%x: memref<16x32xf32>, %y: memref<16x16xf32>) {
+  %t = memref.alloc() : memref<16x32xf32>
+  loop.nest "double" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%x : memref<16x32xf32>) outs(%t : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    loop.yield %s : f32
+  }
+  loop.nest "shear" lower [0, 0] upper [16, 16] iterators ["parallel", "parallel"] ins(%t : memref<16x32xf32>) outs(%y : memref<16x16xf32>) maps [affine_map<(d0, d1) -> (d0, d0 + d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  memref.dealloc %t : memref<16x32xf32>
+  func.return
+}
+
+// -----
+
 // Invalid options are rejected before anything runs.
 // RUN: not mlfuse-opt %s -p 'loop-post-tile-fuse{max-recompute=0.5}' 2>&1 | filecheck %s --check-prefix=OPTION
 // OPTION: error: loop-post-tile-fuse: max-recompute must be >= 1, got 0.5

@@ -143,7 +143,7 @@ class FusionGraph:
                         values[ids[v]].escapes = True
                 continue
             if isinstance(op, graph.ConstantOp):
-                splat = op.value.is_splat()
+                splat = graph.splat_value(op.value) is not None
                 add_value(op.result, None, "splat" if splat else "dense")
                 continue
             info = classify(op, fine_gemm_flops)

@@ -310,9 +310,9 @@ def lower_op(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
 
 def lower_constant(fl: FunctionLowering, op: graph.ConstantOp) -> Operand:
     value = op.value
-    if value.is_splat() or len(value) == 1:
-        v = op.to_numpy().reshape(-1)[0]
-        return Operand(splat=v.item())
+    splat = graph.splat_value(value)
+    if splat is not None:
+        return Operand(splat=splat)
     name = f"__constant_{fl.prefix}{fl.globals_made}"
     fl.globals_made += 1
     t = memref_of(op.result.type)
@@ -345,6 +345,9 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
             fl.prefix = saved
             for res, yielded in zip(op.outputs, op.yield_op.values):
                 fl.values[res] = fl.values[yielded]
+            continue
+        if isinstance(op, graph.BroadcastOp | graph.ReshapeOp) and fl.values[op.input].splat is not None:
+            fl.values[op.results[0]] = Operand(splat=fl.values[op.input].splat)  # still one scalar
             continue
         if isinstance(op, graph.ReshapeOp):
             src = fl.buffer(op.input)

@@ -336,10 +336,13 @@ class GraphBuilder:
     def full(
         self, shape: Sequence[int], value: Scalar, dtype: str | np.dtype | type | Attribute = "f32"
     ) -> Tensor:
-        """A splat constant (stored as one value, however large the shape)."""
+        """A splat: a rank-0 constant broadcast to `shape` (xDSL would store every element)."""
         el = element_type(dtype)
-        splat = DenseIntOrFPElementsAttr.from_list(TensorType(el, list(shape)), [scalar_of(value, el)])
-        return self._emit(graph.ConstantOp(splat))
+        scalar = DenseIntOrFPElementsAttr.from_list(TensorType(el, []), [scalar_of(value, el)])
+        constant = self._emit(graph.ConstantOp(scalar))
+        if not shape:
+            return constant
+        return self._emit(graph.BroadcastOp(constant.value, [], list(shape)))
 
     def _operand(self, value: Any, like: Tensor, what: str) -> Tensor:
         """A Tensor for `value`; scalars and arrays take the dtype of `like`."""

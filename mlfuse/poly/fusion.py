@@ -6,10 +6,12 @@ and, transitively, the other buffers those nests write. Per tile T:
 
 1. the upwards-exposed footprint of the band on each unit buffer is the image of
    the in-band readers' tile domains under their read relations;
-2. the extension of each writer is `{ p : write(p) in footprint(T) }`; its
-   rectangular hull, with bounds affine in T (max/min at the image border),
-   becomes the writer's tile. Tiles of neighbours overlap where the footprint has
-   a halo: the overlap is recomputed (overlapped tiling);
+2. the extension of each writer is `{ p : write(p) in footprint(T) }`; bounds
+   that scan it (affine in T, max/min at the image border; exact when it is
+   convex: a box, or a parallelogram when the consumer reads through a skewed
+   map; else its convex hull) become the writer's tile. Tiles of neighbours
+   overlap where the footprint has a halo: the overlap is recomputed (overlapped
+   tiling);
 3. the writers are cloned into the band before the first in-band reader, their
    buffers become per-iteration scratch (`memref.alloca` of the full shape,
    private to the tile; loop-storage-reduce then shrinks it to the footprint),
@@ -45,7 +47,7 @@ import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
-from xdsl.ir.affine import AffineExpr
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr, AffineSymExpr
 
 from mlfuse.dialects import loop
 from mlfuse.poly.footprint import extension, footprint
@@ -62,7 +64,6 @@ from mlfuse.poly.islconv import (
     eval_bounds,
 )
 from mlfuse.poly.program import (
-    can_move_down,
     cross_tile_conflicts,
     effects,
     is_intermediate,
@@ -96,8 +97,6 @@ class Refused(Exception):
 
 def eval_np(e: AffineExpr, syms: Sequence[np.ndarray]) -> np.ndarray:
     """An affine expression of symbols on arrays of symbol values."""
-    from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineSymExpr
-
     match e:
         case AffineConstantExpr():
             return np.int64(e.value)
@@ -120,20 +119,19 @@ def eval_np(e: AffineExpr, syms: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def tile_volumes(bounds: Sequence[Bounds], sizes: Sequence[int]) -> np.ndarray:
-    """Points of a box per tile, for every tile of a band of `sizes`."""
+    """Points of a box in each tile of a band of `sizes` (box bounds use symbols only)."""
     grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in sizes], indexing="ij")
     syms = [g.reshape(-1) for g in grids]
-    vol = np.ones(syms[0].shape if syms else (), dtype=np.int64)
+    count = syms[0].size if syms else 1
+    volume = np.ones(count, dtype=np.int64)
     for b in bounds:
-        lo = np.max(np.broadcast_arrays(*[eval_np(e, syms) for e in b.lower], syms[0] if syms else 0)[:-1], axis=0)
-        hi = np.min(np.broadcast_arrays(*[eval_np(e, syms) for e in b.upper], syms[0] if syms else 0)[:-1], axis=0)
-        vol = vol * np.maximum(hi - lo, 0)
-    return vol
+        lo = np.max([np.broadcast_to(eval_np(e, syms), (count,)) for e in b.lower], axis=0)
+        hi = np.min([np.broadcast_to(eval_np(e, syms), (count,)) for e in b.upper], axis=0)
+        volume *= np.maximum(hi - lo, 0)
+    return volume
 
 
 def depends_on_symbols(b: Bounds) -> bool:
-    from xdsl.ir.affine import AffineSymExpr
-
     return any(isinstance(x, AffineSymExpr) for e in (*b.lower, *b.upper) for x in e.dfs())
 
 
@@ -200,7 +198,7 @@ class Plan:
     tiles: dict[loop.NestOp, list[Bounds]]  # writer -> bounds scanning its tile in this band
 
 
-def plan_band(fn: func.FuncOp, unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions) -> Plan:
+def plan_band(unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions) -> Plan:
     """The writers' tiles in `band`, after checking the guards that need only the bounds."""
     params = [names.param(a) for a in band.block.args]
     param_pos = {p: k for k, p in enumerate(params)}
@@ -238,9 +236,8 @@ def plan_band(fn: func.FuncOp, unit: Unit, band: loop.BandOp, names: Names, opti
             raise Refused(f"the extension of '{w.nest_name.data}' has no affine bounds ({e})") from None
         static = w.static_bounds()
         assert static is not None
-        names_ = [names.param(a) for a in band.block.args]
-        if not bounds_set(shape, names.stmt(w), names_).intersect_params(ctx).is_subset(domain(w, names)):
-            # a hull that lost a condition on the tile index alone: clamp it to the domain
+        if not bounds_set(shape, names.stmt(w), params).intersect_params(ctx).is_subset(domain(w, names)):
+            # the hull of a non-convex extension may stick out of the domain: clamp it
             shape = [Bounds((*b.lower, AffineExpr.constant(lo)), (*b.upper, AffineExpr.constant(hi)))
                      for b, (lo, hi) in zip(shape, static)]
         partitioned = 0
@@ -390,7 +387,7 @@ def undo(band: loop.BandOp, added: list[Operation], scratch: dict[SSAValue, SSAV
 def fuse_buffer(fn: func.FuncOp, buf: SSAValue, names: Names, options: FuseOptions) -> Unit:
     """Fuse the unit writing `buf` into every tile band that reads it, or raise Refused."""
     unit = find_unit(fn, buf)
-    plans = [plan_band(fn, unit, band, names, options) for band in unit.readers]
+    plans = [plan_band(unit, band, names, options) for band in unit.readers]
     if len(plans) > 1 and not extensions_disjoint(plans, names):
         raise Refused(
             "shared producer: its extensions for the different live-out bands intersect "

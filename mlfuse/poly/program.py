@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ArrayAttr, IndexType, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IndexType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ArrayAttr, AffineMapAttr, StringAttr
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap, AffineBinaryOpExpr, AffineBinaryOpKind
 from xdsl.rewriter import InsertPoint

@@ -13,10 +13,15 @@ whole). Bounds are affine in the tile indices, with a min at the last tile:
           upper [affine_map<()[s0, s1] -> (s0 * 64 + 64, 1000)>, ...] ...
     }
 
+With shape="parallelogram", writers that depend on each other across elements (an
+in-place recurrence) are tiled along hyperplanes that no dependence distance
+crosses: the integer null space of the distance vectors (isl deltas), so that the
+tiles stay independent; the bounds of inner dimensions then use outer ones.
+
 Tiling is refused (the nests stay as they are) when two tiles would touch one
 element with at least one write (a dependence the parallel band would violate),
-when the writers cannot be brought together, or when a tile of a writer is not a
-box.
+when the writers cannot be brought together, or when a tile of a writer is not
+convex.
 """
 
 from __future__ import annotations
@@ -89,19 +94,24 @@ def cache_bytes(level: int = 2, default: int = 1 << 20) -> int:
     return default
 
 
-def default_tile_sizes(shape: Sequence[int], itemsize: int = 4, cache: int | None = None, live_buffers: int = 6) -> list[int]:
+def default_tile_sizes(
+    shape: Sequence[int], itemsize: int = 4, cache: int | None = None, live_buffers: int = 6,
+    whole: Sequence[int] = (),
+) -> list[int]:
     """An analytical default: a tile spans whole rows of up to 512 elements (unit-stride inner
     loops stay long), and as many rows as let `live_buffers` tile-sized buffers fill half of
-    the L2 cache; leading dimensions are tiled by 1. 0 means "not tiled"."""
+    the L2 cache (at least 8, a power of two); other leading dimensions are tiled by 1,
+    those in `whole` not at all (their extent multiplies the size of a row). 0: not tiled."""
     if not shape:
         return []
     cache = cache or cache_bytes(2)
     inner = min(shape[-1], 512)
-    sizes = [1] * (len(shape) - 1) + [0 if inner == shape[-1] else inner]
+    sizes = [0 if d in whole else 1 for d in range(len(shape) - 1)] + [0 if inner == shape[-1] else inner]
     if len(shape) >= 2:
-        rows = max(1, (cache // 2) // (itemsize * inner * live_buffers))
+        row = inner * math.prod(shape[d] for d in whole if d < len(shape) - 2)
+        rows = max(1, (cache // 2) // (itemsize * row * live_buffers))
         rows = 1 << (rows.bit_length() - 1)  # a power of two
-        rows = max(4, min(rows, 256))
+        rows = max(8, min(rows, 256))
         sizes[-2] = 0 if rows >= shape[-2] else rows
     return sizes
 
@@ -424,7 +434,10 @@ def tile_function(
             tiled_dims = [d for d, s in enumerate(resolved) if 0 < s < extents[d]]
             drop = [tiled_dims[k] for k in dims_to_untile(result, fn, names)]
             if drop and len(drop) < len(tiled_dims):
-                result = retile(fn, result, buf, [0 if d in drop else s for d, s in enumerate(resolved)], names, shape)
+                if sizes is None:  # whole dimensions make rows bigger: fewer rows per tile
+                    resolved = default_tile_sizes(extents, whole=drop)
+                resolved = [0 if d in drop else s for d, s in enumerate(resolved)]
+                result = retile(fn, result, buf, resolved, names, shape)
                 if isinstance(result, str):  # cannot happen for fewer tiled dims, but stay safe
                     remark(fn, f"not tiled: {result}")
                     continue

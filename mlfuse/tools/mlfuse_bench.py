@@ -7,7 +7,8 @@
 Per thread count one worker process runs every workload: mlfuse (preallocated outputs,
 its arena reused), numpy op by op, and each installed peer (numexpr, torch eager,
 torch.compile, jax.jit). Calls are interleaved round-robin (the order rotates each
-round) with one non-temporal copy per round, and the table reports medians:
+round, each call after a short idle gap so no runtime's spinning worker threads steal
+the next one's cores) with one non-temporal copy per round; the table reports medians:
 
   x floor   median / bandwidth floor; the floor is (input + output bytes) divided by
             the copy bandwidth measured in the same run (bench/bandwidth.py). For

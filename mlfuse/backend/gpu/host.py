@@ -75,7 +75,7 @@ def wrap_singletons(fn: func.FuncOp) -> None:
 def hoist_constants(group: fusion.GroupOp) -> None:
     """Non-splat constants inside a group become group inputs (uploaded by the host)."""
     for op in list(group.block.ops):
-        if isinstance(op, graph.ConstantOp) and len(set(op.value.get_values())) > 1:
+        if isinstance(op, graph.ConstantOp) and graph.splat_value(op.value) is None:
             outer = op.clone()
             parent = group.parent_block()
             assert parent is not None

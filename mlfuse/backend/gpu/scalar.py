@@ -230,10 +230,10 @@ class Scalars:
             return scalar.emit_elementwise(ir.b, op, [self.value(o, idx) for o in op.operands])
         match op:
             case graph.ConstantOp():
-                values = op.value.get_values()
-                if len(set(values)) > 1:
+                splat = graph.splat_value(op.value)
+                if splat is None:
                     raise Diagnostic("non-splat constant left inside a kernel (it should be an input)", location_of(op))
-                return ir.scalar(values[0], el)
+                return ir.scalar(splat, el)
             case graph.BroadcastOp():
                 in_shape = graph.shape_of(op.input)
                 src = [ir.index(0) if in_shape[i] == 1 else idx[d] for i, d in enumerate(op.dim_map)]
