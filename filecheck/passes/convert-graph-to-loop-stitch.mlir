@@ -101,6 +101,27 @@ func.func @column(%x: tensor<4x8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// A tall column reduction: a band over row blocks sums each block into its own
+// partial row, then one nest combines the partials in block order.
+// CHECK-LABEL: func.func @tall_column
+// CHECK: %[[P:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x8xf32>
+// CHECK: loop.band "fused_col.blocks" upper [4]
+// CHECK: loop.nest "fused_col.partial_init"
+// CHECK: loop.nest "fused_col.blocks" syms(%{{.*}}) lower [0, 0] upper [affine_map<()[s0] -> (256, ((s0 * -256) + 1024))>, 8] iterators ["reduction", "parallel"]
+// CHECK: loop.nest "fused_col.combine" lower [0, 0] upper [4, 8] iterators ["reduction", "parallel"] ins(%[[P]] : memref<4x8xf32>)
+// CHECK: memref.dealloc %[[P]]
+func.func @tall_column(%x: tensor<1024x8xf32>) -> tensor<8xf32> {
+  %r = fusion.group "fused_col" kind = "reduce" (%x) : (tensor<1024x8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<1024x8xf32>):
+    %t = graph.tanh %a : tensor<1024x8xf32>
+    %s = graph.reduce_sum %t {axes = array<i64: 0>} : tensor<1024x8xf32> -> tensor<8xf32>
+    fusion.yield %s : tensor<8xf32>
+  }
+  func.return %r : tensor<8xf32>
+}
+
+// -----
+
 // A pad inside a chain: wrapped read plus a bounds select, no intermediate buffer.
 // CHECK-LABEL: func.func @padded
 // CHECK-NOT: memref.alloc

@@ -364,8 +364,9 @@ def lower_stitched(fl: FunctionLowering, group: fusion.GroupOp, results_into: di
     """Lower `group` as one stitched kernel; False (nothing emitted) if it has no such lowering."""
     from mlfuse.conversion.group_to_loop import Fallback, lower_group
 
-    if len(group.block.ops) <= 2:  # one op and the yield: nothing to stitch
-        return False
+    ops = list(group.block.ops)
+    if len(ops) <= 2 and not isinstance(ops[0], graph.ReduceOp):
+        return False  # one op and the yield: nothing to stitch (a lone reduction still gains one pass)
     inputs = {arg: fl.values[v] for arg, v in zip(group.block.args, group.inputs)}
     start = len(fl.allocated)
     outputs: list[tuple[SSAValue, SSAValue]] = []

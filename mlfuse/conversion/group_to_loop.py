@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import AffineMapAttr, IndexType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap, AffineSymExpr
 from xdsl.rewriter import InsertPoint
@@ -63,6 +63,12 @@ EXPENSIVE = (
 )
 ELEMENTWISE = (graph.UnaryElementwiseOp, graph.BinaryElementwiseOp, graph.CompareOp, graph.SelectOp, graph.CastOp)
 CONTRACTIONS = (graph.MatmulOp, graph.BatchMatmulOp)
+
+
+# Column reductions of at least 2 * COLUMN_BLOCK_MIN_ROWS rows are summed by at most
+# COLUMN_BLOCKS row blocks in parallel (see GroupLowering.lower_column_blocks).
+COLUMN_BLOCKS = 32
+COLUMN_BLOCK_MIN_ROWS = 256
 
 
 class Fallback(Exception):
@@ -527,6 +533,9 @@ class GroupLowering:
                 return tuple(const_expr(0) if d in axes else dims[d] for d in range(rank))
             return tuple(dims[d] for d in range(rank) if d not in axes)
 
+        if axes == (0,) and shape[0] >= 2 * COLUMN_BLOCK_MIN_ROWS:
+            self.lower_column_blocks(staged, outputs, reduced_index)
+            return
         for op in staged:
             out_shape = graph.shape_of(op.results[0])
             t = graph.element_type_of(op.results[0])
@@ -547,10 +556,12 @@ class GroupLowering:
             body.set_out(len(staged) + j, self.value(body, value, dims))
         iterators = [loop.REDUCTION if d in axes else loop.PARALLEL for d in range(rank)]
         self.emit_op(body.finish(self.group.group_name.data, shape, iterators, []))
+        self.emit_column_means(staged, out_buf, math.prod(shape[a] for a in axes))
+
+    def emit_column_means(self, staged: list[Operation], out_buf: dict[SSAValue, SSAValue], count: int) -> None:
         for op in staged:
             if op.KIND == "mean":
                 out_shape = graph.shape_of(op.results[0])
-                count = math.prod(shape[a] for a in axes)
                 buf = out_buf[op.results[0]]
                 scale = Body(len(out_shape), 0)
                 index = tuple(AffineExpr.dimension(i) for i in range(len(out_shape)))
@@ -559,6 +570,87 @@ class GroupLowering:
                 r = scale.b.insert(arith.DivfOp(x, scalar.const(scale.b, float(count), x.type))).result
                 scale.set_out(0, scalar.narrow(scale.b, r, graph.element_type_of(op.results[0])))
                 self.emit_op(scale.finish(f"{self.group.group_name.data}.mean", out_shape, [loop.PARALLEL] * len(out_shape), []))
+
+    def lower_column_blocks(self, staged: list[Operation], outputs: list[tuple[SSAValue, SSAValue]], reduced_index) -> None:
+        """Column reductions over axis 0 of a tall tensor, by blocks of rows.
+
+        A band over a fixed number of row blocks (split across threads) sums each
+        block into its own row of partial results, reading whole contiguous rows;
+        one nest then combines the partials block by block, in order. The result
+        does not depend on the number of threads, and every thread streams
+        contiguous memory (splitting the columns instead makes each thread read
+        short pieces of every row).
+        """
+        shape = graph.shape_of(staged[0].input)
+        rows, rest = shape[0], tuple(shape[1:])
+        blocks = min(COLUMN_BLOCKS, -(-rows // COLUMN_BLOCK_MIN_ROWS))
+        block_rows = -(-rows // blocks)
+        blocks = -(-rows // block_rows)
+        out_buf = dict(outputs)
+        partials = []
+        for op in staged:
+            t = graph.element_type_of(op.results[0])
+            partials.append(self.emit_op(memref.AllocOp.get(t, 64, [blocks, *rest])).memref)
+        band_block = Block(arg_types=[IndexType()])
+        saved_emit = self.emit_op
+        self.emit_op = lambda op: Builder(InsertPoint.at_end(band_block)).insert(op)
+        name = self.group.group_name.data
+        inner = tuple(AffineExpr.dimension(i) for i in range(len(rest)))
+        s0 = AffineExpr.symbol(0)
+        # this block's partials start at the reduction's identity
+        init = Body(len(rest), 1)
+        for op, part in zip(staged, partials):
+            init.out(part, (s0, *inner))
+        for k, op in enumerate(staged):
+            t = graph.element_type_of(op.results[0])
+            init.set_out(k, scalar.const(init.b, scalar.identity_of(op.KIND, t), t))
+        self.emit_op(init.finish(f"{name}.partial_init", rest, [loop.PARALLEL] * len(rest), [band_block.args[0]]))
+        # the block's rows: [s0 * block_rows, min((s0 + 1) * block_rows, rows))
+        rank = len(shape)
+        d = tuple(AffineExpr.dimension(i) for i in range(rank))
+        index = (s0 * block_rows + d[0], *d[1:])
+        body = Body(rank, 1)
+        accs = [body.out(part, (s0, *d[1:])) for part in partials]
+        elementwise = [(v, b) for v, b in outputs if not isinstance(v.owner, graph.ReduceOp)]
+        for _, buf in elementwise:
+            body.out(buf, index)
+        for k, (op, acc) in enumerate(zip(staged, accs)):
+            t = graph.element_type_of(op.results[0])
+            x = scalar.widen(body.b, self.value(body, op.input, index))
+            body.set_out(k, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x), t))
+        for j, (value, _) in enumerate(elementwise):
+            body.set_out(len(staged) + j, self.value(body, value, index))
+        body.b.insert(loop.YieldOp(*[v for _, _, v in body.outs]))
+        lower = [loop.constant_bound(0)] * rank
+        upper = [AffineMapAttr(AffineMap(0, 1, (const_expr(block_rows), const_expr(rows) - s0 * block_rows)))]
+        upper += [loop.constant_bound(n) for n in rest]
+        self.emit_op(
+            loop.NestOp(
+                f"{name}.blocks", (lower, upper), [loop.REDUCTION] + [loop.PARALLEL] * len(rest),
+                [b for b, _ in body.ins], [b for b, _, _ in body.outs],
+                [m for _, m in body.ins] + [m for _, m, _ in body.outs], Region(body.block), [band_block.args[0]],
+            )
+        )
+        self.emit_op = saved_emit
+        self.emit_op(loop.BandOp(f"{name}.blocks", [blocks], Region(band_block)))
+        # combine the partials in block order into the outputs
+        for op, part in zip(staged, partials):
+            out_shape = graph.shape_of(op.results[0])
+            t = graph.element_type_of(op.results[0])
+            dst = out_buf[op.results[0]]
+            init_out = Body(len(out_shape), 0)
+            init_out.out(dst, tuple(AffineExpr.dimension(i) for i in range(len(out_shape))))
+            init_out.set_out(0, scalar.const(init_out.b, scalar.identity_of(op.KIND, t), t))
+            self.emit_op(init_out.finish(f"{name}.init", out_shape, [loop.PARALLEL] * len(out_shape), []))
+            combine = Body(1 + len(rest), 0)
+            dims = tuple(AffineExpr.dimension(i) for i in range(1 + len(rest)))
+            out_index = reduced_index(op)  # over the input's dims: (d0 = block, d1.. = rest)
+            acc = combine.out(dst, out_index)
+            x = scalar.widen(combine.b, combine.read(part, dims))
+            combine.set_out(0, scalar.narrow(combine.b, scalar.combine(combine.b, op.KIND, scalar.widen(combine.b, acc), x), t))
+            self.emit_op(combine.finish(f"{name}.combine", (blocks, *rest), [loop.REDUCTION] + [loop.PARALLEL] * len(rest), []))
+            self.emit_op(memref.DeallocOp.get(part))
+        self.emit_column_means(staged, out_buf, rows)
 
     def emit_mean_scale(self, op: graph.ReduceOp, acc: SSAValue) -> None:
         count = graph.shape_of(op.input)[-1]
