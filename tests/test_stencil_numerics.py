@@ -6,7 +6,8 @@ numpy reference.
 - every benchmark pipeline of bench/stencil (blur, unsharp mask, Harris, conv-ReLU-conv,
   2mm, gemver) on small random inputs whose sizes are not multiples of the tile sizes,
   compiled with post-tiling fusion, tile-after-fuse and start-up fusion only;
-- edge cases: 1-pixel outputs, outputs of exactly one tile and of one tile plus one.
+- edge cases: 1-pixel outputs, outputs of exactly one tile and of one tile plus one;
+- the default CPU pipeline with post_tile=True (fusion groups, then post-tiling fusion).
 
 Inputs are random (never zero), outputs are poisoned with NaN before the call.
 Tolerance (fp32): 2e-6 relative to max(1, |reference|) for the pointwise and stencil
@@ -149,3 +150,13 @@ def test_post_tile_fusion_fuses_the_benchmarks():
         assert ir.count("loop.band") == 1, app
         assert "memref.alloc()" not in ir, app
         assert "memref.alloca()" in ir, app
+
+
+@pytest.mark.parametrize("app", ["convnet", "2mm"])
+def test_cpu_pipeline_with_post_tile(app):
+    """The default CPU pipeline with post_tile=True: fusion groups first, then post-tiling
+    fusion where a live-out reads what other nests produce."""
+    from mlfuse.pipelines import cpu_pipeline
+
+    a = APPS[app]
+    check(a.module(small=True), a.inputs(seed=4, small=True), cpu_pipeline(post_tile=True), SUMS.get(app, 2e-6))

@@ -235,6 +235,13 @@ class GroupLowering:
         assert isinstance(op, Operation)
         if stage is not None or isinstance(op, (graph.ReduceOp, *CONTRACTIONS)):
             raise Fallback(f"'{op.name}' result is needed before it is complete")
+        if isinstance(op, graph.DivOp) and graph.is_float(graph.element_type_of(v)) and self.row_invariant(op.rhs):
+            # x / s for a per-row s: one reciprocal per row (LLVM hoists it out of the
+            # row loop) and a multiply per element; within 1 ulp of the division
+            x = scalar.widen(body.b, self.value(body, op.lhs, index))
+            d = scalar.widen(body.b, self.value(body, op.rhs, index))
+            recip = body.b.insert(arith.DivfOp(scalar.const(body.b, 1.0, d.type), d)).result
+            return scalar.narrow(body.b, body.b.insert(arith.MulfOp(x, recip)).result, graph.element_type_of(v))
         if isinstance(op, ELEMENTWISE):
             args = [self.value(body, o, index) for o in op.operands]
             return scalar.emit_elementwise(body.b, op, args)
@@ -266,6 +273,14 @@ class GroupLowering:
             return x
         fill = scalar.const(b, op.pad_value, graph.element_type_of(op.result))
         return b.insert(arith.SelectOp(inside, x, fill)).result
+
+    def row_invariant(self, v: SSAValue) -> bool:
+        """A per-row value broadcast along the row (constant in the row loop)."""
+        if not self.outer:
+            return False
+        while isinstance(v.owner, graph.BroadcastOp):
+            v = v.owner.input
+        return v not in self.group.block.args and self.is_row_scalar(v) and graph.shape_of(v) != (*self.outer, self.row)
 
     def scratch_index(self, v: SSAValue, index: Index, stage: Stage) -> Index:
         """A staged value is per row: its index must name this band iteration's row."""
