@@ -220,7 +220,13 @@ def compile(
 
     fn = find_function(module, entry)
     inputs, outputs = signature(fn)
-    steps = list(passes) if passes is not None else pipelines.cpu_pipeline(fuse, parallel, planner)
+    if passes is not None:
+        steps = list(passes)
+    elif fuse and pipelines.has_stencils(module):
+        # windows, pads and shifted slices: post-tiling fusion pays (bench/stencil)
+        steps = pipelines.cpu_stencil_pipeline("post-tile", parallel=parallel)
+    else:
+        steps = pipelines.cpu_pipeline(fuse, parallel, planner)
     key = hashlib.sha256(
         f"{cache.compiler_fingerprint()}|{steps}|{entry}\n{module_text(module)}".encode()
     ).hexdigest()
