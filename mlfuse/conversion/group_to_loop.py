@@ -559,19 +559,24 @@ class GroupLowering:
             init.set_out(0, scalar.const(init.b, scalar.identity_of(op.KIND, t), t))
             self.emit_op(init.finish(f"{self.group.group_name.data}.init", out_shape, [loop.PARALLEL] * len(out_shape), []))
         body = Body(rank, 0)
-        accs = [body.out(out_buf[op.results[0]], reduced_index(op)) for op in staged]
-        elementwise = [(v, b) for v, b in outputs if not isinstance(v.owner, graph.ReduceOp)]
-        for _, buf in elementwise:
-            body.out(buf, dims)
-        for k, (op, acc) in enumerate(zip(staged, accs)):
-            t = graph.element_type_of(op.results[0])
-            x = scalar.widen(body.b, self.value(body, op.input, dims))
-            body.set_out(k, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x), t))
-        for j, (value, _) in enumerate(elementwise):
-            body.set_out(len(staged) + j, self.value(body, value, dims))
+        self.accumulate_columns(body, staged, [(out_buf[op.results[0]], reduced_index(op)) for op in staged], outputs, dims)
         iterators = [loop.REDUCTION if d in axes else loop.PARALLEL for d in range(rank)]
         self.emit_op(body.finish(self.group.group_name.data, shape, iterators, []))
         self.emit_column_means(staged, out_buf, math.prod(shape[a] for a in axes))
+
+    def accumulate_columns(self, body: Body, staged, targets, outputs, index: Index) -> None:
+        """Each reduction adds its input at `index` into its (buffer, index) target; the
+        group's elementwise outputs are written at `index` in the same pass."""
+        accs = [body.out(buf, idx) for buf, idx in targets]
+        elementwise = [(v, b) for v, b in outputs if not isinstance(v.owner, graph.ReduceOp)]
+        for _, buf in elementwise:
+            body.out(buf, index)
+        for k, (op, acc) in enumerate(zip(staged, accs)):
+            t = graph.element_type_of(op.results[0])
+            x = scalar.widen(body.b, self.value(body, op.input, index))
+            body.set_out(k, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x), t))
+        for j, (value, _) in enumerate(elementwise):
+            body.set_out(len(staged) + j, self.value(body, value, index))
 
     def emit_column_means(self, staged: list[Operation], out_buf: dict[SSAValue, SSAValue], count: int) -> None:
         for op in staged:
@@ -625,16 +630,7 @@ class GroupLowering:
         d = tuple(AffineExpr.dimension(i) for i in range(rank))
         index = (s0 * block_rows + d[0], *d[1:])
         body = Body(rank, 1)
-        accs = [body.out(part, (s0, *d[1:])) for part in partials]
-        elementwise = [(v, b) for v, b in outputs if not isinstance(v.owner, graph.ReduceOp)]
-        for _, buf in elementwise:
-            body.out(buf, index)
-        for k, (op, acc) in enumerate(zip(staged, accs)):
-            t = graph.element_type_of(op.results[0])
-            x = scalar.widen(body.b, self.value(body, op.input, index))
-            body.set_out(k, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x), t))
-        for j, (value, _) in enumerate(elementwise):
-            body.set_out(len(staged) + j, self.value(body, value, index))
+        self.accumulate_columns(body, staged, [(part, (s0, *d[1:])) for part in partials], outputs, index)
         body.b.insert(loop.YieldOp(*[v for _, _, v in body.outs]))
         lower = [loop.constant_bound(0)] * rank
         upper = [AffineMapAttr(AffineMap(0, 1, (const_expr(block_rows), const_expr(rows) - s0 * block_rows)))]
