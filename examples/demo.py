@@ -50,6 +50,8 @@ def main() -> int:
     (ref,) = mlfuse.reference(module)(x, gamma, beta)
     err = float(np.max(np.abs(y - ref)))
     ok = err < 1e-4
+    print(f"reference output, first row: {np.array2string(ref[0, :6], precision=4)} ...")
+    print(f"compiled output,  first row: {np.array2string(y[0, :6], precision=4)} ...")
     print(f"reference check: max abs error {err:.2e} ({'ok' if ok else 'MISMATCH'})")
 
     out = [np.empty_like(x)]
