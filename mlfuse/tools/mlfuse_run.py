@@ -134,10 +134,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-fuse", action="store_true", help="compile every op as its own kernel")
     parser.add_argument("--shape", action="append", default=[], help="NAME=2x128x768 for symbolic ONNX dims")
     args = parser.parse_args(argv)
+    from mlfuse.reference import ReferenceError as InterpreterError
+
     try:
         sys.exit(run(args))
     except Diagnostic as d:
         print(d, file=sys.stderr)
+        sys.exit(1)
+    except (InterpreterError, ValueError, OSError) as e:  # bad entry name, inputs, files
+        print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
 
 
