@@ -199,11 +199,14 @@ def compile(
     planner: str = "ilp",
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     passes: Sequence[str] | None = None,
+    fast_math: bool = False,
 ) -> CompiledFunction:
     """Compile a graph (module, text, `.mlir` or `.onnx` path) for `target`.
 
-    `passes` replaces the default pipeline (see mlfuse.pipelines). Compiled code
-    is cached in memory and on disk, keyed by the IR and the options.
+    `passes` replaces the default pipeline (see mlfuse.pipelines). IEEE semantics
+    unless `fast_math=True` (no NaN/inf/signed-zero guarantees; FMAs and reciprocals
+    allowed). Compiled code is cached in memory and on disk, keyed by the IR and the
+    options.
     """
     if target == "gpu":
         from mlfuse.backend.gpu.runtime import compile_gpu
@@ -226,7 +229,7 @@ def compile(
         # windows, pads and shifted slices: post-tiling fusion pays (bench/stencil)
         steps = pipelines.cpu_stencil_pipeline("post-tile", parallel=parallel)
     else:
-        steps = pipelines.cpu_pipeline(fuse, parallel, planner)
+        steps = pipelines.cpu_pipeline(fuse, parallel, planner, fast_math=fast_math)
     key = hashlib.sha256(
         f"{cache.compiler_fingerprint()}|{steps}|{entry}\n{module_text(module)}".encode()
     ).hexdigest()

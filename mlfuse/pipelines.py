@@ -10,7 +10,7 @@ GRAPH_CLEANUP = ["canonicalize", "cse"]
 
 
 def cpu_pipeline(
-    fuse: bool = True, parallel: bool = True, planner: str = "ilp", post_tile: bool = False
+    fuse: bool = True, parallel: bool = True, planner: str = "ilp", post_tile: bool = False, fast_math: bool = False
 ) -> list[str]:
     """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU.
 
@@ -27,7 +27,7 @@ def cpu_pipeline(
         "assign-buffers",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}}}",
         "expand-math",
-        "convert-to-llvm",
+        "convert-to-llvm{fast-math=true}" if fast_math else "convert-to-llvm",
     ]
     return passes
 

@@ -29,5 +29,8 @@ from mlfuse.conversion.to_llvm import convert_to_llvm
 class ConvertToLlvmPass(ModulePass):
     name = "convert-to-llvm"
 
+    fast_math: bool = False
+    """Allow nnan, ninf, nsz, arcp and contract on every float op (FMAs, reciprocals)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_to_llvm(op)
+        convert_to_llvm(op, self.fast_math)

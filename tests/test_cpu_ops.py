@@ -357,3 +357,20 @@ def test_unsupported_dtype_is_a_diagnostic():
 
     with pytest.raises(Diagnostic, match="bf16"):
         mlfuse.compile(unary_src("exp", (4,), "bf16"))
+
+
+def test_fast_math_is_opt_in_and_close():
+    """fast_math=True allows contraction and reciprocals: results stay within a few ulp."""
+    src = """func.func @main(%x: tensor<1023xf32>, %y: tensor<1023xf32>) -> tensor<1023xf32> {
+  %m = graph.mul %x, %y : tensor<1023xf32>
+  %a = graph.add %m, %x : tensor<1023xf32>
+  %e = graph.exp %a : tensor<1023xf32>
+  %d = graph.div %e, %y : tensor<1023xf32>
+  func.return %d : tensor<1023xf32>
+}"""
+    x, y = RNG.uniform(-2, 2, (2, 1023)).astype(np.float32)
+    (want,) = mlfuse.reference(src)(x, y)
+    (exact,) = mlfuse.compile(src)(x, y)
+    (fast,) = mlfuse.compile(src, fast_math=True)(x, y)
+    np.testing.assert_allclose(exact, want, rtol=2e-6)
+    np.testing.assert_allclose(fast, want, rtol=1e-5)

@@ -104,3 +104,19 @@ func.func @bad(%x: memref<4xf32>) {
   "memref.copy"(%x, %x) : (memref<4xf32>, memref<4xf32>) -> ()
   func.return
 }
+
+// -----
+
+// fast-math=true: every float op may contract into FMAs, use reciprocals and ignore
+// NaN, inf and the sign of zero; not reassoc (expand-math rounds with x + c - c).
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-to-llvm{fast-math=true}' | filecheck %s --check-prefix=FAST
+// FAST-LABEL: llvm.func @fma_candidate
+// FAST: llvm.fmul %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<nnan,ninf,nsz,arcp,contract>} : f32
+// FAST: llvm.fadd %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<nnan,ninf,nsz,arcp,contract>} : f32
+// CHECK-LABEL: llvm.func @fma_candidate
+// CHECK: llvm.fmul %{{.*}}, %{{.*}} : f32
+func.func @fma_candidate(%a: f32, %b: f32, %c: f32) -> f32 {
+  %m = arith.mulf %a, %b : f32
+  %s = arith.addf %m, %c : f32
+  func.return %s : f32
+}

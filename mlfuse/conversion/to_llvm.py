@@ -87,12 +87,18 @@ def type_suffix(t: Attribute) -> str:
     return {Float16Type: "f16", Float32Type: "f32", Float64Type: "f64"}[type(t)]
 
 
-def fastmath_of(op: Operation) -> llvm.FastMathAttr:
+# What `fast-math=true` allows on every float op. Not `reassoc`: the f32 expansions
+# of expand-math round with (x + 1.5 * 2^23) - 1.5 * 2^23, which reassociation folds.
+FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "contract")
+
+
+def fastmath_of(op: Operation, fast_math: bool = False) -> llvm.FastMathAttr:
     flags = op.properties.get("fastmath")
-    if isinstance(flags, arith.FastMathFlagsAttr):
-        # enum members, not plain strings: xDSL's translator reads `.value`
-        return llvm.FastMathAttr([FastMathFlag(f) for f in flags.data])
-    return llvm.FastMathAttr(None)
+    names = {str(f) for f in flags.data} if isinstance(flags, arith.FastMathFlagsAttr) else set()
+    if fast_math:
+        names |= set(FAST_MATH_FLAGS)
+    # enum members, not plain strings: xDSL's translator reads `.value`
+    return llvm.FastMathAttr([FastMathFlag(f) for f in sorted(names)]) if names else llvm.FastMathAttr(None)
 
 
 FLOAT_BINARY = {
@@ -159,6 +165,7 @@ class ModuleLowering:
     new_ops: list[Operation] = field(default_factory=list)
     declared: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
     wrappers: int = 0
+    fast_math: bool = False
 
     def declare(self, name: str, result: Attribute | None, args: list[Attribute]) -> None:
         if name not in self.declared:
@@ -223,7 +230,7 @@ class FunctionLowering:
     def handler(self, op: Operation) -> Callable | None:
         t = type(op)
         if t in FLOAT_BINARY:
-            return lambda o: self.emit(FLOAT_BINARY[t](self.v(o.lhs), self.v(o.rhs), fastmath_of(o)))
+            return lambda o: self.emit(FLOAT_BINARY[t](self.v(o.lhs), self.v(o.rhs), fastmath_of(o, self.ml.fast_math)))
         if t in INT_BINARY:
             return lambda o: self.emit(INT_BINARY[t](self.v(o.lhs), self.v(o.rhs)))
         if t in BINARY_INTRINSICS:
@@ -590,8 +597,8 @@ def lower_global(op: memref.GlobalOp) -> llvm.GlobalOp:
     return g
 
 
-def convert_to_llvm(module: ModuleOp) -> None:
-    ml = ModuleLowering(module)
+def convert_to_llvm(module: ModuleOp, fast_math: bool = False) -> None:
+    ml = ModuleLowering(module, fast_math=fast_math)
     for op in list(module.ops):
         if isinstance(op, func.FuncOp):
             ml.new_ops.append(lower_function(ml, op))
