@@ -152,9 +152,12 @@ GPU_PARAMS = TargetParams(
     max_operands=64,
 )
 
-# A 16-core AVX2 server socket.
+# A 16-core AVX2 server socket. GEMMs above 2^20 flops are not fused on the CPU:
+# alone they call BLAS (loop.gemm), which beats a fused row-by-row loop GEMM by
+# an order of magnitude (attention at seq 128: 3.1 ms fused, see bench/results).
 CPU_PARAMS = TargetParams(
     name="cpu",
+    fine_gemm_flops=2**20,
     bandwidth_gbps=50.0,
     launch_us=2.0,
     elementwise_gops=250.0,
