@@ -140,3 +140,21 @@ def test_blocked_column_reductions(rows):
         results.append(got)
     for a, c in zip(*results):  # the partials combine in block order: same bits for any thread count
         np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_row_max_min_propagate_nan_like_numpy(kind):
+    """Row max/min accumulate with maxnum/minnum (they vectorize) and a NaN scan restores numpy's NaN."""
+    b = models.GraphBuilder()
+    x = b.input("x", (6, 37))
+    r = getattr(b, kind)(b.tanh(x), axis=-1, keepdims=True)
+    b.output(x - r, r)
+    module = b.module()
+    xs = np.random.default_rng(5).standard_normal((6, 37)).astype(np.float32)
+    xs[2, 11] = np.nan
+    xs[4, 0] = np.inf
+    want = mlfuse.reference(module)(xs)
+    got = mlfuse.compile(module.clone())(xs)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, equal_nan=True)

@@ -29,13 +29,18 @@ func.func @chain(%x: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
-// Softmax: a band over rows; phase 0 the max, phase 1 exp and sum (exp kept in a
-// row scratch, since phase 2 needs it), phase 2 the division.
+// Softmax: a band over rows; phase 0 the max (maxnum, with a separate NaN scan that
+// restores numpy's NaN result), phase 1 exp and sum (exp kept in a row scratch,
+// since phase 2 needs it), phase 2 the division.
 // CHECK-LABEL: func.func @softmax
 // CHECK: loop.band "fused_softmax" upper [4] {
 // CHECK-NEXT: ^{{.*}}(%[[ROW:.*]]: index):
 // CHECK: %[[MAX:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
 // CHECK: loop.nest "fused_softmax.0_reduce_max" syms(%[[ROW]]) lower [0] upper [8] iterators ["reduction"]
+// CHECK: arith.maxnumf
+// CHECK: loop.nest "fused_softmax.nan_scan" syms(%[[ROW]]) lower [0] upper [8] iterators ["reduction"]
+// CHECK: arith.cmpf uno
+// CHECK: loop.nest "nan_restore"
 // CHECK: %[[SUM:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
 // CHECK: %[[EXP:.*]] = memref.alloca() {alignment = 64 : i64} : memref<8xf32>
 // CHECK: loop.nest "fused_softmax.1_reduce_sum" syms(%[[ROW]]) {{.*}} outs(%[[SUM]], %[[EXP]] : memref<1xf32>, memref<8xf32>)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import AffineMapAttr, IndexType
+from xdsl.dialects.builtin import AffineMapAttr, IndexType, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap, AffineSymExpr
 from xdsl.rewriter import InsertPoint
@@ -482,16 +482,23 @@ class GroupLowering:
                     writes.append((value, scratch, (AffineExpr.dimension(0),)))
             for _, buf, index in writes:
                 body.out(buf, index)
+            # float max/min: NaN-ignoring maxnum/minnum (llvm.maximum vectorizes badly on
+            # x86); a separate NaN scan of the row (below) restores numpy's NaN result
+            flagged = [op for op, _ in accs if op.KIND in ("max", "min") and graph.is_float(graph.element_type_of(op.results[0]))]
             for k_out, (op, acc_arg) in enumerate(acc_args):
                 x = scalar.widen(body.b, self.value(body, op.input, row_index))
                 t = graph.element_type_of(op.results[0])
-                body.set_out(k_out, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x), t))
+                combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x, ignore_nan=op in flagged)
+                body.set_out(k_out, scalar.narrow(body.b, combined, t))
             for j, (value, _, _) in enumerate(writes):
                 body.set_out(len(acc_args) + j, self.value(body, value, row_index))
             if body.outs:
                 iterators = [loop.REDUCTION if accs else loop.PARALLEL]
                 names = [op.name.split(".")[1] for op, _ in accs] or ["rows"]
                 self.emit_op(body.finish(f"{self.group.group_name.data}.{phase}_{'_'.join(names)}", [self.row], iterators, self.syms))
+            for op, acc in accs:
+                if op in flagged:
+                    self.emit_nan_scan(op, acc, row_index)
             for op, acc in accs:
                 self.stages[op.results[0]] = Stage(acc, phase, per_row=True)
                 if op.KIND == "mean":
@@ -662,6 +669,26 @@ class GroupLowering:
             self.emit_op(combine.finish(f"{name}.combine", (blocks, *rest), [loop.REDUCTION] + [loop.PARALLEL] * len(rest), []))
             self.emit_op(memref.DeallocOp.get(part))
         self.emit_column_means(staged, out_buf, rows)
+
+    def emit_nan_scan(self, op: graph.ReduceOp, acc: SSAValue, row_index: Index) -> None:
+        """acc = NaN if the reduced row holds one (numpy's max/min): an OR over the row
+        in its own nest (sharing the max's nest would keep that loop scalar)."""
+        flag = self.alloca([1], i32)
+        self.emit_rank0("nan_init", [(flag, (const_expr(0),), None)], lambda b, args: [scalar.const(b.b, 0, i32)])
+        scan = Body(1, len(self.syms))
+        flag_arg = scan.out(flag, (const_expr(0),))
+        x = scalar.widen(scan.b, self.value(scan, op.input, row_index))
+        scan.set_out(0, scalar.flag_nan(scan.b, flag_arg, x))
+        self.emit_op(scan.finish(f"{self.group.group_name.data}.nan_scan", [self.row], [loop.REDUCTION], self.syms))
+
+        def restore(body: Body, args):
+            seen = body.read(flag, (const_expr(0),))
+            any_nan = body.b.insert(arith.CmpiOp(seen, scalar.const(body.b, 0, i32), "ne")).result
+            zero = scalar.const(body.b, 0.0, acc.type.get_element_type())
+            nan = body.b.insert(arith.DivfOp(zero, zero)).result  # NaN without a NaN attribute
+            return [body.b.insert(arith.SelectOp(any_nan, nan, args[0])).result]
+
+        self.emit_rank0("nan_restore", [(acc, (const_expr(0),), None)], restore)
 
     def emit_mean_scale(self, op: graph.ReduceOp, acc: SSAValue) -> None:
         count = graph.shape_of(op.input)[-1]

@@ -51,9 +51,15 @@ def identity_of(kind: str, t: Attribute) -> float | int:
     return -math.inf if kind == "max" else math.inf
 
 
-def combine(b: Builder, kind: str, acc: SSAValue, x: SSAValue) -> SSAValue:
-    """acc (+|*|max|min) x; float sums may be reassociated (like numpy's pairwise sums)."""
+def combine(b: Builder, kind: str, acc: SSAValue, x: SSAValue, ignore_nan: bool = False) -> SSAValue:
+    """acc (+|*|max|min) x; float sums may be reassociated (like numpy's pairwise sums).
+
+    Float max/min propagate NaNs (numpy's semantics) unless `ignore_nan`: then
+    they are maxnum/minnum, which vectorize far better on x86, and the caller
+    tracks NaNs itself (`flag_nan`)."""
     is_int = isinstance(x.type, IntegerType)
+    if ignore_nan and not is_int and kind in ("max", "min"):
+        return b.insert(arith.MaxnumfOp(acc, x) if kind == "max" else arith.MinnumfOp(acc, x)).result
     if kind in ("sum", "mean"):
         if is_int:
             return b.insert(arith.AddiOp(acc, x)).result
@@ -65,6 +71,12 @@ def combine(b: Builder, kind: str, acc: SSAValue, x: SSAValue) -> SSAValue:
     if kind == "max":
         return b.insert(arith.MaxSIOp(acc, x) if is_int else arith.MaximumfOp(acc, x)).result
     return b.insert(arith.MinSIOp(acc, x) if is_int else arith.MinimumfOp(acc, x)).result
+
+
+def flag_nan(b: Builder, flag: SSAValue, x: SSAValue) -> SSAValue:
+    """flag | (x is NaN), as an i32: the NaN record beside a NaN-ignoring max/min."""
+    is_nan = b.insert(arith.CmpfOp(x, x, "uno")).result
+    return b.insert(arith.OrIOp(flag, b.insert(arith.ExtUIOp(is_nan, flag.type)).result)).result
 
 
 def _float_unary(b: Builder, op: Operation, x: SSAValue) -> SSAValue:
