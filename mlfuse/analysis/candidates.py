@@ -357,14 +357,7 @@ def move_candidates(pool: CandidatePool, groups: list[int]) -> int:
     for m in groups:
         if m & g.fusible_mask != m:
             continue
-        near = 0
-        for i in bits(m):
-            near |= g.pred_mask[i] | g.succ_mask[i]
-            for v in g.nodes[i].operands:
-                val = g.values[v]
-                if val.constant != "splat" and val.numel > 1 and len(val.users) < 16:
-                    near |= sum(1 << u for u in val.users)
-        for v in bits(near & ~m & g.fusible_mask):
+        for v in bits(g.neighbourhood(m) & ~m & g.fusible_mask):
             added += pool.add(m | (1 << v), "move")
             rest = groups[owner[v]] & ~(1 << v)
             if rest:

@@ -203,6 +203,32 @@ class FusionGraph:
             m |= self.pred_mask[i]
         return m & ~mask
 
+    def neighbourhood(self, mask: int) -> int:
+        """Ops next to a pattern: producers, consumers, and other readers of the values it
+        reads (skipping splats, scalars and values read by 16 or more ops). Includes `mask`."""
+        near = 0
+        for i in bits(mask):
+            near |= self.pred_mask[i] | self.succ_mask[i]
+            for v in self.nodes[i].operands:
+                val = self.values[v]
+                if val.constant != "splat" and val.numel > 1 and len(val.users) < 16:
+                    near |= sum(1 << u for u in val.users)
+        return near
+
+    def kernel_successors(self, groups: list[int] | tuple[int, ...]) -> list[set[int]]:
+        """For each group (a mask of ops), the indices of the groups that consume its results."""
+        owner: dict[int, int] = {}
+        for gi, m in enumerate(groups):
+            for i in bits(m):
+                owner[i] = gi
+        succ: list[set[int]] = []
+        for m in groups:
+            out = 0
+            for i in bits(m):
+                out |= self.succ_mask[i]
+            succ.append({owner[j] for j in bits(out & ~m)})
+        return succ
+
     def components(self, mask: int) -> list[int]:
         """Weakly connected components of the pattern through its internal edges."""
         comps: list[int] = []

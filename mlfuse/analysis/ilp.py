@@ -49,17 +49,7 @@ class SolveResult:
 
 def find_kernel_cycle(fgraph: FusionGraph, groups: Sequence[int]) -> list[int] | None:
     """Indices (into `groups`) of a cycle of the kernel graph, or None if acyclic."""
-    owner: dict[int, int] = {}
-    for gi, m in enumerate(groups):
-        for i in bits(m):
-            owner[i] = gi
-    succ: list[set[int]] = [set() for _ in groups]
-    for gi, m in enumerate(groups):
-        out = 0
-        for i in bits(m):
-            out |= fgraph.succ_mask[i]
-        for j in bits(out & ~m):
-            succ[gi].add(owner[j])
+    succ = fgraph.kernel_successors(list(groups))
     color = [0] * len(groups)  # 0 new, 1 on stack, 2 done
     parent = [-1] * len(groups)
     for root in range(len(groups)):

@@ -82,20 +82,11 @@ class Plan:
 
 def order_groups(fgraph: FusionGraph, groups: list[int]) -> list[int]:
     """The groups in a dependence-respecting order, as close to program order as possible."""
-    owner = {}
-    for gi, m in enumerate(groups):
-        for i in bits(m):
-            owner[i] = gi
+    succ = fgraph.kernel_successors(groups)
     indeg = [0] * len(groups)
-    succ: list[set[int]] = [set() for _ in groups]
-    for gi, m in enumerate(groups):
-        out = 0
-        for i in bits(m):
-            out |= fgraph.succ_mask[i]
-        for j in bits(out & ~m):
-            if owner[j] not in succ[gi]:
-                succ[gi].add(owner[j])
-                indeg[owner[j]] += 1
+    for targets in succ:
+        for t in targets:
+            indeg[t] += 1
     ready = [((m & -m).bit_length(), gi) for gi, m in enumerate(groups) if indeg[gi] == 0]
     heapq.heapify(ready)
     order = []
@@ -335,15 +326,7 @@ def plan_greedy(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> R
 
     def neighbours(gid: int) -> set[int]:
         m = part.mask(gid)
-        near = 0
-        for i in bits(m):
-            near |= g.pred_mask[i] | g.succ_mask[i]
-            for v in g.nodes[i].operands:
-                val = g.values[v]
-                if val.constant != "splat" and val.numel > 1 and len(val.users) < 16:
-                    for u in val.users:
-                        near |= 1 << u
-        return {part.group_of(j) for j in bits(near & ~m) if g.nodes[j].fusible}
+        return {part.group_of(j) for j in bits(g.neighbourhood(m) & ~m) if g.nodes[j].fusible}
 
     def gain(a: int, b: int) -> float | None:
         ma, mb = part.mask(a), part.mask(b)
