@@ -481,11 +481,13 @@ class BandOp(IRDLOperation):
 
 @irdl_op_definition
 class GemmOp(IRDLOperation):
-    """C = A @ B over identical leading batch dimensions, by a BLAS library call.
+    """C = A @ B over identical leading batch dimensions, as one compute-bound kernel.
 
-    Large GEMMs are compute-bound and tuned BLAS kernels beat generated loops
-    (XLA calls Eigen or cuBLAS the same way); small ones stay loop nests, which
-    the fusion code generators can stitch with their neighbours.
+    Large GEMMs are compute-bound: they need register blocking and packing, not
+    the loop nests the fusion code generators stitch (small GEMMs stay nests).
+    convert-to-llvm runs f32 GEMMs as generated, packed, register-blocked kernels
+    on the thread team (mlfuse/backend/gemm_kernels.py) and f64 ones (or f32 with
+    gemm=blas) as BLAS calls.
     """
 
     name = "loop.gemm"

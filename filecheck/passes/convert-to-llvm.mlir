@@ -49,10 +49,14 @@ func.func @alloc_and_max(%a: f32, %b: f32) -> f32 {
 
 // -----
 
-// A parallel call packs its arguments and runs a per-thread wrapper under GOMP_parallel.
+// A parallel call packs its arguments and runs a per-thread wrapper under
+// GOMP_parallel; the wrapper takes chunks from libgomp's guided schedule (min grain).
 // CHECK-LABEL: llvm.func internal @body__omp
-// CHECK: llvm.call @omp_get_thread_num()
-// CHECK: llvm.call @omp_get_num_threads()
+// CHECK: %[[GRAIN:.*]] = llvm.mlir.constant(8) : i64
+// CHECK: llvm.call @GOMP_loop_guided_start(%{{.*}}, %{{.*}}, %{{.*}}, %[[GRAIN]], %{{.*}}, %{{.*}})
+// CHECK: llvm.call @body(
+// CHECK: llvm.call @GOMP_loop_guided_next(
+// CHECK: llvm.call @GOMP_loop_end_nowait()
 // CHECK-LABEL: llvm.func @par
 // CHECK: llvm.call @omp_get_max_threads()
 // CHECK: llvm.call @body(
@@ -68,17 +72,32 @@ func.func @par(%y: memref<64xf32>) {
 
 // -----
 
-// loop.gemm: one Fortran-convention BLAS call per matrix, B first (row-major C = A B
-// is column-major C^T = B^T A^T).
+// f32 loop.gemm: a team call of a generated kernel whose name carries the shape
+// (batch x m x n x k); its body is written at translation (see gemm-kernels.mlir).
+// Two GEMMs of one shape share the kernel and its wrapper.
+// CHECK: llvm.func @mlfuse_gemm_f32_2x4x3x8(i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK: llvm.func internal @mlfuse_gemm_f32_2x4x3x8__omp
+// CHECK-NOT: llvm.func internal @mlfuse_gemm_f32_2x4x3x8__omp
 // CHECK-LABEL: llvm.func @gemm
-// CHECK-COUNT-2: llvm.call @mlfuse_sgemm
-// CHECK-NOT: llvm.call @mlfuse_sgemm
-func.func @gemm(%a: memref<2x4x8xf32>, %b: memref<2x8x3xf32>, %c: memref<2x4x3xf32>) {
+// CHECK-COUNT-2: llvm.mlir.addressof @mlfuse_gemm_f32_2x4x3x8__omp
+// CHECK-NOT: mlfuse_sgemm
+func.func @gemm(%a: memref<2x4x8xf32>, %b: memref<2x8x3xf32>, %c: memref<2x4x3xf32>, %d: memref<2x4x3xf32>) {
   loop.gemm %a, %b into %c : memref<2x4x8xf32>, memref<2x8x3xf32>, memref<2x4x3xf32>
+  loop.gemm %a, %b into %d : memref<2x4x8xf32>, memref<2x8x3xf32>, memref<2x4x3xf32>
   func.return
 }
 
 // -----
+
+// f64 loop.gemm: one Fortran-convention BLAS call per matrix, B first (row-major
+// C = A B is column-major C^T = B^T A^T).
+// CHECK-LABEL: llvm.func @gemm64
+// CHECK-COUNT-2: llvm.call @mlfuse_dgemm
+// CHECK-NOT: llvm.call @mlfuse_dgemm
+func.func @gemm64(%a: memref<2x4x8xf64>, %b: memref<2x8x3xf64>, %c: memref<2x4x3xf64>) {
+  loop.gemm %a, %b into %c : memref<2x4x8xf64>, memref<2x8x3xf64>, memref<2x4x3xf64>
+  func.return
+}
 
 // f64 transcendentals call libm.
 // CHECK-LABEL: llvm.func @libm
@@ -120,3 +139,18 @@ func.func @fma_candidate(%a: f32, %b: f32, %c: f32) -> f32 {
   %s = arith.addf %m, %c : f32
   func.return %s : f32
 }
+
+// -----
+
+// gemm=blas: f32 GEMMs call BLAS too.
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-to-llvm{gemm=blas}' | filecheck %s --check-prefix=BLAS
+// BLAS-LABEL: llvm.func @gemm_blas
+// BLAS: llvm.call @mlfuse_sgemm
+// BLAS-NOT: mlfuse_gemm_f32
+func.func @gemm_blas(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
+  loop.gemm %a, %b into %c : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// RUN: not mlfuse-opt %s -p 'convert-to-llvm{gemm=mkl}' 2>&1 | filecheck %s --check-prefix=BADOPT
+// BADOPT: gemm must be 'generated' or 'blas', got 'mkl'

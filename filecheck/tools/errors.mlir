@@ -23,6 +23,14 @@
 // RUN: not mlfuse-opt %s.does-not-exist 2>&1 | filecheck %s --check-prefix=MISSING
 // MISSING: errors.mlir.does-not-exist: error: could not open input file: No such file or directory
 
+// RUN: not mlfuse-opt %s -t 'llvm{bogus=1}' 2>&1 | filecheck %s --check-prefix=BADTARGET
+// BADTARGET: mlfuse-opt: error: invalid target 'llvm{bogus=1}': Provided arguments ["bogus"] not found in expected arguments ["features"]
+// BADTARGET-NOT: Traceback
+
+// RUN: not mlfuse-opt %s -t 'llvm{features=+avx}' 2>&1 | filecheck %s --check-prefix=BADTARGET2
+// BADTARGET2: mlfuse-opt: error: invalid target: Unknown token (quote option values that hold '+' or ',': features="+avx2,+fma")
+// BADTARGET2-NOT: Traceback
+
 // RUN: mlfuse-opt %s -p cse | filecheck %s --check-prefix=OK
 // OK: graph.exp
 

@@ -1,6 +1,7 @@
 """Output targets of mlfuse-opt (`-t NAME`).
 
-- `llvm`: the LLVM IR that xDSL's `llvm` dialect translates to (input to LLVM);
+- `llvm{features=...}`: the LLVM IR that xDSL's `llvm` dialect translates to
+  (input to LLVM), with the generated GEMM kernels blocked for `features`;
 - `llvm-opt{cpu=... features=...}`: that IR after LLVM's O3 pipeline for a CPU
   (the host by default), as the JIT compiles it: where to look for vector code.
 """
@@ -19,10 +20,12 @@ from xdsl.utils.target import Target
 class LLVMTarget(Target):
     name = "llvm"
 
+    features: str = ""  # for generated GEMM kernels; the host's by default
+
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from mlfuse.backend.llvm_translate import to_llvmlite
 
-        print(to_llvmlite(module), file=output)
+        print(to_llvmlite(module, features=self.features or None), file=output)
 
 
 @dataclass(frozen=True)
@@ -36,4 +39,5 @@ class LLVMOptTarget(Target):
         from mlfuse.backend import cpu
         from mlfuse.backend.llvm_translate import to_llvmlite
 
-        print(cpu.optimized_ir(to_llvmlite(module), self.cpu or None, self.features or None), file=output)
+        ir_module = to_llvmlite(module, features=self.features or None)
+        print(cpu.optimized_ir(ir_module, self.cpu or None, self.features or None), file=output)

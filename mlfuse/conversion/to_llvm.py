@@ -166,6 +166,7 @@ class ModuleLowering:
     declared: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
     wrappers: int = 0
     fast_math: bool = False
+    gemm: str = "generated"  # f32 loop.gemm: "generated" kernels (backend/gemm_kernels.py) or "blas"
 
     def declare(self, name: str, result: Attribute | None, args: list[Attribute]) -> None:
         if name not in self.declared:
@@ -444,18 +445,25 @@ def element_alignment(t: Attribute) -> int:
 
 
 def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
+    grain = op.grain.value.data if op.grain is not None else 1
+    emit_team_call(fl, op.callee.string_value(), op.trip_count.value.data, grain, [fl.v(a) for a in op.args])
+
+
+def emit_team_call(fl: FunctionLowering, callee: str, trip: int, grain: int, args: list[SSAValue]) -> None:
     """Run `@callee(lo, hi, args...)` over [0, trip) on libgomp's thread team.
 
     The arguments travel in an array of 8-byte slots. The wrapper
-    `@callee__omp(ctx)` runs on every thread: it gives thread t the chunk
-    [t*c, min((t+1)*c, trip)) with c = ceil(trip / nthreads). The team is no larger
-    than trip / grain, and a single-thread call skips libgomp entirely.
+    `@callee__omp(ctx)` runs on every thread and takes chunks of [0, trip) from
+    libgomp's guided schedule (`schedule(guided, grain)` in OpenMP terms): large
+    chunks first, shrinking to `grain`. A static split makes every kernel wait for
+    its last thread, and on a shared machine a thread that slept through an idle
+    gap can start late (bench: row_sum at 65536x1024, 2 threads, 50 ms idle before
+    each call, 1.19x faster guided than static; equal when calls follow each
+    other). Iterations are independent, so which thread runs a chunk never changes
+    a result. The team is no larger than trip / grain, and a single-thread call
+    skips libgomp entirely.
     """
     ml = fl.ml
-    callee = op.callee.string_value()
-    trip = op.trip_count.value.data
-    grain = op.grain.value.data if op.grain is not None else 1
-    args = [fl.v(a) for a in op.args]
     # One pointer-sized slot per argument; indices travel as inttoptr'd pointers
     # (llvmlite types its GEPs, so every slot has the one type `ptr`).
     slots = fl.emit(llvm.AllocaOp(fl.const(max(1, len(args)), i64), PTR, alignment=8))
@@ -465,8 +473,10 @@ def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
         fl.emit(llvm.StoreOp(value, slot, alignment=8))
 
     wrapper = f"{callee}__omp"
-    ml.wrappers += 1
-    ml.new_ops.append(make_omp_wrapper(ml, wrapper, callee, [a.type for a in args], trip))
+    if wrapper not in ml.declared:  # one wrapper per callee (a GEMM shape may be called twice)
+        ml.declared[wrapper] = llvm.LLVMFunctionType([PTR], None)
+        ml.wrappers += 1
+        ml.new_ops.append(make_omp_wrapper(ml, wrapper, callee, [a.type for a in args], trip, grain))
 
     # nthreads = clamp(min(max_threads, ceil(trip / grain)), 1, ...)
     ml.declare("omp_get_max_threads", i32, [])
@@ -489,6 +499,23 @@ def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
 
 
 def emit_gemm_call(fl: FunctionLowering, op: loop.GemmOp) -> None:
+    """f32: a team call of a generated kernel (mlfuse/backend/gemm_kernels.py: the
+    declaration here, its body written at translation for the target's vectors);
+    f64, or f32 with gemm=blas: BLAS (see emit_blas_gemm)."""
+    ta, tb = op.a.type, op.b.type
+    assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType)
+    if not isinstance(ta.get_element_type(), Float32Type) or fl.ml.gemm == "blas":
+        emit_blas_gemm(fl, op)
+        return
+    from mlfuse.backend.gemm_kernels import GemmShape
+
+    *batch, m, k = ta.get_shape()
+    shape = GemmShape(math.prod(batch), m, tb.get_shape()[-1], k)
+    fl.ml.declare(shape.symbol, None, [i64, i64, PTR, PTR, PTR])
+    emit_team_call(fl, shape.symbol, shape.tasks, 1, [fl.v(op.a), fl.v(op.b), fl.v(op.c)])
+
+
+def emit_blas_gemm(fl: FunctionLowering, op: loop.GemmOp) -> None:
     """One BLAS ?gemm per matrix of the batch (Fortran, column-major).
 
     Row-major C = A B is column-major C^T = B^T A^T, so the call passes B first:
@@ -519,9 +546,16 @@ def emit_gemm_call(fl: FunctionLowering, op: loop.GemmOp) -> None:
         fl.emit(llvm.CallOp(name, no_trans, no_trans, dims[0], dims[1], dims[2], alpha, bt, dims[3], at, dims[4], beta, ct, dims[5]))
 
 
-def make_omp_wrapper(ml: ModuleLowering, name: str, callee: str, arg_types: list[Attribute], trip: int) -> llvm.FuncOp:
-    ml.declare("omp_get_thread_num", i32, [])
-    ml.declare("omp_get_num_threads", i32, [])
+def make_omp_wrapper(
+    ml: ModuleLowering, name: str, callee: str, arg_types: list[Attribute], trip: int, grain: int
+) -> llvm.FuncOp:
+    """`@name(ctx)`: unpack the argument slots, then run `@callee(lo, hi, args...)` on
+    each chunk libgomp's guided schedule hands this thread (what GCC emits for
+    `#pragma omp for schedule(guided, grain) nowait`)."""
+    # C's bool comes back in the low byte
+    ml.declare("GOMP_loop_guided_start", i8, [i64, i64, i64, i64, PTR, PTR])
+    ml.declare("GOMP_loop_guided_next", i8, [PTR, PTR])
+    ml.declare("GOMP_loop_end_nowait", None, [])
     region = Region(Block(arg_types=[PTR]))
     fl = FunctionLowering(ml, region)
     ctx = region.blocks[0].args[0]
@@ -530,21 +564,24 @@ def make_omp_wrapper(ml: ModuleLowering, name: str, callee: str, arg_types: list
         slot = fl.emit(llvm.GEPOp.from_mixed_indices(ctx, [k], PTR, inbounds=True))
         value = fl.emit(llvm.LoadOp(slot, PTR, alignment=8))
         args.append(value if isinstance(t, llvm.LLVMPointerType) else fl.emit(llvm.PtrToIntOp(value, t)))
-    tid = fl.emit(llvm.SExtOp(fl.emit(llvm.CallOp("omp_get_thread_num", return_type=i32)), i64))
-    nt = fl.emit(llvm.SExtOp(fl.emit(llvm.CallOp("omp_get_num_threads", return_type=i32)), i64))
-    trip_c = fl.const(trip, i64)
-    chunk = fl.emit(llvm.SDivOp(fl.emit(llvm.SubOp(fl.emit(llvm.AddOp(trip_c, nt)), fl.const(1, i64))), nt))
-    lo = fl.emit(llvm.MulOp(tid, chunk))
-    hi_raw = fl.emit(llvm.AddOp(lo, chunk))
-    over = fl.emit(llvm.ICmpOp(hi_raw, trip_c, IntegerAttr(llvm.ICmpPredicateFlag.SGT.to_int(), i64)))
-    hi = fl.emit(llvm.SelectOp(over, trip_c, hi_raw))
-    has_work = fl.emit(llvm.ICmpOp(lo, hi, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
+    start = fl.emit(llvm.AllocaOp(fl.const(1, i64), i64, alignment=8))
+    end = fl.emit(llvm.AllocaOp(fl.const(1, i64), i64, alignment=8))
+    zero8 = fl.const(0, i8)
+    got = fl.emit(llvm.CallOp(
+        "GOMP_loop_guided_start", fl.const(0, i64), fl.const(trip, i64), fl.const(1, i64), fl.const(max(1, grain), i64),
+        start, end, return_type=i8,
+    ))
+    ne = IntegerAttr(llvm.ICmpPredicateFlag.NE.to_int(), i64)
     work, done = fl.new_block(), fl.new_block()
-    fl.emit(llvm.CondBrOp(has_work, work, [], done, []))
+    fl.emit(llvm.CondBrOp(fl.emit(llvm.ICmpOp(got, zero8, ne)), work, [], done, []))
     fl.set_block(work)
+    lo = fl.emit(llvm.LoadOp(start, i64, alignment=8))
+    hi = fl.emit(llvm.LoadOp(end, i64, alignment=8))
     fl.emit(llvm.CallOp(callee, lo, hi, *args))
-    fl.emit(llvm.BrOp(done))
+    more = fl.emit(llvm.CallOp("GOMP_loop_guided_next", start, end, return_type=i8))
+    fl.emit(llvm.CondBrOp(fl.emit(llvm.ICmpOp(more, zero8, ne)), work, [], done, []))
     fl.set_block(done)
+    fl.emit(llvm.CallOp("GOMP_loop_end_nowait"))
     fl.emit(llvm.ReturnOp())
     return llvm.FuncOp(name, llvm.LLVMFunctionType([PTR], None), body=region, linkage=llvm.LinkageAttr("internal"))
 
@@ -597,8 +634,8 @@ def lower_global(op: memref.GlobalOp) -> llvm.GlobalOp:
     return g
 
 
-def convert_to_llvm(module: ModuleOp, fast_math: bool = False) -> None:
-    ml = ModuleLowering(module, fast_math=fast_math)
+def convert_to_llvm(module: ModuleOp, fast_math: bool = False, gemm: str = "generated") -> None:
+    ml = ModuleLowering(module, fast_math=fast_math, gemm=gemm)
     for op in list(module.ops):
         if isinstance(op, func.FuncOp):
             ml.new_ops.append(lower_function(ml, op))

@@ -51,6 +51,22 @@ class MlfuseOptMain(xDSLOptMain):
         argv = list(sys.argv[1:] if args is None else args)
         self.pipeline_error: Diagnostic | None = None
         super().__init__(description="mlfuse modular optimizer driver", args=argv)
+        self.check_target()
+
+    def check_target(self) -> None:
+        """Bad -t options are a diagnostic before any input is read, not a traceback at emit."""
+        import inspect
+
+        from xdsl.utils.arg_spec import parse_spec
+
+        spec = parse_spec(self.args.target)
+        entry = self.available_targets[spec.name]
+        if inspect.signature(entry).parameters:
+            return
+        try:
+            entry().from_spec(spec)
+        except (ValueError, TypeError) as e:
+            raise Diagnostic(f"invalid target '{self.args.target}': {e}", "mlfuse-opt") from None
 
     # --- registration ----------------------------------------------------------
 
@@ -327,6 +343,10 @@ def main(args: Sequence[str] | None = None) -> None:
         tool = MlfuseOptMain(args)
     except Diagnostic as d:
         sys.exit(MlfuseOptMain.report(d))
+    except ArgSpecParseError as e:  # a malformed -t spec (pipelines are checked in setup_pipeline)
+        lines = [line.strip() for line in str(e).split("\n") if line.strip()]
+        detail = lines[-1] if lines else str(e)
+        sys.exit(MlfuseOptMain.report(Diagnostic(f"invalid target: {detail} (quote option values that hold '+' or ',': features=\"+avx2,+fma\")", "mlfuse-opt")))
     sys.exit(tool.run())
 
 

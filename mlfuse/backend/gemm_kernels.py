@@ -1,0 +1,302 @@
+"""Generated GEMM kernels for `loop.gemm` on f32: packed, register-blocked, vectorized.
+
+convert-to-llvm lowers an f32 `loop.gemm` to a team call of
+
+    void mlfuse_gemm_f32_<batch>x<m>x<n>x<k>(i64 lo, i64 hi, ptr A, ptr B, ptr C)
+
+which computes C[b] = A[b] @ B[b] (row-major, static shapes) for the tasks
+[lo, hi): task t is the column slice [48 (t mod T), 48 (t mod T + 1)) of batch
+t div T, T = ceil(n / 48). The declaration is all the `llvm` dialect sees; this
+module writes the body in llvmlite IR when the module is translated
+(mlfuse/backend/llvm_translate.py), for the vector width of the target.
+
+The structure is BLIS's (Goto's algorithm), cut down to static shapes:
+
+    for pc in K by KC:                        # A[:, pc:pc+KC] stays in L2
+      for each panel j0 of NR columns in the task range:
+        pack B[pc:pc+KC, j0:j0+NR] into a contiguous KC x NR buffer (zero-padded)
+        for i0 in M by MR:                    # the micro-kernel
+          acc[MR][NR/VW] = first ? 0 : C[i0:i0+MR, j0:j0+NR]
+          for k in KC: acc[i][v] = fma(splat(A[i0+i, pc+k]), packed[k, v], acc[i][v])
+          C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
+
+MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
+AVX2: 6 x 2 of 16 ymm). Each C element is one fma chain in k order, so the
+result does not depend on the blocking or the thread count. Why not BLAS: the
+machines here pin OpenBLAS to its AVX2 kernels (OPENBLAS_CORETYPE=Haswell), while
+LLVM targets the host's AVX-512 (bench/results/gemm.md compares them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
+PREFIX = "mlfuse_gemm_f32_"
+F32 = ir.FloatType()
+I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    batch: int
+    m: int
+    n: int
+    k: int
+
+    @property
+    def symbol(self) -> str:
+        return f"{PREFIX}{self.batch}x{self.m}x{self.n}x{self.k}"
+
+    @property
+    def tasks(self) -> int:
+        return self.batch * -(-self.n // TASK_COLUMNS)
+
+    @staticmethod
+    def from_symbol(name: str) -> GemmShape | None:
+        match = re.fullmatch(re.escape(PREFIX) + r"(\d+)x(\d+)x(\d+)x(\d+)", name)
+        return GemmShape(*map(int, match.groups())) if match else None
+
+
+@dataclass(frozen=True)
+class Blocking:
+    vw: int  # f32 lanes per vector
+    mr: int  # rows of the register tile
+    nr_vecs: int  # vectors per row of the register tile
+    kc: int  # depth of a packed panel
+
+    @property
+    def nr(self) -> int:
+        return self.vw * self.nr_vecs
+
+
+def blocking_for(features: str) -> Blocking:
+    """Register blocking for an LLVM feature string ("+avx512f,+fma,...")."""
+    enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    if "avx512f" in enabled:
+        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256)  # 24 of 32 zmm accumulate
+    if "avx" in enabled:
+        return Blocking(vw=8, mr=6, nr_vecs=2, kc=256)  # 12 of 16 ymm
+    return Blocking(vw=4, mr=4, nr_vecs=2, kc=256)  # SSE: 8 of 16 xmm
+
+
+class _Kernels:
+    """The functions of one GEMM shape, written into one llvmlite module."""
+
+    def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
+        assert TASK_COLUMNS % blocking.nr == 0
+        self.module, self.shape, self.blk = module, shape, blocking
+        self.vec = ir.VectorType(F32, blocking.vw)
+        self.mask_type = ir.VectorType(I1, blocking.vw)
+        self.fma = self.intrinsic(f"llvm.fma.v{blocking.vw}f32", self.vec, [self.vec] * 3)
+        self.masked_load = self.intrinsic(
+            f"llvm.masked.load.v{blocking.vw}f32.p0", self.vec, [PTR, I32, self.mask_type, self.vec]
+        )
+        self.masked_store = self.intrinsic(
+            f"llvm.masked.store.v{blocking.vw}f32.p0", ir.VoidType(), [self.vec, PTR, I32, self.mask_type]
+        )
+        self.micro: dict[tuple[int, int], ir.Function] = {}
+        self.pack: dict[int, ir.Function] = {}
+
+    def intrinsic(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
+        existing = self.module.globals.get(name)
+        return existing if existing is not None else ir.Function(self.module, ir.FunctionType(result, args), name=name)
+
+    # --- helpers -----------------------------------------------------------------------
+
+    def lanes(self, width: int, v: int) -> int:
+        """How many lanes of vector v of a row `width` floats wide are real."""
+        return max(0, min(self.blk.vw, width - v * self.blk.vw))
+
+    def load_row_vec(self, b: ir.IRBuilder, ptr, lanes: int, align: int = 4):
+        if lanes == self.blk.vw:
+            return b.load(ptr, typ=self.vec, align=align)
+        mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
+        return b.call(self.masked_load, [ptr, ir.Constant(I32, align), mask, ir.Constant(self.vec, None)])
+
+    def store_row_vec(self, b: ir.IRBuilder, value, ptr, lanes: int) -> None:
+        if lanes == self.blk.vw:
+            b.store(value, ptr, align=4)
+            return
+        mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
+        b.call(self.masked_store, [value, ptr, ir.Constant(I32, 4), mask])
+
+    def splat(self, b: ir.IRBuilder, scalar):
+        one = b.insert_element(ir.Constant(self.vec, ir.Undefined), scalar, ir.Constant(I32, 0))
+        return b.shuffle_vector(one, ir.Constant(self.vec, ir.Undefined), ir.Constant(ir.VectorType(I32, self.blk.vw), [0] * self.blk.vw))
+
+    def function(self, name: str, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder]:
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
+        fn.linkage = "internal"
+        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+    @staticmethod
+    def counted_loop(b: ir.IRBuilder, start, stop, step: int, body, carried=()):
+        """for i in range(start, stop, step): carried = body(b, i, carried). Returns carried."""
+        head = b.append_basic_block("head")
+        loop = b.append_basic_block("body")
+        done = b.append_basic_block("done")
+        pre = b.block
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        phis = [b.phi(v.type) for v in carried]
+        i.add_incoming(start, pre)
+        for phi, v in zip(phis, carried):
+            phi.add_incoming(v, pre)
+        b.cbranch(b.icmp_signed("<", i, stop), loop, done)
+        b.position_at_end(loop)
+        new = body(b, i, phis)
+        latch = b.block
+        i.add_incoming(b.add(i, ir.Constant(I64, step)), latch)
+        for phi, v in zip(phis, new):
+            phi.add_incoming(v, latch)
+        b.branch(head)
+        b.position_at_end(done)
+        return phis
+
+    # --- the pieces --------------------------------------------------------------------
+
+    def pack_fn(self, width: int) -> ir.Function:
+        """pack(B at [pc, j0], packed, kc): packed[k, :] = B[pc + k, j0 : j0 + width], zero-padded."""
+        if width in self.pack:
+            return self.pack[width]
+        blk, n = self.blk, self.shape.n
+        fn, b = self.function(f"{self.shape.symbol}_pack{width}", [PTR, PTR, I64])
+        src, dst, kc = fn.args
+
+        def body(b, k, _):
+            row = b.gep(src, [b.mul(k, ir.Constant(I64, n))], source_etype=F32)
+            out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=F32)
+            for v in range(blk.nr_vecs):
+                lanes = self.lanes(width, v)
+                if lanes == 0:
+                    break
+                value = self.load_row_vec(b, b.gep(row, [ir.Constant(I64, v * blk.vw)], source_etype=F32), lanes)
+                b.store(value, b.gep(out, [ir.Constant(I64, v * blk.vw)], source_etype=F32), align=64)
+            return []
+
+        self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body)
+        b.ret_void()
+        self.pack[width] = fn
+        return fn
+
+    def micro_fn(self, rows: int, width: int) -> ir.Function:
+        """micro(A at [i0, pc], packed, C at [i0, j0], kc, first): a rows x width tile of C."""
+        if (rows, width) in self.micro:
+            return self.micro[(rows, width)]
+        blk, k_dim, n = self.blk, self.shape.k, self.shape.n
+        vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
+        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}", [PTR, PTR, PTR, I64, I1])
+        a, packed, c, kc, first = fn.args
+        for arg in (a, packed, c):
+            arg.add_attribute("noalias")
+        zero = ir.Constant(self.vec, None)
+        c_ptrs = {
+            (i, v): b.gep(c, [ir.Constant(I64, i * n + v * blk.vw)], source_etype=F32) for i in range(rows) for v in vecs
+        }
+        init = [b.select(first, zero, self.load_row_vec(b, c_ptrs[i, v], self.lanes(width, v))) for i in range(rows) for v in vecs]
+
+        def body(b, k, acc):
+            panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=F32)
+            bv = [b.load(b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=F32), typ=self.vec, align=64) for v in vecs]
+            out = []
+            for i in range(rows):
+                a_ik = b.load(b.gep(a, [b.add(ir.Constant(I64, i * k_dim), k)], source_etype=F32), typ=F32, align=4)
+                splat = self.splat(b, a_ik)
+                for j, _ in enumerate(vecs):
+                    out.append(b.call(self.fma, [splat, bv[j], acc[i * len(vecs) + j]]))
+            return out
+
+        acc = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
+        for i in range(rows):
+            for j, v in enumerate(vecs):
+                self.store_row_vec(b, acc[i * len(vecs) + j], c_ptrs[i, v], self.lanes(width, v))
+        b.ret_void()
+        self.micro[(rows, width)] = fn
+        return fn
+
+    def panel(self, b: ir.IRBuilder, width: int, a_block, b_block, c_col, packed, kc, first) -> None:
+        """One packed panel of `width` columns against every row block of A."""
+        m, k_dim, n, mr = self.shape.m, self.shape.k, self.shape.n, self.blk.mr
+        b.call(self.pack_fn(width), [b_block, packed, kc])
+        full = m - m % mr
+        if full:
+            micro = self.micro_fn(mr, width)
+
+            def rows(b, i0, _):
+                a_rows = b.gep(a_block, [b.mul(i0, ir.Constant(I64, k_dim))], source_etype=F32)
+                c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=F32)
+                b.call(micro, [a_rows, packed, c_rows, kc, first])
+                return []
+
+            self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, full), mr, rows)
+        if m % mr:
+            a_rows = b.gep(a_block, [ir.Constant(I64, full * k_dim)], source_etype=F32)
+            c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=F32)
+            b.call(self.micro_fn(m % mr, width), [a_rows, packed, c_rows, kc, first])
+
+    def define(self, fn: ir.Function) -> None:
+        """The body of the task function `fn` (declared by convert-to-llvm)."""
+        s, blk = self.shape, self.blk
+        per_batch = -(-s.n // TASK_COLUMNS)
+        lo, hi, a, bm, c = fn.args
+        for arg in (a, bm, c):
+            arg.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        packed = b.alloca(ir.ArrayType(F32, blk.kc * blk.nr))
+        packed.align = 64
+        last_partial = s.n % blk.nr
+
+        def depth(b, pc, _):
+            kc = b.select(b.icmp_signed("<", b.sub(ir.Constant(I64, s.k), pc), ir.Constant(I64, blk.kc)),
+                          b.sub(ir.Constant(I64, s.k), pc), ir.Constant(I64, blk.kc))
+            first = b.icmp_signed("==", pc, ir.Constant(I64, 0))
+
+            def task(b, t, _):
+                batch = b.sdiv(t, ir.Constant(I64, per_batch))
+                col0 = b.mul(b.srem(t, ir.Constant(I64, per_batch)), ir.Constant(I64, TASK_COLUMNS))
+                col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
+                col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
+                a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=F32)
+                b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=F32)
+                c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=F32)
+
+                def panel(b, j0, _):
+                    b_block = b.gep(b_base, [j0], source_etype=F32)
+                    c_col = b.gep(c_base, [j0], source_etype=F32)
+                    if not last_partial:
+                        self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first)
+                        return []
+                    is_last = b.icmp_signed(">", b.add(j0, ir.Constant(I64, blk.nr)), ir.Constant(I64, s.n))
+                    with b.if_else(is_last) as (partial, whole):
+                        with partial:
+                            self.panel(b, last_partial, a_block, b_block, c_col, packed, kc, first)
+                        with whole:
+                            self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first)
+                    return []
+
+                self.counted_loop(b, col0, col1, blk.nr, panel)
+                return []
+
+            self.counted_loop(b, lo, hi, 1, task)
+            return []
+
+        self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, s.k), blk.kc, depth)
+        b.ret_void()
+
+
+def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
+    """Give every declared `mlfuse_gemm_f32_*` function of `module` its body."""
+    blocking = blocking_for(features)
+    defined = []
+    for fn in list(module.functions):
+        shape = GemmShape.from_symbol(fn.name)
+        if shape is not None and fn.is_declaration:
+            _Kernels(module, shape, blocking).define(fn)
+            defined.append(fn.name)
+    return defined

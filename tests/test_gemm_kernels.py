@@ -1,0 +1,125 @@
+"""Generated GEMM kernels (mlfuse/backend/gemm_kernels.py) against float64 numpy.
+
+Tolerance: each C element is one fma chain in k order, so |C - exact| <= k * u *
+(|A| @ |B|) with u = 2^-24 (the standard dot-product bound); we allow 2x that.
+Outputs are poisoned with NaN first, so a tile the kernel skips fails the test.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import llvmlite.ir as ir
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mlfuse
+from mlfuse.backend import cpu
+from mlfuse.backend.gemm_kernels import I64, PTR, TASK_COLUMNS, Blocking, GemmShape, blocking_for, define_gemm_kernels
+from mlfuse.frontend.builder import GraphBuilder
+
+U32 = 2.0**-24
+FEATURES = {"avx512": "+avx512f,+avx2,+avx,+fma", "avx2": "+avx2,+avx,+fma", "sse": "+sse4.2"}
+_JITS: list = []  # compiled kernels stay alive for the session (like mlfuse.compile's cache)
+
+
+def kernel(shape: GemmShape, features: str):
+    module = ir.Module()
+    module.triple = cpu.target_machine().triple
+    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR]), name=shape.symbol)
+    assert define_gemm_kernels(module, features) == [shape.symbol]
+    jit = cpu.JitModule(cpu.compile_object(str(module)))
+    _JITS.append(jit)
+    signature = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+    return signature(jit.address(shape.symbol))
+
+
+def check(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    bound = 2 * a.shape[-1] * U32 * np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    assert not np.isnan(c).any()
+    assert np.all(np.abs(c - exact) <= bound + 1e-30)
+
+
+def operands(rng, shape: GemmShape):
+    a = rng.standard_normal((shape.batch, shape.m, shape.k)).astype(np.float32)
+    b = rng.standard_normal((shape.batch, shape.k, shape.n)).astype(np.float32)
+    c = np.full((shape.batch, shape.m, shape.n), np.nan, np.float32)
+    return a, b, c
+
+
+def test_blocking_follows_the_vector_registers():
+    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256)
+    assert blocking_for(FEATURES["avx2"]) == Blocking(vw=8, mr=6, nr_vecs=2, kc=256)
+    assert blocking_for("-avx512f," + FEATURES["sse"]).nr == 8
+    for features in FEATURES.values():
+        assert TASK_COLUMNS % blocking_for(features).nr == 0
+
+
+def test_symbol_round_trip():
+    shape = GemmShape(12, 128, 64, 128)
+    assert GemmShape.from_symbol(shape.symbol) == shape
+    assert GemmShape.from_symbol(shape.symbol + "_micro8x48") is None
+    assert GemmShape.from_symbol("mlfuse_sgemm") is None
+    assert shape.tasks == 12 * 2
+
+
+@pytest.mark.parametrize("isa", sorted(FEATURES))
+@pytest.mark.parametrize(
+    "dims",
+    [(1, 1, 1, 1), (1, 8, 48, 256), (2, 13, 50, 17), (1, 20, 97, 300), (3, 9, 7, 513), (1, 64, 144, 40)],
+)
+def test_kernel_matches_numpy(isa, dims):
+    shape = GemmShape(*dims)
+    a, b, c = operands(np.random.default_rng(sum(dims)), shape)
+    kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
+    check(c, a, b)
+
+
+def test_tasks_split_anywhere():
+    """Any partition of the task range (what threads get) computes the same bits."""
+    shape = GemmShape(2, 11, 150, 300)
+    a, b, whole = operands(np.random.default_rng(7), shape)
+    run = kernel(shape, FEATURES["avx512"])
+    run(0, shape.tasks, a.ctypes.data, b.ctypes.data, whole.ctypes.data)
+    pieces = np.full_like(whole, np.nan)
+    cuts = [0, 1, 3, 4, shape.tasks]
+    for lo, hi in zip(cuts, cuts[1:]):
+        run(lo, hi, a.ctypes.data, b.ctypes.data, pieces.ctypes.data)
+    np.testing.assert_array_equal(pieces, whole)
+    check(whole, a, b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    batch=st.integers(1, 3), m=st.integers(1, 40), n=st.integers(1, 130), k=st.integers(1, 600),
+    isa=st.sampled_from(sorted(FEATURES)),
+)
+def test_random_shapes(batch, m, n, k, isa):
+    shape = GemmShape(batch, m, n, k)
+    a, b, c = operands(np.random.default_rng(batch * m * n * k), shape)
+    kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
+    check(c, a, b)
+
+
+@pytest.mark.parametrize("dims", [(1, 64, 300, 520), (3, 100, 90, 70)])
+def test_compiled_graph_uses_the_kernel_on_threads(dims):
+    """End to end: a matmul big enough for loop.gemm, on the thread team, with the
+    outputs poisoned; `gemm=blas` computes the same product through BLAS."""
+    batch, m, n, k = dims
+    b = GraphBuilder()
+    x = b.input("x", (batch, m, k) if batch > 1 else (m, k))
+    w = b.input("w", (batch, k, n) if batch > 1 else (k, n))
+    b.output(b.matmul(x, w))
+    module = b.module()
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((batch, m, k) if batch > 1 else (m, k)).astype(np.float32)
+    ws = rng.standard_normal((batch, k, n) if batch > 1 else (k, n)).astype(np.float32)
+    out = np.full((batch, m, n) if batch > 1 else (m, n), np.nan, np.float32)
+    mlfuse.compile(module)(xs, ws, out=out)
+    check(out.reshape(batch, m, n), xs.reshape(batch, m, k), ws.reshape(batch, k, n))
+    blas_steps = [s if s != "convert-to-llvm" else "convert-to-llvm{gemm=blas}" for s in mlfuse.pipelines.cpu_pipeline()]
+    (blas_out,) = mlfuse.compile(module, passes=blas_steps)(xs, ws)
+    np.testing.assert_allclose(blas_out, out, rtol=1e-4, atol=1e-4 * np.sqrt(k))
