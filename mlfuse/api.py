@@ -182,8 +182,14 @@ class CompiledFunction:
     def __call__(self, *arrays: Any, out=None, **named: Any) -> tuple[np.ndarray, ...]:
         inputs = self._bind(arrays, named)
         outputs = self._outputs(out, inputs)
+        # compiled code may assume outputs are ALIGNMENT-byte aligned (aligned vector and
+        # non-temporal stores): a misaligned out= array is written through a copy
+        staged = [o if o.ctypes.data % ALIGNMENT == 0 else aligned_empty(o.shape, o.dtype) for o in outputs]
         arena = [self.arena.ctypes.data] if self.arena is not None else []
-        self._fn(*[a.ctypes.data for a in inputs], *[o.ctypes.data for o in outputs], *arena)
+        self._fn(*[a.ctypes.data for a in inputs], *[o.ctypes.data for o in staged], *arena)
+        for o, s in zip(outputs, staged):
+            if s is not o:
+                np.copyto(o, s)
         return tuple(outputs)
 
 

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mlfuse
+from mlfuse import pipelines
 from mlfuse.backend import cpu
 from mlfuse.backend.gemm_kernels import I64, PTR, TASK_COLUMNS, Blocking, GemmShape, blocking_for, define_gemm_kernels
 from mlfuse.frontend.builder import GraphBuilder
@@ -120,6 +121,6 @@ def test_compiled_graph_uses_the_kernel_on_threads(dims):
     out = np.full((batch, m, n) if batch > 1 else (m, n), np.nan, np.float32)
     mlfuse.compile(module)(xs, ws, out=out)
     check(out.reshape(batch, m, n), xs.reshape(batch, m, k), ws.reshape(batch, k, n))
-    blas_steps = [s if s != "convert-to-llvm" else "convert-to-llvm{gemm=blas}" for s in mlfuse.pipelines.cpu_pipeline()]
+    blas_steps = [s if s != "convert-to-llvm" else "convert-to-llvm{gemm=blas}" for s in pipelines.cpu_pipeline()]
     (blas_out,) = mlfuse.compile(module, passes=blas_steps)(xs, ws)
     np.testing.assert_allclose(blas_out, out, rtol=1e-4, atol=1e-4 * np.sqrt(k))

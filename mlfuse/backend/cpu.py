@@ -7,6 +7,7 @@
   mlfuse/conversion/to_llvm.py). libgomp ships with gcc on every Linux machine,
   so the whole compiled function runs without returning to Python, and its
   thread team stays warm between calls; `set_num_threads` bounds the team.
+- Stores marked streaming become non-temporal after O3 (mlfuse/backend/streaming.py).
 - Object code is cached on disk, keyed by the LLVM IR and the host CPU, so the
   same graph does not go through LLVM twice (see mlfuse/cache.py for the keys).
 """
@@ -21,6 +22,8 @@ import os
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
+
+from mlfuse.backend.streaming import make_nontemporal
 
 
 def _blas_address(routine: str) -> int:
@@ -110,7 +113,7 @@ def optimized_ir(ir_module: ir.Module | str, cpu: str | None = None, features: s
     tm = target_machine(cpu, features)
     mod = prepare(ir_module, tm)
     optimize(mod, tm)
-    return str(mod)
+    return make_nontemporal(str(mod), tm.triple)
 
 
 class JitModule:
@@ -146,6 +149,10 @@ def compile_object(ir_module: ir.Module | str) -> bytes:
         return cached
     mod = prepare(text)
     optimize(mod)
+    streaming = make_nontemporal(str(mod), target_machine().triple)  # after vectorization
+    if "!nontemporal" in streaming:
+        mod = llvm.parse_assembly(streaming)
+        mod.verify()
     obj = target_machine().emit_object(mod)
     cache.store_object(key, obj)
     return obj

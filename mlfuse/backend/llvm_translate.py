@@ -6,6 +6,7 @@ what mlfuse needs on top: constant globals given as raw bytes (attribute
 element for large weights), 64-byte alignment of those globals, and the bodies of
 the GEMM kernels convert-to-llvm declares (mlfuse/backend/gemm_kernels.py), for
 the vector width of `features` (an LLVM feature string; the host's by default).
+Stores marked nontemporal get the streaming TBAA tag (mlfuse/backend/streaming.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from mlfuse.backend.gemm_kernels import GemmShape, define_gemm_kernels
+from mlfuse.backend.streaming import tag_streaming_stores
 
 
 def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | None = None) -> ir.Module:
@@ -26,6 +28,8 @@ def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | Non
             assert isinstance(attr, StringAttr)
             raw[op.sym_name.data] = bytes.fromhex(attr.data)
     mod = convert_module(module, fallback_target_triple=triple)
+    tag_streaming_stores(module, mod)
+    align_wrapper_loads(mod)
     for name, data in raw.items():
         g = mod.get_global(name)
         g.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(data)), bytearray(data))
@@ -39,3 +43,19 @@ def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | Non
             features = llvmlite.binding.get_host_cpu_features().flatten()
         define_gemm_kernels(mod, features)
     return mod
+
+
+def align_wrapper_loads(mod: ir.Module) -> None:
+    """A thread wrapper `K__omp` loads K's buffer arguments from its slot array;
+    when K's parameters carry `align` (see convert-to-llvm), say so on the loads
+    (`!align`), so the facts survive K being inlined into the wrapper."""
+    functions = {f.name: f for f in mod.functions}
+    for name, wrapper in functions.items():
+        kernel = functions.get(name.removesuffix("__omp")) if name.endswith("__omp") else None
+        if kernel is None or not wrapper.blocks:
+            continue
+        loads = [i for i in wrapper.blocks[0].instructions if isinstance(i, ir.LoadInstr) and isinstance(i.type, ir.PointerType)]
+        for load, param in zip(loads, kernel.args[2:]):  # the kernel takes (lo, hi, buffers...)
+            align = param.attributes.align
+            if isinstance(param.type, ir.PointerType) and align:
+                load.set_metadata("align", mod.add_metadata([ir.Constant(ir.IntType(64), align)]))

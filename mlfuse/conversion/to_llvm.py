@@ -53,7 +53,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from mlfuse.diagnostics import Diagnostic, location_of
@@ -167,6 +167,8 @@ class ModuleLowering:
     wrappers: int = 0
     fast_math: bool = False
     gemm: str = "generated"  # f32 loop.gemm: "generated" kernels (backend/gemm_kernels.py) or "blas"
+    # proven byte alignment of the pointer parameters of outlined kernels (min over call sites)
+    param_alignment: dict[str, list[int]] = field(default_factory=dict)
 
     def declare(self, name: str, result: Attribute | None, args: list[Attribute]) -> None:
         if name not in self.declared:
@@ -346,7 +348,10 @@ class FunctionLowering:
 
     def lower_StoreOp(self, op: memref.StoreOp) -> None:
         t = op.value.type
-        self.emit(llvm.StoreOp(self.v(op.value), self.address(op.memref, op.indices), alignment=element_alignment(t)))
+        nontemporal = op.nontemporal is not None and op.nontemporal.value.data != 0
+        self.emit(llvm.StoreOp(
+            self.v(op.value), self.address(op.memref, op.indices), alignment=element_alignment(t), nontemporal=nontemporal
+        ))
 
     def lower_AllocOp(self, op: memref.AllocOp) -> SSAValue:
         t = op.memref.type
@@ -446,7 +451,49 @@ def element_alignment(t: Attribute) -> int:
 
 def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
     grain = op.grain.value.data if op.grain is not None else 1
-    emit_team_call(fl, op.callee.string_value(), op.trip_count.value.data, grain, [fl.v(a) for a in op.args])
+    callee = op.callee.string_value()
+    # the callee's (lo, hi, buffers...) may assume what every call site guarantees
+    known = [1, 1] + [buffer_alignment(a) for a in op.args]
+    seen = fl.ml.param_alignment.setdefault(callee, known)
+    fl.ml.param_alignment[callee] = [min(a, b) for a, b in zip(seen, known)]
+    emit_team_call(fl, callee, op.trip_count.value.data, grain, [fl.v(a) for a in op.args])
+
+
+# The runtime (mlfuse.api) passes outputs and the arena 64-byte aligned to an entry
+# function (one with `mlfuse.num_inputs`); inputs may have any alignment.
+ENTRY_ALIGNMENT = 64
+
+
+def buffer_alignment(value: SSAValue) -> int:
+    """Bytes to which a memref's address is known to be aligned (1 when unknown)."""
+    if isinstance(value, BlockArgument):
+        fn = value.block.parent_op()
+        if isinstance(fn, func.FuncOp) and fn.body.blocks and value.block is fn.body.blocks[0]:
+            n_inputs = fn.attributes.get("mlfuse.num_inputs")
+            if isinstance(n_inputs, IntegerAttr) and value.index >= n_inputs.value.data:
+                return ENTRY_ALIGNMENT
+        return 1
+    op = value.owner
+    if isinstance(op, memref.AllocOp | memref.AllocaOp):
+        return 64
+    if isinstance(op, loop.ViewOp):
+        return buffer_alignment(op.source)
+    if isinstance(op, memref.ViewOp):
+        shift = op.byte_shift.owner
+        if isinstance(shift, arith.ConstantOp) and isinstance(shift.value, IntegerAttr):
+            offset = shift.value.value.data
+            base = buffer_alignment(op.source)
+            return base if offset % base == 0 else offset & -offset
+    return 1
+
+
+def with_alignment(fn: llvm.FuncOp, alignment: list[int]) -> None:
+    """Give the pointer parameters of `fn` their proven alignment (llvm.align)."""
+    attrs = [dict(d.data) for d in fn.arg_attrs.data] if fn.arg_attrs else [{} for _ in alignment]
+    for k, (t, a) in enumerate(zip(fn.function_type.inputs.data, alignment)):
+        if isinstance(t, llvm.LLVMPointerType) and a > 1:
+            attrs[k]["llvm.align"] = IntegerAttr(a, i64)
+    fn.arg_attrs = ArrayAttr([DictionaryAttr(d) for d in attrs])
 
 
 def emit_team_call(fl: FunctionLowering, callee: str, trip: int, grain: int, args: list[SSAValue]) -> None:
@@ -615,6 +662,7 @@ def lower_function(ml: ModuleLowering, fn: func.FuncOp) -> llvm.FuncOp:
     new_fn.arg_attrs = ArrayAttr(
         [DictionaryAttr({"llvm.noalias": UnitAttr()} if isinstance(t, llvm.LLVMPointerType) else {}) for t in arg_types]
     )
+    with_alignment(new_fn, [buffer_alignment(a) for a in fn.body.block.args])
     return new_fn
 
 
@@ -645,6 +693,9 @@ def convert_to_llvm(module: ModuleOp, fast_math: bool = False, gemm: str = "gene
             ml.new_ops.append(op.clone())
         else:
             raise Diagnostic(f"cannot lower top-level '{op.name}' to LLVM", location_of(op))
+    for op in ml.new_ops:
+        if isinstance(op, llvm.FuncOp) and op.sym_name.data in ml.param_alignment and op.body.blocks:
+            with_alignment(op, ml.param_alignment[op.sym_name.data])
     for op in list(module.ops):
         op.detach()
         op.erase(safe_erase=False)
