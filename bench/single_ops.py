@@ -18,6 +18,7 @@ import numpy as np
 from scipy import special
 
 import mlfuse
+from mlfuse.api import aligned_empty
 from mlfuse.backend import cpu
 
 
@@ -42,13 +43,14 @@ def workloads(n: int):
     for op, ref in {"add": np.add, "mul": np.multiply, "div": np.divide, "max": np.maximum}.items():
         src = f"func.func @main(%x: {t}, %y: {t}) -> {t} {{\n  %z = graph.{op} %x, %y : {t}\n  func.return %z : {t}\n}}"
         yield op, src, ref, 2, lambda x: x
-    for axis in (0, 1):
-        src = (
-            f"func.func @main(%x: {t}) -> tensor<{n}xf32> {{\n"
-            f"  %y = graph.reduce_sum %x {{axes = array<i64: {axis}>}} : {t} -> tensor<{n}xf32>\n"
-            f"  func.return %y : tensor<{n}xf32>\n}}"
-        )
-        yield f"reduce_sum axis {axis}", src, (lambda x, a=axis: np.sum(x, axis=a)), 1, lambda x: x
+    for kind, ref in {"sum": np.sum, "max": np.max}.items():
+        for axis in (0, 1):
+            src = (
+                f"func.func @main(%x: {t}) -> tensor<{n}xf32> {{\n"
+                f"  %y = graph.reduce_{kind} %x {{axes = array<i64: {axis}>}} : {t} -> tensor<{n}xf32>\n"
+                f"  func.return %y : tensor<{n}xf32>\n}}"
+            )
+            yield f"reduce_{kind} axis {axis}", src, (lambda x, a=axis, f=ref: f(x, axis=a)), 1, lambda x: x
     src = (
         f"func.func @main(%x: {t}) -> {t} {{\n"
         f"  %y = graph.transpose %x {{perm = array<i64: 1, 0>}} : {t} -> {t}\n  func.return %y : {t}\n}}"
@@ -70,15 +72,18 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=4096, help="n for n x n f32 operands")
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--ops", nargs="*", help="only the ops whose names start with these")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     n = args.size
     print(f"{n}x{n} f32, medians of {args.repeat}; ratio = numpy / mlfuse (> 1: mlfuse faster)")
     print(f"{'op':20s} {'thr':>3s} {'mlfuse ms':>10s} {'numpy ms':>10s} {'ratio':>6s}")
     for name, src, ref, arity, prep in workloads(n):
+        if args.ops and not name.startswith(tuple(args.ops)):
+            continue
         inputs = [prep(rng.standard_normal((n, n)).astype(np.float32)) for _ in range(arity)]
         fn = mlfuse.compile(src, fuse=False)
-        out = [np.empty(s.shape, s.dtype) for s in fn.outputs]
+        out = [aligned_empty(s.shape, s.dtype) for s in fn.outputs]
         for threads in (int(t) for t in args.threads.split(",")):
             cpu.set_num_threads(threads)
             fn(*inputs, out=out)  # warm up the thread team and the pages

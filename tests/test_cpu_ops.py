@@ -374,3 +374,29 @@ def test_fast_math_is_opt_in_and_close():
     (fast,) = mlfuse.compile(src, fast_math=True)(x, y)
     np.testing.assert_allclose(exact, want, rtol=2e-6)
     np.testing.assert_allclose(fast, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "shape, perm",
+    [((300, 257), (1, 0)), ((3, 130, 270), (0, 2, 1)), ((70, 4, 300), (2, 1, 0)), ((256, 512), (1, 0)), ((2, 64, 9, 130), (0, 3, 2, 1))],
+)
+def test_large_transposes_run_by_tiles(shape, perm):
+    """Transposes that move the innermost dimension and hold 2^16+ elements run as a
+    band of blocks of 8x8 tiles (edges included); exact copies, outputs poisoned."""
+    from mlfuse.frontend.builder import GraphBuilder
+
+    b = GraphBuilder()
+    x = b.input("x", shape)
+    b.output(b.transpose(x, perm))
+    module = b.module()
+    xs = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    out = np.full(tuple(shape[p] for p in perm), np.nan, np.float32)
+    fn = mlfuse.compile(module)
+    fn(xs, out=out)
+    np.testing.assert_array_equal(out, np.transpose(xs, perm))
+    from mlfuse.api import run_pipeline
+    from mlfuse import pipelines
+
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(module.clone(), steps[: steps.index("convert-graph-to-loop") + 1])
+    assert "transpose.tiles" in str(lowered)

@@ -118,3 +118,34 @@ func.func @unsupported(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = arith.addf %x, %x : tensor<4xf32>
   func.return %y : tensor<4xf32>
 }
+
+// -----
+
+// A large transpose that moves the innermost dimension runs as a band over 64x64
+// blocks and their 8x8 tiles; a tile's nest takes a min at the edges (300 = 4*64+44, 257 = 4*64+1).
+// CHECK-LABEL: func.func @big_transpose
+// CHECK: loop.band "transpose.tiles" upper [5, 5, 8, 8]
+// CHECK: loop.nest "transpose" syms(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}})
+// CHECK-SAME: lower [affine_map<()[s0, s1, s2, s3] -> (((s0 * 64) + (s2 * 8)))>, affine_map<()[s0, s1, s2, s3] -> (((s1 * 64) + (s3 * 8)))>]
+// CHECK-SAME: upper [affine_map<()[s0, s1, s2, s3] -> ((((s0 * 64) + (s2 * 8)) + 8), 300)>, affine_map<()[s0, s1, s2, s3] -> ((((s1 * 64) + (s3 * 8)) + 8), 257)>]
+// CHECK-SAME: maps [affine_map<(d0, d1)[s0, s1, s2, s3] -> (d1, d0)>, affine_map<(d0, d1)[s0, s1, s2, s3] -> (d0, d1)>]
+func.func @big_transpose(%x: tensor<257x300xf32>) -> tensor<300x257xf32> {
+  %t = graph.transpose %x {perm = array<i64: 1, 0>} : tensor<257x300xf32> -> tensor<300x257xf32>
+  func.return %t : tensor<300x257xf32>
+}
+
+// -----
+
+// Not tiled: the permutation keeps the innermost dimension (rows move whole).
+// CHECK-LABEL: func.func @keeps_rows
+// CHECK-NOT: loop.band
+// CHECK: loop.nest "transpose" lower [0, 0, 0] upper [64, 32, 128]
+func.func @keeps_rows(%x: tensor<32x64x128xf32>) -> tensor<64x32x128xf32> {
+  %t = graph.transpose %x {perm = array<i64: 1, 0, 2>} : tensor<32x64x128xf32> -> tensor<64x32x128xf32>
+  func.return %t : tensor<64x32x128xf32>
+}
+
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-graph-to-loop{stitch=false}' | filecheck %s --check-prefix=NOSTITCH
+// NOSTITCH-LABEL: func.func @big_transpose
+// NOSTITCH-NOT: loop.band
+// NOSTITCH: loop.nest "transpose" lower [0, 0] upper [300, 257]

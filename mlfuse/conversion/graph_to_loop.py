@@ -11,13 +11,16 @@ group code generators.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
+    AffineMapAttr,
     ArrayAttr,
+    IndexType,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -189,12 +192,62 @@ def lower_reduce(fl: FunctionLowering, op: graph.ReduceOp, out: SSAValue) -> Non
         fl.nest("mean_scale", out_shape, [out], [out], scale, maps=[identity(len(out_shape))] * 2)
 
 
+# Transposes that move the innermost dimension run by 8 x 8 tiles, which LLVM
+# unrolls and transposes in registers (shuffles), visited block by block of 64 x 64
+# so that the pages a block touches stay in the TLB. 4096x4096 f32 at 1 thread:
+# 97 ms untiled (every element of a column on a new page), 32 ms with 32 x 32
+# tiles (gathers), 15 ms with 8 x 8 tiles in plain order (TLB misses), 10.7 ms
+# blocked (6.1 ms at 2 threads; numpy 113 ms).
+TRANSPOSE_TILE = 8
+TRANSPOSE_BLOCK = 64
+TRANSPOSE_TILE_MIN_ELEMENTS = 1 << 16
+
+
 def lower_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue) -> None:
     perm = op.permutation
+    rank = len(perm)
     out_shape = graph.shape_of(op.result)
-    inverse = [perm.index(j) for j in range(len(perm))]
-    m = AffineMap(len(perm), 0, tuple(AffineExpr.dimension(inverse[j]) for j in range(len(perm))))
-    fl.nest("transpose", out_shape, [fl.buffer(op.input)], [out], lambda b, a: [a[0]], maps=[m, identity(len(perm))])
+    inverse = [perm.index(j) for j in range(rank)]  # input dimension j is output dimension inverse[j]
+    across = inverse[rank - 1]  # the output dimension that walks along the input's rows
+    if (
+        fl.stitch
+        and across != rank - 1
+        and math.prod(out_shape) >= TRANSPOSE_TILE_MIN_ELEMENTS
+        and min(out_shape[across], out_shape[-1]) >= TRANSPOSE_TILE
+    ):
+        tiled_transpose(fl, op, out, inverse, across)
+        return
+    m = AffineMap(rank, 0, tuple(AffineExpr.dimension(inverse[j]) for j in range(rank)))
+    fl.nest("transpose", out_shape, [fl.buffer(op.input)], [out], lambda b, a: [a[0]], maps=[m, identity(rank)])
+
+
+def tiled_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue, inverse: list[int], across: int) -> None:
+    """A parallel `loop.band` over the output: blocks of TRANSPOSE_BLOCK along `across`
+    and the last dimension (every index of the others), then the tiles of a block;
+    inside, one 2-d nest copies a TRANSPOSE_TILE square (bounds take a min at the
+    edges, where a tile may be empty)."""
+    out_shape = graph.shape_of(op.result)
+    rank, tile, block = len(out_shape), TRANSPOSE_TILE, TRANSPOSE_BLOCK
+    tiled = (across, rank - 1)  # the inner loop writes contiguous output
+    band_block = Block(arg_types=[IndexType()] * (rank + 2))
+    s = [AffineExpr.symbol(k) for k in range(rank + 2)]
+    start = {k: s[k] * block + s[rank + i] * tile for i, k in enumerate(tiled)}
+    d = (AffineExpr.dimension(0), AffineExpr.dimension(1))
+    lower = [AffineMapAttr(AffineMap(0, rank + 2, (start[k],))) for k in tiled]
+    upper = [AffineMapAttr(AffineMap(0, rank + 2, (start[k] + tile, AffineExpr.constant(out_shape[k])))) for k in tiled]
+    out_index = [d[tiled.index(k)] if k in tiled else s[k] for k in range(rank)]
+    in_index = [out_index[inverse[j]] for j in range(rank)]
+    t = graph.element_type_of(op.result)
+    body = Block(arg_types=[t, t])
+    Builder(InsertPoint.at_end(body)).insert(loop.YieldOp(body.args[0]))
+    nest = loop.NestOp(
+        fl.prefix + "transpose", (lower, upper), [loop.PARALLEL] * 2, [fl.buffer(op.input)], [out],
+        [AffineMap(2, rank + 2, tuple(in_index)), AffineMap(2, rank + 2, tuple(out_index))], Region(body),
+        list(band_block.args),
+    )
+    Builder(InsertPoint.at_end(band_block)).insert(nest)
+    sizes = [-(-n // block) if k in tiled else n for k, n in enumerate(out_shape)] + [block // tile] * 2
+    fl.builder.insert(loop.BandOp(fl.prefix + "transpose.tiles", sizes, Region(band_block)))
 
 
 def copy_nest(fl: FunctionLowering, name: str, src: SSAValue, dst: SSAValue, src_map: AffineMap, dst_map: AffineMap, bounds: Sequence[int]) -> None:
