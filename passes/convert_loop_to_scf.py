@@ -5,9 +5,11 @@ of every input and output element and memref.store of the yielded values. With
 `parallel=true` (the default), a nest with a parallel dimension and at least
 2^15 points is outlined into a private function over a sub-range of that
 dimension and called through `loop.parallel_call`, which splits the range across
-threads; smaller nests stay inline. With `nontemporal=true` (the default), pure
+threads; smaller nests stay inline. With `streaming=true` (the default), pure
 unit-stride writes to buffers of 32 MiB or more become `memref.store
-{nontemporal = true}` (streaming stores, made non-temporal after LLVM vectorizes).
+{nontemporal = true}` (streaming stores, made non-temporal after LLVM vectorizes),
+and unit-stride loads of such buffers inside a `loop.band` get `mlfuse.prefetch`
+(software prefetches a few rows ahead, added after LLVM vectorizes).
 
 Before:
     loop.nest "exp" lower [0] upper [8] iterators ["parallel"]
@@ -39,7 +41,8 @@ class ConvertLoopToScfPass(ModulePass):
     name = "convert-loop-to-scf"
 
     parallel: bool = True
-    nontemporal: bool = True
+    streaming: bool = True
+    """Mark streaming stores and prefetched loads of large buffers (see above)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_loop_to_scf(op, self.parallel, self.nontemporal)
+        convert_loop_to_scf(op, self.parallel, self.streaming)

@@ -1,7 +1,8 @@
-"""Non-temporal stores for large outputs (mlfuse/backend/streaming.py), end to end.
+"""Streaming accesses (mlfuse/backend/streaming.py), end to end: non-temporal
+stores for large outputs, software prefetches for rows that stream into a band.
 
 Outputs of 32 MiB and more stream; results must be the same bits as the plain
-stores (convert-loop-to-scf{nontemporal=false}), whether the caller's out= array
+stores (convert-loop-to-scf{streaming=false}), whether the caller's out= array
 is 64-byte aligned or not (the runtime writes a misaligned one through a copy).
 Outputs are poisoned with NaN first.
 """
@@ -31,7 +32,7 @@ def layernorm_and_scale():
 
 
 def plain_pipeline():
-    return [s if s != "convert-loop-to-scf{parallel=true}" else "convert-loop-to-scf{parallel=true nontemporal=false}"
+    return [s if s != "convert-loop-to-scf{parallel=true}" else "convert-loop-to-scf{parallel=true streaming=false}"
             for s in pipelines.cpu_pipeline()]
 
 
@@ -52,6 +53,7 @@ def test_compiled_streaming_code_has_nontemporal_stores():
     run_pipeline(module, steps)
     text = cpu.optimized_ir(to_llvmlite(module))
     assert "!nontemporal" in text and "llvm.x86.sse.sfence" in text
+    assert "call void @llvm.prefetch.p0" in text  # the LayerNorm rows stream in
 
 
 @pytest.mark.parametrize("offset", [0, 4, 16])
@@ -91,3 +93,23 @@ def test_only_aligned_vector_stores_become_nontemporal():
     assert streaming.make_nontemporal(ALIGNED, "aarch64-unknown-linux-gnu") == ALIGNED
     plain = ALIGNED.replace("align 64, !tbaa !3\n  store <16", "align 4, !tbaa !3\n  store <16", 1)
     assert streaming.make_nontemporal(plain, "x86_64-unknown-linux-gnu") == plain
+
+
+PREFETCH = """define void @k(ptr %p, ptr %q) {
+  %a = load <16 x float>, ptr %p, align 4, !tbaa !3
+  %b = load <16 x float>, ptr %q, align 4
+  %c = load float, ptr %p, align 4, !tbaa !3
+  ret void
+}
+!0 = !{!"mlfuse.prefetch.root"}
+!1 = !{!"mlfuse.prefetch", !0, i64 0}
+!3 = !{!1, !1, i64 0}"""
+
+
+def test_tagged_vector_loads_prefetch_ahead():
+    out = streaming.make_nontemporal(PREFETCH, "x86_64-unknown-linux-gnu").split("\n")
+    assert out[2] == f"  %mlfuse.prefetch.1 = getelementptr i8, ptr %p, i64 {streaming.PREFETCH_BYTES}"
+    assert out[3] == "  call void @llvm.prefetch.p0(ptr %mlfuse.prefetch.1, i32 0, i32 3, i32 1)"
+    assert out[4].startswith("  %b = load") and out[5].startswith("  %c = load") and out[6] == "  ret void"
+    assert "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)" in out
+    assert "sfence" not in "\n".join(out)

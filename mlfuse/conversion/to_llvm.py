@@ -344,7 +344,10 @@ class FunctionLowering:
 
     def lower_LoadOp(self, op: memref.LoadOp) -> SSAValue:
         t = op.res.type
-        return self.emit(llvm.LoadOp(self.address(op.memref, op.indices), t, alignment=element_alignment(t)))
+        load = llvm.LoadOp(self.address(op.memref, op.indices), t, alignment=element_alignment(t))
+        if "mlfuse.prefetch" in op.attributes:  # the translation tags it (backend/streaming.py)
+            load.attributes["mlfuse.prefetch"] = UnitAttr()
+        return self.emit(load)
 
     def lower_StoreOp(self, op: memref.StoreOp) -> None:
         t = op.value.type

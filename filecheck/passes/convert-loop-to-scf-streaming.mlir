@@ -1,8 +1,9 @@
-// Streaming stores: pure, unit-stride writes to buffers of at least 32 MiB get
-// `nontemporal = true`; made non-temporal after LLVM vectorizes them
-// (mlfuse/backend/streaming.py). Serial lowering keeps the checks short.
+// Streaming accesses: pure, unit-stride writes to buffers of at least 32 MiB get
+// `nontemporal = true`, and unit-stride loads of such buffers inside a loop.band
+// get `mlfuse.prefetch`; mlfuse/backend/streaming.py turns both into machine
+// code after LLVM vectorizes. Serial lowering keeps the checks short.
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false}' | filecheck %s
-// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false nontemporal=false}' | filecheck %s --check-prefix=OFF
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false streaming=false}' | filecheck %s --check-prefix=OFF
 
 // A 64 MiB output written once, row by row: streams.
 // CHECK-LABEL: func.func @stream
@@ -55,6 +56,33 @@ func.func @transpose(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
   loop.nest "t" lower [0, 0] upper [4096, 4096] iterators ["parallel", "parallel"] ins(%x : memref<4096x4096xf32>) outs(%y : memref<4096x4096xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1, d0)>] {
   ^bb0(%a: f32, %o: f32):
     loop.yield %a : f32
+  }
+  func.return
+}
+
+// -----
+
+// Inside a loop.band (a stitched row), loads that stream from a large input are
+// marked for software prefetching; the small per-row scratch is not.
+// CHECK-LABEL: func.func @rows
+// CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] {mlfuse.prefetch} : memref<16384x1024xf32>
+// CHECK-NOT: memref.load %{{.*}}[%{{.*}}] {mlfuse.prefetch} : memref<1xf32>
+// OFF-LABEL: func.func @rows
+// OFF-NOT: mlfuse.prefetch
+func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
+  loop.band "rows" upper [16384] {
+  ^bb0(%r: index):
+    %acc = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+    loop.nest "sum" syms(%r) lower [0] upper [1024] iterators ["reduction"] ins(%x : memref<16384x1024xf32>) outs(%acc : memref<1xf32>) maps [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> (0)>] {
+    ^bb0(%a: f32, %s: f32):
+      %t = arith.addf %s, %a fastmath<reassoc> : f32
+      loop.yield %t : f32
+    }
+    loop.nest "scale" syms(%r) lower [0] upper [1024] iterators ["parallel"] ins(%x, %acc : memref<16384x1024xf32>, memref<1xf32>) outs(%y : memref<16384x1024xf32>) maps [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> (0)>, affine_map<(d0)[s0] -> (s0, d0)>] {
+    ^bb0(%a: f32, %s: f32, %o: f32):
+      %t = arith.mulf %a, %s : f32
+      loop.yield %t : f32
+    }
   }
   func.return
 }
