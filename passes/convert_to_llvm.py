@@ -3,10 +3,11 @@
 Memrefs of static shape become bare pointers indexed by inbounds GEPs on the
 linearized index (vectorizable); scf.for becomes a CFG; memref.alloc/dealloc call
 aligned_alloc/free; loop.parallel_call becomes a GOMP_parallel call with a
-generated per-thread wrapper. Buffer arguments are noalias. An f32 loop.gemm
-becomes a team call of a generated, register-blocked kernel (its body is written
-when the module is translated to LLVM IR, for the target's vector width:
-mlfuse/backend/gemm_kernels.py); with gemm=blas, and for f64, it calls BLAS.
+generated per-thread wrapper. Buffer arguments are noalias. A loop.gemm becomes
+a team call of a generated, register-blocked kernel (its body is written when the
+module is translated to LLVM IR, for the target's vector width:
+mlfuse/backend/gemm_kernels.py); with gemm=blas it calls scipy's BLAS (best with
+OMP_WAIT_POLICY=passive: BLAS's threads and a spinning team share the cores).
 
 Before:
     func.func @main(%x: memref<8xf32>, %y: memref<8xf32>) {
@@ -36,7 +37,7 @@ class ConvertToLlvmPass(ModulePass):
     """Allow nnan, ninf, nsz, arcp and contract on every float op (FMAs, reciprocals)."""
 
     gemm: str = "generated"
-    """How f32 loop.gemm runs: `generated` kernels or `blas` (scipy's BLAS)."""
+    """How loop.gemm runs: `generated` kernels or `blas` (scipy's BLAS)."""
 
     def __post_init__(self) -> None:
         if self.gemm not in ("generated", "blas"):

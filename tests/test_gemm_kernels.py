@@ -17,11 +17,13 @@ from hypothesis import strategies as st
 
 import mlfuse
 from mlfuse import pipelines
+from mlfuse.api import module_text, run_pipeline
 from mlfuse.backend import cpu
 from mlfuse.backend.gemm_kernels import I64, PTR, TASK_COLUMNS, Blocking, GemmShape, blocking_for, define_gemm_kernels
 from mlfuse.frontend.builder import GraphBuilder
 
-U32 = 2.0**-24
+UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
+NUMPY = {"f32": np.float32, "f64": np.float64}
 FEATURES = {"avx512": "+avx512f,+avx2,+avx,+fma", "avx2": "+avx2,+avx,+fma", "sse": "+sse4.2"}
 _JITS: list = []  # compiled kernels stay alive for the session (like mlfuse.compile's cache)
 
@@ -38,16 +40,18 @@ def kernel(shape: GemmShape, features: str):
 
 
 def check(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
-    exact = np.matmul(a.astype(np.float64), b.astype(np.float64))
-    bound = 2 * a.shape[-1] * U32 * np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    exact = np.matmul(a.astype(np.longdouble), b.astype(np.longdouble))
+    u = UNIT_ROUNDOFF["f64" if c.dtype == np.float64 else "f32"]
+    bound = 2 * a.shape[-1] * u * np.matmul(np.abs(a).astype(np.longdouble), np.abs(b).astype(np.longdouble))
     assert not np.isnan(c).any()
-    assert np.all(np.abs(c - exact) <= bound + 1e-30)
+    assert np.all(np.abs(c - exact) <= bound + 1e-300)
 
 
 def operands(rng, shape: GemmShape):
-    a = rng.standard_normal((shape.batch, shape.m, shape.k)).astype(np.float32)
-    b = rng.standard_normal((shape.batch, shape.k, shape.n)).astype(np.float32)
-    c = np.full((shape.batch, shape.m, shape.n), np.nan, np.float32)
+    t = NUMPY[shape.dtype]
+    a = rng.standard_normal((shape.batch, shape.m, shape.k)).astype(t)
+    b = rng.standard_normal((shape.batch, shape.k, shape.n)).astype(t)
+    c = np.full((shape.batch, shape.m, shape.n), np.nan, t)
     return a, b, c
 
 
@@ -62,18 +66,20 @@ def test_blocking_follows_the_vector_registers():
 def test_symbol_round_trip():
     shape = GemmShape(12, 128, 64, 128)
     assert GemmShape.from_symbol(shape.symbol) == shape
+    assert GemmShape.from_symbol(GemmShape(1, 2, 3, 4, "f64").symbol) == GemmShape(1, 2, 3, 4, "f64")
     assert GemmShape.from_symbol(shape.symbol + "_micro8x48") is None
     assert GemmShape.from_symbol("mlfuse_sgemm") is None
     assert shape.tasks == 12 * 2
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("isa", sorted(FEATURES))
 @pytest.mark.parametrize(
     "dims",
     [(1, 1, 1, 1), (1, 8, 48, 256), (2, 13, 50, 17), (1, 20, 97, 300), (3, 9, 7, 513), (1, 64, 144, 40)],
 )
-def test_kernel_matches_numpy(isa, dims):
-    shape = GemmShape(*dims)
+def test_kernel_matches_numpy(isa, dims, dtype):
+    shape = GemmShape(*dims, dtype)
     a, b, c = operands(np.random.default_rng(sum(dims)), shape)
     kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
     check(c, a, b)
@@ -96,31 +102,57 @@ def test_tasks_split_anywhere():
 @settings(max_examples=25, deadline=None)
 @given(
     batch=st.integers(1, 3), m=st.integers(1, 40), n=st.integers(1, 130), k=st.integers(1, 600),
-    isa=st.sampled_from(sorted(FEATURES)),
+    isa=st.sampled_from(sorted(FEATURES)), dtype=st.sampled_from(["f32", "f64"]),
 )
-def test_random_shapes(batch, m, n, k, isa):
-    shape = GemmShape(batch, m, n, k)
+def test_random_shapes(batch, m, n, k, isa, dtype):
+    shape = GemmShape(batch, m, n, k, dtype)
     a, b, c = operands(np.random.default_rng(batch * m * n * k), shape)
     kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
     check(c, a, b)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("dims", [(1, 64, 300, 520), (3, 100, 90, 70)])
-def test_compiled_graph_uses_the_kernel_on_threads(dims):
+def test_compiled_graph_uses_the_kernel_on_threads(dims, dtype):
     """End to end: a matmul big enough for loop.gemm, on the thread team, with the
     outputs poisoned; `gemm=blas` computes the same product through BLAS."""
     batch, m, n, k = dims
+    t = NUMPY[dtype]
     b = GraphBuilder()
-    x = b.input("x", (batch, m, k) if batch > 1 else (m, k))
-    w = b.input("w", (batch, k, n) if batch > 1 else (k, n))
+    x = b.input("x", (batch, m, k) if batch > 1 else (m, k), dtype)
+    w = b.input("w", (batch, k, n) if batch > 1 else (k, n), dtype)
     b.output(b.matmul(x, w))
     module = b.module()
+    assert GemmShape(batch, m, n, k, dtype).symbol in module_text(run_pipeline(module.clone(), pipelines.cpu_pipeline()))
     rng = np.random.default_rng(3)
-    xs = rng.standard_normal((batch, m, k) if batch > 1 else (m, k)).astype(np.float32)
-    ws = rng.standard_normal((batch, k, n) if batch > 1 else (k, n)).astype(np.float32)
-    out = np.full((batch, m, n) if batch > 1 else (m, n), np.nan, np.float32)
+    xs = rng.standard_normal((batch, m, k) if batch > 1 else (m, k)).astype(t)
+    ws = rng.standard_normal((batch, k, n) if batch > 1 else (k, n)).astype(t)
+    out = np.full((batch, m, n) if batch > 1 else (m, n), np.nan, t)
     mlfuse.compile(module)(xs, ws, out=out)
     check(out.reshape(batch, m, n), xs.reshape(batch, m, k), ws.reshape(batch, k, n))
     blas_steps = [s if s != "convert-to-llvm" else "convert-to-llvm{gemm=blas}" for s in pipelines.cpu_pipeline()]
     (blas_out,) = mlfuse.compile(module, passes=blas_steps)(xs, ws)
     np.testing.assert_allclose(blas_out, out, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+def test_freed_engines_leave_the_compiler_working():
+    """An execution engine owns its target machine and frees it with itself; the
+    compiler's shared one must survive engines that are garbage-collected."""
+    import gc
+
+    shape = GemmShape(1, 9, 50, 20)
+    for seed in range(3):  # each round frees the previous round's engine
+        module = ir.Module()
+        module.triple = cpu.target_machine().triple
+        ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR]), name=shape.symbol)
+        define_gemm_kernels(module, FEATURES["avx2"])
+        text = str(module).replace(shape.symbol, f"{shape.symbol}_{seed}")  # defeat the object cache
+        jit = cpu.JitModule(cpu.compile_object(text))
+        run = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(
+            jit.address(f"{shape.symbol}_{seed}")
+        )
+        a, b, c = operands(np.random.default_rng(seed), shape)
+        run(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
+        check(c, a, b)
+        del run, jit
+        gc.collect()

@@ -72,8 +72,9 @@ func.func @par(%y: memref<64xf32>) {
 
 // -----
 
-// f32 loop.gemm: a team call of a generated kernel whose name carries the shape
-// (batch x m x n x k); its body is written at translation (see gemm-kernels.mlir).
+// loop.gemm: a team call of a generated kernel whose name carries the element type
+// and the shape (batch x m x n x k); its body is written at translation (see
+// gemm-kernels.mlir).
 // Two GEMMs of one shape share the kernel and its wrapper.
 // CHECK: llvm.func @mlfuse_gemm_f32_2x4x3x8(i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK: llvm.func internal @mlfuse_gemm_f32_2x4x3x8__omp
@@ -89,11 +90,10 @@ func.func @gemm(%a: memref<2x4x8xf32>, %b: memref<2x8x3xf32>, %c: memref<2x4x3xf
 
 // -----
 
-// f64 loop.gemm: one Fortran-convention BLAS call per matrix, B first (row-major
-// C = A B is column-major C^T = B^T A^T).
+// f64 loop.gemm: a generated kernel too.
 // CHECK-LABEL: llvm.func @gemm64
-// CHECK-COUNT-2: llvm.call @mlfuse_dgemm
-// CHECK-NOT: llvm.call @mlfuse_dgemm
+// CHECK: llvm.mlir.addressof @mlfuse_gemm_f64_2x4x3x8__omp
+// CHECK-NOT: mlfuse_dgemm
 func.func @gemm64(%a: memref<2x4x8xf64>, %b: memref<2x8x3xf64>, %c: memref<2x4x3xf64>) {
   loop.gemm %a, %b into %c : memref<2x4x8xf64>, memref<2x8x3xf64>, memref<2x4x3xf64>
   func.return
@@ -142,8 +142,12 @@ func.func @fma_candidate(%a: f32, %b: f32, %c: f32) -> f32 {
 
 // -----
 
-// gemm=blas: f32 GEMMs call BLAS too.
+// gemm=blas: one Fortran-convention BLAS call per matrix, B first (row-major
+// C = A B is column-major C^T = B^T A^T).
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-to-llvm{gemm=blas}' | filecheck %s --check-prefix=BLAS
+// BLAS-LABEL: llvm.func @gemm64
+// BLAS-COUNT-2: llvm.call @mlfuse_dgemm
+// BLAS-NOT: llvm.call @mlfuse_dgemm
 // BLAS-LABEL: llvm.func @gemm_blas
 // BLAS: llvm.call @mlfuse_sgemm
 // BLAS-NOT: mlfuse_gemm_f32

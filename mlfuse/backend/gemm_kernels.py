@@ -1,8 +1,9 @@
-"""Generated GEMM kernels for `loop.gemm` on f32: packed, register-blocked, vectorized.
+"""Generated GEMM kernels for `loop.gemm`: packed, register-blocked, vectorized.
 
-convert-to-llvm lowers an f32 `loop.gemm` to a team call of
+convert-to-llvm lowers a `loop.gemm` on f32 (f64) to a team call of
 
     void mlfuse_gemm_f32_<batch>x<m>x<n>x<k>(i64 lo, i64 hi, ptr A, ptr B, ptr C)
+    void mlfuse_gemm_f64_<batch>x<m>x<n>x<k>(...)
 
 which computes C[b] = A[b] @ B[b] (row-major, static shapes) for the tasks
 [lo, hi): task t is the column slice [48 (t mod T), 48 (t mod T + 1)) of batch
@@ -21,7 +22,7 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
           C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
 
 MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
-AVX2: 6 x 2 of 16 ymm). Each C element is one fma chain in k order, so the
+AVX2: 6 x 2 of 16 ymm; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
 result does not depend on the blocking or the thread count. Why not BLAS: the
 machines here pin OpenBLAS to its AVX2 kernels (OPENBLAS_CORETYPE=Haswell), while
 LLVM targets the host's AVX-512 (bench/results/gemm.md compares them).
@@ -35,8 +36,8 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
-PREFIX = "mlfuse_gemm_f32_"
-F32 = ir.FloatType()
+PREFIX = "mlfuse_gemm_"
+ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
 
@@ -47,10 +48,11 @@ class GemmShape:
     m: int
     n: int
     k: int
+    dtype: str = "f32"
 
     @property
     def symbol(self) -> str:
-        return f"{PREFIX}{self.batch}x{self.m}x{self.n}x{self.k}"
+        return f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
 
     @property
     def tasks(self) -> int:
@@ -58,13 +60,13 @@ class GemmShape:
 
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
-        match = re.fullmatch(re.escape(PREFIX) + r"(\d+)x(\d+)x(\d+)x(\d+)", name)
-        return GemmShape(*map(int, match.groups())) if match else None
+        match = re.fullmatch(re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)", name)
+        return GemmShape(*map(int, match.groups()[1:]), dtype=match.group(1)) if match else None
 
 
 @dataclass(frozen=True)
 class Blocking:
-    vw: int  # f32 lanes per vector
+    vw: int  # lanes per vector
     mr: int  # rows of the register tile
     nr_vecs: int  # vectors per row of the register tile
     kc: int  # depth of a packed panel
@@ -75,7 +77,8 @@ class Blocking:
 
 
 def blocking_for(features: str) -> Blocking:
-    """Register blocking for an LLVM feature string ("+avx512f,+fma,...")."""
+    """Register blocking (in f32 lanes; f64 kernels halve them) for an LLVM feature
+    string ("+avx512f,+fma,...")."""
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     if "avx512f" in enabled:
         return Blocking(vw=16, mr=8, nr_vecs=3, kc=256)  # 24 of 32 zmm accumulate
@@ -88,16 +91,19 @@ class _Kernels:
     """The functions of one GEMM shape, written into one llvmlite module."""
 
     def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
+        self.el, self.ebytes = ELEMENTS[shape.dtype]
+        if self.ebytes == 8:  # half the lanes per vector, the same registers
+            blocking = Blocking(vw=blocking.vw // 2, mr=blocking.mr, nr_vecs=blocking.nr_vecs, kc=blocking.kc)
         assert TASK_COLUMNS % blocking.nr == 0
         self.module, self.shape, self.blk = module, shape, blocking
-        self.vec = ir.VectorType(F32, blocking.vw)
+        self.vec = ir.VectorType(self.el, blocking.vw)
+        self.vec_align = min(64, blocking.vw * self.ebytes)  # packed vectors sit at multiples of a vector
         self.mask_type = ir.VectorType(I1, blocking.vw)
-        self.fma = self.intrinsic(f"llvm.fma.v{blocking.vw}f32", self.vec, [self.vec] * 3)
-        self.masked_load = self.intrinsic(
-            f"llvm.masked.load.v{blocking.vw}f32.p0", self.vec, [PTR, I32, self.mask_type, self.vec]
-        )
+        suffix = f"v{blocking.vw}{shape.dtype}"
+        self.fma = self.intrinsic(f"llvm.fma.{suffix}", self.vec, [self.vec] * 3)
+        self.masked_load = self.intrinsic(f"llvm.masked.load.{suffix}.p0", self.vec, [PTR, I32, self.mask_type, self.vec])
         self.masked_store = self.intrinsic(
-            f"llvm.masked.store.v{blocking.vw}f32.p0", ir.VoidType(), [self.vec, PTR, I32, self.mask_type]
+            f"llvm.masked.store.{suffix}.p0", ir.VoidType(), [self.vec, PTR, I32, self.mask_type]
         )
         self.micro: dict[tuple[int, int], ir.Function] = {}
         self.pack: dict[int, ir.Function] = {}
@@ -112,18 +118,18 @@ class _Kernels:
         """How many lanes of vector v of a row `width` floats wide are real."""
         return max(0, min(self.blk.vw, width - v * self.blk.vw))
 
-    def load_row_vec(self, b: ir.IRBuilder, ptr, lanes: int, align: int = 4):
+    def load_row_vec(self, b: ir.IRBuilder, ptr, lanes: int):
         if lanes == self.blk.vw:
-            return b.load(ptr, typ=self.vec, align=align)
+            return b.load(ptr, typ=self.vec, align=self.ebytes)
         mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
-        return b.call(self.masked_load, [ptr, ir.Constant(I32, align), mask, ir.Constant(self.vec, None)])
+        return b.call(self.masked_load, [ptr, ir.Constant(I32, self.ebytes), mask, ir.Constant(self.vec, None)])
 
     def store_row_vec(self, b: ir.IRBuilder, value, ptr, lanes: int) -> None:
         if lanes == self.blk.vw:
-            b.store(value, ptr, align=4)
+            b.store(value, ptr, align=self.ebytes)
             return
         mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
-        b.call(self.masked_store, [value, ptr, ir.Constant(I32, 4), mask])
+        b.call(self.masked_store, [value, ptr, ir.Constant(I32, self.ebytes), mask])
 
     def splat(self, b: ir.IRBuilder, scalar):
         one = b.insert_element(ir.Constant(self.vec, ir.Undefined), scalar, ir.Constant(I32, 0))
@@ -170,14 +176,14 @@ class _Kernels:
         src, dst, kc = fn.args
 
         def body(b, k, _):
-            row = b.gep(src, [b.mul(k, ir.Constant(I64, n))], source_etype=F32)
-            out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=F32)
+            row = b.gep(src, [b.mul(k, ir.Constant(I64, n))], source_etype=self.el)
+            out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
             for v in range(blk.nr_vecs):
                 lanes = self.lanes(width, v)
                 if lanes == 0:
                     break
-                value = self.load_row_vec(b, b.gep(row, [ir.Constant(I64, v * blk.vw)], source_etype=F32), lanes)
-                b.store(value, b.gep(out, [ir.Constant(I64, v * blk.vw)], source_etype=F32), align=64)
+                value = self.load_row_vec(b, b.gep(row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), lanes)
+                b.store(value, b.gep(out, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), align=self.vec_align)
             return []
 
         self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body)
@@ -197,16 +203,16 @@ class _Kernels:
             arg.add_attribute("noalias")
         zero = ir.Constant(self.vec, None)
         c_ptrs = {
-            (i, v): b.gep(c, [ir.Constant(I64, i * n + v * blk.vw)], source_etype=F32) for i in range(rows) for v in vecs
+            (i, v): b.gep(c, [ir.Constant(I64, i * n + v * blk.vw)], source_etype=self.el) for i in range(rows) for v in vecs
         }
         init = [b.select(first, zero, self.load_row_vec(b, c_ptrs[i, v], self.lanes(width, v))) for i in range(rows) for v in vecs]
 
         def body(b, k, acc):
-            panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=F32)
-            bv = [b.load(b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=F32), typ=self.vec, align=64) for v in vecs]
+            panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
+            bv = [b.load(b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), typ=self.vec, align=self.vec_align) for v in vecs]
             out = []
             for i in range(rows):
-                a_ik = b.load(b.gep(a, [b.add(ir.Constant(I64, i * k_dim), k)], source_etype=F32), typ=F32, align=4)
+                a_ik = b.load(b.gep(a, [b.add(ir.Constant(I64, i * k_dim), k)], source_etype=self.el), typ=self.el, align=self.ebytes)
                 splat = self.splat(b, a_ik)
                 for j, _ in enumerate(vecs):
                     out.append(b.call(self.fma, [splat, bv[j], acc[i * len(vecs) + j]]))
@@ -229,15 +235,15 @@ class _Kernels:
             micro = self.micro_fn(mr, width)
 
             def rows(b, i0, _):
-                a_rows = b.gep(a_block, [b.mul(i0, ir.Constant(I64, k_dim))], source_etype=F32)
-                c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=F32)
+                a_rows = b.gep(a_block, [b.mul(i0, ir.Constant(I64, k_dim))], source_etype=self.el)
+                c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
                 b.call(micro, [a_rows, packed, c_rows, kc, first])
                 return []
 
             self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, full), mr, rows)
         if m % mr:
-            a_rows = b.gep(a_block, [ir.Constant(I64, full * k_dim)], source_etype=F32)
-            c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=F32)
+            a_rows = b.gep(a_block, [ir.Constant(I64, full * k_dim)], source_etype=self.el)
+            c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
             b.call(self.micro_fn(m % mr, width), [a_rows, packed, c_rows, kc, first])
 
     def define(self, fn: ir.Function) -> None:
@@ -248,7 +254,7 @@ class _Kernels:
         for arg in (a, bm, c):
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        packed = b.alloca(ir.ArrayType(F32, blk.kc * blk.nr))
+        packed = b.alloca(ir.ArrayType(self.el, blk.kc * blk.nr))
         packed.align = 64
         last_partial = s.n % blk.nr
 
@@ -262,13 +268,13 @@ class _Kernels:
                 col0 = b.mul(b.srem(t, ir.Constant(I64, per_batch)), ir.Constant(I64, TASK_COLUMNS))
                 col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
                 col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
-                a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=F32)
-                b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=F32)
-                c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=F32)
+                a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
+                b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
+                c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
 
                 def panel(b, j0, _):
-                    b_block = b.gep(b_base, [j0], source_etype=F32)
-                    c_col = b.gep(c_base, [j0], source_etype=F32)
+                    b_block = b.gep(b_base, [j0], source_etype=self.el)
+                    c_col = b.gep(c_base, [j0], source_etype=self.el)
                     if not last_partial:
                         self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first)
                         return []
@@ -291,7 +297,7 @@ class _Kernels:
 
 
 def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
-    """Give every declared `mlfuse_gemm_f32_*` function of `module` its body."""
+    """Give every declared `mlfuse_gemm_*` function of `module` its body."""
     blocking = blocking_for(features)
     defined = []
     for fn in list(module.functions):

@@ -166,7 +166,7 @@ class ModuleLowering:
     declared: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
     wrappers: int = 0
     fast_math: bool = False
-    gemm: str = "generated"  # f32 loop.gemm: "generated" kernels (backend/gemm_kernels.py) or "blas"
+    gemm: str = "generated"  # loop.gemm: "generated" kernels (backend/gemm_kernels.py) or "blas"
     # proven byte alignment of the pointer parameters of outlined kernels (min over call sites)
     param_alignment: dict[str, list[int]] = field(default_factory=dict)
 
@@ -549,18 +549,19 @@ def emit_team_call(fl: FunctionLowering, callee: str, trip: int, grain: int, arg
 
 
 def emit_gemm_call(fl: FunctionLowering, op: loop.GemmOp) -> None:
-    """f32: a team call of a generated kernel (mlfuse/backend/gemm_kernels.py: the
+    """A team call of a generated kernel (mlfuse/backend/gemm_kernels.py: the
     declaration here, its body written at translation for the target's vectors);
-    f64, or f32 with gemm=blas: BLAS (see emit_blas_gemm)."""
+    with gemm=blas, BLAS (see emit_blas_gemm)."""
     ta, tb = op.a.type, op.b.type
     assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType)
-    if not isinstance(ta.get_element_type(), Float32Type) or fl.ml.gemm == "blas":
+    if fl.ml.gemm == "blas":
         emit_blas_gemm(fl, op)
         return
     from mlfuse.backend.gemm_kernels import GemmShape
 
     *batch, m, k = ta.get_shape()
-    shape = GemmShape(math.prod(batch), m, tb.get_shape()[-1], k)
+    dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
+    shape = GemmShape(math.prod(batch), m, tb.get_shape()[-1], k, dtype)
     fl.ml.declare(shape.symbol, None, [i64, i64, PTR, PTR, PTR])
     emit_team_call(fl, shape.symbol, shape.tasks, 1, [fl.v(op.a), fl.v(op.b), fl.v(op.c)])
 
