@@ -15,7 +15,8 @@ state a training or serving loop sees, which the table reports (medians). The co
 medians are in the JSON and in a line per workload of the markdown.
 
   x floor   median / bandwidth floor; the floor is (input + output bytes) divided by
-            the copy bandwidth measured in the same run (bench/bandwidth.py). For
+            the copy bandwidth measured in the same run (bench/bandwidth.py; each
+            round times a copy right after an untimed one, like the calls). For
             GEMM-bearing graphs it is not a bound, only a scale.
   x numpy   numpy op-by-op median / this median (speedup)
   compile   seconds to compile (mlfuse.compile; jax lower+compile; torch.compile's
@@ -260,6 +261,7 @@ def run_workload(w, size, threads: int, args, meter) -> dict:
                 start = time.perf_counter()
                 c.call()
                 series[c.name].append(time.perf_counter() - start)
+        meter.copy()  # like the contestants: the steady copy right after a first one
         record["copy_s"].append(meter.copy())
     for c in contestants:
         median = float(np.median(times[c.name]))
