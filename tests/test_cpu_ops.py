@@ -262,8 +262,8 @@ def test_matmul(m, k, n):
 
 
 @pytest.mark.parametrize("shape", [((200, 300), (300, 150)), ((3, 64, 128), (3, 128, 96)), ((2, 2, 64, 70), (2, 2, 70, 65))])
-def test_large_gemms_call_blas(shape):
-    """Above BLAS_MIN_MACS a GEMM is a loop.gemm (scipy's BLAS); it must agree with the loops."""
+def test_large_gemms_become_loop_gemm(shape):
+    """Above GEMM_KERNEL_MIN_MACS a GEMM is a loop.gemm (a blocked kernel); it must agree with the loops."""
     from mlfuse.api import run_pipeline
     from mlfuse.dialects import loop
 

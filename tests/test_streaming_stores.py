@@ -86,13 +86,13 @@ ALIGNED = """define void @k(ptr %p, <16 x float> %v) {
 
 
 def test_only_aligned_vector_stores_become_nontemporal():
-    out = streaming.make_nontemporal(ALIGNED, "x86_64-unknown-linux-gnu").split("\n")
+    out = streaming.apply_streaming(ALIGNED, "x86_64-unknown-linux-gnu").split("\n")
     assert "!nontemporal" in out[1]
     assert "!nontemporal" not in out[2] and "!nontemporal" not in out[3]
     assert out[4] == "  call void @llvm.x86.sse.sfence()" and out[5] == "  ret void"
-    assert streaming.make_nontemporal(ALIGNED, "aarch64-unknown-linux-gnu") == ALIGNED
+    assert streaming.apply_streaming(ALIGNED, "aarch64-unknown-linux-gnu") == ALIGNED
     plain = ALIGNED.replace("align 64, !tbaa !3\n  store <16", "align 4, !tbaa !3\n  store <16", 1)
-    assert streaming.make_nontemporal(plain, "x86_64-unknown-linux-gnu") == plain
+    assert streaming.apply_streaming(plain, "x86_64-unknown-linux-gnu") == plain
 
 
 PREFETCH = """define void @k(ptr %p, ptr %q) {
@@ -107,7 +107,7 @@ PREFETCH = """define void @k(ptr %p, ptr %q) {
 
 
 def test_tagged_vector_loads_prefetch_ahead():
-    out = streaming.make_nontemporal(PREFETCH, "x86_64-unknown-linux-gnu").split("\n")
+    out = streaming.apply_streaming(PREFETCH, "x86_64-unknown-linux-gnu").split("\n")
     assert out[2] == f"  %mlfuse.prefetch.1 = getelementptr i8, ptr %p, i64 {streaming.PREFETCH_BYTES}"
     assert out[3] == "  call void @llvm.prefetch.p0(ptr %mlfuse.prefetch.1, i32 0, i32 3, i32 1)"
     assert out[4].startswith("  %b = load") and out[5].startswith("  %c = load") and out[6] == "  ret void"

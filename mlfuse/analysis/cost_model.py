@@ -153,7 +153,7 @@ GPU_PARAMS = TargetParams(
 )
 
 # A 16-core AVX2 server socket. GEMMs above 2^20 flops are not fused on the CPU:
-# alone they call BLAS (loop.gemm), which beats a fused row-by-row loop GEMM by
+# alone they run as a blocked GEMM kernel (loop.gemm), which beats a fused row-by-row loop GEMM by
 # an order of magnitude (attention at seq 128: 3.1 ms fused, see bench/results).
 CPU_PARAMS = TargetParams(
     name="cpu",

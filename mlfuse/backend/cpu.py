@@ -23,7 +23,7 @@ import os
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
-from mlfuse.backend.streaming import make_nontemporal
+from mlfuse.backend.streaming import apply_streaming
 
 
 def _blas_address(routine: str) -> int:
@@ -49,14 +49,19 @@ def _init() -> None:
     # GEMMs now run on the team itself, and gemm=blas users should set passive.
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    # large GEMMs (loop.gemm) call scipy's BLAS
-    llvm.add_symbol("mlfuse_sgemm", _blas_address("sgemm"))
-    llvm.add_symbol("mlfuse_dgemm", _blas_address("dgemm"))
     gomp = ctypes.util.find_library("gomp") or "libgomp.so.1"
     try:
         llvm.load_library_permanently(gomp)
     except RuntimeError as e:  # pragma: no cover - every gcc-based Linux has it
         raise RuntimeError(f"mlfuse's CPU runtime needs libgomp ({gomp}): {e}") from None
+
+
+@functools.cache
+def _register_blas() -> None:
+    """convert-to-llvm{gemm=blas} calls scipy's BLAS; importing it costs ~0.2 s, so
+    only objects that call it pay (see JitModule)."""
+    llvm.add_symbol("mlfuse_sgemm", _blas_address("sgemm"))
+    llvm.add_symbol("mlfuse_dgemm", _blas_address("dgemm"))
 
 
 @functools.cache
@@ -115,11 +120,21 @@ def prepare(ir_module: ir.Module | str, tm: llvm.TargetMachine | None = None) ->
     return mod
 
 
-def optimized_ir(ir_module: ir.Module | str, cpu: str | None = None, features: str | None = None) -> str:
-    tm = target_machine(cpu, features)
+def optimized_module(ir_module: ir.Module | str, tm: llvm.TargetMachine) -> tuple[llvm.ModuleRef, str]:
+    """O3 for `tm`, then the streaming hints that need vector code (streaming.py):
+    the module and its text."""
     mod = prepare(ir_module, tm)
     optimize(mod, tm)
-    return make_nontemporal(str(mod), tm.triple)
+    text = str(mod)
+    hinted = apply_streaming(text, tm.triple)
+    if hinted != text:
+        mod = llvm.parse_assembly(hinted)
+        mod.verify()
+    return mod, hinted
+
+
+def optimized_ir(ir_module: ir.Module | str, cpu: str | None = None, features: str | None = None) -> str:
+    return optimized_module(ir_module, target_machine(cpu, features))[1]
 
 
 class JitModule:
@@ -127,6 +142,8 @@ class JitModule:
 
     def __init__(self, object_code: bytes):
         _init()
+        if b"mlfuse_sgemm" in object_code or b"mlfuse_dgemm" in object_code:
+            _register_blas()
         # the engine takes ownership of its target machine and frees it with itself:
         # a shared one would be freed under every later compilation
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
@@ -155,13 +172,7 @@ def compile_object(ir_module: ir.Module | str) -> bytes:
     cached = cache.load_object(key)
     if cached is not None:
         return cached
-    mod = prepare(text)
-    optimize(mod)
-    streaming = make_nontemporal(str(mod), target_machine().triple)  # after vectorization
-    if "!nontemporal" in streaming:
-        mod = llvm.parse_assembly(streaming)
-        mod.verify()
-    obj = target_machine().emit_object(mod)
+    obj = target_machine().emit_object(optimized_module(text, target_machine())[0])
     cache.store_object(key, obj)
     return obj
 

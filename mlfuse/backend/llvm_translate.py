@@ -17,7 +17,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from mlfuse.backend.gemm_kernels import GemmShape, define_gemm_kernels
-from mlfuse.backend.streaming import tag_streaming_stores
+from mlfuse.backend.streaming import tag_streaming_accesses
 
 
 def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | None = None) -> ir.Module:
@@ -28,7 +28,7 @@ def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | Non
             assert isinstance(attr, StringAttr)
             raw[op.sym_name.data] = bytes.fromhex(attr.data)
     mod = convert_module(module, fallback_target_triple=triple)
-    tag_streaming_stores(module, mod)
+    tag_streaming_accesses(module, mod)
     align_wrapper_loads(mod)
     for name, data in raw.items():
         g = mod.get_global(name)

@@ -9,9 +9,9 @@ the line without reading it. convert-loop-to-scf marks the stores that stream
 LLVM's loop vectorizer refuses a loop whose scalar store carries `!nontemporal`
 unless the store is aligned to the vector width, so the mark cannot go on before
 O3. Instead the translation tags those stores with a TBAA access tag of their own
-(`tag_streaming_stores`): the vectorizer carries TBAA tags onto the wide stores,
+(`tag_streaming_accesses`): the vectorizer carries TBAA tags onto the wide stores,
 and a tag that only stores carry says nothing new to alias analysis (an access
-without a tag may alias anything). After O3, `make_nontemporal` turns each tagged
+without a tag may alias anything). After O3, `apply_streaming` turns each tagged
 store into a non-temporal one and ends every function that has them with an
 `sfence`, so the data is visible before the thread reaches the team's barrier.
 Only vector stores that LLVM proves aligned to their width qualify (x86 has no
@@ -56,7 +56,7 @@ def _tag(module: ir.Module, root: str, name: str):
     return module.add_metadata([scalar, scalar, zero])
 
 
-def tag_streaming_stores(source: ModuleOp, module: ir.Module) -> int:
+def tag_streaming_accesses(source: ModuleOp, module: ir.Module) -> int:
     """Give the stores that `source` marks nontemporal the streaming TBAA tag, and
     the loads it marks `mlfuse.prefetch` the prefetch tag, in `module` (its
     translation: one store or load instruction per llvm.store or llvm.load, in
@@ -88,22 +88,20 @@ def tag_streaming_stores(source: ModuleOp, module: ir.Module) -> int:
     return tagged
 
 
-def _tag_ids(text: str, root: str, name: str) -> set[str]:
-    ids = dict(re.findall(r'^(!\d+) = !\{!"([\w.]+)"', text, re.M))
-    roots = {k for k, v in ids.items() if v == root}
-    scalars = {k for k, v in ids.items() if v == name}
-    scalars = {k for k in scalars if re.search(rf"^{k} = !\{{!\"{re.escape(name)}\", ({'|'.join(roots) or '!none'}), i64 0\}}", text, re.M)}
-    return {t for k in scalars for t in re.findall(rf"^(!\d+) = !\{{{k}, {k}, i64 0\}}", text, re.M)}
+def _tag_ids(text: str, name: str) -> set[str]:
+    """The ids of the access tags whose type node is named `name` in LLVM IR text."""
+    types = re.findall(rf'^(!\d+) = !\{{!"{re.escape(name)}", !\d+, i64 0\}}', text, re.M)
+    return {t for k in types for t in re.findall(rf"^(!\d+) = !\{{{k}, {k}, i64 0\}}", text, re.M)}
 
 
-def make_nontemporal(text: str, triple: str) -> str:
+def apply_streaming(text: str, triple: str) -> str:
     """Optimized LLVM IR text: tagged vector stores proven aligned become
     non-temporal (functions holding them fence before returning), and tagged vector
     loads prefetch PREFETCH_BYTES ahead. x86 only; elsewhere the text comes back
     unchanged."""
     if not triple.startswith(("x86_64", "i686", "i386")) or (ROOT not in text and PREFETCH_ROOT not in text):
         return text
-    store_tags, load_tags = _tag_ids(text, ROOT, TYPE), _tag_ids(text, PREFETCH_ROOT, PREFETCH_TYPE)
+    store_tags, load_tags = _tag_ids(text, TYPE), _tag_ids(text, PREFETCH_TYPE)
     if not store_tags and not load_tags:
         return text
     numbered = [int(n) for n in re.findall(r"^!(\d+) = ", text, re.M)]

@@ -72,7 +72,6 @@ class FunctionLowering:
     globals_made: int = 0
     prefix: str = ""
     stitch: bool = True
-    blas: bool = True
     fallbacks: list[str] = field(default_factory=list)
 
     # --- buffers -----------------------------------------------------------------
@@ -283,14 +282,15 @@ def lower_concat(fl: FunctionLowering, op: graph.ConcatOp, out: SSAValue) -> Non
         offset += shape[axis]
 
 
-# GEMMs of at least this many multiply-adds per matrix call BLAS (loop.gemm).
-BLAS_MIN_MACS = 1 << 18
+# GEMMs of at least this many multiply-adds per matrix become one loop.gemm (a
+# blocked kernel, see mlfuse/backend/gemm_kernels.py) instead of loop nests.
+GEMM_KERNEL_MIN_MACS = 1 << 18
 
 
-def uses_blas(op: Operation) -> bool:
+def uses_gemm_kernel(op: Operation) -> bool:
     a_shape, b_shape = graph.shape_of(op.operands[0]), graph.shape_of(op.operands[1])
     macs = a_shape[-2] * a_shape[-1] * b_shape[-1]
-    return str(graph.element_type_of(op.results[0])) in ("f32", "f64") and macs >= BLAS_MIN_MACS
+    return str(graph.element_type_of(op.results[0])) in ("f32", "f64") and macs >= GEMM_KERNEL_MIN_MACS
 
 
 def lower_contraction(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
@@ -299,7 +299,7 @@ def lower_contraction(fl: FunctionLowering, op: Operation, out: SSAValue) -> Non
     The reduction dimension sits between i and j so that the innermost loop runs
     along rows of B and C: contiguous, vectorizable, no reassociation needed.
     """
-    if fl.blas and uses_blas(op):
+    if uses_gemm_kernel(op):
         fl.builder.insert(loop.GemmOp(fl.buffer(op.operands[0]), fl.buffer(op.operands[1]), out))
         return
     a_shape, b_shape = graph.shape_of(op.operands[0]), graph.shape_of(op.operands[1])

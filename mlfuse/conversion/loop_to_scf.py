@@ -41,6 +41,7 @@ from xdsl.ir.affine import (
 )
 from xdsl.rewriter import InsertPoint
 
+from mlfuse.conversion.to_llvm import element_bytes
 from mlfuse.dialects import loop
 
 # Outline a nest for threads only if it has at least this many points; smaller
@@ -168,11 +169,6 @@ def emit_nest_body(b: Builder, nest: loop.NestOp, ivs, syms, buffers) -> None:
             store.properties["nontemporal"] = BoolAttr.from_bool(True)
 
 
-def element_size(t) -> int:
-    width = getattr(t, "width", None) or getattr(t, "bitwidth", 32)
-    return max(1, (width.data if hasattr(width, "data") else int(width)) // 8)
-
-
 def innermost_stride(m: AffineMap, shape: Sequence[int], rank: int) -> int | None:
     """Elements between consecutive iterations of the innermost dimension in the
     row-major buffer, or None when the access is not linear in it."""
@@ -193,7 +189,7 @@ def is_streamed(buf: SSAValue, m: AffineMap, nest: loop.NestOp, min_bytes: int) 
     if not isinstance(t, MemRefType) or nest.rank == 0:
         return False
     shape = t.get_shape()
-    if any(d < 0 for d in shape) or math.prod(shape) * element_size(t.get_element_type()) < min_bytes:
+    if any(d < 0 for d in shape) or math.prod(shape) * element_bytes(t.get_element_type()) < min_bytes:
         return False
     return innermost_stride(m, shape, nest.rank) == 1
 

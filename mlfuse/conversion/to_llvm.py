@@ -164,7 +164,6 @@ class ModuleLowering:
     module: ModuleOp
     new_ops: list[Operation] = field(default_factory=list)
     declared: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
-    wrappers: int = 0
     fast_math: bool = False
     gemm: str = "generated"  # loop.gemm: "generated" kernels (backend/gemm_kernels.py) or "blas"
     # proven byte alignment of the pointer parameters of outlined kernels (min over call sites)
@@ -525,7 +524,6 @@ def emit_team_call(fl: FunctionLowering, callee: str, trip: int, grain: int, arg
     wrapper = f"{callee}__omp"
     if wrapper not in ml.declared:  # one wrapper per callee (a GEMM shape may be called twice)
         ml.declared[wrapper] = llvm.LLVMFunctionType([PTR], None)
-        ml.wrappers += 1
         ml.new_ops.append(make_omp_wrapper(ml, wrapper, callee, [a.type for a in args], trip, grain))
 
     # nthreads = clamp(min(max_threads, ceil(trip / grain)), 1, ...)
