@@ -1,0 +1,147 @@
+"""Before/after in one run: the working tree's mlfuse against a git revision's, call by call.
+
+    python -m bench.ab --base HEAD~3                       # layernorm, softmax, row/col sum
+    python -m bench.ab --base main --graphs layernorm --size 16384x1024 --rounds 21
+
+Noisy shared machines make two separate runs incomparable, so both compilers run
+side by side: the revision is checked out into a temporary worktree and imported
+by one worker process, the working tree by another. The workers compile the same
+graph text (built once by this tree's bench.workloads), then the parent asks them
+in turn, round after round (the order alternates), for one call each of every
+call path:
+
+  out=aligned   outputs preallocated 64-byte aligned (the benchmark's path)
+  allocating    `y = f(x, ...)`: the runtime allocates the outputs
+  out=np.empty  outputs from np.empty (16-byte aligned)
+
+Each timed call follows an untimed one. The table gives medians in ms and the
+ratio after/before (below 1.0: the working tree is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PATHS = ("out=aligned", "allocating", "out=np.empty")
+
+WORKER = r"""
+import json, sys, time
+import numpy as np
+import mlfuse
+from mlfuse.api import aligned_empty
+from mlfuse.backend import cpu
+cpu.set_num_threads(int(sys.argv[1]))
+fns = {}
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["op"] == "compile":
+        f = mlfuse.compile(req["text"])
+        rng = np.random.default_rng(0)
+        xs = [rng.standard_normal(s.shape).astype(s.dtype) for s in f.inputs]
+        fns[req["name"]] = (f, xs)
+        print(json.dumps({"file": mlfuse.__file__}), flush=True)
+        continue
+    f, xs = fns[req["name"]]
+    if req["path"] == "out=aligned":
+        outs = [aligned_empty(s.shape, s.dtype) for s in f.outputs]
+        call = lambda: f(*xs, out=outs)
+    elif req["path"] == "out=np.empty":
+        outs = [np.empty(s.shape, s.dtype) for s in f.outputs]
+        call = lambda: f(*xs, out=outs)
+    else:
+        call = lambda: f(*xs)
+    call()
+    t = time.perf_counter(); call(); t = time.perf_counter() - t
+    print(json.dumps({"ms": t * 1e3}), flush=True)
+"""
+
+
+def package_root(rev: str, workdir: Path) -> Path:
+    """A directory whose `mlfuse` package is `rev`'s, laid out as pyproject's package-dir maps it."""
+    tree = workdir / "tree"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-f", str(tree), rev],
+                   check=True, capture_output=True)
+    for sub in ("dialects", "passes"):  # mlfuse.dialects and mlfuse.passes live at the top of the tree
+        os.symlink(tree / sub, tree / "mlfuse" / sub)
+    return tree
+
+
+class Worker:
+    def __init__(self, label: str, pythonpath: str | None, threads: int, cache: str):
+        env = dict(os.environ, MLFUSE_CACHE_DIR=cache)
+        if pythonpath:
+            env["PYTHONPATH"] = pythonpath
+        self.label = label
+        self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(threads)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env, cwd=tempfile.gettempdir())
+
+    def ask(self, **req) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the {self.label} worker died")
+        return json.loads(line)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base", required=True, help="git revision to compare the working tree against")
+    ap.add_argument("--graphs", nargs="+", default=["layernorm", "softmax", "row_sum", "col_sum"])
+    ap.add_argument("--size", default="65536x1024")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--paths", nargs="+", default=list(PATHS), choices=PATHS)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(REPO))
+    from bench.workloads import WORKLOADS
+    from mlfuse.api import module_text
+
+    rows, cols = (int(v) for v in args.size.split("x"))
+    with tempfile.TemporaryDirectory(prefix="mlfuse-ab-") as tmp:
+        base_root = package_root(args.base, Path(tmp))
+        try:
+            workers = [Worker("before", str(base_root), args.threads, f"{tmp}/cache-before"),
+                       Worker("after", None, args.threads, f"{tmp}/cache-after")]
+            times: dict[tuple[str, str, str], list[float]] = {}
+            for name in args.graphs:
+                text = module_text(WORKLOADS[name].build(rows, cols))
+                for w in workers:
+                    where = w.ask(op="compile", name=name, text=text)["file"]
+                    if (w.label == "before") != where.startswith(str(base_root)):
+                        raise SystemExit(f"the {w.label} worker imported the wrong mlfuse: {where}")
+            for r in range(args.rounds):
+                order = workers if r % 2 == 0 else workers[::-1]
+                for name in args.graphs:
+                    for path in args.paths:
+                        for w in order:
+                            times.setdefault((name, path, w.label), []).append(w.ask(op="call", name=name, path=path)["ms"])
+            for w in workers:
+                assert w.proc.stdin
+                w.proc.stdin.close()
+                w.proc.wait()
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(Path(tmp) / "tree")],
+                           capture_output=True)
+    print(f"base {args.base} vs working tree; {args.size} f32, {args.threads} threads, "
+          f"{args.rounds} rounds, median ms")
+    print(f"| graph | call path | before | after | after/before |\n|---|---|---:|---:|---:|")
+    for name in args.graphs:
+        for path in args.paths:
+            b = statistics.median(times[(name, path, "before")])
+            a = statistics.median(times[(name, path, "after")])
+            print(f"| {name} | {path} | {b:.2f} | {a:.2f} | {a / b:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
