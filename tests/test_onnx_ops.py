@@ -15,6 +15,7 @@ from test_onnx_helpers import check_against_onnxruntime, single_node
 
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.frontend.onnx import import_onnx
+from mlfuse.frontend.onnx_composite import OPS_DEFINED_HERE
 from mlfuse.frontend.onnx_ops import OPS
 
 onnx = pytest.importorskip("onnx")
@@ -253,6 +254,102 @@ case("AveragePool-dilations", "AveragePool", [f32(1, 2, 9, 9)], opset=19, kernel
 case("AveragePool-1d", "AveragePool", [f32(2, 3, 9)], kernel_shape=[4], strides=[2], pads=[1, 2], count_include_pad=1)
 
 
+# --- composite operators (mlfuse/frontend/onnx_composite.py) -------------------------------------
+def special(*shape):
+    """Floats with NaN, +-inf and +-0 mixed in."""
+    x = f32(*shape, low=-4, high=4).reshape(-1)
+    x[: 6] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 3.0]
+    return x.reshape(shape)
+
+
+case("HardSigmoid", "HardSigmoid", [f32(3, 4, low=-6, high=6)])
+case("HardSigmoid-attrs", "HardSigmoid", [f32(3, 4)], alpha=0.3, beta=0.4)
+case("HardSwish", "HardSwish", [f32(3, 5, low=-5, high=5)], opset=14)
+case("Softplus", "Softplus", [f32(4, 5, low=-30, high=30)])
+case("Mish", "Mish", [f32(4, 5, low=-8, high=8)], opset=18)
+case("Elu", "Elu", [f32(3, 4)], alpha=0.7)
+case("Selu", "Selu", [f32(3, 4)])
+case("Softsign", "Softsign", [f32(3, 4)])
+case("PRelu-channel", "PRelu", [f32(2, 3, 4), f32(3, 1)], opset=16)
+case("IsNaN", "IsNaN", [special(3, 4)])
+case("IsInf", "IsInf", [special(3, 4)])
+case("IsInf-positive", "IsInf", [special(3, 4)], detect_negative=0)
+case("IsInf-negative", "IsInf", [special(3, 4)], detect_positive=0)
+case("IsInf-neither", "IsInf", [special(2, 4)], detect_positive=0, detect_negative=0)
+case("Not", "Not", [bools(3, 4)])
+for op in ("And", "Or", "Xor"):
+    case(f"{op}-broadcast", op, [bools(3, 4), bools(4)])
+case("ReduceProd", "ReduceProd", [f32(2, 3, 4, low=0.5, high=1.5)], consts={1: a(1)}, opset=18)
+case("ReduceProd-attr", "ReduceProd", [f32(2, 3, 4, low=0.5, high=1.5)], opset=13, axes=[0, 2], keepdims=0)
+case("ReduceL1", "ReduceL1", [f32(2, 3, 4)], opset=13, axes=[-1])
+case("ReduceL2", "ReduceL2", [f32(2, 3, 4)], consts={1: a(1, 2)}, opset=18, keepdims=0)
+case("ReduceL2-all", "ReduceL2", [f32(3, 4)], opset=13)
+case("ReduceSumSquare", "ReduceSumSquare", [f32(2, 3, 4)], opset=13, axes=[1])
+case("ReduceSumSquare-int", "ReduceSumSquare", [ints(3, 4)], opset=13, axes=[1])
+case("ReduceLogSum", "ReduceLogSum", [positive(2, 3, 4)], consts={1: a(2)}, opset=18)
+case("ReduceLogSumExp", "ReduceLogSumExp", [f32(2, 3, 4, low=-50, high=50)], opset=13, axes=[2])
+case("ReduceLogSumExp-nokeep", "ReduceLogSumExp", [f32(2, 3, 4)], consts={1: a(0, 1)}, opset=18, keepdims=0)
+case("ReduceLogSumExp-noop", "ReduceLogSumExp", [f32(2, 3)], opset=18, noop_with_empty_axes=1)
+case("InstanceNormalization", "InstanceNormalization", [f32(2, 3, 4, 5), positive(3), f32(3)], epsilon=1e-3)
+case("Dropout", "Dropout", [f32(3, 4)], consts={1: np.array(0.3, np.float32)}, outputs=2)
+case("Dropout-training-off", "Dropout", [f32(3, 4)], consts={2: np.array(False)}, opset=13, seed=3)
+case("Split-equal", "Split", [f32(6, 4)], outputs=3)
+case("Split-sizes", "Split", [f32(2, 7)], consts={1: a(2, 5)}, outputs=2, axis=-1)
+case("Split-num-outputs", "Split", [f32(7, 3)], opset=18, outputs=3, num_outputs=3)
+case("Tile", "Tile", [f32(2, 3)], consts={1: a(2, 3)})
+case("Tile-ones", "Tile", [ints(2, 1, 3)], consts={1: a(1, 4, 1)})
+case("Trilu-upper", "Trilu", [f32(2, 4, 5)], opset=14)
+case("Trilu-lower-k", "Trilu", [f32(5, 4)], consts={1: np.array(-1, I64)}, opset=14, upper=0)
+case("Trilu-int-k2", "Trilu", [ints(3, 3)], consts={1: np.array(2, I64)}, opset=14)
+case("CumSum", "CumSum", [f32(3, 5)], consts={1: np.array(1, I64)}, opset=14)
+case("CumSum-exclusive-reverse", "CumSum", [f32(4, 3, 2)], consts={1: np.array(-2, np.int32)}, opset=14,
+     exclusive=1, reverse=1)
+case("CumSum-int64-axis0", "CumSum", [ints(6, 2, dtype=I64)], consts={1: np.array(0, I64)}, opset=14)
+case("Einsum-attention", "Einsum", [f32(2, 3, 4, 5), f32(2, 3, 6, 5)], opset=13, equation="bhid,bhjd->bhij")
+case("Einsum-matmul-implicit", "Einsum", [f32(3, 4), f32(4, 5)], opset=13, equation="ij,jk")
+case("Einsum-ellipsis", "Einsum", [f32(2, 3, 4), f32(4, 5)], opset=13, equation="...ij,jk->...ik")
+case("Einsum-transpose", "Einsum", [f32(3, 4)], opset=13, equation="ij->ji")
+case("Einsum-sum-out", "Einsum", [f32(2, 3, 4), f32(4, 5)], opset=13, equation="bij,jk->bk")
+case("Einsum-outer", "Einsum", [f32(3), f32(4)], opset=13, equation="i,j->ij")
+
+
+COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE]
+
+
+@pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", COMPOSITE_CASES)
+def test_composite_operators_compile_and_match_onnxruntime(op_type, inputs, consts, opset, outputs, attrs, tmp_path):
+    """End to end through the CPU pipeline, outputs poisoned first (f32: rtol 2e-5, atol 1e-6, a few
+    ulps for the expanded exp/log/tanh; integers and bools exactly)."""
+    import mlfuse
+    from test_onnx_helpers import assert_matches, run_onnxruntime
+
+    model, feeds = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, **attrs)
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    f = mlfuse.compile(str(path))
+    outs = [np.full(s.shape, np.nan if s.dtype.kind == "f" else 7, s.dtype) for s in f.outputs]
+    f(**feeds, out=outs)
+    assert_matches(outs, run_onnxruntime(model, feeds), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, groups", [((2, 6, 5), 2), ((1, 4, 3, 3), 4)])
+def test_group_normalization_matches_onnxruntime(shape, groups):
+    """ONNX shape inference leaves GroupNormalization's output untyped: state it in the graph."""
+    from test_onnx_helpers import make_model, run_onnxruntime, run_reference
+
+    x, scale, bias = f32(*shape), positive(shape[1]), f32(shape[1])
+    node = onnx.helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="the_gn", num_groups=groups,
+                                 epsilon=1e-4)
+    model = make_model([node], {"x": (TensorProto.FLOAT, shape), "s": (TensorProto.FLOAT, [shape[1]]),
+                                "b": (TensorProto.FLOAT, [shape[1]])}, [], opset=21, infer=False)
+    model.graph.output.append(onnx.helper.make_tensor_value_info("y", TensorProto.FLOAT, shape))
+    feeds = {"x": x, "s": scale, "b": bias}
+    np.testing.assert_allclose(run_reference(model, feeds)[0], run_onnxruntime(model, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+OPS_TESTED_ELSEWHERE = {"GroupNormalization"}
+
+
 @pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)
 def test_single_node_matches_onnxruntime(op_type, inputs, consts, opset, outputs, attrs):
     model, feeds = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, **attrs)
@@ -260,7 +357,7 @@ def test_single_node_matches_onnxruntime(op_type, inputs, consts, opset, outputs
 
 
 def test_every_supported_operator_has_a_case():
-    covered = {p.values[0] for p in CASES}
+    covered = {p.values[0] for p in CASES} | OPS_TESTED_ELSEWHERE
     assert set(OPS) <= covered, f"no single-node case for {sorted(set(OPS) - covered)}"
 
 
@@ -296,6 +393,8 @@ def test_each_handler_names_every_attribute_of_its_schemas():
 REJECTED = [
     pytest.param("Constant", [], None, 17, dict(value_string="text"), r"attribute 'value_string' is not supported", id="Constant-string"),
     pytest.param("Constant", [], None, 17, dict(value_strings=["a"]), r"attribute 'value_strings' is not supported", id="Constant-strings"),
+    pytest.param("Einsum", [f32(3, 3)], None, 13, dict(equation="ii->i"), r"repeats a subscript", id="Einsum-diagonal"),
+    pytest.param("Dropout", [f32(3)], {2: np.array(True)}, 13, {}, r"training_mode = true is not supported", id="Dropout-training"),
     pytest.param("Cast", [f32(3)], None, 17, dict(to=TensorProto.UINT8), r"element type UINT8, which mlfuse does not support", id="Cast-uint8"),
     pytest.param("Slice", [f32(5)], {1: a(4), 2: a(0), 4: a(-1)}, 17, {}, r"negative steps .* not supported", id="Slice-negative-step"),
     pytest.param("Pow", [ints(3), ints(3)], None, 17, {}, r"only floating-point bases", id="Pow-int-base"),

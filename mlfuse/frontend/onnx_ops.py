@@ -967,3 +967,7 @@ def convert_avg_pool(node: Node) -> list[Value]:
     x2, window = to_2d(node, x, window, "pools")
     y = node.emit(graph.AvgPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations, count_pad))
     return [from_2d(node, y, rank)]
+
+
+# The composite operators register themselves in OPS (imported last: they use this module).
+from mlfuse.frontend import onnx_composite  # noqa: E402, F401

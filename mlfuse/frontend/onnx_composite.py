@@ -1,0 +1,498 @@
+"""ONNX operators that real exports use and that mlfuse composes from graph ops.
+
+Each handler writes the operator's definition (the ONNX spec's function body, or
+the formula onnxruntime evaluates) with graph ops, so the planner sees ordinary
+elementwise, reduction and contraction ops and fuses them like any other:
+
+- activations: HardSigmoid, HardSwish, Softplus, Mish, Elu, Selu, Softsign, PRelu
+- tests and logic on booleans: IsNaN, IsInf, Not, And, Or, Xor
+- reductions: ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp
+- normalizations: InstanceNormalization, GroupNormalization
+- data movement: Split, Tile, Trilu; inference-only Dropout
+- contractions: CumSum (a product with a triangular 0/1 matrix), Einsum (two operands
+  or one, as batched matrix products with transposes, reshapes and sums)
+
+A node whose inputs are all compile-time constants never reaches these handlers:
+the importer folds it with onnx's reference evaluator.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Sequence
+
+import numpy as np
+from onnx import TensorProto
+from xdsl.dialects.builtin import i1
+from xdsl.ir import SSAValue
+
+from mlfuse.dialects import graph
+from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
+from mlfuse.frontend.onnx_ops import (
+    Node,
+    Value,
+    along,
+    broadcast_all,
+    broadcast_to,
+    dense_from_numpy,
+    normalize_axes,
+    normalize_axis,
+    onnx_op,
+    reduce,
+    same_element_type,
+)
+
+
+OPS_DEFINED_HERE: set[str] = set()
+
+
+def composite(*names: str, **options):
+    """onnx_op, recording the names (tests compile every operator of this module)."""
+    OPS_DEFINED_HERE.update(names)
+    return onnx_op(*names, **options)
+
+
+def float_input(node: Node, index: int = 0) -> SSAValue:
+    x = node.input(index)
+    if not is_float(element_type_of(x)):
+        raise node.error(f"input {index} must be a floating-point tensor, got {element_type_of(x)}")
+    return x
+
+
+def constant_array(node: Node, array: np.ndarray, like: SSAValue) -> SSAValue:
+    """A graph constant holding `array` in the element type of `like`."""
+    el = element_type_of(like)
+    return node.emit(graph.ConstantOp(dense_from_numpy(array.astype(graph.numpy_dtype(el)), el)))
+
+
+def opset_of(node: Node) -> int:
+    return max(o.version for o in node.importer.model.opset_import if o.domain in ("", "ai.onnx"))
+
+
+# --- activations ----------------------------------------------------------------------------
+
+
+def clamp01(node: Node, x: SSAValue) -> SSAValue:
+    """max(0, min(1, x))"""
+    x = node.emit(graph.MinOp(x, node.scalar_like(1.0, x)))
+    return node.emit(graph.MaxOp(x, node.scalar_like(0.0, x)))
+
+
+def affine(node: Node, x: SSAValue, scale: float, shift: float) -> SSAValue:
+    """scale * x + shift"""
+    y = node.emit(graph.MulOp(x, node.scalar_like(scale, x)))
+    return node.emit(graph.AddOp(y, node.scalar_like(shift, x)))
+
+
+@composite("HardSigmoid", attributes=("alpha", "beta"))
+def convert_hard_sigmoid(node: Node) -> list[Value]:
+    x = float_input(node)
+    return [clamp01(node, affine(node, x, float(node.attr("alpha", 0.2)), float(node.attr("beta", 0.5))))]
+
+
+@composite("HardSwish")
+def convert_hard_swish(node: Node) -> list[Value]:
+    x = float_input(node)
+    return [node.emit(graph.MulOp(x, clamp01(node, affine(node, x, 1 / 6, 0.5))))]
+
+
+def softplus(node: Node, x: SSAValue) -> SSAValue:
+    """log(1 + exp(x)) as max(x, 0) + log(1 + exp(-|x|)): exp never overflows."""
+    tail = node.emit(graph.ExpOp(node.emit(graph.NegOp(node.emit(graph.AbsOp(x))))))
+    tail = node.emit(graph.LogOp(node.emit(graph.AddOp(tail, node.scalar_like(1.0, x)))))
+    return node.emit(graph.AddOp(node.emit(graph.ReluOp(x)), tail))
+
+
+@composite("Softplus")
+def convert_softplus(node: Node) -> list[Value]:
+    return [softplus(node, float_input(node))]
+
+
+@composite("Mish")
+def convert_mish(node: Node) -> list[Value]:
+    x = float_input(node)
+    return [node.emit(graph.MulOp(x, node.emit(graph.TanhOp(softplus(node, x)))))]
+
+
+def negative_part(node: Node, x: SSAValue, negative: SSAValue) -> SSAValue:
+    """x where x >= 0 (NaN stays NaN), `negative` where x < 0."""
+    is_negative = node.emit(graph.CompareOp("lt", x, node.scalar_like(0.0, x)))
+    return node.emit(graph.SelectOp(is_negative, negative, x))
+
+
+@composite("Elu", attributes=("alpha",))
+def convert_elu(node: Node) -> list[Value]:
+    x = float_input(node)
+    expm1 = node.emit(graph.SubOp(node.emit(graph.ExpOp(x)), node.scalar_like(1.0, x)))
+    alpha = float(node.attr("alpha", 1.0))
+    return [negative_part(node, x, node.emit(graph.MulOp(expm1, node.scalar_like(alpha, x))))]
+
+
+@composite("Selu", attributes=("alpha", "gamma"))
+def convert_selu(node: Node) -> list[Value]:
+    x = float_input(node)
+    alpha = float(node.attr("alpha", 1.67326319217681884765625))
+    gamma = float(node.attr("gamma", 1.05070102214813232421875))
+    expm1 = node.emit(graph.SubOp(node.emit(graph.ExpOp(x)), node.scalar_like(1.0, x)))
+    y = negative_part(node, x, node.emit(graph.MulOp(expm1, node.scalar_like(alpha, x))))
+    return [node.emit(graph.MulOp(y, node.scalar_like(gamma, x)))]
+
+
+@composite("Softsign")
+def convert_softsign(node: Node) -> list[Value]:
+    x = float_input(node)
+    denominator = node.emit(graph.AddOp(node.emit(graph.AbsOp(x)), node.scalar_like(1.0, x)))
+    return [node.emit(graph.DivOp(x, denominator))]
+
+
+@composite("PRelu")
+def convert_prelu(node: Node) -> list[Value]:
+    x, slope = node.input(0), node.input(1)
+    same_element_type(node, x, slope)
+    x, slope = broadcast_all(node, x, slope)
+    return [negative_part(node, x, node.emit(graph.MulOp(x, slope)))]
+
+
+# --- tests and logic ---------------------------------------------------------------------------
+
+
+@composite("IsNaN")
+def convert_isnan(node: Node) -> list[Value]:
+    x = float_input(node)
+    return [node.emit(graph.CompareOp("ne", x, x))]
+
+
+@composite("IsInf", attributes=("detect_negative", "detect_positive"))
+def convert_isinf(node: Node) -> list[Value]:
+    x = float_input(node)
+    positive, negative = int(node.attr("detect_positive", 1)), int(node.attr("detect_negative", 1))
+    if positive and negative:
+        return [node.emit(graph.CompareOp("eq", node.emit(graph.AbsOp(x)), node.scalar_like(np.inf, x)))]
+    if positive or negative:
+        return [node.emit(graph.CompareOp("eq", x, node.scalar_like(np.inf if positive else -np.inf, x)))]
+    return [node.splat(False, i1, shape_of(x))]
+
+
+def bool_inputs(node: Node) -> list[SSAValue]:
+    values = node.inputs()
+    for v in values:
+        if element_type_of(v) != i1:
+            raise node.error(f"operands must be bool tensors, got {element_type_of(v)}")
+    return broadcast_all(node, *values)
+
+
+@composite("Not")
+def convert_not(node: Node) -> list[Value]:
+    (x,) = bool_inputs(node)
+    return [node.emit(graph.CompareOp("eq", x, node.scalar_like(False, x)))]
+
+
+@composite("And", "Or", "Xor")
+def convert_logic(node: Node) -> list[Value]:
+    a, b = bool_inputs(node)
+    if node.op_type == "And":  # a ? b : false
+        return [node.emit(graph.SelectOp(a, b, node.scalar_like(False, a)))]
+    if node.op_type == "Or":  # a ? true : b
+        return [node.emit(graph.SelectOp(a, node.scalar_like(True, a), b))]
+    return [node.emit(graph.CompareOp("ne", a, b))]
+
+
+# --- reductions ------------------------------------------------------------------------------
+
+
+def reduction_axes(node: Node, x: SSAValue) -> list[int]:
+    """The axes of a Reduce* node (attribute before opset 18, input 1 after); [] for a no-op."""
+    rank = len(shape_of(x))
+    axes = node.attr("axes")
+    if axes is None:
+        given = node.const_input(1, "axes")
+        axes = None if given is None else given.reshape(-1).tolist()
+    if not axes:
+        return [] if node.attr("noop_with_empty_axes", 0) else list(range(rank))
+    return normalize_axes(node, axes, rank)
+
+
+def squared(node: Node, x: SSAValue) -> SSAValue:
+    return node.emit(graph.MulOp(x, x))
+
+
+REDUCE_ATTRIBUTES = ("axes", "keepdims", "noop_with_empty_axes")
+
+
+@composite("ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+         attributes=REDUCE_ATTRIBUTES, static_inputs=(1,))
+def convert_composite_reduce(node: Node) -> list[Value]:
+    """sum/prod of a pre-map, then a post-map: L1 = sum|x|, L2 = sqrt(sum x^2), LogSum = log(sum x)."""
+    op = node.op_type
+    x = float_input(node) if op in ("ReduceL2", "ReduceLogSum") else node.input(0)
+    if op == "ReduceL1":
+        x = node.emit(graph.AbsOp(x))
+    elif op in ("ReduceL2", "ReduceSumSquare"):
+        x = squared(node, x)
+    axes = reduction_axes(node, x)
+    if not axes:
+        return [x if op != "ReduceLogSum" else node.emit(graph.LogOp(x))]
+    kind = graph.ReduceProdOp if op == "ReduceProd" else graph.ReduceSumOp
+    y = reduce(node, kind, x, axes, bool(node.attr("keepdims", 1)))
+    post = {"ReduceL2": graph.SqrtOp, "ReduceLogSum": graph.LogOp}.get(op)
+    return [node.emit(post(y)) if post else y]
+
+
+@composite("ReduceLogSumExp", attributes=REDUCE_ATTRIBUTES, static_inputs=(1,))
+def convert_reduce_log_sum_exp(node: Node) -> list[Value]:
+    """m + log(sum(exp(x - m))) with m = max(x): no overflow. A row of -inf gives -inf, as
+    onnxruntime's does, because m is replaced by 0 where it is infinite."""
+    x = float_input(node)
+    axes = reduction_axes(node, x)
+    if not axes:
+        return [x]
+    shape = shape_of(x)
+    peak = reduce(node, graph.ReduceMaxOp, x, axes)
+    finite = node.emit(graph.CompareOp("lt", node.emit(graph.AbsOp(peak)), node.scalar_like(np.inf, peak)))
+    peak = node.emit(graph.SelectOp(finite, peak, node.scalar_like(0.0, peak)))
+    e = node.emit(graph.ExpOp(node.emit(graph.SubOp(x, broadcast_to(node, peak, shape)))))
+    y = node.emit(graph.AddOp(node.emit(graph.LogOp(reduce(node, graph.ReduceSumOp, e, axes))), peak))
+    if not node.attr("keepdims", 1):
+        y = node.reshape(y, [d for i, d in enumerate(shape) if i not in axes])
+    return [y]
+
+
+# --- normalizations -----------------------------------------------------------------------------
+
+
+def normalize(node: Node, x: SSAValue, axes: Sequence[int], epsilon: float) -> SSAValue:
+    """(x - mean) / sqrt(var + eps) over `axes` (two-pass variance)."""
+    shape = shape_of(x)
+    mean = reduce(node, graph.ReduceMeanOp, x, axes)
+    centered = node.emit(graph.SubOp(x, broadcast_to(node, mean, shape)))
+    variance = reduce(node, graph.ReduceMeanOp, squared(node, centered), axes)
+    inv_std = node.emit(graph.RsqrtOp(node.emit(graph.AddOp(variance, node.scalar_like(epsilon, variance)))))
+    return node.emit(graph.MulOp(centered, broadcast_to(node, inv_std, shape)))
+
+
+def channel_affine(node: Node, y: SSAValue, scale: SSAValue, bias: SSAValue) -> SSAValue:
+    shape = shape_of(y)
+    for v in (scale, bias):
+        if shape_of(v) != (shape[1],):
+            raise node.error(f"scale and bias must have shape [{shape[1]}] (channels), got {fmt_shape(shape_of(v))}")
+    y = node.emit(graph.MulOp(y, along(node, scale, 1, shape)))
+    return node.emit(graph.AddOp(y, along(node, bias, 1, shape)))
+
+
+@composite("InstanceNormalization", attributes=("epsilon",))
+def convert_instance_norm(node: Node) -> list[Value]:
+    x = float_input(node)
+    rank = len(shape_of(x))
+    if rank < 3:
+        raise node.error(f"the input must have rank >= 3 (N x C x spatial...), got {fmt_shape(shape_of(x))}")
+    y = normalize(node, x, range(2, rank), float(node.attr("epsilon", 1e-5)))
+    return [channel_affine(node, y, node.input(1), node.input(2))]
+
+
+@composite("GroupNormalization", attributes=("epsilon", "num_groups", "stash_type"))
+def convert_group_norm(node: Node) -> list[Value]:
+    """Statistics per (sample, group) over the group's channels and all spatial positions,
+    then a per-channel scale and bias (opset 21; opset 18's per-group form was withdrawn)."""
+    x = float_input(node)
+    shape, el = shape_of(x), element_type_of(x)
+    groups = int(node.attr("num_groups"))
+    if len(shape) < 2 or groups < 1 or shape[1] % groups:
+        raise node.error(f"num_groups {groups} must divide the channels of {fmt_shape(shape)}")
+    stash = node.element_type(int(node.attr("stash_type", TensorProto.FLOAT)), "stash_type")
+    grouped = (shape[0], groups, math.prod(shape[1:]) // groups)
+    y = normalize(node, node.cast(node.reshape(x, grouped), stash), [2], float(node.attr("epsilon", 1e-5)))
+    y = node.cast(y, el)
+    scale, bias = node.input(1), node.input(2)
+    if opset_of(node) < 21 and groups != shape[1] and shape_of(scale) == (groups,):
+        raise node.error("per-group scale and bias (GroupNormalization-18) are not supported; opset 21 scales per channel")
+    return [channel_affine(node, node.reshape(y, shape), scale, bias)]
+
+
+# --- data movement --------------------------------------------------------------------------------
+
+
+@composite("Dropout", attributes=("seed",), static_inputs=(2,))
+def convert_dropout(node: Node) -> list[Value]:
+    """Inference: the identity, and a mask of all true."""
+    training = node.const_input(2, "training_mode")
+    if training is not None and bool(np.asarray(training).reshape(-1)[0]):
+        raise node.error("training_mode = true is not supported (inference only)")
+    x = node.input(0)
+    return [x, node.splat(True, i1, shape_of(x))] if node.wants_output(1) else [x]
+
+
+def split_sizes(node: Node, length: int, count: int) -> list[int]:
+    given = node.attr("split")  # an attribute before opset 13, an input since
+    if given is None and node.has_input(1):
+        given = node.const_input(1, "split").reshape(-1).tolist()
+    if given is not None:
+        sizes = [int(s) for s in given]
+    elif node.attr("num_outputs") is not None:
+        n = int(node.attr("num_outputs"))  # opset 18: the last chunk may be smaller
+        chunk = -(-length // n)
+        sizes = [min(chunk, length - i * chunk) for i in range(n)]
+    else:
+        if length % count:
+            raise node.error(f"cannot split length {length} into {count} equal parts")
+        sizes = [length // count] * count
+    if sum(sizes) != length or any(s < 0 for s in sizes):
+        raise node.error(f"split sizes {sizes} do not add up to the axis length {length}")
+    return sizes
+
+
+@composite("Split", attributes=("axis", "num_outputs", "split"), static_inputs=(1,))
+def convert_split(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = shape_of(x)
+    axis = normalize_axis(node, int(node.attr("axis", 0)), len(shape))
+    outputs = []
+    start = 0
+    for size in split_sizes(node, shape[axis], len(node.proto.output)):
+        lo, hi = [0] * len(shape), list(shape)
+        lo[axis], hi[axis] = start, start + size
+        outputs.append(node.emit(graph.SliceOp(x, lo, hi)) if size != shape[axis] else x)
+        start += size
+    return outputs
+
+
+@composite("Tile", static_inputs=(1,))
+def convert_tile(node: Node) -> list[Value]:
+    """x of shape (s0, s1, ...) tiled (r0, r1, ...): broadcast to (r0, s0, r1, s1, ...) and
+    reshape to (r0*s0, r1*s1, ...); only axes with r > 1 get a new dimension."""
+    x = node.input(0)
+    shape = shape_of(x)
+    repeats = [int(r) for r in node.const_input(1, "repeats").reshape(-1)]
+    if len(repeats) != len(shape) or any(r < 0 for r in repeats):
+        raise node.error(f"repeats {repeats} must have one non-negative entry per axis of {fmt_shape(shape)}")
+    expanded, dims = [], []
+    for s, r in zip(shape, repeats):
+        if r != 1:
+            expanded.append(r)
+        dims.append(len(expanded))
+        expanded.append(s)
+    y = node.emit(graph.BroadcastOp(x, dims, expanded)) if expanded != list(shape) else x
+    return [node.reshape(y, [s * r for s, r in zip(shape, repeats)])]
+
+
+@composite("Trilu", attributes=("upper",), static_inputs=(1,))
+def convert_trilu(node: Node) -> list[Value]:
+    x = node.input(0)
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise node.error(f"the input must have rank >= 2, got {fmt_shape(shape)}")
+    k_given = node.const_input(1, "k")
+    k = 0 if k_given is None else int(np.asarray(k_given).reshape(-1)[0])
+    rows, cols = shape[-2:]
+    keep = np.triu(np.ones((rows, cols), bool), k) if node.attr("upper", 1) else np.tril(np.ones((rows, cols), bool), k)
+    mask = node.emit(graph.ConstantOp(dense_from_numpy(keep, i1)))
+    mask = broadcast_to(node, mask, shape)
+    return [node.emit(graph.SelectOp(mask, x, node.scalar_like(0, x)))]
+
+
+# --- contractions ---------------------------------------------------------------------------------
+
+CUMSUM_MAX_LENGTH = 4096  # the triangular matrix has length^2 entries
+
+
+@composite("CumSum", attributes=("exclusive", "reverse"), static_inputs=(1,))
+def convert_cumsum(node: Node) -> list[Value]:
+    """y = x . T along the axis, T[i, j] = 1 where i contributes to j (i <= j; i < j when
+    exclusive; reversed: i >= j). Cumulative sums in exports are short (position ids)."""
+    x = node.input(0)
+    shape = shape_of(x)
+    axis = normalize_axis(node, int(np.asarray(node.const_input(1, "axis")).reshape(-1)[0]), len(shape))
+    n = shape[axis]
+    if n > CUMSUM_MAX_LENGTH:
+        raise node.error(f"CumSum over {n} elements is not supported (at most {CUMSUM_MAX_LENGTH})")
+    i, j = np.indices((n, n))
+    exclusive, reverse = bool(node.attr("exclusive", 0)), bool(node.attr("reverse", 0))
+    contributes = (i >= j) if reverse else (i <= j)
+    if exclusive:
+        contributes &= i != j
+    if element_type_of(x) == i1:
+        raise node.error("CumSum of bool tensors is not supported")
+    perm = [d for d in range(len(shape)) if d != axis] + [axis]
+    moved = node.emit(graph.TransposeOp(x, perm)) if perm != list(range(len(shape))) else x
+    rows = math.prod(shape_of(moved)[:-1])
+    flat = node.reshape(moved, (rows, n))
+    y = node.emit(graph.MatmulOp(flat, constant_array(node, contributes, x)))
+    y = node.reshape(y, shape_of(moved))
+    if perm == list(range(len(shape))):
+        return [y]
+    return [node.emit(graph.TransposeOp(y, list(np.argsort(perm))))]
+
+
+def einsum_terms(node: Node, equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
+    """The operand and output subscripts, with '...' spelled out as capital letters."""
+    equation = equation.replace(" ", "")
+    lhs, arrow, out = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise node.error(f"equation '{equation}' names {len(terms)} operands, the node has {len(ranks)}")
+    spare = iter(string.ascii_uppercase)
+    ellipsis = ""
+    spelled = []
+    for term, rank in zip(terms, ranks):
+        if "..." in term:
+            width = rank - len(term.replace("...", ""))
+            if not ellipsis or len(ellipsis) < width:
+                ellipsis = "".join(next(spare) for _ in range(width - len(ellipsis))) + ellipsis
+            term = term.replace("...", ellipsis[len(ellipsis) - width:] if width else "")
+        if len(term) != rank or not term.isalpha():
+            raise node.error(f"einsum term '{term}' does not match an operand of rank {rank}")
+        if len(set(term)) != len(term):
+            raise node.error(f"einsum term '{term}' repeats a subscript (diagonals are not supported)")
+        spelled.append(term)
+    if not arrow:  # implicit output: the letters used once, in alphabetical order
+        letters = "".join(spelled)
+        out = ellipsis + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c.islower()))
+    out = out.replace("...", ellipsis)
+    return spelled, out
+
+
+def permute(node: Node, x: SSAValue, have: str, want: str) -> SSAValue:
+    if have == want:
+        return x
+    return node.emit(graph.TransposeOp(x, [have.index(c) for c in want]))
+
+
+def sum_out(node: Node, x: SSAValue, term: str, keep: str) -> tuple[SSAValue, str]:
+    """Sum the axes of `term` whose letters are not in `keep`."""
+    axes = [i for i, c in enumerate(term) if c not in keep]
+    if not axes:
+        return x, term
+    return reduce(node, graph.ReduceSumOp, x, axes, keepdims=False), "".join(c for c in term if c in keep)
+
+
+@composite("Einsum", attributes=("equation",))
+def convert_einsum(node: Node) -> list[Value]:
+    """One or two operands. Two: letters split into batch (both operands and the output),
+    contracted (both, not the output), and free (one operand and the output); letters in
+    one operand only and not in the output are summed first. Then one batched product of
+    (batch, free_a, contracted) and (batch, contracted, free_b)."""
+    operands = node.inputs()
+    if len(operands) not in (1, 2):
+        raise node.error(f"einsum with {len(operands)} operands is not supported (one or two)")
+    same_element_type(node, *operands)
+    terms, out = einsum_terms(node, str(node.attr("equation")), [len(shape_of(v)) for v in operands])
+    if len(operands) == 1:
+        x, term = sum_out(node, operands[0], terms[0], out)
+        return [permute(node, x, term, out)]
+    (a, ta), (b, tb) = (sum_out(node, v, t, out + (terms[1 - i])) for i, (v, t) in enumerate(zip(operands, terms)))
+    sizes = dict(zip(ta, shape_of(a))) | dict(zip(tb, shape_of(b)))
+    batch = "".join(c for c in out if c in ta and c in tb)
+    contracted = "".join(c for c in ta if c in tb and c not in out)
+    free_a = "".join(c for c in ta if c not in tb)
+    free_b = "".join(c for c in tb if c not in ta)
+    if any(shape_of(a)[ta.index(c)] != shape_of(b)[tb.index(c)] for c in batch + contracted):
+        raise node.error(f"operand shapes {fmt_shape(shape_of(a))} and {fmt_shape(shape_of(b))} disagree on shared subscripts")
+    size = lambda letters: math.prod(sizes[c] for c in letters)  # noqa: E731
+    a3 = node.reshape(permute(node, a, ta, batch + free_a + contracted), (size(batch), size(free_a), size(contracted)))
+    b3 = node.reshape(permute(node, b, tb, batch + contracted + free_b), (size(batch), size(contracted), size(free_b)))
+    if size(batch) == 1:
+        y = node.emit(graph.MatmulOp(node.reshape(a3, shape_of(a3)[1:]), node.reshape(b3, shape_of(b3)[1:])))
+    else:
+        y = node.emit(graph.BatchMatmulOp(a3, b3))
+    y = node.reshape(y, [sizes[c] for c in batch + free_a + free_b])
+    return [permute(node, y, batch + free_a + free_b, out)]
