@@ -71,9 +71,14 @@ def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
 
 
 def int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C-style integer division (truncates towards zero)."""
-    q = np.abs(a) // np.where(b == 0, 1, np.abs(b))
-    return (q * np.sign(a) * np.sign(b)).astype(a.dtype)
+    """C-style integer division (truncates towards zero), with numpy's answers where C traps:
+    x / 0 is 0 and INT_MIN / -1 wraps to INT_MIN.
+
+    a - fmod(a, b) is an exact multiple of b between 0 and a (no overflow), so numpy's
+    floor division of it is the truncated quotient; |a| // |b| would overflow at INT_MIN.
+    """
+    with np.errstate(all="ignore"):
+        return np.floor_divide(a - np.fmod(a, b), b).astype(a.dtype, copy=False)
 
 
 BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -315,6 +320,40 @@ class ReferenceFunction:
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
         return tuple(run_block(self.fn.body.block, check_inputs(self.fn, arrays)))
+
+    def widened(self, *arrays: Any) -> tuple[np.ndarray, ...]:
+        """The graph evaluated with its float inputs (and so its float values) in float64.
+
+        The oracle for checking a float32 program: the f32 reference rounds its own
+        sums differently from the compiled code, and neither is the exact answer.
+        Ops keep their operands' dtype (constants promote to f64), so everything
+        downstream of a float input is f64, except past explicit casts."""
+        checked = check_inputs(self.fn, arrays)
+        wide = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in checked]
+        return tuple(run_block(self.fn.body.block, wide))
+
+    def longest_reduction(self) -> int:
+        """The most elements any one output element of the graph sums over (1 if none):
+        reductions, GEMMs' shared dimension, convolution and pooling windows. The
+        rounding error a correct program may have grows with it (see mlfuse_run.compare)."""
+        longest = 1
+        for op in self.fn.walk():
+            longest = max(longest, reduction_length(op))
+        return longest
+
+
+def reduction_length(op: Operation) -> int:
+    """How many elements `op` combines into each element of its result (1 if none)."""
+    if isinstance(op, graph.ReduceOp):
+        shape = graph.shape_of(op.input)
+        return math.prod(shape[a] for a in op.reduce_axes)
+    if isinstance(op, graph.MatmulOp | graph.BatchMatmulOp):
+        return graph.shape_of(op.operands[0])[-1]
+    if isinstance(op, graph.Conv2dOp):
+        return graph.shape_of(op.operands[1])[1] * math.prod(op.kernel_size)
+    if isinstance(op, graph.Pool2dOp):
+        return math.prod(op.kernel_size)
+    return 1
 
 
 def reference(module: ModuleOp | str, entry: str = "main") -> ReferenceFunction:

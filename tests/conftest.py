@@ -76,3 +76,17 @@ def run_mlfuse_opt(
         env=env,
         timeout=120,
     )
+
+
+def assert_matches_float64_reference(module, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray], entry: str = "main") -> None:
+    """Compiled `outputs` against the graph evaluated in float64 (mlfuse.reference's
+    `widened`), within mlfuse_run.tolerances: they grow with the longest reduction,
+    so a correct f32 program with long sums passes and a wrong one does not."""
+    import mlfuse
+    from mlfuse.tools.mlfuse_run import compare
+
+    oracle = mlfuse.reference(module, entry)
+    longest = oracle.longest_reduction()
+    for k, (got, want) in enumerate(zip(outputs, oracle.widened(*inputs), strict=True)):
+        ok, abs_err, rel_err = compare(np.asarray(got), want, longest)
+        assert ok, f"output {k}: max abs error {abs_err:.3g}, max rel error {rel_err:.3g} (reductions of {longest})"

@@ -33,6 +33,33 @@ func.func @exp_shape(%x: f32) -> f32 {
 
 // -----
 
+// tanh keeps the sign of zero: the result takes x's sign last (tanh(-0) = -0).
+// CHECK-LABEL: func.func @tanh_sign
+// CHECK: %[[R:.*]] = math.copysign %{{.*}}, %x : f32
+// CHECK-NEXT: func.return %[[R]]
+func.func @tanh_sign(%x: f32) -> f32 {
+  %t = math.tanh %x : f32
+  func.return %t : f32
+}
+
+// -----
+
+// pow's special values by selects: the sign bit of x (so -0.0 counts as negative),
+// then 1 for y = 0, x = 1, or |x| = 1 with |y| = inf, last.
+// CHECK-LABEL: func.func @pow_specials
+// CHECK: arith.cmpi slt
+// CHECK: arith.ori
+// CHECK-NEXT: arith.ori
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[R:.*]] = arith.select %{{.*}}, %[[ONE]], %{{.*}} : f32
+// CHECK-NEXT: func.return %[[R]]
+func.func @pow_specials(%x: f32, %y: f32) -> f32 {
+  %p = math.powf %x, %y : f32
+  func.return %p : f32
+}
+
+// -----
+
 // Other element types and other math ops are left for the LLVM lowering.
 // CHECK-LABEL: func.func @kept
 // CHECK-NEXT: math.exp %{{.*}} : f64

@@ -12,7 +12,9 @@ range in tests/test_expand_math.py:
     tanh  <= 3 ulp relative (exp-based for |x| > 0.625, odd polynomial inside)
     erf   <= 5e-7 relative (rational approximation on [-4, 4], +-1 outside)
     pow   exp(y * log|x|), sign restored for integral y; relative error grows
-          with |y log x| (<= 1e-6 for |y log x| < 10)
+          with |y log x| (<= 1e-6 for |y log x| < 10); C99/numpy special values
+          (signed zeros, infinities, pow(1, nan) = pow(-1, inf) = 1) by selects
+    tanh(-0) = -0 and erf(-0) = -0: every odd function keeps the sign of zero
 
 Coefficients: exp and log from Cephes (expf.c, logf.c), tanh from Cephes
 tanhf.c, erf from Eigen's generic_fast_erf_float (used by XLA).
@@ -165,29 +167,43 @@ class F32Emitter:
         # |x| > 0.625: 1 - 2 / (exp(2|x|) + 1), sign restored
         e = self.exp(self.op(arith.MinimumfOp, self.add(ax, ax), self.c(88.0)))  # tanh(44) == 1 in f32
         big = self.sub(self.c(1.0), self.div(self.c(2.0), self.add(e, self.c(1.0))))
-        big = self.op(mathd.CopySignOp, big, x)
         z = self.mul(x, x)
         p = self.poly(z, [-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1])
         small = self.add(self.mul(self.mul(p, z), x), x)
-        return self.select(self.cmp(ax, self.c(0.625), "ogt"), big, small)
+        # x + (...) rounds -0.0 + +0.0 to +0.0: copysign restores tanh(-0) = -0 (one and/or)
+        r = self.select(self.cmp(ax, self.c(0.625), "ogt"), big, small)
+        return self.op(mathd.CopySignOp, r, x)
 
     def erf(self, x: SSAValue) -> SSAValue:
         xc = self.clamp(x, -4.0, 4.0)
         x2 = self.mul(xc, xc)
         p = self.poly(x2, [-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02])
         q = self.poly(x2, [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02])
-        return self.keep_nan(x, self.div(self.mul(xc, p), q))
+        # x * (p / q), not (x * p) / q: |p| < 1 would flush erf of the smallest denormals to 0
+        return self.keep_nan(x, self.mul(xc, self.div(p, q)))
 
     def pow(self, x: SSAValue, y: SSAValue) -> SSAValue:
+        """exp(y * log|x|), then C99's (and numpy's) special cases by selects:
+
+        sign: -|r| for a negatively signed x (-0.0 and -inf included) and odd integral y;
+        NaN: a finite negative x with a non-integral y (pow(-inf, 0.5) is +inf);
+        1: y = +-0 (even for NaN x), x = 1 (even for NaN y), x = -1 with y = +-inf
+        (exp(inf * 0) would be NaN). +-0 and +-inf x need nothing more: log gives
+        -inf/+inf and exp of +-inf gives +inf/0.
+        """
         r = self.exp(self.mul(y, self.log(self.op(mathd.AbsFOp, x))))
         # A negative base has a real power only for integral y: the sign is y's parity.
         y_int = self.cmp(self.op(mathd.FloorOp, y), y, "oeq")
         half = self.mul(y, self.c(0.5))
         odd = self.op(arith.AndIOp, y_int, self.cmp(self.op(mathd.FloorOp, half), half, "one"))
-        neg = self.cmp(x, self.c(0.0), "olt")
-        r = self.select(self.op(arith.AndIOp, neg, odd), self.op(arith.NegfOp, r), r)
-        r = self.select(self.op(arith.AndIOp, neg, self.op(arith.XOrIOp, y_int, self._true(y_int))), self.c(float("nan")), r)
-        return self.select(self.cmp(y, self.c(0.0), "oeq"), self.c(1.0), r)
+        signed = self.op(arith.CmpiOp, self.bits(x), self.ci(0), "slt")  # sign bit: -0.0 too
+        r = self.select(self.op(arith.AndIOp, signed, odd), self.op(arith.NegfOp, r), r)
+        finite_neg = self.op(arith.AndIOp, self.cmp(x, self.c(0.0), "olt"), self.cmp(x, self.c(float("-inf")), "one"))
+        r = self.select(self.op(arith.AndIOp, finite_neg, self.op(arith.XOrIOp, y_int, self._true(y_int))), self.c(float("nan")), r)
+        ax, ay = self.op(mathd.AbsFOp, x), self.op(mathd.AbsFOp, y)
+        unit = self.op(arith.AndIOp, self.cmp(ax, self.c(1.0), "oeq"), self.cmp(ay, self.c(float("inf")), "oeq"))
+        one = self.op(arith.OrIOp, self.op(arith.OrIOp, self.cmp(y, self.c(0.0), "oeq"), self.cmp(x, self.c(1.0), "oeq")), unit)
+        return self.select(one, self.c(1.0), r)
 
     def _true(self, like: SSAValue) -> SSAValue:
         from xdsl.dialects.builtin import IntegerAttr, i1

@@ -111,9 +111,10 @@ class FunctionLowering:
         block = Block(arg_types=arg_types)
         b = Builder(InsertPoint.at_end(block))
         b.insert(loop.YieldOp(*body_fn(b, list(block.args))))
+        maps_form = isinstance(bounds, tuple) and len(bounds) == 2 and not isinstance(bounds[0], int)
         op = loop.NestOp(
             self.prefix + name,
-            list(bounds),
+            bounds if maps_form else list(bounds),
             list(iterators or [loop.PARALLEL] * len(bounds)),
             ins,
             outs,
@@ -175,8 +176,9 @@ def lower_reduce(fl: FunctionLowering, op: graph.ReduceOp, out: SSAValue) -> Non
         x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
         return [scalar.narrow(b, scalar.combine(b, op.KIND, acc, x), t)]
 
-    fl.nest(f"reduce_{op.KIND}", shape, [fl.buffer(op.input)], [out], body, iterators,
-            [identity(len(shape)), AffineMap(len(shape), 0, tuple(out_index))])
+    if not reduce_by_blocks(fl, op, out, body):
+        fl.nest(f"reduce_{op.KIND}", shape, [fl.buffer(op.input)], [out], body, iterators,
+                [identity(len(shape)), AffineMap(len(shape), 0, tuple(out_index))])
     if op.KIND == "mean":
         count = 1
         for a in axes:
@@ -189,6 +191,41 @@ def lower_reduce(fl: FunctionLowering, op: graph.ReduceOp, out: SSAValue) -> Non
             return [scalar.narrow(b, b.insert(arith.DivfOp(x, scalar.const(b, float(count), x.type))).result, t)]
 
         fl.nest("mean_scale", out_shape, [out], [out], scale, maps=[identity(len(out_shape))] * 2)
+
+
+def reduce_by_blocks(fl: FunctionLowering, op: graph.ReduceOp, out: SSAValue, combine) -> bool:
+    """Long float sums (means, products) over trailing axes, full reductions included,
+    by blocks: each block of ROW_BLOCK elements into its own partial, then the
+    partials into `out` (already at the identity). A single accumulator chain per
+    vector lane would add n / lanes elements in sequence; blocked, the error grows
+    like a pairwise sum's. Blocks run in parallel and each is summed by one thread
+    in a fixed order, so the bits do not depend on the thread count. False (nothing
+    emitted) for the other reductions. `combine(b, [x, acc])` is the reduction step.
+    """
+    from mlfuse.conversion.group_to_loop import ROW_BLOCK, ROW_BLOCK_MIN
+
+    shape, t = graph.shape_of(op.input), graph.element_type_of(op.input)
+    axes, rank = sorted(op.reduce_axes), len(shape)
+    k = rank - len(axes)  # kept (outer) axes
+    n = math.prod(shape[k:])
+    if op.KIND not in ("sum", "mean", "prod") or not graph.is_float(t) or axes != list(range(k, rank)) or n < ROW_BLOCK_MIN:
+        return False
+    outer, blocks = list(shape[:k]), -(-n // ROW_BLOCK)
+    src = fl.builder.insert(loop.ViewOp(fl.buffer(op.input), MemRefType(t, [*outer, n]))).result
+    partial = fl.builder.insert(memref.AllocOp.get(t, ALIGNMENT, [*outer, blocks])).memref
+    init = scalar.identity_of(op.KIND, t)
+    fl.nest(f"partial_init_{op.KIND}", [*outer, blocks], [], [partial], lambda b, a: [scalar.const(b, init, t)], maps=[identity(k + 1)])
+    d = dims(k + 2)  # outer..., block, element
+    lower = [loop.constant_bound(0)] * (k + 1) + [AffineMapAttr(AffineMap(k + 1, 0, (d[k] * ROW_BLOCK,)))]
+    upper = [loop.constant_bound(v) for v in [*outer, blocks]]
+    upper.append(AffineMapAttr(AffineMap(k + 1, 0, (d[k] * ROW_BLOCK + ROW_BLOCK, AffineExpr.constant(n)))))
+    fl.nest(f"reduce_{op.KIND}_blocks", (lower, upper), [src], [partial], combine, [loop.PARALLEL] * (k + 1) + [loop.REDUCTION],
+            [AffineMap(k + 2, 0, (*d[:k], d[k + 1])), AffineMap(k + 2, 0, tuple(d[: k + 1]))])
+    out_index = (*d[:k], *([AffineExpr.constant(0)] * len(axes) if op.keeps_dims else []))
+    fl.nest(f"reduce_{op.KIND}", [*outer, blocks], [partial], [out], combine, [loop.PARALLEL] * k + [loop.REDUCTION],
+            [identity(k + 1), AffineMap(k + 1, 0, out_index)])
+    fl.builder.insert(memref.DeallocOp.get(partial))
+    return True
 
 
 # Transposes that move the innermost dimension run by 8 x 8 tiles, which LLVM
@@ -361,13 +398,22 @@ def lower_op(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
         raise Diagnostic(f"'{op.name}' cannot be lowered to loops yet", location_of(op))
 
 
+def unique_constant_name(fl: FunctionLowering) -> str:
+    """`__constant_N` not yet taken in the module: globals are module-wide, and every
+    function (or an earlier run of this pass) numbers its constants from 0."""
+    taken = {g.sym_name.data for g in fl.module.body.block.ops if isinstance(g, memref.GlobalOp)}
+    while (name := f"__constant_{fl.prefix}{fl.globals_made}") in taken:
+        fl.globals_made += 1
+    fl.globals_made += 1
+    return name
+
+
 def lower_constant(fl: FunctionLowering, op: graph.ConstantOp) -> Operand:
     value = op.value
     splat = graph.splat_value(value)
     if splat is not None:
         return Operand(splat=splat)
-    name = f"__constant_{fl.prefix}{fl.globals_made}"
-    fl.globals_made += 1
+    name = unique_constant_name(fl)
     t = memref_of(op.result.type)
     fl.module.body.block.insert_op_before(
         memref.GlobalOp.get(StringAttr(name), t, value, constant=UnitAttr(), alignment=ALIGNMENT),

@@ -69,6 +69,13 @@ CONTRACTIONS = (graph.MatmulOp, graph.BatchMatmulOp)
 # COLUMN_BLOCKS row blocks in parallel (see GroupLowering.lower_column_blocks).
 COLUMN_BLOCKS = 32
 COLUMN_BLOCK_MIN_ROWS = 256
+# Float row sums of at least ROW_BLOCK_MIN elements add ROW_BLOCK-element blocks into
+# per-row partials, then add the partials (GroupLowering.blocked_bounds): LLVM's
+# vector accumulators (VF x interleave lanes) each add row / lanes elements in
+# sequence, so error grows with the row; blocked, with the block's length.
+# A 65536-element f32 row sum: 3.2e-4 from the exact sum unblocked, numpy 4.9e-5.
+ROW_BLOCK = 256
+ROW_BLOCK_MIN = 4 * ROW_BLOCK
 
 
 class Fallback(Exception):
@@ -176,11 +183,12 @@ class Body:
         buf, m, _ = self.outs[k]
         self.outs[k] = (buf, m, value)
 
-    def finish(self, name: str, bounds: Sequence[int], iterators: Sequence[str], syms: Sequence[SSAValue]) -> loop.NestOp:
+    def finish(self, name: str, bounds, iterators: Sequence[str], syms: Sequence[SSAValue]) -> loop.NestOp:
+        """`bounds`: sizes, or (lower, upper) bound maps as loop.NestOp takes them."""
         self.b.insert(loop.YieldOp(*[v for _, _, v in self.outs]))
         return loop.NestOp(
             name,
-            list(bounds),
+            bounds if isinstance(bounds, tuple) else list(bounds),
             list(iterators),
             [b for b, _ in self.ins],
             [b for b, _, _ in self.outs],
@@ -468,34 +476,46 @@ class GroupLowering:
                         for op, _ in accs
                     ],
                 )
-            body = Body(1, k)
-            acc_args = [(op, body.out(acc, (const_expr(0),))) for op, acc in accs]
+            # long float sums: the nest's d0 runs over blocks, d1 over the row (see ROW_BLOCK)
+            blocks = self.row_blocks([op for op, _ in accs])
+            elem = AffineExpr.dimension(1 if blocks > 1 else 0)
+            at = lambda index: tuple(e.replace_dims_and_symbols([elem], list(syms_index)) for e in index)  # noqa: E731
+            phase_index = at(row_index)
+            targets = self.init_partials(accs, blocks) if blocks > 1 else accs
+            body = Body(2 if blocks > 1 else 1, k)
+            acc_index = (AffineExpr.dimension(0),) if blocks > 1 else (const_expr(0),)
+            acc_args = [(op, body.out(buf, acc_index)) for op, buf in targets]
             # (value, buffer): outputs complete in this phase, then values kept for later phases
             writes = [
-                (self.moved[v][0], buf, self.moved[v][1]) if v in self.moved else (v, buf, row_index)
+                (self.moved[v][0], buf, at(self.moved[v][1])) if v in self.moved else (v, buf, phase_index)
                 for v, buf in outputs
                 if out_level.get(v) == phase
             ]
             for value, p in keep.items():
                 if p == phase:
                     scratch = self.alloca([self.row], graph.element_type_of(value))
-                    writes.append((value, scratch, (AffineExpr.dimension(0),)))
+                    writes.append((value, scratch, (elem,)))
             for _, buf, index in writes:
                 body.out(buf, index)
             # float max/min: NaN-ignoring maxnum/minnum (llvm.maximum vectorizes badly on
             # x86); a separate NaN scan of the row (below) restores numpy's NaN result
             flagged = [op for op, _ in accs if op.KIND in ("max", "min") and graph.is_float(graph.element_type_of(op.results[0]))]
             for k_out, (op, acc_arg) in enumerate(acc_args):
-                x = scalar.widen(body.b, self.value(body, op.input, row_index))
+                x = scalar.widen(body.b, self.value(body, op.input, phase_index))
                 t = graph.element_type_of(op.results[0])
                 combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x, ignore_nan=op in flagged)
                 body.set_out(k_out, scalar.narrow(body.b, combined, t))
             for j, (value, _, _) in enumerate(writes):
-                body.set_out(len(acc_args) + j, self.value(body, value, row_index))
+                body.set_out(len(acc_args) + j, self.value(body, value, phase_index))
             if body.outs:
                 iterators = [loop.REDUCTION if accs else loop.PARALLEL]
                 names = [op.name.split(".")[1] for op, _ in accs] or ["rows"]
-                self.emit_op(body.finish(f"{self.group.group_name.data}.{phase}_{'_'.join(names)}", [self.row], iterators, self.syms))
+                bounds = self.blocked_bounds(blocks) if blocks > 1 else [self.row]
+                # d0 is not parallel for the row outputs written beside the sums (they use d1 only)
+                iterators = [loop.REDUCTION, loop.REDUCTION] if blocks > 1 else iterators
+                self.emit_op(body.finish(f"{self.group.group_name.data}.{phase}_{'_'.join(names)}", bounds, iterators, self.syms))
+            if blocks > 1:
+                self.combine_partials(targets, accs, flagged)
             for op, acc in accs:
                 if op in flagged:
                     self.emit_nan_scan(op, acc, row_index)
@@ -521,6 +541,45 @@ class GroupLowering:
             )
         self.emit_op = saved_emit
         self.emit_op(loop.BandOp(self.group.group_name.data, list(self.outer), Region(band_block)))
+
+    def row_blocks(self, reductions: list[Operation]) -> int:
+        """Blocks a row reduction phase sums separately: 1 unless a float sum/mean/prod
+        runs over at least ROW_BLOCK_MIN elements (max/min are exact in any order)."""
+        long_float = self.row >= ROW_BLOCK_MIN and any(
+            op.KIND in ("sum", "mean", "prod") and graph.is_float(graph.element_type_of(op.results[0])) for op in reductions
+        )
+        return -(-self.row // ROW_BLOCK) if long_float else 1
+
+    def blocked_bounds(self, blocks: int):
+        """d0 over the blocks, d1 over block d0's elements [d0 * B, min(d0 * B + B, row))."""
+        nsyms = len(self.syms)
+        d0 = AffineExpr.dimension(0)
+        lower = [loop.constant_bound(0), AffineMapAttr(AffineMap(1, nsyms, (d0 * ROW_BLOCK,)))]
+        upper = [loop.constant_bound(blocks), AffineMapAttr(AffineMap(1, nsyms, (d0 * ROW_BLOCK + ROW_BLOCK, const_expr(self.row))))]
+        return (lower, upper)
+
+    def init_partials(self, accs: list[tuple[Operation, SSAValue]], blocks: int) -> list[tuple[Operation, SSAValue]]:
+        """One scratch element per block and reduction, at the reduction's identity."""
+        partials = [(op, self.alloca([blocks], graph.element_type_of(op.results[0]))) for op, _ in accs]
+        init = Body(1, len(self.syms))
+        for _, buf in partials:
+            init.out(buf, (AffineExpr.dimension(0),))
+        for j, (op, _) in enumerate(partials):
+            t = graph.element_type_of(op.results[0])
+            init.set_out(j, scalar.const(init.b, scalar.identity_of(op.KIND, t), t))
+        self.emit_op(init.finish(f"{self.group.group_name.data}.partial_init", [blocks], [loop.PARALLEL], self.syms))
+        return partials
+
+    def combine_partials(self, partials, accs, flagged) -> None:
+        """acc = the block partials combined; LLVM adds them in vector lanes, then a tree."""
+        blocks = partials[0][1].type.get_shape()[0]
+        body = Body(1, len(self.syms))
+        outs = [body.out(acc, (const_expr(0),)) for _, acc in accs]
+        for j, ((op, part), acc) in enumerate(zip(partials, outs)):
+            x = scalar.widen(body.b, body.read(part, (AffineExpr.dimension(0),)))
+            combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x, ignore_nan=op in flagged)
+            body.set_out(j, scalar.narrow(body.b, combined, graph.element_type_of(op.results[0])))
+        self.emit_op(body.finish(f"{self.group.group_name.data}.partial_combine", [blocks], [loop.REDUCTION], self.syms))
 
     def is_column_group(self, staged: list[Operation]) -> bool:
         """Reductions over the same leading axes of one shape, the last axis kept."""

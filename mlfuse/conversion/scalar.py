@@ -145,7 +145,6 @@ INT_BINARY: dict[type, Callable] = {
     graph.AddOp: arith.AddiOp,
     graph.SubOp: arith.SubiOp,
     graph.MulOp: arith.MuliOp,
-    graph.DivOp: arith.DivSIOp,
     graph.MaxOp: arith.MaxSIOp,
     graph.MinOp: arith.MinSIOp,
 }
@@ -182,12 +181,36 @@ def emit_elementwise(b: Builder, op: Operation, args: list[SSAValue]) -> SSAValu
         return b.insert(arith.CmpfOp(wide[0], wide[1], FLOAT_PREDICATES[pred])).result
     if len(args) == 1:
         r = _int_unary(b, op, wide[0]) if is_int else _float_unary(b, op, wide[0])
+    elif is_int and isinstance(op, graph.DivOp):
+        r = safe_divsi(b, wide[0], wide[1])
     else:
         table = INT_BINARY if is_int else FLOAT_BINARY
         if type(op) not in table:
             raise Diagnostic(f"'{op.name}' is not defined on {wide[0].type}", location_of(op))
         r = b.insert(table[type(op)](wide[0], wide[1])).result
     return narrow(b, r, out_t)
+
+
+def safe_divsi(b: Builder, a: SSAValue, d: SSAValue) -> SSAValue:
+    """a / d truncated towards zero, with numpy's answers where the hardware traps.
+
+    x86's idiv (LLVM's sdiv) faults on d == 0 and on INT_MIN / -1, which killed the
+    process. numpy gives 0 for x / 0 and wraps INT_MIN / -1 to INT_MIN, so: divide
+    by 1 in both cases (INT_MIN / 1 is already the wrapped answer), then zero the
+    quotients of d == 0. Branch-free selects; the division stays one sdiv.
+    A remainder would use the same safe divisor: x % 1 == 0 is numpy's answer in
+    both cases.
+    """
+    t = a.type
+    width = t.width.data
+    d_zero = b.insert(arith.CmpiOp(d, const(b, 0, t), "eq")).result
+    a_min = b.insert(arith.CmpiOp(a, const(b, -(1 << (width - 1)), t), "eq")).result
+    d_neg1 = b.insert(arith.CmpiOp(d, const(b, -1, t), "eq")).result
+    overflow = b.insert(arith.AndIOp(a_min, d_neg1)).result
+    trap = b.insert(arith.OrIOp(d_zero, overflow)).result
+    safe = b.insert(arith.SelectOp(trap, const(b, 1, t), d)).result
+    q = b.insert(arith.DivSIOp(a, safe)).result
+    return b.insert(arith.SelectOp(d_zero, const(b, 0, t), q)).result
 
 
 def emit_cast(b: Builder, x: SSAValue, t: Attribute) -> SSAValue:
