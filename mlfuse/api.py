@@ -5,6 +5,8 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,9 +17,17 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, TensorType
 from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
+from xdsl.utils.exceptions import ArgSpecParseError
 
 from mlfuse import cache, pipelines
-from mlfuse.diagnostics import Diagnostic, parse_located, verify_located
+from mlfuse.diagnostics import (
+    Diagnostic,
+    check_report_paths,
+    internal_errors,
+    parse_located,
+    reject_bf16,
+    verify_located,
+)
 from mlfuse.dialects import graph
 
 VERSION = "0.1.0"
@@ -38,13 +48,17 @@ def parse(source: str | ModuleOp, input_shapes: Mapping[str, Sequence[int]] | No
 
     name = "<input>"
     text = str(source)
+    source_text: str | bytes = text
     if "\n" not in text and text.endswith(".mlir"):
         if not os.path.exists(text):
             raise Diagnostic(f"no such file: {text}")
         name = text
-        with open(text) as f:
-            text = f.read()
-    module = parse_located(make_context(), text, name)
+        try:
+            with open(text, "rb") as f:  # parse_located decodes, replacing bytes that are not UTF-8
+                source_text = f.read()
+        except OSError as e:
+            raise Diagnostic(f"could not open input file: {e.strerror or e}", text) from None
+    module = parse_located(make_context(), source_text, name)
     verify_located(module)
     return module
 
@@ -64,11 +78,18 @@ def run_pipeline(module: ModuleOp, passes: Sequence[str], ctx: Context | None = 
     ctx = ctx or make_context()
     try:
         pipeline = PassPipeline.parse_spec(all_passes(), ",".join(passes))
-    except Exception as e:
-        raise Diagnostic(f"invalid pass pipeline '{','.join(passes)}': {e}") from None
-    for p in pipeline.passes:
-        p.apply(ctx, module)
-        verify_located(module)
+    except (Exception, ArgSpecParseError) as e:  # xDSL's ArgSpecParseError is a BaseException
+        lines = [line.strip() for line in str(e).split("\n") if line.strip()] or [type(e).__name__]
+        raise Diagnostic(f"invalid pass pipeline '{','.join(passes)}': {lines[-1]}") from None
+    check_report_paths(pipeline.passes)
+    if any(p.name == "convert-to-llvm" for p in pipeline.passes):
+        reject_bf16(module, "CPU")
+    # a pass that crashes on verified input is mlfuse's bug: an internal error with a reproducer
+    spec = ",".join(str(p.pipeline_pass_spec()) for p in pipeline.passes)
+    with internal_errors("pass pipeline", module, [f"RUN: mlfuse-opt %s -p '{spec}'"]):
+        for p in pipeline.passes:
+            p.apply(ctx, module)
+            verify_located(module)
     return module
 
 
@@ -126,31 +147,66 @@ class CompiledFunction:
 
     Inputs are positional in signature order or keyword by name (ONNX names for
     imported models); `out=` passes preallocated outputs (a sequence, one per result).
+    Calls are safe from any number of threads: each call runs on an arena of its
+    own, taken from a small pool (see _take_arena).
     """
 
+    # Free arenas kept between calls; more concurrent calls than this allocate
+    # arenas of their own and drop them afterwards.
+    MAX_POOLED_ARENAS = 8
+
     def __init__(self, jit, entry: str, inputs: list[TensorSpec], outputs: list[TensorSpec]):
+        from mlfuse.backend import cpu
+
         self.jit = jit
         self.entry = entry
         self.inputs = inputs
         self.outputs = outputs
         address = jit.address(entry)
-        # Intermediates live in one arena, allocated once and reused by every call.
-        arena_bytes = jit.global_int(f"{entry}__arena_bytes")
-        self.arena = aligned_empty((arena_bytes,), np.uint8) if arena_bytes else None
-        n_args = len(inputs) + len(outputs) + (self.arena is not None)
+        # Intermediates live in an arena; the compiled code writes it, so two calls
+        # at once need two arenas. list.pop and list.append are atomic, so the pool
+        # needs no lock (and a fork can never leave one held in the child).
+        self.arena_bytes = jit.global_int(f"{entry}__arena_bytes")
+        self._arenas = [self._new_arena()] if self.arena_bytes else []
+        self._sync_threads = cpu.sync_num_threads
+        n_args = len(inputs) + len(outputs) + (self.arena_bytes > 0)
         self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(address)
 
+    def _new_arena(self) -> tuple[np.ndarray, int]:
+        """An arena and its address (ndarray.ctypes costs microseconds: taken once)."""
+        arena = aligned_empty((self.arena_bytes,), np.uint8)
+        return arena, arena.ctypes.data
+
+    def _take_arena(self) -> tuple[np.ndarray, int] | None:
+        """An arena for one call: a pooled one, else a new one (other calls hold each)."""
+        if not self.arena_bytes:
+            return None
+        try:
+            return self._arenas.pop()
+        except IndexError:
+            return self._new_arena()
+
+    def _give_arena(self, arena: tuple[np.ndarray, int] | None) -> None:
+        """Return a call's arena to the pool, unless the pool is full."""
+        if arena is not None and len(self._arenas) < self.MAX_POOLED_ARENAS:
+            self._arenas.append(arena)
+
     def _bind(self, arrays: Sequence[Any], named: Mapping[str, Any]) -> list[np.ndarray]:
+        if len(arrays) > len(self.inputs):
+            raise ValueError(f"@{self.entry} takes {len(self.inputs)} inputs, got {len(arrays)}")
         if named:
             by_name = {s.name: i for i, s in enumerate(self.inputs)}
-            arrays = list(arrays) + [None] * (len(self.inputs) - len(arrays))
+            bound = list(arrays) + [None] * (len(self.inputs) - len(arrays))
             for name, value in named.items():
                 if name not in by_name:
                     raise ValueError(f"@{self.entry} has no input named '{name}' (inputs: {', '.join(by_name)})")
-                arrays[by_name[name]] = value
-            missing = [self.inputs[i].name for i, a in enumerate(arrays) if a is None]
+                if by_name[name] < len(arrays):
+                    raise ValueError(f"@{self.entry}: input '{name}' given both by position and by keyword")
+                bound[by_name[name]] = value
+            missing = [self.inputs[i].name for i, a in enumerate(bound) if a is None]
             if missing:
                 raise ValueError(f"@{self.entry}: missing inputs {', '.join(missing)}")
+            arrays = bound
         if len(arrays) != len(self.inputs):
             raise ValueError(f"@{self.entry} takes {len(self.inputs)} inputs, got {len(arrays)}")
         checked = []
@@ -179,21 +235,75 @@ class CompiledFunction:
                 raise ValueError(f"out= array for '{spec.name}' overlaps an input")
         return list(out)
 
+    def _check_disjoint(self, out: Sequence[np.ndarray], addresses: Sequence[int]) -> None:
+        """Raise if two out= arrays share memory: one output would overwrite the other.
+        They are C-contiguous, so each covers exactly [address, address + nbytes)."""
+        spans = sorted((a, a + o.nbytes, s.name) for s, o, a in zip(self.outputs, out, addresses) if o.nbytes)
+        reach = None  # the span seen so far that ends last
+        for start, end, name in spans:
+            if reach is not None and start < reach[1]:
+                raise ValueError(f"out= arrays for '{reach[2]}' and '{name}' overlap: each output needs memory of its own")
+            if reach is None or end > reach[1]:
+                reach = (start, end, name)
+
     def __call__(self, *arrays: Any, out=None, **named: Any) -> tuple[np.ndarray, ...]:
         inputs = self._bind(arrays, named)
         outputs = self._outputs(out, inputs)
+        addresses = [o.ctypes.data for o in outputs]  # once per array: ndarray.ctypes is slow
+        if out is not None and len(outputs) > 1:
+            self._check_disjoint(outputs, addresses)
         # compiled code may assume outputs are ALIGNMENT-byte aligned (aligned vector and
-        # non-temporal stores): a misaligned out= array is written through a copy
-        staged = [o if o.ctypes.data % ALIGNMENT == 0 else aligned_empty(o.shape, o.dtype) for o in outputs]
-        arena = [self.arena.ctypes.data] if self.arena is not None else []
-        self._fn(*[a.ctypes.data for a in inputs], *[o.ctypes.data for o in staged], *arena)
-        for o, s in zip(outputs, staged):
-            if s is not o:
-                np.copyto(o, s)
+        # non-temporal stores): a misaligned out= array is written through a copy,
+        # one per call, so concurrent calls never share it
+        staged = {}
+        for i, address in enumerate(addresses):
+            if address % ALIGNMENT:
+                staged[i] = aligned_empty(outputs[i].shape, outputs[i].dtype)
+                addresses[i] = staged[i].ctypes.data
+        self._sync_threads()
+        arena = self._take_arena()
+        try:
+            self._fn(*[a.ctypes.data for a in inputs], *addresses, *([arena[1]] if arena else []))
+        finally:
+            self._give_arena(arena)
+        for i, copy in staged.items():
+            np.copyto(outputs[i], copy)
         return tuple(outputs)
 
 
-_MEMORY_CACHE: dict[str, Any] = {}
+# Compiled modules by key, least recently used first; bounded, since each holds
+# machine code and an execution engine. The lock guards reorder-and-evict; a
+# fork while another thread holds it would leave it held, so the child gets a new one.
+MEMORY_CACHE_SIZE = 64
+_MEMORY_CACHE: OrderedDict[str, Any] = OrderedDict()
+_MEMORY_LOCK = threading.Lock()
+
+
+def _reset_memory_lock() -> None:
+    global _MEMORY_LOCK
+    _MEMORY_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_memory_lock)
+
+
+def _memory_get(key: str) -> Any:
+    """The compiled module for `key` (now the most recently used), or None."""
+    with _MEMORY_LOCK:
+        jit = _MEMORY_CACHE.get(key)
+        if jit is not None:
+            _MEMORY_CACHE.move_to_end(key)
+        return jit
+
+
+def _memory_put(key: str, jit: Any) -> None:
+    """Remember a compiled module, dropping the least recently used beyond the bound.
+    Dropping only releases the cache's reference: functions compiled from it keep it alive."""
+    with _MEMORY_LOCK:
+        _MEMORY_CACHE[key] = jit
+        _MEMORY_CACHE.move_to_end(key)
+        while len(_MEMORY_CACHE) > MEMORY_CACHE_SIZE:
+            _MEMORY_CACHE.popitem(last=False)
 
 
 def compile(
@@ -236,15 +346,15 @@ def compile(
         steps = pipelines.cpu_stencil_pipeline("post-tile", parallel=parallel)
     else:
         steps = pipelines.cpu_pipeline(fuse, parallel, planner, fast_math=fast_math)
-    key = hashlib.sha256(
-        f"{cache.compiler_fingerprint()}|{steps}|{entry}\n{module_text(module)}".encode()
-    ).hexdigest()
-    if key in _MEMORY_CACHE:
-        jit = _MEMORY_CACHE[key]
-    else:
-        from mlfuse.backend import cpu
+    from mlfuse.backend import cpu
 
-        obj = cache.load_object("graph-" + key)
+    # the host CPU is part of the key: a shared cache folder may serve other machines
+    key = hashlib.sha256(
+        f"{cache.compiler_fingerprint()}|{cpu.host_key()}|{steps}|{entry}\n{module_text(module)}".encode()
+    ).hexdigest()
+    jit = _memory_get(key)
+    if jit is None:
+        obj = cache.load_object("graph-" + key)  # checked against its header, or None
         if obj is None:
             lowered = module.clone()
             run_pipeline(lowered, steps)
@@ -253,5 +363,5 @@ def compile(
             obj = cpu.compile_object(to_llvmlite(lowered))
             cache.store_object("graph-" + key, obj)
         jit = cpu.JitModule(obj)
-        _MEMORY_CACHE[key] = jit
+        _memory_put(key, jit)
     return CompiledFunction(jit, entry, inputs, outputs)

@@ -6,7 +6,9 @@
 - Multi-core: generated code calls libgomp's GOMP_parallel directly (see
   mlfuse/conversion/to_llvm.py). libgomp ships with gcc on every Linux machine,
   so the whole compiled function runs without returning to Python, and its
-  thread team stays warm between calls; `set_num_threads` bounds the team.
+  thread team stays warm between calls; `set_num_threads` bounds the team of
+  every later call, from any thread. A child forked after the runtime loaded
+  runs compiled code on one thread (libgomp's team does not survive fork).
 - Stores marked streaming become non-temporal after O3 (mlfuse/backend/streaming.py).
 - Object code is cached on disk, keyed by the LLVM IR and the host CPU, so the
   same graph does not go through LLVM twice (see mlfuse/cache.py for the keys).
@@ -19,6 +21,8 @@ import ctypes.util
 import functools
 import hashlib
 import os
+import threading
+import warnings
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -54,6 +58,7 @@ def _init() -> None:
         llvm.load_library_permanently(gomp)
     except RuntimeError as e:  # pragma: no cover - every gcc-based Linux has it
         raise RuntimeError(f"mlfuse's CPU runtime needs libgomp ({gomp}): {e}") from None
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @functools.cache
@@ -79,7 +84,9 @@ def new_target_machine(cpu: str | None = None, features: str | None = None) -> l
     return target.create_target_machine(cpu=cpu, features=features or "", opt=3, codemodel="jitdefault")
 
 
+@functools.cache
 def host_key() -> str:
+    """The target triple, CPU name and CPU features: part of every cache key and entry."""
     tm = target_machine()
     return f"{tm.triple}|{llvm.get_host_cpu_name()}|{llvm.get_host_cpu_features().flatten()}"
 
@@ -90,9 +97,43 @@ def _gomp() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("gomp") or "libgomp.so.1")
 
 
+# libgomp keeps the team size per thread (omp_set_num_threads sets the calling
+# thread's ICV; other threads keep the default). set_num_threads is process-wide:
+# it records a request, and each thread applies the latest one before its next
+# call (sync_num_threads). A request is a fresh 1-tuple, compared by identity.
+_requested: tuple[int] | None = None
+_applied = threading.local()
+_forked = False
+
+
 def set_num_threads(n: int) -> None:
-    """Bound the thread team of the calling thread (like OMP_NUM_THREADS)."""
-    _gomp().omp_set_num_threads(int(n))
+    """Bound the thread team of every later call, from any thread (like OMP_NUM_THREADS).
+
+    In a forked child compiled code runs on one thread, and this is ignored."""
+    global _requested
+    if _forked:
+        warnings.warn("mlfuse: in a forked child compiled code runs on one thread; set_num_threads ignored", stacklevel=2)
+        return
+    _requested = (max(1, int(n)),)
+    sync_num_threads()
+
+
+def sync_num_threads() -> None:
+    """Apply the latest set_num_threads to the calling thread (a getattr when it has)."""
+    request = _requested
+    if request is not None and getattr(_applied, "request", None) is not request:
+        _gomp().omp_set_num_threads(request[0])
+        _applied.request = request
+
+
+def _after_fork_in_child() -> None:
+    """libgomp's team does not survive fork: its threads are gone, and the forking
+    thread's next parallel region would wait for them forever. With one thread,
+    every team call takes its serial path and never enters GOMP_parallel."""
+    global _requested, _forked
+    _forked = True
+    _requested = (1,)
+    sync_num_threads()
 
 
 def get_max_threads() -> int:

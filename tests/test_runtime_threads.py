@@ -1,0 +1,230 @@
+"""Compiled functions under threads and fork, and the checks on their arguments.
+
+Every wait has a timeout, so a hang (a shared arena, libgomp's team after fork)
+fails the test instead of blocking the suite.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import mlfuse
+from mlfuse.api import aligned_empty
+from mlfuse.backend import cpu
+
+# two GEMMs and a row reduction: several kernels, intermediates in the arena
+GRAPH = """
+func.func @main(%x: tensor<256x128xf32>, %w: tensor<128x128xf32>) -> (tensor<256x128xf32>, tensor<256x1xf32>) {
+  %h = graph.matmul %x, %w : (tensor<256x128xf32>, tensor<128x128xf32>) -> tensor<256x128xf32>
+  %t = graph.tanh %h : tensor<256x128xf32>
+  %y = graph.matmul %t, %w : (tensor<256x128xf32>, tensor<128x128xf32>) -> tensor<256x128xf32>
+  %e = graph.exp %y : tensor<256x128xf32>
+  %s = graph.reduce_sum %e {axes = array<i64: 1>, keepdims} : tensor<256x128xf32> -> tensor<256x1xf32>
+  func.return %y, %s : tensor<256x128xf32>, tensor<256x1xf32>
+}
+"""
+
+PAIR = """
+func.func @main(%x: tensor<16x16xf32>, %w: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %a = graph.add %x, %w : tensor<16x16xf32>
+  %m = graph.mul %x, %w : tensor<16x16xf32>
+  func.return %a, %m : tensor<16x16xf32>, tensor<16x16xf32>
+}
+"""
+
+THREADS, CALLS, TIMEOUT_S = 4, 25, 120
+
+
+@pytest.fixture(scope="module")
+def fn():
+    f = mlfuse.compile(GRAPH)
+    assert f.jit.global_int("main__arena_bytes") > 0, "the graph must use an arena, or the test proves nothing"
+    return f
+
+
+@pytest.fixture
+def team_of_two():
+    """A real team (2 threads) even on a 1-core machine; the old setting afterwards."""
+    before = cpu.get_max_threads()
+    cpu.set_num_threads(2)
+    yield
+    cpu.set_num_threads(before)
+
+
+def make_inputs(seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((256, 128)).astype(np.float32)
+    w = (rng.standard_normal((128, 128)) / 12).astype(np.float32)
+    return [x, w]
+
+
+def misaligned(shape, dtype) -> np.ndarray:
+    """A C-contiguous array whose data is 4 bytes past a 64-byte boundary."""
+    dtype = np.dtype(dtype)
+    raw = aligned_empty((int(np.prod(shape)) * dtype.itemsize + 64,), np.uint8)
+    return raw[4 : 4 + int(np.prod(shape)) * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def run_threads(target, n: int) -> None:
+    """Run target(i) on n threads that start together; fail on an exception or a hang."""
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def body(i):
+        try:
+            barrier.wait(timeout=TIMEOUT_S)
+            target(i)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + TIMEOUT_S
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    assert not any(t.is_alive() for t in threads), f"threads still running after {TIMEOUT_S} s"
+    if errors:
+        raise errors[0]
+
+
+@pytest.mark.parametrize("outputs", ["fresh", "aligned-out", "misaligned-out"])
+def test_threads_match_sequential_calls(fn, team_of_two, outputs):
+    inputs = [make_inputs(seed) for seed in range(CALLS)]
+    expected = [fn(*args) for args in inputs]
+    results: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+
+    def worker(t):
+        alloc = aligned_empty if outputs == "aligned-out" else misaligned
+        out = None if outputs == "fresh" else [alloc(s.shape, s.dtype) for s in fn.outputs]
+        for c in range(CALLS):
+            k = (c + t) % CALLS  # threads work on different inputs at the same moment
+            got = fn(*inputs[k], out=out)
+            results[t, c] = tuple(g.copy() for g in got)
+
+    run_threads(worker, THREADS)
+    wrong = [
+        (t, c)
+        for (t, c), got in results.items()
+        if not all(np.array_equal(g, e) for g, e in zip(got, expected[(c + t) % CALLS]))
+    ]
+    assert len(results) == THREADS * CALLS
+    assert not wrong, f"{len(wrong)} of {len(results)} concurrent results differ from sequential ones"
+    assert len(fn._arenas) <= fn.MAX_POOLED_ARENAS
+
+
+def test_set_num_threads_reaches_other_threads(team_of_two):
+    seen = []
+
+    def worker(i):
+        cpu.sync_num_threads()  # what every call does first
+        seen.append(cpu.get_max_threads())
+
+    cpu.set_num_threads(1)
+    run_threads(worker, 2)
+    assert seen == [1, 1]
+
+
+# --- argument checks -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return mlfuse.compile(PAIR)
+
+
+def pair_inputs():
+    rng = np.random.default_rng(7)
+    return [rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2)]
+
+
+def test_same_out_array_twice_is_rejected(pair):
+    a = aligned_empty((16, 16), np.float32)
+    with pytest.raises(ValueError, match="'result0' and 'result1' overlap"):
+        pair(*pair_inputs(), out=[a, a])
+
+
+def test_partially_overlapping_outputs_are_rejected(pair):
+    buf = aligned_empty((16 * 16 + 16,), np.float32)
+    first, second = buf[:256].reshape(16, 16), buf[16:272].reshape(16, 16)
+    with pytest.raises(ValueError, match="overlap"):
+        pair(*pair_inputs(), out=[first, second])
+    with pytest.raises(ValueError, match="overlap"):
+        pair(*pair_inputs(), out=[second, first])
+
+
+def test_adjacent_outputs_are_accepted(pair):
+    x, w = pair_inputs()
+    buf = aligned_empty((512,), np.float32)
+    first, second = buf[:256].reshape(16, 16), buf[256:].reshape(16, 16)
+    pair(x, w, out=[first, second])
+    np.testing.assert_array_equal(first, x + w)
+    np.testing.assert_array_equal(second, x * w)
+
+
+def test_input_by_position_and_keyword_is_rejected(pair):
+    x, w = pair_inputs()
+    with pytest.raises(ValueError, match="'x' given both by position and by keyword"):
+        pair(x, w, x=w)
+    with pytest.raises(ValueError, match="takes 2 inputs, got 3"):
+        pair(x, w, x, w=w)
+    a, m = pair(x, w=w)  # positional and keyword for different inputs is fine
+    np.testing.assert_array_equal(a, x + w)
+
+
+# --- fork ---------------------------------------------------------------------------
+
+
+def wait_child(pid: int, timeout_s: float = TIMEOUT_S) -> int:
+    """The exit code of a forked child; kill it and fail if it runs past the timeout."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail(f"forked child hung for {timeout_s} s in its first call")
+
+
+def test_forked_child_completes_its_call(fn, team_of_two):
+    args = make_inputs(1)
+    expected = fn(*args)  # the parent's team now exists
+    pid = os.fork()
+    if pid == 0:  # the child: never return into pytest
+        code = 1
+        try:
+            got = fn(*args)
+            same = all(np.array_equal(g, e) for g, e in zip(got, expected))
+            code = 0 if same and cpu.get_max_threads() == 1 else 2
+        finally:
+            os._exit(code)
+    assert wait_child(pid) == 0, "the child's results differ (2) or it failed (1)"
+    # the parent keeps its team
+    assert cpu.get_max_threads() == 2
+    assert all(np.array_equal(g, e) for g, e in zip(fn(*args), expected))
+
+
+_FORKED_FN: list = []  # the compiled function, for the pool's forked workers
+
+
+def _call_in_worker(seed: int) -> tuple[tuple[np.ndarray, ...], int]:
+    return _FORKED_FN[0](*make_inputs(seed)), cpu.get_max_threads()
+
+
+def test_multiprocessing_fork_pool(fn, team_of_two):
+    expected = [fn(*make_inputs(seed)) for seed in range(4)]
+    _FORKED_FN[:] = [fn]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        pending = pool.map_async(_call_in_worker, range(4))
+        answers = pending.get(timeout=TIMEOUT_S)  # multiprocessing.TimeoutError on a hang
+    for (got, threads), want in zip(answers, expected):
+        assert threads == 1
+        assert all(np.array_equal(g, e) for g, e in zip(got, want))
