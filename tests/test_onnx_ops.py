@@ -311,6 +311,31 @@ case("Einsum-ellipsis", "Einsum", [f32(2, 3, 4), f32(4, 5)], opset=13, equation=
 case("Einsum-transpose", "Einsum", [f32(3, 4)], opset=13, equation="ij->ji")
 case("Einsum-sum-out", "Einsum", [f32(2, 3, 4), f32(4, 5)], opset=13, equation="bij,jk->bk")
 case("Einsum-outer", "Einsum", [f32(3), f32(4)], opset=13, equation="i,j->ij")
+case("ConvTranspose-stride2", "ConvTranspose", [f32(1, 4, 5, 5)], consts={1: f32(4, 3, 2, 2)}, strides=[2, 2])
+case("ConvTranspose-pads-bias", "ConvTranspose", [f32(2, 3, 4, 6)], consts={1: f32(3, 2, 3, 3), 2: f32(2)},
+     strides=[2, 1], pads=[1, 0, 1, 2])
+case("ConvTranspose-output-padding-dilation", "ConvTranspose", [f32(1, 2, 4, 4)], consts={1: f32(2, 3, 3, 2)},
+     strides=[3, 2], output_padding=[1, 1], dilations=[2, 1])
+case("ConvTranspose-groups", "ConvTranspose", [f32(1, 4, 3, 3)], consts={1: f32(4, 2, 3, 3)}, group=2, strides=[2, 2])
+case("ConvTranspose-same-upper", "ConvTranspose", [f32(1, 2, 3, 4)], consts={1: f32(2, 2, 3, 3)}, strides=[2, 2],
+     auto_pad="SAME_UPPER")
+case("ConvTranspose-output-shape", "ConvTranspose", [f32(1, 2, 3, 3)], consts={1: f32(2, 1, 3, 3)}, strides=[2, 2],
+     output_shape=[6, 7])
+case("ConvTranspose-1d", "ConvTranspose", [f32(2, 3, 5)], consts={1: f32(3, 2, 4)}, strides=[2], pads=[1, 1])
+case("Resize-nearest-x2", "Resize", [f32(1, 2, 3, 4)], consts={2: np.array([1, 1, 2, 2], np.float32)}, mode="nearest",
+     opset=13)
+case("Resize-bilinear-half-pixel", "Resize", [f32(1, 2, 4, 5)], consts={2: np.array([1, 1, 2, 2], np.float32)},
+     mode="linear", opset=13)
+case("Resize-linear-align-corners-sizes", "Resize", [f32(1, 2, 4, 5)], consts={3: a(1, 2, 7, 3)}, mode="linear",
+     coordinate_transformation_mode="align_corners", opset=13)
+case("Resize-nearest-fractional", "Resize", [f32(1, 1, 5, 4)], consts={2: np.array([1, 1, 1.5, 0.75], np.float32)},
+     mode="nearest", nearest_mode="floor", coordinate_transformation_mode="asymmetric", opset=13)
+case("Resize-cubic", "Resize", [f32(1, 1, 4, 5)], consts={2: np.array([1, 1, 1.5, 2], np.float32)}, mode="cubic",
+     opset=13)
+case("Resize-linear-axes", "Resize", [f32(1, 2, 4, 6)], consts={2: np.array([2, 0.5], np.float32)}, mode="linear",
+     axes=[2, 3], opset=18)
+case("Resize-linear-antialias-down", "Resize", [f32(1, 1, 8, 8)], consts={2: np.array([1, 1, 0.5, 0.5], np.float32)},
+     mode="linear", antialias=1, opset=18)
 
 
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE]

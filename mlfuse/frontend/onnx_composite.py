@@ -496,3 +496,183 @@ def convert_einsum(node: Node) -> list[Value]:
         y = node.emit(graph.BatchMatmulOp(a3, b3))
     y = node.reshape(y, [sizes[c] for c in batch + free_a + free_b])
     return [permute(node, y, batch + free_a + free_b, out)]
+
+
+# --- upsampling: ConvTranspose and Resize ---------------------------------------------------------
+
+
+def dilate(node: Node, x: SSAValue, strides: Sequence[int]) -> SSAValue:
+    """Insert stride-1 zeros between the spatial elements of (N, C, *spatial): each spatial
+    axis gets a unit axis after it, padded to the stride, then folded back and cut."""
+    shape = shape_of(x)
+    spatial = shape[2:]
+    if all(s == 1 for s in strides):
+        return x
+    unit = [*shape[:2]] + [d for n in spatial for d in (n, 1)]
+    low = [0] * len(unit)
+    high = [0, 0] + [h for s in strides for h in (0, s - 1)]
+    padded = node.emit(graph.PadOp(node.reshape(x, unit), low, high, 0.0))
+    folded = node.reshape(padded, [*shape[:2], *(n * s for n, s in zip(spatial, strides))])
+    stop = [*shape[:2], *((n - 1) * s + 1 for n, s in zip(spatial, strides))]
+    return node.emit(graph.SliceOp(folded, [0] * len(shape), stop))
+
+
+def pad_or_crop(node: Node, x: SSAValue, low: Sequence[int], high: Sequence[int]) -> SSAValue:
+    """Pad the spatial axes with zeros where low/high are positive, cut where negative."""
+    shape = shape_of(x)
+    if any(p > 0 for p in (*low, *high)):
+        x = node.emit(graph.PadOp(x, [0, 0, *(max(p, 0) for p in low)], [0, 0, *(max(p, 0) for p in high)], 0.0))
+    if any(p < 0 for p in (*low, *high)):
+        shape = shape_of(x)
+        start = [0, 0, *(max(-p, 0) for p in low)]
+        stop = [*shape[:2], *(n - max(-p, 0) for n, p in zip(shape[2:], high))]
+        x = node.emit(graph.SliceOp(x, start, stop))
+    return x
+
+
+def transposed_pads(node: Node, spatial, kernel, strides, dilations, output_padding) -> list[int]:
+    """ConvTranspose's pads (begins..., ends...), from `pads`, `output_shape` or `auto_pad` (the spec's
+    total_padding = stride (in - 1) + output_padding + (k - 1) dilation + 1 - out)."""
+    n = len(spatial)
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    output_shape = node.attr("output_shape")
+    if auto_pad == "NOTSET" and output_shape is None:
+        return node.int_list("pads", [0] * 2 * n, 2 * n)
+    if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
+        raise node.error(f"auto_pad \"{auto_pad}\" is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    if auto_pad == "VALID":
+        return [0] * 2 * n
+    out = [int(o) for o in output_shape][-n:] if output_shape is not None else [i * s for i, s in zip(spatial, strides)]
+    total = [s * (i - 1) + op + (k - 1) * d + 1 - o
+             for i, s, op, k, d, o in zip(spatial, strides, output_padding, kernel, dilations, out)]
+    if any(t < 0 for t in total):
+        raise node.error(f"output_shape {out} is larger than the transposed convolution can produce")
+    upper = auto_pad == "SAME_UPPER"  # the spec: NOTSET with output_shape splits like SAME_LOWER
+    begins = [t // 2 if upper else t - t // 2 for t in total]
+    return begins + [t - b for t, b in zip(total, begins)]
+
+
+@composite("ConvTranspose", attributes=("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
+                                        "output_shape", "pads", "strides"))
+def convert_conv_transpose(node: Node) -> list[Value]:
+    """The gradient of a convolution, as a convolution: dilate the input by the strides, pad it
+    by dilation (k - 1) - pad (cut where negative) plus output_padding at the end, and
+    convolve at stride 1 with the kernel flipped and its in/out channels swapped per group."""
+    x = float_input(node)
+    weight = node.constant(1)
+    if weight is None:
+        raise node.error("the weight must be a constant (it is flipped at compile time)")
+    rank = len(shape_of(x))
+    if rank not in (3, 4) or weight.ndim != rank:
+        raise node.error(f"only 1-D and 2-D transposed convolutions are supported, got input {fmt_shape(shape_of(x))}")
+    kernel = list(weight.shape[2:])
+    n = rank - 2
+    strides = node.int_list("strides", [1] * n, n)
+    dilations = node.int_list("dilations", [1] * n, n)
+    output_padding = node.int_list("output_padding", [0] * n, n)
+    pads = transposed_pads(node, shape_of(x)[2:], kernel, strides, dilations, output_padding)
+    if rank == 3:  # lift to 2-D: (N, C, 1, L)
+        x, weight = node.reshape(x, (*shape_of(x)[:2], 1, shape_of(x)[2])), weight[:, :, None, :]
+        kernel, strides, dilations = [1, *kernel], [1, *strides], [1, *dilations]
+        output_padding, pads = [0, *output_padding], [0, pads[0], 0, pads[1]]
+    group = int(node.attr("group", 1))
+    cin, cout_g = weight.shape[:2]
+    if cin != shape_of(x)[1] or cin % group:
+        raise node.error(f"weight {fmt_shape(weight.shape)} does not match input channels {shape_of(x)[1]} in {group} groups")
+    flipped = weight[:, :, ::-1, ::-1].reshape(group, cin // group, cout_g, *kernel)
+    w = np.ascontiguousarray(flipped.transpose(0, 2, 1, 3, 4).reshape(group * cout_g, cin // group, *kernel))
+    reach = [d * (k - 1) for d, k in zip(dilations, kernel)]
+    z = pad_or_crop(node, dilate(node, x, strides), [r - p for r, p in zip(reach, pads[:2])],
+                    [r - p + op for r, p, op in zip(reach, pads[2:], output_padding)])
+    y = node.emit(graph.Conv2dOp(z, constant_array(node, w, x), [1, 1], [0, 0, 0, 0], dilations, group))
+    if node.has_input(2):
+        y = node.emit(graph.AddOp(y, along(node, node.input(2), 1, shape_of(y))))
+    return [node.reshape(y, (*shape_of(y)[:2], shape_of(y)[3])) if rank == 3 else y]
+
+
+RESIZE_ATTRIBUTES = ("antialias", "axes", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+                     "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode")
+
+
+def resize_matrix(node: Node, n_in: int, n_out: int, scale: float | None) -> np.ndarray:
+    """The (n_out, n_in) matrix of one axis of the node's Resize: onnx's reference evaluator
+    resizes an identity, so every mode, coordinate transformation and rounding rule is
+    exactly onnx's (linear, cubic and nearest are separable per axis)."""
+    from onnx import helper
+
+    from mlfuse.frontend.onnx import evaluate_node
+
+    attrs = {a.name: a for a in node.proto.attribute if a.name not in ("axes", "keep_aspect_ratio_policy")}
+    inputs = ["x", "", "scales"] if scale is not None else ["x", "", "", "sizes"]
+    proto = helper.make_node("Resize", inputs, ["y"])
+    proto.attribute.extend(attrs.values())
+    feeds = {"x": np.eye(n_in, dtype=np.float64)}
+    if scale is not None:
+        feeds["scales"] = np.array([1.0, scale], np.float32)
+    else:
+        feeds["sizes"] = np.array([n_in, n_out], np.int64)
+    (columns,) = evaluate_node(proto, feeds, node.importer.model.opset_import)
+    return np.asarray(columns).T
+
+
+def resize_plan(node: Node, shape: Sequence[int]) -> list[tuple[int, int, float | None]]:
+    """(axis, output length, scale or None when sizes were given) for every resized axis."""
+    rank = len(shape)
+    axes = normalize_axes(node, node.attr("axes", list(range(rank))), rank)
+    scales, sizes = node.const_input(2, "scales"), node.const_input(3, "sizes")
+    if node.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
+        raise node.error("coordinate_transformation_mode tf_crop_and_resize is not supported")
+    if scales is not None and scales.size:
+        scales = [float(v) for v in scales.reshape(-1)]
+        if len(scales) != len(axes) or any(v <= 0 for v in scales):
+            raise node.error(f"scales {scales} must be positive, one per axis in {axes}")
+        plan = [(a, int(math.floor(shape[a] * v)), v) for a, v in zip(axes, scales)]
+    elif sizes is not None:
+        sizes = [int(v) for v in sizes.reshape(-1)]
+        if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise node.error("keep_aspect_ratio_policy other than stretch is not supported")
+        if len(sizes) != len(axes) or any(v <= 0 for v in sizes):
+            raise node.error(f"sizes {sizes} must be positive, one per axis in {axes}")
+        plan = [(a, v, None) for a, v in zip(axes, sizes)]
+    else:
+        raise node.error("one of scales and sizes is required")
+    return [(a, n, v) for a, n, v in plan if n != shape[a] or (v is not None and v != 1.0)]
+
+
+def apply_along(node: Node, x: SSAValue, axis: int, matrix: np.ndarray) -> SSAValue:
+    """y[..., i, ...] = sum_j matrix[i, j] x[..., j, ...] along `axis`."""
+    shape = shape_of(x)
+    perm = [d for d in range(len(shape)) if d != axis] + [axis]
+    moved = node.emit(graph.TransposeOp(x, perm)) if axis != len(shape) - 1 else x
+    rows = math.prod(shape_of(moved)[:-1])
+    y = node.emit(graph.MatmulOp(node.reshape(moved, (rows, shape[axis])), constant_array(node, matrix.T, x)))
+    y = node.reshape(y, (*shape_of(moved)[:-1], matrix.shape[0]))
+    return node.emit(graph.TransposeOp(y, list(np.argsort(perm)))) if axis != len(shape) - 1 else y
+
+
+def repeat_along(node: Node, x: SSAValue, axis: int, times: int) -> SSAValue:
+    """Each element repeated `times` along `axis` (nearest upsampling by an integer): exact for
+    every value, NaN and infinities included, unlike a product with a 0/1 matrix."""
+    shape = list(shape_of(x))
+    unit = shape[: axis + 1] + [1] + shape[axis + 1:]
+    wide = shape[: axis + 1] + [times] + shape[axis + 1:]
+    y = node.emit(graph.BroadcastOp(node.reshape(x, unit), range(len(unit)), wide))
+    shape[axis] *= times
+    return node.reshape(y, shape)
+
+
+@composite("Resize", attributes=RESIZE_ATTRIBUTES, static_inputs=(1, 2, 3))
+def convert_resize(node: Node) -> list[Value]:
+    """Per resized axis, a product with the axis's interpolation matrix (resize_matrix); nearest
+    upsampling by an integer factor is a repeat instead."""
+    x = float_input(node)
+    for axis, n_out, scale in resize_plan(node, shape_of(x)):
+        n_in = shape_of(x)[axis]
+        matrix = resize_matrix(node, n_in, n_out, scale)
+        times = n_out // n_in
+        nearest_repeat = np.repeat(np.eye(n_in), times, axis=0) if n_out == times * n_in else None
+        if nearest_repeat is not None and np.array_equal(matrix, nearest_repeat):
+            x = repeat_along(node, x, axis, times)
+        else:
+            x = apply_along(node, x, axis, matrix)
+    return [x]
