@@ -12,6 +12,7 @@ Stores marked nontemporal get the streaming TBAA tag (mlfuse/backend/streaming.p
 from __future__ import annotations
 
 import llvmlite.ir as ir
+import numpy as np
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
@@ -32,7 +33,7 @@ def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | Non
     align_wrapper_loads(mod)
     for name, data in raw.items():
         g = mod.get_global(name)
-        g.initializer = ir.Constant(ir.ArrayType(ir.IntType(8), len(data)), bytearray(data))
+        g.initializer = byte_array_constant(data)
         g.global_constant = True
         g.align = 64
     if any(GemmShape.from_symbol(f.name) for f in mod.functions):
@@ -59,3 +60,14 @@ def align_wrapper_loads(mod: ir.Module) -> None:
             align = param.attributes.align
             if isinstance(param.type, ir.PointerType) and align:
                 load.set_metadata("align", mod.add_metadata([ir.Constant(ir.IntType(64), align)]))
+
+
+# `\XX` for every byte value: LLVM's c"..." string syntax, one entry per byte
+_HEX_ESCAPES = np.frombuffer(b"".join(b"\\%02X" % i for i in range(256)), np.uint8).reshape(256, 3)
+
+
+def byte_array_constant(data: bytes) -> ir.Constant:
+    """An [n x i8] constant of raw bytes. llvmlite escapes a bytearray byte by byte in Python
+    (3 s for ResNet-18's weights at 32x32); a table lookup in numpy writes the same text."""
+    text = _HEX_ESCAPES[np.frombuffer(data, np.uint8)].tobytes().decode("ascii")
+    return ir.FormattedConstant(ir.ArrayType(ir.IntType(8), len(data)), f'c"{text}"')
