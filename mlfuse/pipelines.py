@@ -9,6 +9,22 @@ from __future__ import annotations
 GRAPH_CLEANUP = ["canonicalize", "cse"]
 
 
+def default_pipeline(target: str) -> list[str]:
+    """The pass list `mlfuse.compile` runs for `target` ("cpu" or "gpu"): replay it with
+    `mlfuse-opt -p "$(python -c 'import mlfuse.pipelines as p; print(",".join(p.default_pipeline("cpu")))')"`."""
+    if target == "cpu":
+        return cpu_pipeline()
+    if target in ("gpu", "gpu-sim"):
+        return gpu_pipeline()
+    raise ValueError(f"unknown target '{target}' (expected cpu or gpu)")
+
+
+def gpu_pipeline(planner: str = "ilp") -> list[str]:
+    """graph -> fused groups planned for the GPU -> kernel dialect (one kernel per group);
+    `-t ptx` or the GPU runtime take it from there."""
+    return [*GRAPH_CLEANUP, f"fusion-plan{{planner={planner} target=gpu summary=false}}", "gpu-map-kernels"]
+
+
 def cpu_pipeline(
     fuse: bool = True, parallel: bool = True, planner: str = "ilp", post_tile: bool = False, fast_math: bool = False
 ) -> list[str]:
