@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: demo test pytest lit bench clean
+.PHONY: demo test pytest lit bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -22,6 +22,13 @@ pytest: $(STAMP)
 
 lit: $(STAMP)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/lit -v filecheck
+
+# mutated lit files, examples and ONNX models through mlfuse-opt, mlfuse-run and mlfuse.compile
+# (tests/fuzz); failing inputs go to fuzz-failures/
+FUZZ_CASES ?= 2000
+FUZZ_SEED  ?= 1
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz --cases $(FUZZ_CASES) --seed $(FUZZ_SEED) --jobs $(JOBS) --out fuzz-failures
 
 # the peers (numexpr, matplotlib, torch, jax) come with the bench extra; BENCH_ARGS=--quick for a smoke run
 bench: $(STAMP)

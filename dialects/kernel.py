@@ -105,8 +105,11 @@ def i64_triple(values: Sequence[int]) -> DenseArrayBase:
 
 
 def triple_of(attr: DenseArrayBase) -> tuple[int, int, int]:
+    """(x, y, z) of a grid or block; a VerifyException, not an assertion, for a bad one:
+    a kernel.launch verifies its kernel's block before that kernel.func is verified."""
     values = tuple(attr.get_values())
-    assert len(values) == 3
+    if len(values) != 3 or any(not isinstance(v, int) or v < 1 for v in values):
+        raise VerifyException(f"grid and block sizes must be three positive sizes (x, y, z), got {list(values)}")
     return values  # type: ignore[return-value]
 
 

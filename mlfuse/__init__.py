@@ -32,4 +32,7 @@ def run_pipeline(module, passes):
 # `mlfuse.reference(source, entry="main")(*arrays)`: the module is callable.
 from mlfuse import reference  # noqa: E402
 
-__all__ = ["parse", "compile", "reference", "run_pipeline"]
+# every error a user can cause is raised as a Diagnostic (`file:line:col: error: message`)
+from mlfuse.diagnostics import Diagnostic  # noqa: E402
+
+__all__ = ["Diagnostic", "parse", "compile", "reference", "run_pipeline"]

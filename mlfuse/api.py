@@ -24,6 +24,7 @@ from mlfuse.diagnostics import (
     Diagnostic,
     check_report_paths,
     internal_errors,
+    location_of,
     parse_located,
     reject_bf16,
     verify_located,
@@ -121,10 +122,12 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
         result = []
         for i, t in enumerate(types):
             if not isinstance(t, TensorType):
-                raise Diagnostic(f"@{fn.sym_name.data}: argument and result types must be tensors, got {t}")
+                raise Diagnostic(f"@{fn.sym_name.data}: argument and result types must be tensors, got {t}",
+                                 location_of(fn))
             el = t.get_element_type()
             if isinstance(el, graph.BFloat16Type):
-                raise Diagnostic(f"@{fn.sym_name.data}: bf16 tensors are not supported by the CPU backend (numpy has no bf16)")
+                raise Diagnostic(f"@{fn.sym_name.data}: bf16 tensors are not supported by the CPU backend (numpy has no bf16)",
+                                 location_of(fn))
             result.append(TensorSpec(tuple(t.get_shape()), graph.numpy_dtype(el), names[i] if i < len(names) else f"{prefix}{i}"))
         return result
 
@@ -360,7 +363,8 @@ def compile(
             run_pipeline(lowered, steps)
             from mlfuse.backend.llvm_translate import to_llvmlite
 
-            obj = cpu.compile_object(to_llvmlite(lowered))
+            with internal_errors("LLVM translation", lowered):
+                obj = cpu.compile_object(to_llvmlite(lowered))
             cache.store_object("graph-" + key, obj)
         jit = cpu.JitModule(obj)
         _memory_put(key, jit)

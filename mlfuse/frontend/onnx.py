@@ -21,6 +21,7 @@ computes is checked against ONNX shape inference.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -34,12 +35,13 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, NoneAttr, String
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from mlfuse.diagnostics import Diagnostic, verify_located
+from mlfuse.diagnostics import MAX_DIM, MAX_ELEMENTS, Diagnostic, verify_located
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import fmt_shape
 from mlfuse.frontend.onnx_ops import (
     ELEMENT_TYPES,
     NUMPY_ELEMENT_TYPES,
+    SUPPORTED_NUMPY_TYPES,
     OPS,
     Node,
     Value,
@@ -122,6 +124,10 @@ def parse_shape_options(specs: Sequence[str]) -> dict[str, tuple[int, ...]]:
                 "<command line>",
             )
         shape = tuple(int(d) for d in dims.split("x")) if dims else ()
+        if any(d > MAX_DIM for d in shape) or math.prod(shape) > MAX_ELEMENTS:
+            raise Diagnostic(
+                f"--shape '{spec}' is too large (dimensions up to 2^31 - 1, 2^40 elements in all)", "<command line>"
+            )
         if name in shapes and shapes[name] != shape:
             raise Diagnostic(
                 f"--shape gives input '{name}' two shapes: {fmt_shape(shapes[name])} and {fmt_shape(shape)}",
@@ -366,6 +372,12 @@ class OnnxImporter:
                 f"input shapes are not static ({details}): give them with {example} "
                 "(or input_shapes= in the API)"
             )
+        for name, shape in shapes.items():
+            if any(d > MAX_DIM for d in shape) or math.prod(shape) > MAX_ELEMENTS:
+                raise self.error(
+                    f"input '{name}' has shape {fmt_shape(shape)}, larger than mlfuse supports "
+                    "(dimensions up to 2^31 - 1, 2^40 elements in all)"
+                )
         return shapes
 
     def infer_shapes(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
@@ -497,7 +509,7 @@ class OnnxImporter:
         if el is None:
             raise self.error(
                 f"constant '{name}' has element type {array.dtype}, which mlfuse does not support "
-                "(supported: float32, float64, float16, int32, int64, bool)"
+                f"(supported: {SUPPORTED_NUMPY_TYPES})"
             )
         op = graph.ConstantOp(dense_from_numpy(array, el))
         op.location = NameLoc(StringAttr(name), NoneAttr())

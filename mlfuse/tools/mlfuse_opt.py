@@ -6,7 +6,9 @@ Differences from xdsl-opt:
 - every error (syntax, verifier, bad pass option, failing pass) is printed as
   `file:line:col: error: message` and exits with status 1, never a traceback;
 - a pass that fails or crashes leaves a reproducer `.mlir` (the input IR with the
-  pipeline in a comment) and prints its path.
+  pipeline in a comment) and prints its path; an unexpected exception anywhere is an
+  "internal error" with a reproducer. Reproducers go to --reproducer-dir, or to one
+  folder per user in the temp dir that keeps the newest 20 (mlfuse.diagnostics).
 """
 
 from __future__ import annotations
@@ -14,9 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Sequence
 from io import StringIO
 from typing import NoReturn
@@ -27,7 +27,16 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from mlfuse.diagnostics import Diagnostic, parse_located, verify_located
+from mlfuse.diagnostics import (
+    Diagnostic,
+    check_output_path,
+    check_report_paths,
+    internal_error,
+    parse_located,
+    reject_bf16,
+    verify_located,
+    write_reproducer,
+)
 from mlfuse.universe import MLFUSE_DIALECTS, MLFUSE_PASSES, MLFUSE_TARGETS
 
 
@@ -96,6 +105,10 @@ class MlfuseOptMain(xDSLOptMain):
         from mlfuse.frontend.onnx import import_onnx, parse_shape_options
 
         shapes = parse_shape_options(self.args.shape)
+        path = self.args.input_file
+        if path and os.path.isfile(path):
+            # from the path, so that external data is found next to the model, not in the cwd
+            return import_onnx(path, input_shapes=shapes, name=self.get_input_name())
         return import_onnx(io.read(), input_shapes=shapes, name=self.get_input_name())
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
@@ -121,7 +134,7 @@ class MlfuseOptMain(xDSLOptMain):
             "--reproducer-dir",
             type=str,
             default=None,
-            help="where failing-pass reproducers are written (default: the temp dir)",
+            help="where failing-pass reproducers are written (default: mlfuse-reproducers-UID in the temp dir, newest 20 kept)",
         )
         arg_parser.add_argument(
             "--shape",
@@ -179,6 +192,9 @@ class MlfuseOptMain(xDSLOptMain):
         )
 
     def apply_passes(self, prog: ModuleOp):
+        if any(p.name == "convert-to-llvm" for p in self.pipeline.passes):
+            # a CPU pipeline: bf16 is located now, while the graph ops still carry locations
+            reject_bf16(prog, "CPU", "<pass convert-to-llvm>")
         for p in self.pipeline.passes:
             start = time.perf_counter()
             try:
@@ -200,9 +216,22 @@ class MlfuseOptMain(xDSLOptMain):
 
     # --- driver ----------------------------------------------------------------------
 
+    def check_paths(self) -> None:
+        """Files the run will write are checked before any work (see check_output_path)."""
+        check_report_paths(self.pipeline.passes)
+        if self.args.output_file:
+            check_output_path(self.args.output_file, "the output")
+        folder = self.args.reproducer_dir
+        if folder and os.path.exists(folder) and not os.path.isdir(folder):
+            raise Diagnostic(f"--reproducer-dir '{folder}' is not a directory", "mlfuse-opt")
+
     def run(self) -> int:
         if self.pipeline_error is not None:
             return self.report(self.pipeline_error)
+        try:
+            self.check_paths()
+        except Diagnostic as d:
+            return self.report(d)
         try:
             chunks, file_extension = self.prepare_input()
         except OSError as e:
@@ -211,7 +240,10 @@ class MlfuseOptMain(xDSLOptMain):
             )
         except ValueError as e:
             return self.report(Diagnostic(str(e)))
-        output = self.prepare_output()
+        try:
+            output = self.prepare_output()
+        except OSError as e:
+            return self.report(Diagnostic(f"cannot write the output: {e.strerror or e}", self.args.output_file))
         status = 0
         try:
             for i, (chunk, offset) in enumerate(chunks):
@@ -228,6 +260,32 @@ class MlfuseOptMain(xDSLOptMain):
         return status
 
     def run_chunk(self, source: bytes, file_extension: str, offset: int, output) -> int:
+        """One input chunk: every failure a Diagnostic; an unexpected one an internal error."""
+        try:
+            return self.run_chunk_checked(source, file_extension, offset, output)
+        except Diagnostic as d:
+            return self.report(d)
+        except Exception as e:  # a crash outside any pass: parser, verifier, frontend, printer, target
+            text = source.decode("utf-8", "replace") if file_extension == "mlir" else None
+            header = [f"RUN: mlfuse-opt %s -p '{self.pipeline_spec()}' -t '{self.args.target}'"]
+            return self.report(internal_error(e, "mlfuse-opt", text, header, self.args.reproducer_dir))
+
+    def emit(self, module: ModuleOp) -> str:
+        """The program in the -t target; a target that fails is reported as such."""
+        if self.args.target.split("{")[0] in ("llvm", "llvm-opt"):  # the CPU translation has no bf16
+            reject_bf16(module, "LLVM", f"<target {self.args.target}>")
+        try:
+            return self.output_resulting_program(module)
+        except (Diagnostic, OSError):
+            raise
+        except Exception as e:
+            from xdsl.utils.exceptions import DiagnosticException
+
+            if isinstance(e, DiagnosticException):  # e.g. an op the LLVM translation does not know
+                raise Diagnostic(f"cannot emit -t {self.args.target}: {str(e).split(chr(10))[0]}", f"<target {self.args.target}>") from None
+            raise
+
+    def run_chunk_checked(self, source: bytes, file_extension: str, offset: int, output) -> int:
         expect_diagnostics = self.args.verify_diagnostics or self.args.parsing_diagnostics
         try:
             if file_extension == "mlir":
@@ -241,7 +299,7 @@ class MlfuseOptMain(xDSLOptMain):
             if not self.args.disable_verify:
                 verify_located(module)
             self.apply_passes(module)
-            output.write(self.output_resulting_program(module))
+            output.write(self.emit(module))
             output.flush()
             return 0
         except Diagnostic as d:
@@ -273,21 +331,19 @@ class MlfuseOptMain(xDSLOptMain):
                 text = StringIO()
                 Printer(stream=text).print_op(self.available_frontends[file_extension](BytesIO(source)))
                 source = text.getvalue().encode()
-            path = self.write_reproducer(source, f.pass_)
-            return self.report(
-                Diagnostic(f"{f}\nreproducer written to {path}", f"<pass {f.pass_.name}>")
-            )
+            try:
+                path = write_reproducer(
+                    source.decode("utf-8", "replace"),
+                    [f"mlfuse-opt reproducer: failing pass '{f.pass_.name}'", f"RUN: mlfuse-opt %s -p '{self.pipeline_spec()}'"],
+                    self.args.reproducer_dir,
+                )
+                context = f"reproducer written to {path}"
+            except Diagnostic as d:
+                context = d.message
+            return self.report(Diagnostic(str(f), f"<pass {f.pass_.name}>", context))
 
-    def write_reproducer(self, source: bytes, failing: ModulePass) -> str:
-        directory = self.args.reproducer_dir or tempfile.gettempdir()
-        os.makedirs(directory, exist_ok=True)
-        fd, path = tempfile.mkstemp(prefix="mlfuse-repro-", suffix=".mlir", dir=directory)
-        pipeline = ",".join(p.pipeline_pass_spec().__str__() for p in self.pipeline.passes)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"// mlfuse-opt reproducer: failing pass '{failing.name}'\n")
-            f.write(f"// RUN: mlfuse-opt %s -p '{pipeline}'\n")
-            f.write(source.decode("utf-8", "replace"))
-        return path
+    def pipeline_spec(self) -> str:
+        return ",".join(str(p.pipeline_pass_spec()) for p in self.pipeline.passes)
 
     def print_timing(self) -> None:
         if not (self.args.mlir_timing or self.args.time_passes) or not self.pass_times:
@@ -303,22 +359,28 @@ class MlfuseOptMain(xDSLOptMain):
             print(f"  {t:8.4f} ({100 * t / total:5.1f}%)  {name}", file=err)
         print(f"  {total:8.4f} (100.0%)  Total", file=err)
 
-    @staticmethod
-    def report(d: Diagnostic) -> int:
-        print(d, file=sys.stderr)
-        return 1
+    def report(self, d: Diagnostic) -> int:
+        if d.location is None and self.args.input_file:  # e.g. a pass's complaint about the whole module
+            d.location = self.args.input_file
+        return print_diagnostic(d)
 
 
 class PassFailure(Exception):
     def __init__(self, pass_: ModulePass, error: Exception):
         self.pass_ = pass_
         self.error = error
+        from xdsl.utils.exceptions import DiagnosticException
+
         detail = str(error).split("\n")[0] or type(error).__name__
-        if not isinstance(error, Diagnostic | VerifyException):
+        prefix = ""
+        if not isinstance(error, Diagnostic | DiagnosticException):  # not a pass's own complaint: a crash
             detail = f"{type(error).__name__}: {detail}"
+            prefix = "internal error: "
             if os.environ.get("MLFUSE_TRACEBACK"):
+                import traceback
+
                 traceback.print_exception(error)
-        super().__init__(f"pass '{pass_.name}' failed: {detail}")
+        super().__init__(f"{prefix}pass '{pass_.name}' failed: {detail}")
 
 
 def is_blank(source: bytes) -> bool:
@@ -333,21 +395,35 @@ def pipeline_error_message(e: BaseException, spec: str) -> str:
     return f"invalid pass pipeline '{spec}': {msg}"
 
 
+def print_diagnostic(d: Diagnostic) -> int:
+    """Print `d` to stderr; the exit status of an error."""
+    print(d, file=sys.stderr)
+    return 1
+
+
 def command_line_error(message: str) -> NoReturn:
     """argparse's error handler, exiting with status 1 (argparse uses 2)."""
-    sys.exit(MlfuseOptMain.report(Diagnostic(f"{message} (see mlfuse-opt --help)", "mlfuse-opt")))
+    sys.exit(print_diagnostic(Diagnostic(f"{message} (see mlfuse-opt --help)", "mlfuse-opt")))
 
 
 def main(args: Sequence[str] | None = None) -> None:
     try:
         tool = MlfuseOptMain(args)
     except Diagnostic as d:
-        sys.exit(MlfuseOptMain.report(d))
+        sys.exit(print_diagnostic(d))
     except ArgSpecParseError as e:  # a malformed -t spec (pipelines are checked in setup_pipeline)
         lines = [line.strip() for line in str(e).split("\n") if line.strip()]
         detail = lines[-1] if lines else str(e)
-        sys.exit(MlfuseOptMain.report(Diagnostic(f"invalid target: {detail} (quote option values that hold '+' or ',': features=\"+avx2,+fma\")", "mlfuse-opt")))
-    sys.exit(tool.run())
+        sys.exit(print_diagnostic(Diagnostic(f"invalid target: {detail} (quote option values that hold '+' or ',': features=\"+avx2,+fma\")", "mlfuse-opt")))
+    except Exception as e:
+        sys.exit(print_diagnostic(internal_error(e, "mlfuse-opt")))
+    try:
+        status = tool.run()
+    except Diagnostic as d:
+        status = print_diagnostic(d)
+    except Exception as e:  # run_chunk reports its own; this is the driver around it
+        status = print_diagnostic(internal_error(e, "mlfuse-opt"))
+    sys.exit(status)
 
 
 if __name__ == "__main__":
