@@ -258,10 +258,24 @@ def test_unsupported_operators_are_listed_in_one_diagnostic():
     )
 
 
-@pytest.mark.parametrize("opset", [12, 22])
-def test_opsets_outside_13_to_21_are_rejected(opset):
-    model, _ = single_node("Relu", [f32(3)], opset=opset)
-    with pytest.raises(Diagnostic, match=f"ONNX opset {opset} is not supported .*13 to 21.*version_converter"):
+@pytest.mark.parametrize("opset", [7, 11, 12, 22, onnx.defs.onnx_opset_version()])
+def test_old_opsets_are_upgraded_and_new_ones_imported(opset):
+    """Opsets below 13 go through onnx's version converter; 13 up to the installed onnx's newest import as they are."""
+    model, feeds = single_node("Relu", [f32(3)], opset=opset)
+    check_against_onnxruntime(model, feeds)
+
+
+def test_opset_squeeze_attribute_upgraded_from_opset_11():
+    """Squeeze took its axes as an attribute before opset 13: the converter moves them to an input."""
+    model, feeds = single_node("Squeeze", [f32(1, 3, 1)], opset=11, axes=[0])
+    check_against_onnxruntime(model, feeds)
+
+
+def test_opsets_newer_than_onnx_knows_are_rejected():
+    newest = onnx.defs.onnx_opset_version()
+    model, _ = single_node("Relu", [f32(3)], opset=newest, infer=False)
+    model.opset_import[0].version = newest + 1
+    with pytest.raises(Diagnostic, match=f"ONNX opset {newest + 1} is not supported .*13 to {newest}"):
         import_onnx(model)
 
 

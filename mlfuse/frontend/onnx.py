@@ -29,6 +29,7 @@ from typing import IO, Any
 
 import numpy as np
 import onnx
+import onnx.version_converter
 from onnx import ModelProto, NodeProto, inliner, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType
@@ -49,7 +50,8 @@ from mlfuse.frontend.onnx_ops import (
     element_type,
 )
 
-SUPPORTED_OPSETS = range(13, 22)
+# 13 up to what the installed onnx defines; older models are upgraded to 13 first
+SUPPORTED_OPSETS = range(13, onnx.defs.onnx_opset_version() + 1)
 DEFAULT_DOMAINS = ("", "ai.onnx")
 INPUT_NAMES_ATTR = "mlfuse.input_names"
 OUTPUT_NAMES_ATTR = "mlfuse.output_names"
@@ -250,13 +252,26 @@ class OnnxImporter:
         if not versions:
             raise self.error("the model imports no version of the default ONNX domain")
         version = versions[0]
+        if version < SUPPORTED_OPSETS.start:
+            self.model = self.upgraded(version)
+            return SUPPORTED_OPSETS.start
         if version not in SUPPORTED_OPSETS:
             raise self.error(
                 f"ONNX opset {version} is not supported (mlfuse imports opsets "
-                f"{SUPPORTED_OPSETS.start} to {SUPPORTED_OPSETS.stop - 1}); convert the model first, "
-                "e.g. with onnx.version_converter.convert_version(model, 17)"
+                f"{SUPPORTED_OPSETS.start} to {SUPPORTED_OPSETS.stop - 1}, those of the installed onnx package)"
             )
         return version
+
+    def upgraded(self, version: int) -> ModelProto:
+        """An opset 7-12 model converted by onnx's version converter, whose adapters move the
+        attributes that later became inputs (axes, split, pads, min/max...)."""
+        try:
+            return onnx.version_converter.convert_version(self.model, SUPPORTED_OPSETS.start)
+        except Exception as e:
+            raise self.error(
+                f"ONNX opset {version} is older than {SUPPORTED_OPSETS.start} and onnx's version converter "
+                f"could not upgrade the model: {first_line(e)}"
+            ) from None
 
     def initializer_arguments(self, initializers: Mapping[str, Any]) -> list[str]:
         """Initializers that become arguments: all but those that must be compile-time constants."""
