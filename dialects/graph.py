@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    Signedness,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -54,7 +55,31 @@ from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 FLOAT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
-SUPPORTED_INT_WIDTHS = (1, 32, 64)
+SUPPORTED_INT_WIDTHS = (1, 8, 16, 32, 64)
+
+# The element types mlfuse computes on, by their IR spelling, with the numpy dtype
+# that holds them: the one table the dialect, the reference, the runtime and the
+# frontends derive theirs from. Signless iN means signed (numpy's intN); unsigned
+# integers are spelled uiN. Below the graph level every integer is signless (arith's
+# convention, see `storage_type`): the scalar lowering takes the signedness from the
+# graph op and picks the unsigned forms (udiv, icmp ult, zext, uitofp...).
+# bf16 is a graph type (the GPU path computes it in f32) without a numpy dtype.
+_U = Signedness.UNSIGNED
+ELEMENT_TYPES: dict[str, tuple[Attribute, np.dtype]] = {
+    "f16": (Float16Type(), np.dtype(np.float16)),
+    "f32": (Float32Type(), np.dtype(np.float32)),
+    "f64": (Float64Type(), np.dtype(np.float64)),
+    "i1": (i1, np.dtype(np.bool_)),
+    "i8": (IntegerType(8), np.dtype(np.int8)),
+    "i16": (IntegerType(16), np.dtype(np.int16)),
+    "i32": (IntegerType(32), np.dtype(np.int32)),
+    "i64": (i64, np.dtype(np.int64)),
+    "ui8": (IntegerType(8, _U), np.dtype(np.uint8)),
+    "ui16": (IntegerType(16, _U), np.dtype(np.uint16)),
+    "ui32": (IntegerType(32, _U), np.dtype(np.uint32)),
+    "ui64": (IntegerType(64, _U), np.dtype(np.uint64)),
+}
+SUPPORTED_TYPE_NAMES = ", ".join(ELEMENT_TYPES)
 
 
 # ---------------------------------------------------------------------------
@@ -84,6 +109,23 @@ def is_int(t: Attribute) -> bool:
     return isinstance(t, IntegerType)
 
 
+def is_unsigned(t: Attribute) -> bool:
+    """uiN: integer ops on it take their unsigned forms."""
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
+
+
+def storage_type(t: Attribute) -> Attribute:
+    """The type that holds `t` below the graph level: uiN becomes the signless iN
+    (memrefs and arith ops are signless; signedness lives in the ops chosen)."""
+    if isinstance(t, IntegerType) and t.signedness.data != Signedness.SIGNLESS:
+        return IntegerType(t.width.data)
+    return t
+
+
+def is_supported_element_type(t: Attribute) -> bool:
+    return str(t) in ELEMENT_TYPES or isinstance(t, BFloat16Type)
+
+
 def fmt_shape(shape: Sequence[int]) -> str:
     return "x".join(str(d) for d in shape) if shape else "scalar"
 
@@ -96,10 +138,10 @@ def check_tensor(op: Operation, what: str, t: Attribute) -> None:
             f"'{op.name}' {what} must have a static shape, got {t}"
         )
     el = t.get_element_type()
-    if not (is_float(el) or (is_int(el) and el.width.data in SUPPORTED_INT_WIDTHS)):
+    if not is_supported_element_type(el):
         raise VerifyException(
             f"'{op.name}' {what} has unsupported element type {el} "
-            "(expected f16, bf16, f32, f64, i1, i32 or i64)"
+            f"(expected {SUPPORTED_TYPE_NAMES} or bf16)"
         )
 
 
@@ -330,6 +372,35 @@ class MaxOp(BinaryElementwiseOp):
 @irdl_op_definition
 class MinOp(BinaryElementwiseOp):
     name = "graph.min"
+
+
+@irdl_op_definition
+class RemOp(BinaryElementwiseOp):
+    """Remainder of lhs / rhs. By default numpy's mod (Python's %, ONNX Mod): the
+    result takes the divisor's sign; with `fmod`, C's fmod (ONNX Mod fmod=1): the
+    dividend's sign. Integer remainders by 0 are 0 (numpy's answer, no trap), and
+    INT_MIN % -1 is 0; float remainders by 0 are NaN.
+
+        %r = graph.rem %a, %b {fmod} : tensor<8xf32>
+    """
+
+    name = "graph.rem"
+    fmod = opt_prop_def(UnitAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, fmod: bool = False):
+        IRDLOperation.__init__(
+            self, operands=[lhs, rhs], result_types=[lhs.type], properties={"fmod": UnitAttr()} if fmod else {}
+        )
+
+    @property
+    def is_fmod(self) -> bool:
+        return self.fmod is not None
+
+    def verify_(self) -> None:
+        super().verify_()
+        if element_type_of(self.lhs) == i1:
+            raise VerifyException("'graph.rem' does not accept i1 tensors")
 
 
 @irdl_op_definition
@@ -867,6 +938,113 @@ class ConcatOp(SameElementTypeOp):
 
 
 # ---------------------------------------------------------------------------
+# gathers (data-dependent reads)
+# ---------------------------------------------------------------------------
+
+INDEX_TYPES = ("i32", "i64")
+
+
+class GatherBase(IRDLOperation):
+    """Base of the gathers: `data` read at positions along `axis` that `indices` holds.
+
+    A negative index counts from the end (it wraps once, as in ONNX); an index
+    still outside [0, n) is clamped to the nearest end, so a bad index never reads
+    outside the tensor (numpy and onnxruntime raise instead).
+    """
+
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$data `,` $indices attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, data: SSAValue, indices: SSAValue, axis: int):
+        shape = self.result_shape(shape_of(data), shape_of(indices), axis)
+        super().__init__(
+            operands=[data, indices],
+            result_types=[TensorType(element_type_of(data), shape)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    @staticmethod
+    def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> list[int]:
+        raise NotImplementedError
+
+    @property
+    def gather_axis(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        for what, v in (("data", self.data), ("indices", self.indices), ("result", self.result)):
+            check_tensor(self, what, v.type)
+        data, indices, axis = shape_of(self.data), shape_of(self.indices), self.gather_axis
+        if str(element_type_of(self.indices)) not in INDEX_TYPES:
+            raise VerifyException(
+                f"'{self.name}' indices must have element type i32 or i64, got {element_type_of(self.indices)}"
+            )
+        if not 0 <= axis < len(data):
+            raise VerifyException(f"'{self.name}' axis {axis} is out of range for data of rank {len(data)}")
+        self._verify_shapes(data, indices, axis)
+        expected = self.result_shape(data, indices, axis)
+        if element_type_of(self.result) != element_type_of(self.data):
+            raise VerifyException(
+                f"'{self.name}' changes the element type from {element_type_of(self.data)} to {element_type_of(self.result)}"
+            )
+        if list(shape_of(self.result)) != expected:
+            raise VerifyException(
+                f"'{self.name}' must produce {fmt_shape(expected)}, got {fmt_shape(shape_of(self.result))}"
+            )
+        if data[axis] == 0 and math.prod(expected) > 0:
+            raise VerifyException(f"'{self.name}' gathers from axis {axis} of size 0")
+
+    def _verify_shapes(self, data: Sequence[int], indices: Sequence[int], axis: int) -> None:
+        pass
+
+
+@irdl_op_definition
+class GatherOp(GatherBase):
+    """ONNX Gather (numpy.take): result[a.., i.., b..] = data[a.., indices[i..], b..],
+    of shape data.shape[:axis] + indices.shape + data.shape[axis + 1:].
+
+        %y = graph.gather %table, %ids {axis = 0} : (tensor<1000x64xf32>, tensor<1x8xi64>) -> tensor<1x8x64xf32>
+    """
+
+    name = "graph.gather"
+
+    @staticmethod
+    def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> list[int]:
+        return [*data[:axis], *indices, *data[axis + 1 :]]
+
+
+@irdl_op_definition
+class GatherElementsOp(GatherBase):
+    """ONNX GatherElements (numpy.take_along_axis): result[i] = data[i with i[axis] replaced
+    by indices[i]], of the indices' shape (no larger than data's off the axis).
+
+        %y = graph.gather_elements %x, %idx {axis = 1} : (tensor<4x5xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
+    """
+
+    name = "graph.gather_elements"
+
+    @staticmethod
+    def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> list[int]:
+        return list(indices)
+
+    def _verify_shapes(self, data: Sequence[int], indices: Sequence[int], axis: int) -> None:
+        if len(indices) != len(data):
+            raise VerifyException(
+                f"'{self.name}' indices of rank {len(indices)} must have the rank of data ({len(data)})"
+            )
+        for d, (n, m) in enumerate(zip(data, indices)):
+            if d != axis and m > n:
+                raise VerifyException(
+                    f"'{self.name}' indices dimension {d} of size {m} exceeds data's size {n}"
+                )
+
+
+# ---------------------------------------------------------------------------
 # contractions
 # ---------------------------------------------------------------------------
 
@@ -993,14 +1171,7 @@ class ConstantOp(IRDLOperation):
         printer.print_attribute(self.value)
 
 
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    "f16": np.dtype(np.float16),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-    "i1": np.dtype(np.bool_),
-    "i32": np.dtype(np.int32),
-    "i64": np.dtype(np.int64),
-}
+NUMPY_DTYPES: dict[str, np.dtype] = {name: dtype for name, (_, dtype) in ELEMENT_TYPES.items()}
 
 
 def numpy_dtype(element_type: Attribute) -> np.dtype:
@@ -1013,8 +1184,17 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     return NUMPY_DTYPES[key]
 
 
-# How xDSL packs dense elements (little-endian, by element type), for np.frombuffer.
-PACKED_DTYPES = {"f16": "<f2", "f32": "<f4", "f64": "<f8", "i32": "<i4", "i64": "<i8"}
+def element_type_for(dtype: np.dtype) -> Attribute | None:
+    """The element type whose values a numpy dtype holds (None if mlfuse has none)."""
+    for t, d in ELEMENT_TYPES.values():
+        if d == dtype:
+            return t
+    return None
+
+
+# How xDSL packs dense elements (little-endian, by element type), for np.frombuffer
+# (i1 is packed as 0 / -1 and goes through the values).
+PACKED_DTYPES = {name: dtype.newbyteorder("<") for name, (_, dtype) in ELEMENT_TYPES.items() if name != "i1"}
 
 
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
@@ -1370,6 +1550,7 @@ Graph = Dialect(
         DivOp,
         MaxOp,
         MinOp,
+        RemOp,
         PowOp,
         CompareOp,
         SelectOp,
@@ -1384,6 +1565,8 @@ Graph = Dialect(
         SliceOp,
         PadOp,
         ConcatOp,
+        GatherOp,
+        GatherElementsOp,
         MatmulOp,
         BatchMatmulOp,
         ConstantOp,

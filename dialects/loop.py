@@ -36,6 +36,7 @@ split across the CPU's threads (lowered to libgomp's GOMP_parallel).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     AffineMapAttr,
@@ -48,13 +49,14 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
     IRDLOperation,
     ParsePropInAttrDict,
+    VarConstraint,
     irdl_op_definition,
     operand_def,
     result_def,
@@ -160,6 +162,11 @@ class NestOp(IRDLOperation):
             bounds.append((lo_c, hi_c))
         return bounds
 
+    def _at_most_one_point(self, d: int) -> bool:
+        """Dimension d has constant bounds at most one apart."""
+        lo, hi = _constant_of(self.lower.data[d].data), _constant_of(self.upper.data[d].data)
+        return lo is not None and hi is not None and hi - lo <= 1
+
     def verify_(self) -> None:
         rank, nsyms = self.rank, len(self.syms)
         for it in self.iterator_kinds:
@@ -193,7 +200,8 @@ class NestOp(IRDLOperation):
         for i, m in enumerate(self.out_maps):
             used = {d for e in m.results for d in _dims_of(e)}
             reduced = {d for d, it in enumerate(self.iterator_kinds) if it == REDUCTION}
-            missing = set(range(rank)) - reduced - used
+            # a dimension of at most one point writes no element twice (a GEMM with N = 1)
+            missing = {d for d in set(range(rank)) - reduced - used if not self._at_most_one_point(d)}
             if missing:
                 raise VerifyException(
                     f"'loop.nest' output {i} map {m} does not use parallel dimension(s) "
@@ -333,6 +341,15 @@ def _constant(expr: AffineExpr) -> int | None:
     return expr.value if isinstance(expr, AffineConstantExpr) else None
 
 
+def _constant_of(m: AffineMap) -> int | None:
+    """The value of a bound map that is one constant, else None."""
+    from xdsl.ir.affine import AffineConstantExpr
+
+    if len(m.results) == 1 and isinstance(m.results[0], AffineConstantExpr):
+        return m.results[0].value
+    return None
+
+
 def _dims_of(expr: AffineExpr) -> set[int]:
     from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr
 
@@ -352,6 +369,55 @@ class YieldOp(IRDLOperation):
 
     def __init__(self, *values: SSAValue):
         super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class ReadOp(IRDLOperation):
+    """A data-dependent read in a nest body: the element at `indices` of the input
+    buffer whose current element is the block argument `source`.
+
+    Gathers read at indices that come from data, which no affine access map can
+    express. The buffer keeps an (in-bounds) access map of its own, whose element
+    the body may ignore; the indices must be in bounds (the gather lowering clamps
+    them). Naming the buffer by its block argument keeps the read right when passes
+    reorder or merge a nest's inputs; analyses built on access maps (mlfuse/poly)
+    leave nests with reads alone (`has_indirect_reads`).
+
+        %v = loop.read %table[%i, %j] : f32
+    """
+
+    name = "loop.read"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    source = operand_def(T)
+    indices = var_operand_def(IndexType)
+    result = result_def(T)
+    traits = traits_def(Pure(), HasParent(NestOp))
+    assembly_format = "$source `[` $indices `]` attr-dict `:` type($source)"
+
+    def __init__(self, source: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(operands=[source, list(indices)], result_types=[source.type])
+
+    def buffer_position(self) -> int | None:
+        """Which input of the parent nest `source` stands for (None if it is not an input's argument)."""
+        nest = self.parent_op()
+        if not isinstance(nest, NestOp) or not isinstance(self.source, BlockArgument) or self.source.block is not nest.block:
+            return None
+        k = self.source.index
+        return k if k < len(nest.ins) else None
+
+    def verify_(self) -> None:
+        k = self.buffer_position()
+        if k is None:
+            raise VerifyException("'loop.read' source must be the block argument of one of the nest's inputs")
+        t = self.parent_op().ins[k].type  # type: ignore[union-attr]
+        assert isinstance(t, MemRefType)
+        if len(self.indices) != t.get_num_dims():
+            raise VerifyException(f"'loop.read' of {t} needs {t.get_num_dims()} indices, got {len(self.indices)}")
+
+
+def has_indirect_reads(nest: NestOp) -> bool:
+    """Whether the nest reads data-dependently (loop.read): its access maps do not say all it reads."""
+    return any(isinstance(op, ReadOp) for op in nest.block.ops)
 
 
 @irdl_op_definition
@@ -534,4 +600,4 @@ class ViewOp(IRDLOperation):
             raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
 
 
-Loop = Dialect("loop", [NestOp, YieldOp, IndexOp, BandOp, ParallelCallOp, GemmOp, ViewOp], [])
+Loop = Dialect("loop", [NestOp, YieldOp, IndexOp, ReadOp, BandOp, ParallelCallOp, GemmOp, ViewOp], [])

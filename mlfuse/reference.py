@@ -18,13 +18,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
+from mlfuse.diagnostics import Diagnostic
 from mlfuse.dialects import fusion, graph
 
 Evaluator = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
 EVALUATORS: dict[type[Operation], Evaluator] = {}
 
 
-class ReferenceError(Exception):
+class ReferenceError(Diagnostic):
     """The module cannot be interpreted (unknown op, wrong inputs)."""
 
 
@@ -91,6 +92,20 @@ BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = 
     graph.PowOp: np.power,
 }
 
+
+@evaluates(graph.RemOp)
+def _rem(op: graph.RemOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    """numpy's mod or fmod; integer remainders by 0 (and INT_MIN % -1) are 0."""
+    a, b = args
+    with np.errstate(all="ignore"):
+        if a.dtype.kind == "f":
+            return [(np.fmod if op.is_fmod else np.mod)(a, b).astype(a.dtype, copy=False)]
+        safe = np.where(b == 0, b.dtype.type(1), b)
+        if a.dtype.kind == "i":  # INT_MIN % -1 overflows inside numpy; % 1 gives the same 0
+            safe = np.where(safe == -1, b.dtype.type(1), safe)
+        r = (np.fmod if op.is_fmod else np.mod)(a, safe)
+        return [np.where(b == 0, a.dtype.type(0), r).astype(a.dtype, copy=False)]
+
 COMPARE = {
     "eq": np.equal,
     "ne": np.not_equal,
@@ -136,7 +151,7 @@ def _cast(op: graph.CastOp, args: list[np.ndarray]) -> list[np.ndarray]:
     if dtype == np.bool_:
         return [x != 0]
     with np.errstate(all="ignore"):
-        if dtype.kind == "i" and x.dtype.kind == "f":
+        if dtype.kind in "iu" and x.dtype.kind == "f":
             x = np.trunc(x)
         return [x.astype(dtype)]
 
@@ -159,8 +174,18 @@ REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean, "prod"
 @evaluates(graph.ReduceSumOp, graph.ReduceMaxOp, graph.ReduceMinOp, graph.ReduceMeanOp, graph.ReduceProdOp)
 def _reduce(op: graph.ReduceOp, args: list[np.ndarray]) -> list[np.ndarray]:
     x = args[0]
-    r = REDUCERS[op.KIND](x, axis=op.reduce_axes, keepdims=op.keeps_dims)
+    # over no elements, max and min give their identity (ONNX's -inf / lowest value)
+    extra = {"initial": identity(op.KIND, x.dtype)} if op.KIND in ("max", "min") and x.size == 0 else {}
+    r = REDUCERS[op.KIND](x, axis=op.reduce_axes, keepdims=op.keeps_dims, **extra)
     return [np.asarray(r).astype(x.dtype, copy=False).reshape(graph.shape_of(op.result))]
+
+
+def identity(kind: str, dtype: np.dtype) -> float | int:
+    """The value max/min reductions start from: -inf/inf, or the integer type's bounds."""
+    if dtype.kind == "f":
+        return -np.inf if kind == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if kind == "max" else info.max
 
 
 # --- injective ------------------------------------------------------------------
@@ -191,6 +216,32 @@ def _pad(op: graph.PadOp, args: list[np.ndarray]) -> list[np.ndarray]:
 @evaluates(graph.ConcatOp)
 def _concat(op: graph.ConcatOp, args: list[np.ndarray]) -> list[np.ndarray]:
     return [np.concatenate(args, axis=op.concat_axis)]
+
+
+def gather_positions(indices: np.ndarray, n: int) -> np.ndarray:
+    """Indices into an axis of n elements: a negative one wraps once, then every one is
+    clamped to [0, n - 1] (mlfuse's answer where numpy raises)."""
+    i = indices.astype(np.int64)
+    return np.clip(np.where(i < 0, i + n, i), 0, max(n - 1, 0))
+
+
+@evaluates(graph.GatherOp)
+def _gather(op: graph.GatherOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    data, indices = args
+    axis = op.gather_axis
+    if data.shape[axis] == 0:  # nothing to read: the result is empty too (the verifier says so)
+        return [np.zeros(graph.shape_of(op.result), data.dtype)]
+    return [np.take(data, gather_positions(indices, data.shape[axis]), axis=axis)]
+
+
+@evaluates(graph.GatherElementsOp)
+def _gather_elements(op: graph.GatherElementsOp, args: list[np.ndarray]) -> list[np.ndarray]:
+    data, indices = args
+    axis = op.gather_axis
+    if indices.size == 0:
+        return [np.zeros(indices.shape, data.dtype)]
+    window = data[tuple(slice(0, m) if d != axis else slice(None) for d, m in enumerate(indices.shape))]
+    return [np.take_along_axis(window, gather_positions(indices, data.shape[axis]), axis=axis)]
 
 
 @evaluates(graph.MatmulOp, graph.BatchMatmulOp)

@@ -51,8 +51,8 @@ INVALID_INPUTS: dict[str, tuple[str, int, int, str]] = {
         2, 3, "'graph.exp' expects a floating-point tensor, got element type i32",
     ),
     "unsupported element type": (
-        program("  %y = graph.neg %x : tensor<4x8xi8>", signature="%x: tensor<4x8xi8>", result="tensor<4x8xi8>"),
-        2, 3, "unsupported element type i8",
+        program("  %y = graph.neg %x : tensor<4x8xi4>", signature="%x: tensor<4x8xi4>", result="tensor<4x8xi4>"),
+        2, 3, "unsupported element type i4",
     ),
     "dynamic shape": (
         program("  %y = graph.exp %x : tensor<?x8xf32>", signature="%x: tensor<?x8xf32>", result="tensor<?x8xf32>"),

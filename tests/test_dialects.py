@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, bf16, f16, f32, f64, i1, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp, Signedness, bf16, f16, f32, f64, i1, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.printer import Printer
 from xdsl.traits import Pure
@@ -77,6 +77,7 @@ OP_TABLE: dict[type[Operation], tuple[list[Attribute], Callable[..., Operation |
     graph.MaxOp: ([X48, X48], graph.MaxOp),
     graph.MinOp: ([X48, X48], graph.MinOp),
     graph.PowOp: ([X48, X48], graph.PowOp),
+    graph.RemOp: ([t((6,), IntegerType(8, Signedness.UNSIGNED))] * 2, lambda a, b: graph.RemOp(a, b, fmod=True)),
     graph.CompareOp: ([X48, X48], lambda a, b: graph.CompareOp("le", a, b)),
     graph.SelectOp: ([t((4, 8), i1), X48, X48], graph.SelectOp),
     graph.BroadcastOp: ([t((4, 1))], lambda x: graph.BroadcastOp(x, [1, 2], (3, 4, 8))),
@@ -90,6 +91,8 @@ OP_TABLE: dict[type[Operation], tuple[list[Attribute], Callable[..., Operation |
     graph.SliceOp: ([X48], lambda x: graph.SliceOp(x, [1, 0], [3, 8], [1, 3])),
     graph.PadOp: ([X48], lambda x: graph.PadOp(x, [0, 1], [2, 0], -1.5)),
     graph.ConcatOp: ([X48, t((4, 3))], lambda a, b: graph.ConcatOp([a, b], 1)),
+    graph.GatherOp: ([t((10, 4)), t((2, 3), i64)], lambda d, i: graph.GatherOp(d, i, 0)),
+    graph.GatherElementsOp: ([t((4, 5), IntegerType(16)), t((4, 2), i32)], lambda d, i: graph.GatherElementsOp(d, i, 1)),
     graph.MatmulOp: ([X48, t((8, 5))], graph.MatmulOp),
     graph.BatchMatmulOp: ([t((2, 4, 8)), t((2, 8, 3))], graph.BatchMatmulOp),
     graph.ConstantOp: ([], lambda: const([[1.0, -2.5], [3.25, 4.0]])),
@@ -161,7 +164,9 @@ def test_cse_merges_identical_graph_ops_only():
 INVALID: list[tuple[str, list[Attribute], Callable[..., Operation], str]] = [
     ("exp of ints", [t((4,), i32)], graph.ExpOp, "'graph.exp' expects a floating-point tensor, got element type i32"),
     ("neg of i1", [t((4,), i1)], graph.NegOp, "'graph.neg' does not accept i1 tensors"),
-    ("i8 tensor", [t((4,), i8)], graph.AbsOp, "'graph.abs' operand has unsupported element type i8"),
+    ("i4 tensor", [t((4,), IntegerType(4))], graph.AbsOp, "'graph.abs' operand has unsupported element type i4"),
+    ("explicitly signed tensor", [t((4,), IntegerType(32, Signedness.SIGNED))], graph.AbsOp,
+     "'graph.abs' operand has unsupported element type si32"),
     ("gelu form", [X48], lambda x: graph.GeluOp(x, "fast"), "approximate must be \"none\" or \"tanh\""),
     ("pow of ints", [t((4,), i32)] * 2, graph.PowOp, "'graph.pow' expects a floating-point tensor"),
     ("compare predicate", [X48] * 2, lambda a, b: graph.CompareOp("lesser", a, b),

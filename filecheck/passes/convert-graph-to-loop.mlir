@@ -149,3 +149,35 @@ func.func @keeps_rows(%x: tensor<32x64x128xf32>) -> tensor<64x32x128xf32> {
 // NOSTITCH-LABEL: func.func @big_transpose
 // NOSTITCH-NOT: loop.band
 // NOSTITCH: loop.nest "transpose" lower [0, 0] upper [300, 257]
+
+// -----
+
+// A gather reads its index at the index's position, then the table at the
+// clamped index (loop.read); the table's own map is its first element.
+// CHECK-LABEL: func.func @embedding
+// CHECK: loop.nest "gather" lower [0, 0, 0] upper [1, 8, 64] iterators ["parallel", "parallel", "parallel"] ins(%1, %0 : memref<1x8xi64>, memref<100x64xf32>)
+// CHECK-SAME: maps [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (0, 0)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]
+// CHECK-NEXT: ^{{.*}}(%[[IDX:.*]]: i64, %[[TABLE:.*]]: f32, %{{.*}}: f32):
+// CHECK: arith.select
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: %[[I:.*]] = arith.index_cast
+// CHECK: %[[D2:.*]] = loop.index dim 2
+// CHECK: %[[V:.*]] = loop.read %[[TABLE]][%[[I]], %[[D2]]] : f32
+// CHECK: loop.yield %[[V]] : f32
+func.func @embedding(%t: tensor<100x64xf32>, %ids: tensor<1x8xi64>) -> tensor<1x8x64xf32> {
+  %e = graph.gather %t, %ids {axis = 0} : (tensor<100x64xf32>, tensor<1x8xi64>) -> tensor<1x8x64xf32>
+  func.return %e : tensor<1x8x64xf32>
+}
+
+// -----
+
+// Unsigned tensors become signless buffers; the ops are the unsigned ones.
+// CHECK-LABEL: func.func @unsigned(%0: memref<8xi8>, %1: memref<8xi8>, %2: memref<8xi8>, %3: memref<8xi1>)
+// CHECK: arith.divui
+// CHECK: arith.cmpi ult
+func.func @unsigned(%x: tensor<8xui8>, %y: tensor<8xui8>) -> (tensor<8xui8>, tensor<8xi1>) {
+  %d = graph.div %x, %y : tensor<8xui8>
+  %c = graph.compare lt, %x, %y : tensor<8xui8>
+  func.return %d, %c : tensor<8xui8>, tensor<8xi1>
+}

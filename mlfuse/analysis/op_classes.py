@@ -3,11 +3,11 @@
 Every op of a function falls into one class (`classify`):
 
 - light elementwise: add, sub, mul, max, min, neg, abs, relu, compare, select, cast;
-- expensive elementwise: exp, log, tanh, erf, sigmoid, gelu, pow, div, sqrt, rsqrt,
+- expensive elementwise: exp, log, tanh, erf, sigmoid, gelu, pow, div, rem, sqrt, rsqrt,
   reciprocal (transcendental or iterative on every target; recomputing them is costly);
 - broadcast;
-- injective: transpose, reshape, slice, pad, concat (each output element reads at
-  most one element of each operand);
+- injective: transpose, reshape, slice, pad, concat, and the gathers with their
+  indirect index (each output element reads at most one element of each operand);
 - reduction, with its layout: *row* (the reduced axes are the innermost non-unit
   axes: contiguous), *column* (an outer or middle axis is reduced: strided) or
   *full* (every non-unit axis is reduced);
@@ -78,6 +78,7 @@ LIGHT_ELEMENTWISE_OPS: tuple[type[Operation], ...] = (
 # take several instructions, transcendental functions a polynomial or an SFU round trip.
 EXPENSIVE_ELEMENT_COST: dict[type[Operation], float] = {
     graph.DivOp: 4.0,
+    graph.RemOp: 6.0,  # a division and a fix-up (floats: a libm fmod call on the CPU)
     graph.SqrtOp: 4.0,
     graph.RsqrtOp: 4.0,
     graph.ReciprocalOp: 4.0,
@@ -96,6 +97,8 @@ INJECTIVE_OPS: tuple[type[Operation], ...] = (
     graph.SliceOp,
     graph.PadOp,
     graph.ConcatOp,
+    graph.GatherOp,  # an indirect index: one element of the data per output element
+    graph.GatherElementsOp,
 )
 
 REDUCTION_OPS: tuple[type[Operation], ...] = (

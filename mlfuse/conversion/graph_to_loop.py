@@ -20,6 +20,7 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -41,8 +42,9 @@ ALIGNMENT = 64
 
 
 def memref_of(t: Attribute) -> MemRefType:
+    """The buffer of a tensor type; its element type is the signless storage type."""
     assert isinstance(t, TensorType)
-    return MemRefType(t.get_element_type(), t.get_shape())
+    return MemRefType(graph.storage_type(t.get_element_type()), t.get_shape())
 
 
 def identity(rank: int) -> AffineMap:
@@ -174,7 +176,7 @@ def lower_reduce(fl: FunctionLowering, op: graph.ReduceOp, out: SSAValue) -> Non
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
         x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
-        return [scalar.narrow(b, scalar.combine(b, op.KIND, acc, x), t)]
+        return [scalar.narrow(b, scalar.combine(b, op.KIND, acc, x, unsigned=graph.is_unsigned(t)), t)]
 
     if not reduce_by_blocks(fl, op, out, body):
         fl.nest(f"reduce_{op.KIND}", shape, [fl.buffer(op.input)], [out], body, iterators,
@@ -273,7 +275,7 @@ def tiled_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue, 
     upper = [AffineMapAttr(AffineMap(0, rank + 2, (start[k] + tile, AffineExpr.constant(out_shape[k])))) for k in tiled]
     out_index = [d[tiled.index(k)] if k in tiled else s[k] for k in range(rank)]
     in_index = [out_index[inverse[j]] for j in range(rank)]
-    t = graph.element_type_of(op.result)
+    t = graph.storage_type(graph.element_type_of(op.result))
     body = Block(arg_types=[t, t])
     Builder(InsertPoint.at_end(body)).insert(loop.YieldOp(body.args[0]))
     nest = loop.NestOp(
@@ -319,7 +321,36 @@ def lower_concat(fl: FunctionLowering, op: graph.ConcatOp, out: SSAValue) -> Non
         offset += shape[axis]
 
 
-# GEMMs of at least this many multiply-adds per matrix become one loop.gemm (a
+def lower_gather(fl: FunctionLowering, op: graph.GatherBase, out: SSAValue) -> None:
+    """One nest over the result: read the index, then the data at it (loop.read).
+
+    The data buffer's own access map is its first element (always in bounds when
+    the nest runs at all); the body ignores that element and reads where the
+    clamped index says."""
+    out_shape, data_shape = graph.shape_of(op.result), graph.shape_of(op.data)
+    axis, rank = op.gather_axis, len(out_shape)
+    k = len(graph.shape_of(op.indices))
+    d = dims(rank)
+    if isinstance(op, graph.GatherOp):
+        index_map = AffineMap(rank, 0, tuple(d[axis : axis + k]))
+    else:
+        index_map = identity(rank)
+    zeros = AffineMap(rank, 0, tuple(AffineExpr.constant(0) for _ in data_shape))
+
+    def body(b: Builder, args: list[SSAValue]) -> list[SSAValue]:
+        position = scalar.gather_index(b, args[0], data_shape[axis])
+        ivs = [b.insert(loop.IndexOp("dim", i)).result for i in range(rank)]
+        if isinstance(op, graph.GatherOp):
+            at = [*ivs[:axis], position, *ivs[axis + k :]]
+        else:
+            at = [position if i == axis else iv for i, iv in enumerate(ivs)]
+        return [b.insert(loop.ReadOp(args[1], at)).result]
+
+    fl.nest(short_name(op), out_shape, [fl.buffer(op.indices), fl.buffer(op.data)], [out], body,
+            maps=[index_map, zeros, identity(rank)])
+
+
+# GEMMs of at least this many multiply-adds per matrix become one loop.gemm# GEMMs of at least this many multiply-adds per matrix become one loop.gemm (a
 # blocked kernel, see mlfuse/backend/gemm_kernels.py) instead of loop nests.
 GEMM_KERNEL_MIN_MACS = 1 << 18
 
@@ -382,6 +413,8 @@ LOWERINGS = {
     graph.SliceOp: lower_slice,
     graph.PadOp: lower_pad,
     graph.ConcatOp: lower_concat,
+    graph.GatherOp: lower_gather,
+    graph.GatherElementsOp: lower_gather,
     graph.MatmulOp: lower_contraction,
     graph.BatchMatmulOp: lower_contraction,
 }
@@ -415,6 +448,8 @@ def lower_constant(fl: FunctionLowering, op: graph.ConstantOp) -> Operand:
         return Operand(splat=splat)
     name = unique_constant_name(fl)
     t = memref_of(op.result.type)
+    if t.get_element_type() != value.get_element_type():  # uiN: the same bytes as signless iN
+        value = DenseIntOrFPElementsAttr(TensorType(t.get_element_type(), t.get_shape()), value.data)
     fl.module.body.block.insert_op_before(
         memref.GlobalOp.get(StringAttr(name), t, value, constant=UnitAttr(), alignment=ALIGNMENT),
         fl.module.body.block.first_op,
@@ -453,6 +488,8 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
             view = fl.builder.insert(loop.ViewOp(src, memref_of(op.result.type))).result
             fl.values[op.result] = Operand(buffer=view)
             continue
+        if not op.results:
+            raise Diagnostic(f"'{op.name}' cannot be lowered to loops", location_of(op))
         result = op.results[0]
         out = results_into.get(result) or fl.alloc(result.type)
         lower_op(fl, op, out)
@@ -649,7 +686,7 @@ def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> Non
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
         x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
-        return [scalar.narrow(b, scalar.combine(b, kind, acc, x), t)]
+        return [scalar.narrow(b, scalar.combine(b, kind, acc, x, unsigned=graph.is_unsigned(t)), t)]
 
     fl.nest(f"pool_{kind}", [n, c, oh, kh, kw, ow], [src], [out], body, iterators, maps)
     if isinstance(op, graph.AvgPool2dOp):

@@ -255,7 +255,33 @@ class GroupLowering:
             return scalar.emit_elementwise(body.b, op, args)
         if isinstance(op, graph.PadOp):
             return self.padded(body, op, index)
+        if isinstance(op, graph.GatherBase):
+            return self.gathered(body, op, index)
         return self.value(body, op.operands[0], operand_index(op, 0, index))
+
+    def gathered(self, body: Body, op: graph.GatherBase, index: Index) -> SSAValue:
+        """data[index with the axis replaced by the clamped index value]: the index is
+        recomputed like any value, the data read from its buffer (loop.read), so the
+        data must be a kernel input or a dense constant."""
+        from mlfuse.conversion.loop_to_scf import emit_affine
+
+        operand = self.inputs.get(op.data) or self.constants.get(op.data)
+        if operand is None or operand.buffer is None:  # type: ignore[union-attr]
+            raise Fallback(f"'{op.name}' reads data computed inside the kernel")
+        axis, k = op.gather_axis, len(graph.shape_of(op.indices))
+        data_shape = graph.shape_of(op.data)
+        gathered = isinstance(op, graph.GatherOp)
+        idx = self.value(body, op.indices, tuple(index[axis : axis + k]) if gathered else index)
+        b = body.b
+        position = scalar.gather_index(b, idx, data_shape[axis])
+        dims = [b.insert(loop.IndexOp("dim", d)).result for d in range(body.rank)]
+        syms = [b.insert(loop.IndexOp("sym", s)).result for s in range(body.nsyms)]
+        at = [emit_affine(b, e, dims, syms) for e in (index[:axis] + index[axis + k :] if gathered else index)]
+        at.insert(axis, position)
+        if not gathered:
+            del at[axis + 1]
+        source = body.read(operand.buffer, tuple(const_expr(0) for _ in data_shape))  # type: ignore[union-attr]
+        return b.insert(loop.ReadOp(source, at)).result
 
     def padded(self, body: Body, op: graph.PadOp, index: Index) -> SSAValue:
         """select(inside, operand[(i - low) mod n], value): the wrapped read is always in bounds."""
@@ -399,7 +425,8 @@ class GroupLowering:
     # --- emission ---------------------------------------------------------------------
 
     def alloca(self, shape: Sequence[int], t: Attribute) -> SSAValue:
-        return self.emit_op(memref.AllocaOp.get(t, 64, list(shape))).memref
+        """Scratch of graph element type `t` (held as its signless storage type)."""
+        return self.emit_op(memref.AllocaOp.get(graph.storage_type(t), 64, list(shape))).memref
 
     def emit_rank0(self, name: str, writes: list[tuple[SSAValue, Index, SSAValue | None]], compute) -> None:
         """A one-point nest: `compute(body, out_args) -> values` written to `writes`."""
@@ -503,7 +530,8 @@ class GroupLowering:
             for k_out, (op, acc_arg) in enumerate(acc_args):
                 x = scalar.widen(body.b, self.value(body, op.input, phase_index))
                 t = graph.element_type_of(op.results[0])
-                combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x, ignore_nan=op in flagged)
+                combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x, ignore_nan=op in flagged,
+                                          unsigned=scalar.reduction_unsigned(op))
                 body.set_out(k_out, scalar.narrow(body.b, combined, t))
             for j, (value, _, _) in enumerate(writes):
                 body.set_out(len(acc_args) + j, self.value(body, value, phase_index))
@@ -577,7 +605,8 @@ class GroupLowering:
         outs = [body.out(acc, (const_expr(0),)) for _, acc in accs]
         for j, ((op, part), acc) in enumerate(zip(partials, outs)):
             x = scalar.widen(body.b, body.read(part, (AffineExpr.dimension(0),)))
-            combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x, ignore_nan=op in flagged)
+            combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x, ignore_nan=op in flagged,
+                                      unsigned=scalar.reduction_unsigned(op))
             body.set_out(j, scalar.narrow(body.b, combined, graph.element_type_of(op.results[0])))
         self.emit_op(body.finish(f"{self.group.group_name.data}.partial_combine", [blocks], [loop.REDUCTION], self.syms))
 
@@ -640,7 +669,7 @@ class GroupLowering:
         for k, (op, acc) in enumerate(zip(staged, accs)):
             t = graph.element_type_of(op.results[0])
             x = scalar.widen(body.b, self.value(body, op.input, index))
-            body.set_out(k, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x), t))
+            body.set_out(k, scalar.narrow(body.b, scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc), x, unsigned=scalar.reduction_unsigned(op)), t))
         for j, (value, _) in enumerate(elementwise):
             body.set_out(len(staged) + j, self.value(body, value, index))
 
@@ -676,7 +705,7 @@ class GroupLowering:
         partials = []
         for op in staged:
             t = graph.element_type_of(op.results[0])
-            partials.append(self.emit_op(memref.AllocOp.get(t, 64, [blocks, *rest])).memref)
+            partials.append(self.emit_op(memref.AllocOp.get(graph.storage_type(t), 64, [blocks, *rest])).memref)
         band_block = Block(arg_types=[IndexType()])
         saved_emit = self.emit_op
         self.emit_op = lambda op: Builder(InsertPoint.at_end(band_block)).insert(op)
@@ -724,7 +753,7 @@ class GroupLowering:
             out_index = reduced_index(op)  # over the input's dims: (d0 = block, d1.. = rest)
             acc = combine.out(dst, out_index)
             x = scalar.widen(combine.b, combine.read(part, dims))
-            combine.set_out(0, scalar.narrow(combine.b, scalar.combine(combine.b, op.KIND, scalar.widen(combine.b, acc), x), t))
+            combine.set_out(0, scalar.narrow(combine.b, scalar.combine(combine.b, op.KIND, scalar.widen(combine.b, acc), x, unsigned=scalar.reduction_unsigned(op)), t))
             self.emit_op(combine.finish(f"{name}.combine", (blocks, *rest), [loop.REDUCTION] + [loop.PARALLEL] * len(rest), []))
             self.emit_op(memref.DeallocOp.get(part))
         self.emit_column_means(staged, out_buf, rows)
@@ -793,10 +822,14 @@ def structural_problem(ops: Sequence[Operation]) -> str | None:
     code generator can emit (lower_group may still fall back on subtler cases,
     e.g. a row value read across rows, and says so).
     """
-    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp, graph.ConstantOp)
+    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp, graph.GatherBase, graph.ConstantOp)
+    inside = set(ops)
     for op in ops:
         if not isinstance(op, supported):
             return f"'{op.name}' has no stitched CPU lowering"
+        if isinstance(op, graph.GatherBase) and isinstance(op.data.owner, Operation) and op.data.owner in inside \
+                and not isinstance(op.data.owner, graph.ConstantOp):
+            return f"'{op.name}' reads data computed inside the kernel (a data-dependent read needs it in memory)"
     reductions = [op for op in ops if isinstance(op, graph.ReduceOp)]
     if not reductions:
         return None
@@ -809,7 +842,6 @@ def structural_problem(ops: Sequence[Operation]) -> str | None:
         return None  # rows
     if len(shape) - 1 in reduced:
         return "a reduction over the last axis together with others has no stitched CPU lowering"
-    inside = set(ops)
     for op in reductions:  # columns: results may only leave the kernel
         if any(use.operation in inside for use in op.results[0].uses):
             return "a column reduction's result is used inside the kernel (needs a grid-wide barrier)"
@@ -825,7 +857,7 @@ def lower_group(group: fusion.GroupOp, inputs: dict[SSAValue, object], outputs: 
     """
     emitted: list[Operation] = []
     lowering = GroupLowering(group, inputs, lambda op: emitted.append(op) or op)
-    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp)
+    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp, graph.GatherBase)
     for op in lowering.ops:
         if not isinstance(op, (graph.ConstantOp, *supported)):
             raise Fallback(f"'{op.name}' has no stitched lowering")

@@ -161,6 +161,10 @@ def emit_nest_body(b: Builder, nest: loop.NestOp, ivs, syms, buffers) -> None:
         if isinstance(op, loop.IndexOp):
             mapping[op.result] = (ivs if op.kind.data == "dim" else syms)[op.position.value.data]
             continue
+        if isinstance(op, loop.ReadOp):  # a data-dependent load from the input's buffer
+            source = buffers[op.buffer_position()]
+            mapping[op.result] = b.insert(memref.LoadOp.get(source, [mapping.get(i, i) for i in op.indices])).res
+            continue
         b.insert(op.clone(value_mapper=mapping))
     streaming = {a.data for a in nest.attributes.get(STREAMING_ATTR, ArrayAttr([]))}
     for k, (value, buf, idx) in enumerate(zip(yielded, buffers[n_in:], indices[n_in:])):

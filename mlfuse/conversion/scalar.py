@@ -17,11 +17,15 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IntegerAttr,
+    IndexType,
     IntegerType,
     f32,
     i1,
+    i32,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -32,31 +36,41 @@ HALF_TYPES = (Float16Type, BFloat16Type)
 
 
 def const(b: Builder, value: float | int | bool, t: Attribute) -> SSAValue:
+    """A constant of element type `t` (a graph type: uiN values become signless iN bits)."""
+    t = graph.storage_type(t)
     if isinstance(t, IntegerType):
-        if t.width.data == 1:
+        w = t.width.data
+        if w == 1:
             value = -1 if value else 0  # i1 'true' is all ones
+        else:  # the same bits in the signed range (an unsigned 255 is the i8 -1)
+            value = (int(value) + (1 << (w - 1))) % (1 << w) - (1 << (w - 1))
         return b.insert(arith.ConstantOp(IntegerAttr(int(value), t))).result
     return b.insert(arith.ConstantOp(FloatAttr(float(value), t))).result
 
 
 def identity_of(kind: str, t: Attribute) -> float | int:
-    """The initial value of a reduction."""
+    """The initial value of a reduction over elements of graph type `t`."""
     if kind in ("sum", "mean"):
         return 0
     if kind == "prod":
         return 1
     if isinstance(t, IntegerType):
         w = t.width.data
+        if graph.is_unsigned(t):
+            return 0 if kind == "max" else (1 << w) - 1
         return -(2 ** (w - 1)) if kind == "max" else 2 ** (w - 1) - 1
     return -math.inf if kind == "max" else math.inf
 
 
-def combine(b: Builder, kind: str, acc: SSAValue, x: SSAValue, ignore_nan: bool = False) -> SSAValue:
+def combine(
+    b: Builder, kind: str, acc: SSAValue, x: SSAValue, ignore_nan: bool = False, unsigned: bool = False
+) -> SSAValue:
     """acc (+|*|max|min) x; float sums may be reassociated (like numpy's pairwise sums).
 
     Float max/min propagate NaNs (numpy's semantics) unless `ignore_nan`: then
     they are maxnum/minnum, which vectorize far better on x86, and the caller
-    tracks NaNs itself (`flag_nan`)."""
+    tracks NaNs itself (`flag_nan`). Integer max/min compare as unsigned when
+    `unsigned` (the scalars are signless; the graph type knows)."""
     is_int = isinstance(x.type, IntegerType)
     if ignore_nan and not is_int and kind in ("max", "min"):
         return b.insert(arith.MaxnumfOp(acc, x) if kind == "max" else arith.MinnumfOp(acc, x)).result
@@ -68,9 +82,22 @@ def combine(b: Builder, kind: str, acc: SSAValue, x: SSAValue, ignore_nan: bool 
         if is_int:
             return b.insert(arith.MuliOp(acc, x)).result
         return b.insert(arith.MulfOp(acc, x, flags=arith.FastMathFlagsAttr(["reassoc"]))).result
-    if kind == "max":
-        return b.insert(arith.MaxSIOp(acc, x) if is_int else arith.MaximumfOp(acc, x)).result
-    return b.insert(arith.MinSIOp(acc, x) if is_int else arith.MinimumfOp(acc, x)).result
+    if is_int:
+        return b.insert(INT_MINMAX[kind, unsigned](acc, x)).result
+    return b.insert(arith.MaximumfOp(acc, x) if kind == "max" else arith.MinimumfOp(acc, x)).result
+
+
+INT_MINMAX = {
+    ("max", False): arith.MaxSIOp,
+    ("min", False): arith.MinSIOp,
+    ("max", True): arith.MaxUIOp,
+    ("min", True): arith.MinUIOp,
+}
+
+
+def reduction_unsigned(op: Operation) -> bool:
+    """Whether the reduction (or pool) `op` combines unsigned integers."""
+    return graph.is_unsigned(graph.element_type_of(op.operands[0]))
 
 
 def flag_nan(b: Builder, flag: SSAValue, x: SSAValue) -> SSAValue:
@@ -120,11 +147,13 @@ def _float_unary(b: Builder, op: Operation, x: SSAValue) -> SSAValue:
     raise Diagnostic(f"no scalar lowering for '{op.name}' on floats", location_of(op))
 
 
-def _int_unary(b: Builder, op: Operation, x: SSAValue) -> SSAValue:
+def _int_unary(b: Builder, op: Operation, x: SSAValue, unsigned: bool) -> SSAValue:
     t = x.type
     match op:
-        case graph.NegOp():
+        case graph.NegOp():  # wraps, like numpy (also for unsigned: -1 is the maximum)
             return b.insert(arith.SubiOp(const(b, 0, t), x)).result
+        case graph.AbsOp() | graph.ReluOp() if unsigned:
+            return x
         case graph.AbsOp():
             return b.insert(mathd.AbsIOp(x)).result
         case graph.ReluOp():
@@ -150,6 +179,8 @@ INT_BINARY: dict[type, Callable] = {
 }
 FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+UINT_BINARY: dict[type, Callable] = {**INT_BINARY, graph.MaxOp: arith.MaxUIOp, graph.MinOp: arith.MinUIOp}
+UINT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 
 
 def widen(b: Builder, x: SSAValue) -> SSAValue:
@@ -169,22 +200,25 @@ def emit_elementwise(b: Builder, op: Operation, args: list[SSAValue]) -> SSAValu
     """The scalar computation of one elementwise graph op on its operands' elements."""
     out_t = graph.element_type_of(op.results[0])
     if isinstance(op, graph.CastOp):
-        return emit_cast(b, args[0], out_t)
+        return emit_cast(b, args[0], out_t, graph.element_type_of(op.input))
     if isinstance(op, graph.SelectOp):
         return b.insert(arith.SelectOp(args[0], args[1], args[2])).result
     wide = [widen(b, a) for a in args]
     is_int = isinstance(wide[0].type, IntegerType)
+    unsigned = graph.is_unsigned(graph.element_type_of(op.operands[0]))
     if isinstance(op, graph.CompareOp):
         pred = op.predicate.data
         if is_int:
-            return b.insert(arith.CmpiOp(wide[0], wide[1], INT_PREDICATES[pred])).result
+            return b.insert(arith.CmpiOp(wide[0], wide[1], (UINT_PREDICATES if unsigned else INT_PREDICATES)[pred])).result
         return b.insert(arith.CmpfOp(wide[0], wide[1], FLOAT_PREDICATES[pred])).result
     if len(args) == 1:
-        r = _int_unary(b, op, wide[0]) if is_int else _float_unary(b, op, wide[0])
+        r = _int_unary(b, op, wide[0], unsigned) if is_int else _float_unary(b, op, wide[0])
     elif is_int and isinstance(op, graph.DivOp):
-        r = safe_divsi(b, wide[0], wide[1])
+        r = (safe_divui if unsigned else safe_divsi)(b, wide[0], wide[1])
+    elif isinstance(op, graph.RemOp):
+        r = (int_remainder(b, *wide, op.is_fmod, unsigned) if is_int else float_remainder(b, *wide, op.is_fmod))
     else:
-        table = INT_BINARY if is_int else FLOAT_BINARY
+        table = (UINT_BINARY if unsigned else INT_BINARY) if is_int else FLOAT_BINARY
         if type(op) not in table:
             raise Diagnostic(f"'{op.name}' is not defined on {wide[0].type}", location_of(op))
         r = b.insert(table[type(op)](wide[0], wide[1])).result
@@ -213,8 +247,61 @@ def safe_divsi(b: Builder, a: SSAValue, d: SSAValue) -> SSAValue:
     return b.insert(arith.SelectOp(d_zero, const(b, 0, t), q)).result
 
 
-def emit_cast(b: Builder, x: SSAValue, t: Attribute) -> SSAValue:
-    s = x.type
+def safe_divui(b: Builder, a: SSAValue, d: SSAValue) -> SSAValue:
+    """Unsigned a / d, with numpy's x / 0 == 0 where udiv would trap (divide by 1, then zero)."""
+    t = a.type
+    d_zero = b.insert(arith.CmpiOp(d, const(b, 0, t), "eq")).result
+    q = b.insert(arith.DivUIOp(a, b.insert(arith.SelectOp(d_zero, const(b, 1, t), d)).result)).result
+    return b.insert(arith.SelectOp(d_zero, const(b, 0, t), q)).result
+
+
+def int_remainder(b: Builder, a: SSAValue, d: SSAValue, fmod: bool, unsigned: bool) -> SSAValue:
+    """a % d without traps: d == 0 and INT_MIN % -1 divide by 1 instead (both answers
+    are 0, numpy's). numpy's mod then moves a nonzero remainder whose sign differs
+    from d's by d (floor instead of truncation); unsigned, both forms agree."""
+    t = a.type
+    d_zero = b.insert(arith.CmpiOp(d, const(b, 0, t), "eq")).result
+    if unsigned:
+        safe = b.insert(arith.SelectOp(d_zero, const(b, 1, t), d)).result
+        return b.insert(arith.RemUIOp(a, safe)).result
+    a_min = b.insert(arith.CmpiOp(a, const(b, -(1 << (t.width.data - 1)), t), "eq")).result
+    d_neg1 = b.insert(arith.CmpiOp(d, const(b, -1, t), "eq")).result
+    trap = b.insert(arith.OrIOp(d_zero, b.insert(arith.AndIOp(a_min, d_neg1)).result)).result
+    r = b.insert(arith.RemSIOp(a, b.insert(arith.SelectOp(trap, const(b, 1, t), d)).result)).result
+    if fmod:
+        return r
+    nonzero = b.insert(arith.CmpiOp(r, const(b, 0, t), "ne")).result
+    signs_differ = b.insert(arith.CmpiOp(b.insert(arith.XOrIOp(r, d)).result, const(b, 0, t), "slt")).result
+    fix = b.insert(arith.AndIOp(nonzero, signs_differ)).result
+    return b.insert(arith.SelectOp(fix, b.insert(arith.AddiOp(r, d)).result, r)).result
+
+
+def float_remainder(b: Builder, a: SSAValue, d: SSAValue, fmod: bool) -> SSAValue:
+    """C's fmod (LLVM's frem: exact, libm's fmod on the CPU); numpy's mod adds d to a
+    nonzero remainder of the other sign, and gives a zero the divisor's sign."""
+    from xdsl.dialects import llvm
+
+    r = b.insert(llvm.FRemOp(a, d)).res
+    if fmod:
+        return r
+    zero = const(b, 0.0, a.type)
+    nonzero = b.insert(arith.CmpfOp(r, zero, "une")).result
+    signs_differ = b.insert(arith.XOrIOp(b.insert(arith.CmpfOp(r, zero, "olt")).result,
+                                         b.insert(arith.CmpfOp(d, zero, "olt")).result)).result
+    fix = b.insert(arith.AndIOp(nonzero, signs_differ)).result
+    r = b.insert(arith.SelectOp(fix, b.insert(arith.AddfOp(r, d)).result, r)).result
+    signed_zero = b.insert(mathd.CopySignOp(zero, d)).result
+    return b.insert(arith.SelectOp(nonzero, r, signed_zero)).result
+
+
+def emit_cast(b: Builder, x: SSAValue, t: Attribute, source: Attribute | None = None) -> SSAValue:
+    """x, an element of graph type `source` (x's own type if not given), as graph type `t`.
+
+    numpy's casts: integers wrap (truncate, or extend by the source's signedness),
+    floats to integers truncate towards zero (exact for in-range values), bool is
+    x != 0. Signed and unsigned of one width share their bits."""
+    unsigned_source = graph.is_unsigned(source) if source is not None else False
+    s, t_graph, t = x.type, t, graph.storage_type(t)
     if s == t:
         return x
     s_int, t_int = isinstance(s, IntegerType), isinstance(t, IntegerType)
@@ -225,16 +312,95 @@ def emit_cast(b: Builder, x: SSAValue, t: Attribute) -> SSAValue:
     if s == i1:
         return b.insert(arith.SelectOp(x, const(b, 1, t), const(b, 0, t))).result
     if s_int and t_int:
-        op = arith.ExtSIOp(x, t) if t.width.data > s.width.data else arith.TruncIOp(x, t)
-        return b.insert(op).result
+        if t.width.data < s.width.data:
+            return b.insert(arith.TruncIOp(x, t)).result
+        return b.insert((arith.ExtUIOp if unsigned_source else arith.ExtSIOp)(x, t)).result
     if s_int:
-        return b.insert(arith.SIToFPOp(x, t)).result
+        return int_to_float(b, x, t, unsigned_source)
     if t_int:
-        return b.insert(arith.FPToSIOp(widen(b, x), t)).result
+        return float_to_int(b, widen(b, x), t, graph.is_unsigned(t_graph))
     if _float_width(t) > _float_width(s):
         return b.insert(arith.ExtFOp(x, t)).result
+    if isinstance(s, Float64Type) and isinstance(t, Float16Type):
+        return b.insert(arith.TruncFOp(round_to_odd_f32(b, x), t)).result
     return b.insert(arith.TruncFOp(x, t)).result
+
+
+def round_to_odd_f32(b: Builder, x: SSAValue) -> SSAValue:
+    """f64 -> f32 rounded to odd: the f32 next to x (towards zero) with its last bit
+    set whenever x is inexact.
+
+    LLVM's fptrunc f64 -> f16 calls `__truncdfhf2`, which the JIT cannot resolve
+    (the call segfaulted), and rounding twice (f64 -> f32 -> f16, both to nearest)
+    turns some values just off an f16 tie into a tie and rounds them wrongly. Rounded
+    to odd, the f32 keeps the sticky bit, and with 13 more bits than f16 the second
+    rounding to nearest is then the correctly rounded result (Boldo & Melquiond).
+    From the nearest f32 y: if inexact and y's last bit is even, step one ulp back
+    towards x (y beyond x in magnitude: down, else up); inf steps back to FLT_MAX
+    and 0 up to the smallest subnormal, both of which still round right in f16.
+    """
+    y = b.insert(arith.TruncFOp(x, f32)).result
+    back = b.insert(arith.ExtFOp(y, x.type)).result
+    inexact = b.insert(arith.CmpfOp(back, x, "one")).result  # false for NaN
+    bits = b.insert(arith.BitcastOp(y, i32)).result
+    even = b.insert(arith.CmpiOp(b.insert(arith.AndIOp(bits, const(b, 1, i32))).result, const(b, 0, i32), "eq")).result
+    beyond = b.insert(arith.CmpfOp(b.insert(mathd.AbsFOp(back)).result, b.insert(mathd.AbsFOp(x)).result, "ogt")).result
+    step = b.insert(arith.SelectOp(beyond, const(b, -1, i32), const(b, 1, i32))).result
+    fix = b.insert(arith.AndIOp(inexact, even)).result
+    odd = b.insert(arith.SelectOp(fix, b.insert(arith.AddiOp(bits, step)).result, bits)).result
+    return b.insert(arith.BitcastOp(odd, f32)).result
+
+
+def int_to_float(b: Builder, x: SSAValue, t: Attribute, unsigned: bool) -> SSAValue:
+    """Integer to float, correctly rounded, without the libcalls LLVM would emit.
+
+    To f16 by way of f32: exact below 2^24, and every integer from 65520 up is inf
+    in f16 anyway, so no double rounding can show. Unsigned: narrower than 64 bits
+    zero-extended to a wider signed type (then exact); u64 at or above 2^63 halved with
+    its low bit kept as sticky bit, converted and doubled (what compilers emit)."""
+    if isinstance(t, HALF_TYPES):
+        return b.insert(arith.TruncFOp(int_to_float(b, x, f32, unsigned), t)).result
+    if not unsigned:
+        return b.insert(arith.SIToFPOp(x, t)).result
+    w = x.type.width.data
+    if w < 64:
+        wide = IntegerType(32) if w < 32 else i64
+        return b.insert(arith.SIToFPOp(b.insert(arith.ExtUIOp(x, wide)).result, t)).result
+    one = const(b, 1, x.type)
+    halved = b.insert(arith.OrIOp(b.insert(arith.ShRUIOp(x, one)).result, b.insert(arith.AndIOp(x, one)).result)).result
+    f = b.insert(arith.SIToFPOp(halved, t)).result
+    big = b.insert(arith.CmpiOp(x, const(b, 0, x.type), "slt")).result
+    return b.insert(arith.SelectOp(big, b.insert(arith.AddfOp(f, f)).result, b.insert(arith.SIToFPOp(x, t)).result)).result
+
+
+def float_to_int(b: Builder, x: SSAValue, t: Attribute, unsigned: bool) -> SSAValue:
+    """f32/f64 to integer, truncating towards zero (convert-to-llvm saturates, so an
+    out-of-range value never traps). Unsigned narrower than 64 bits goes through
+    i64, so negative values wrap as numpy's do on x86; u64 from 2^63 up converts
+    x - 2^63 and sets the top bit."""
+    if not unsigned:
+        return b.insert(arith.FPToSIOp(x, t)).result
+    if t.width.data < 64:
+        return b.insert(arith.TruncIOp(b.insert(arith.FPToSIOp(x, i64)).result, t)).result
+    two63 = const(b, 2.0**63, x.type)
+    low = b.insert(arith.FPToSIOp(x, t)).result
+    high = b.insert(arith.FPToSIOp(b.insert(arith.SubfOp(x, two63)).result, t)).result
+    high = b.insert(arith.XOrIOp(high, const(b, -(1 << 63), t))).result
+    big = b.insert(arith.CmpfOp(x, two63, "oge")).result
+    return b.insert(arith.SelectOp(big, high, low)).result
 
 
 def _float_width(t: Attribute) -> int:
     return {Float16Type: 16, BFloat16Type: 16, Float32Type: 32}.get(type(t), 64)
+
+
+def gather_index(b: Builder, idx: SSAValue, n: int) -> SSAValue:
+    """An index value (i32/i64) as a position on an axis of n elements: a negative one
+    wraps once (ONNX), then it is clamped to [0, n - 1] so that no index, however
+    bad, reads outside the buffer (numpy and onnxruntime raise; see graph.gather)."""
+    t = idx.type
+    negative = b.insert(arith.CmpiOp(idx, const(b, 0, t), "slt")).result
+    wrapped = b.insert(arith.SelectOp(negative, b.insert(arith.AddiOp(idx, const(b, n, t))).result, idx)).result
+    clamped = b.insert(arith.MaxSIOp(wrapped, const(b, 0, t))).result
+    clamped = b.insert(arith.MinSIOp(clamped, const(b, max(n - 1, 0), t))).result
+    return b.insert(arith.IndexCastOp(clamped, IndexType())).result

@@ -106,6 +106,7 @@ FLOAT_BINARY = {
     arith.SubfOp: llvm.FSubOp,
     arith.MulfOp: llvm.FMulOp,
     arith.DivfOp: llvm.FDivOp,
+    llvm.FRemOp: llvm.FRemOp,  # graph.rem's scalar form (xDSL's arith has no remf)
 }
 INT_BINARY = {
     arith.AddiOp: llvm.AddOp,
@@ -530,7 +531,8 @@ def emit_team_call(fl: FunctionLowering, callee: str, trip: int, grain: int, arg
     ml.declare("omp_get_max_threads", i32, [])
     ml.declare("GOMP_parallel", None, [PTR, PTR, i32, i32])
     max_threads = fl.emit(llvm.CallOp("omp_get_max_threads", return_type=i32))
-    useful = fl.const(max(1, -(-trip // grain)), i32)
+    # omp_get_max_threads is an i32: past 2^31 chunks, "more chunks than threads" is all that matters
+    useful = fl.const(min(max(1, -(-trip // grain)), 2**31 - 1), i32)
     fewer = fl.emit(llvm.ICmpOp(useful, max_threads, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
     nthreads = fl.emit(llvm.SelectOp(fewer, useful, max_threads))
     single = fl.emit(llvm.ICmpOp(nthreads, fl.const(1, i32), IntegerAttr(llvm.ICmpPredicateFlag.SLE.to_int(), i64)))

@@ -34,36 +34,19 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
     bf16,
-    f16,
     f32,
-    f64,
     i1,
-    i32,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from mlfuse.dialects import graph
 
-ELEMENT_TYPES: dict[str, Attribute] = {
-    "f16": f16,
-    "bf16": bf16,
-    "f32": f32,
-    "f64": f64,
-    "i1": i1,
-    "i32": i32,
-    "i64": i64,
-}
+# The graph dialect's table of element types, plus bf16 (a graph type without a
+# numpy dtype: the CPU backend rejects it, see mlfuse.diagnostics.reject_bf16).
+ELEMENT_TYPES: dict[str, Attribute] = {name: t for name, (t, _) in graph.ELEMENT_TYPES.items()} | {"bf16": bf16}
 
-NUMPY_TO_DTYPE = {
-    np.dtype(np.float16): "f16",
-    np.dtype(np.float32): "f32",
-    np.dtype(np.float64): "f64",
-    np.dtype(np.bool_): "i1",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.int64): "i64",
-}
+NUMPY_TO_DTYPE = {dtype: name for name, (_, dtype) in graph.ELEMENT_TYPES.items()}
 
 Scalar = bool | int | float | np.generic
 Operand = Any  # a Tensor, a Python/numpy scalar or an array
@@ -72,7 +55,7 @@ Operand = Any  # a Tensor, a Python/numpy scalar or an array
 def element_type(dtype: str | np.dtype | type | Attribute) -> Attribute:
     """The xDSL element type of "f32", np.float32, np.dtype('float32') or f32 itself."""
     if isinstance(dtype, Float16Type | BFloat16Type | Float32Type | Float64Type | IntegerType):
-        if isinstance(dtype, IntegerType) and dtype.width.data not in graph.SUPPORTED_INT_WIDTHS:
+        if isinstance(dtype, IntegerType) and not graph.is_supported_element_type(dtype):
             raise ValueError(f"unsupported element type {dtype}")
         return dtype
     if isinstance(dtype, str) and dtype in ELEMENT_TYPES:

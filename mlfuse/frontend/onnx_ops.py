@@ -22,19 +22,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 from xdsl.dialects.builtin import (
-    BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     NameLoc,
     NoneAttr,
     StringAttr,
     TensorType,
-    f16,
-    f32,
-    f64,
     i1,
-    i32,
-    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -49,24 +43,27 @@ Value = SSAValue | np.ndarray
 
 # --- element types ---------------------------------------------------------------
 
-ELEMENT_TYPES: dict[int, Attribute] = {
-    TensorProto.FLOAT: f32,
-    TensorProto.DOUBLE: f64,
-    TensorProto.FLOAT16: f16,
-    TensorProto.BFLOAT16: BFloat16Type(),
-    TensorProto.INT32: i32,
-    TensorProto.INT64: i64,
-    TensorProto.BOOL: i1,
-}
+# Derived from the one table of element types (graph.ELEMENT_TYPES) through the numpy
+# dtype onnx maps each data type to. BFLOAT16, the float8 and 4-bit types and strings
+# have no entry there, so they are rejected at import, with the node or value named.
+NUMPY_ELEMENT_TYPES: dict[np.dtype, Attribute] = {dtype: t for t, dtype in graph.ELEMENT_TYPES.values()}
 
-NUMPY_ELEMENT_TYPES: dict[np.dtype, Attribute] = {
-    np.dtype(np.float32): f32,
-    np.dtype(np.float64): f64,
-    np.dtype(np.float16): f16,
-    np.dtype(np.int32): i32,
-    np.dtype(np.int64): i64,
-    np.dtype(np.bool_): i1,
-}
+
+def _onnx_element_types() -> dict[int, Attribute]:
+    table = {}
+    for onnx_type in TensorProto.DataType.values():
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(onnx_type))
+        except Exception:  # UNDEFINED and the types numpy cannot hold
+            continue
+        if dtype in NUMPY_ELEMENT_TYPES and dtype != np.dtype(object):
+            table[onnx_type] = NUMPY_ELEMENT_TYPES[dtype]
+    return table
+
+
+ELEMENT_TYPES: dict[int, Attribute] = _onnx_element_types()
+SUPPORTED_ONNX_TYPES = ", ".join(TensorProto.DataType.Name(t) for t in sorted(ELEMENT_TYPES))
+SUPPORTED_NUMPY_TYPES = ", ".join(str(d) for d in NUMPY_ELEMENT_TYPES)
 
 
 def element_type(onnx_type: int, what: str, location: str | None = None) -> Attribute:
@@ -74,8 +71,7 @@ def element_type(onnx_type: int, what: str, location: str | None = None) -> Attr
     if onnx_type not in ELEMENT_TYPES:
         name = TensorProto.DataType.Name(onnx_type) if onnx_type in TensorProto.DataType.values() else onnx_type
         raise Diagnostic(
-            f"{what} has element type {name}, which mlfuse does not support "
-            "(supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT32, INT64, BOOL)",
+            f"{what} has element type {name}, which mlfuse does not support (supported: {SUPPORTED_ONNX_TYPES})",
             location,
         )
     return ELEMENT_TYPES[onnx_type]
@@ -315,6 +311,22 @@ def convert_binary(node: Node) -> list[Value]:
     return [node.emit(BINARY[node.op_type](a, b))]
 
 
+@onnx_op("Mod", attributes=("fmod",))
+def convert_mod(node: Node) -> list[Value]:
+    """fmod = 0: the divisor's sign (numpy's mod, integers only in ONNX); fmod = 1: C's fmod."""
+    a, b = node.input(0), node.input(1)
+    same_element_type(node, a, b)
+    fmod = int(node.attr("fmod", 0))
+    if fmod not in (0, 1):
+        raise node.error(f"fmod must be 0 or 1, got {fmod}")
+    if is_float(element_type_of(a)) and not fmod:
+        raise node.error("fmod must be 1 for floating-point inputs")
+    if element_type_of(a) == i1:
+        raise node.error("inputs must be numbers, got bool")
+    a, b = broadcast_all(node, a, b)
+    return [node.emit(graph.RemOp(a, b, fmod=bool(fmod)))]
+
+
 VARIADIC: dict[str, type[graph.BinaryElementwiseOp]] = {
     "Max": graph.MaxOp,
     "Min": graph.MinOp,
@@ -408,9 +420,9 @@ def convert_where(node: Node) -> list[Value]:
     return [node.emit(graph.SelectOp(cond, a, b))]
 
 
-@onnx_op("Cast", attributes=("to", "saturate"))
+@onnx_op("Cast", attributes=("to", "saturate", "round_mode"))
 def convert_cast(node: Node) -> list[Value]:
-    # `saturate` only affects float8 targets, which mlfuse rejects anyway
+    # `saturate` and `round_mode` only affect float8/float4 targets, which mlfuse rejects anyway
     target = node.element_type(int(node.attr("to")), "the target type")
     return [node.cast(node.input(0), target)]
 
@@ -717,6 +729,37 @@ def convert_concat(node: Node) -> list[Value]:
     if len(values) == 1:
         return values
     return [node.emit(graph.ConcatOp(values, axis))]
+
+
+def gather_operands(node: Node) -> tuple[SSAValue, SSAValue, int]:
+    """(data, indices, axis) of Gather and GatherElements, checked."""
+    data, indices = node.input(0), node.input(1)
+    if str(element_type_of(indices)) not in graph.INDEX_TYPES:
+        raise node.error(f"indices must be int32 or int64, got {element_type_of(indices)}")
+    rank = len(shape_of(data))
+    if rank == 0:
+        raise node.error("data must have rank >= 1")
+    return data, indices, normalize_axis(node, int(node.attr("axis", 0)), rank)
+
+
+@onnx_op("Gather", attributes=("axis",))
+def convert_gather(node: Node) -> list[Value]:
+    """An index out of range reads the nearest end instead of failing (see graph.gather)."""
+    data, indices, axis = gather_operands(node)
+    if shape_of(data)[axis] == 0 and math.prod(shape_of(indices)) > 0:
+        raise node.error(f"gathers from axis {axis} of size 0")
+    return [node.emit(graph.GatherOp(data, indices, axis))]
+
+
+@onnx_op("GatherElements", attributes=("axis",))
+def convert_gather_elements(node: Node) -> list[Value]:
+    data, indices, axis = gather_operands(node)
+    sd, si = shape_of(data), shape_of(indices)
+    if len(si) != len(sd) or any(m > n for d, (n, m) in enumerate(zip(sd, si)) if d != axis):
+        raise node.error(f"indices of shape {fmt_shape(si)} do not fit data of shape {fmt_shape(sd)} off axis {axis}")
+    if sd[axis] == 0 and math.prod(si) > 0:
+        raise node.error(f"gathers from axis {axis} of size 0")
+    return [node.emit(graph.GatherElementsOp(data, indices, axis))]
 
 
 INT64_MAX = np.iinfo(np.int64).max

@@ -128,6 +128,8 @@ def sym_names(nest: loop.NestOp, names: Names) -> list[str]:
 
 def domain(nest: loop.NestOp, names: Names) -> isl.Set:
     """`[syms] -> { S[i] : bounds }`."""
+    if loop.has_indirect_reads(nest):  # its access maps do not say all it reads
+        raise Unsupported(f"nest '{nest.nest_name.data}' reads data-dependently (loop.read)")
     dims, syms = dim_names(nest.rank), sym_names(nest, names)
     stmt = names.stmt(nest)
     text = f"{_params(syms)}{{ {stmt}[{', '.join(dims)}]{_conj(bound_constraints(nest, dims, syms))} }}"

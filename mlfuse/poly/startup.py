@@ -91,7 +91,7 @@ def forward_copy(fn: func.FuncOp, nest: loop.NestOp) -> bool:
     readers = [u.operation for u in dst.uses if u.operation is not nest and not isinstance(u.operation, memref.DeallocOp)]
     src_root = root(src)
     for r in dict.fromkeys(readers):
-        if not isinstance(r, loop.NestOp) or r.parent_block() is not block or dst in r.outs:
+        if not isinstance(r, loop.NestOp) or r.parent_block() is not block or dst in r.outs or loop.has_indirect_reads(r):
             return False
         if src_root in effects(r).writes:
             return False
@@ -136,7 +136,7 @@ def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp) -> bool:
     if not readers or not isinstance(readers[0], loop.NestOp) or readers[0].parent_block() is not block:
         return False
     b = readers[0]
-    if b.syms or b.static_bounds() != a.static_bounds():
+    if b.syms or b.static_bounds() != a.static_bounds() or loop.has_indirect_reads(a) or loop.has_indirect_reads(b):
         return False
     write_map = dict(zip(a.outs, a.out_maps))
     if any(v in write_map for v in b.outs):

@@ -68,8 +68,9 @@ def parse_input(path: str, shapes: dict[str, list[int]]):
 def random_input(spec, rng: np.random.Generator) -> np.ndarray:
     if spec.dtype == np.bool_:
         return rng.random(spec.shape) < 0.5
-    if spec.dtype.kind == "i":
-        return rng.integers(-8, 8, size=spec.shape).astype(spec.dtype)
+    if spec.dtype.kind in "iu":
+        low = 0 if spec.dtype.kind == "u" else -8
+        return rng.integers(low, 8, size=spec.shape).astype(spec.dtype)
     return rng.standard_normal(spec.shape).astype(spec.dtype)
 
 
@@ -114,7 +115,7 @@ def compare(got: np.ndarray, want: np.ndarray, reduction_length: int = 1) -> tup
     exactly. Floats: NaN where the reference, rounded to got's dtype, is NaN; the same
     infinity where it overflows (exp(89) is inf in f32); elsewhere within `tolerances`.
     """
-    if got.dtype.kind in "bi":
+    if got.dtype.kind in "biu":
         bad = int(np.sum(got != want))
         return bad == 0, float(bad), float(bad)
     g, w = got.astype(np.float64), want.astype(np.float64)

@@ -11,10 +11,18 @@ func.func @main(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
-func.func @main(%x: tensor<4xi8>) -> tensor<4xi8> {
-  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.neg' operand has unsupported element type i8 (expected f16, bf16, f32, f64, i1, i32 or i64)
-  %y = graph.neg %x : tensor<4xi8>
-  func.return %y : tensor<4xi8>
+func.func @main(%x: tensor<4xi4>) -> tensor<4xi4> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.neg' operand has unsupported element type i4 (expected f16, f32, f64, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64 or bf16)
+  %y = graph.neg %x : tensor<4xi4>
+  func.return %y : tensor<4xi4>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xsi32>) -> tensor<4xsi32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.neg' operand has unsupported element type si32
+  %y = graph.neg %x : tensor<4xsi32>
+  func.return %y : tensor<4xsi32>
 }
 
 // -----
@@ -391,4 +399,60 @@ func.func @main() -> tensor<4xf32> {
   // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:23: error: 'graph.constant' expects a dense elements attribute such as dense<1.0> : tensor<4xf32>
   %y = graph.constant 1.0 : f32
   func.return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @main(%t: tensor<10x4xf32>, %i: tensor<3xf32>) -> tensor<3x4xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.gather' indices must have element type i32 or i64, got f32
+  %y = graph.gather %t, %i {axis = 0} : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  func.return %y : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @main(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.gather' axis 2 is out of range for data of rank 2
+  %y = graph.gather %t, %i {axis = 2} : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  func.return %y : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @main(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<4x3xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.gather' must produce 3x4, got 4x3
+  %y = graph.gather %t, %i {axis = 0} : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  func.return %y : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @main(%t: tensor<0x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.gather' gathers from axis 0 of size 0
+  %y = graph.gather %t, %i {axis = 0} : (tensor<0x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  func.return %y : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @main(%t: tensor<10x4xf32>, %i: tensor<3xi64>) -> tensor<3xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.gather_elements' indices of rank 1 must have the rank of data (2)
+  %y = graph.gather_elements %t, %i {axis = 0} : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3xf32>
+  func.return %y : tensor<3xf32>
+}
+
+// -----
+
+func.func @main(%t: tensor<10x4xf32>, %i: tensor<3x5xi64>) -> tensor<3x5xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.gather_elements' indices dimension 1 of size 5 exceeds data's size 4
+  %y = graph.gather_elements %t, %i {axis = 0} : (tensor<10x4xf32>, tensor<3x5xi64>) -> tensor<3x5xf32>
+  func.return %y : tensor<3x5xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.rem' does not accept i1 tensors
+  %y = graph.rem %x, %x : tensor<4xi1>
+  func.return %y : tensor<4xi1>
 }

@@ -183,3 +183,24 @@ func.func @constants() -> tensor<2x2xf32> {
 // GENERIC-LABEL: "func.func"() <{sym_name = "constants"
 // GENERIC: %splat = "graph.constant"() <{value = dense<1.500000e+00> : tensor<2x2xf32>}> : () -> tensor<2x2xf32>
 // GENERIC: %named = "graph.constant"() <{value = dense<0.000000e+00> : tensor<2x2xf32>}> {note = "kept"} : () -> tensor<2x2xf32>
+
+// Gathers, remainders and the unsigned and narrow integer types.
+// CHECK-LABEL: func.func @gathers
+func.func @gathers(%t: tensor<10x4xf32>, %ids: tensor<2x3xi64>, %k: tensor<i32>, %e: tensor<10x2xi64>, %u: tensor<5xui8>, %s: tensor<5xi16>) -> tensor<2x3x4xf32> {
+  // CHECK-NEXT: %g = graph.gather %t, %ids {axis = 0 : i64} : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  // CHECK-NEXT: %col = graph.gather %t, %k {axis = 1 : i64} : (tensor<10x4xf32>, tensor<i32>) -> tensor<10xf32>
+  // CHECK-NEXT: %ge = graph.gather_elements %t, %e {axis = 1 : i64} : (tensor<10x4xf32>, tensor<10x2xi64>) -> tensor<10x2xf32>
+  // CHECK-NEXT: %mod = graph.rem %u, %u : tensor<5xui8>
+  // CHECK-NEXT: %fmod = graph.rem %s, %s {fmod} : tensor<5xi16>
+  // CHECK-NEXT: func.return %g : tensor<2x3x4xf32>
+  %g = graph.gather %t, %ids {axis = 0} : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+  %col = graph.gather %t, %k {axis = 1} : (tensor<10x4xf32>, tensor<i32>) -> tensor<10xf32>
+  %ge = graph.gather_elements %t, %e {axis = 1} : (tensor<10x4xf32>, tensor<10x2xi64>) -> tensor<10x2xf32>
+  %mod = graph.rem %u, %u : tensor<5xui8>
+  %fmod = graph.rem %s, %s {fmod} : tensor<5xi16>
+  func.return %g : tensor<2x3x4xf32>
+}
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "gathers"
+// GENERIC: %g = "graph.gather"(%t, %ids) <{axis = 0 : i64}> : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
+// GENERIC: %fmod = "graph.rem"(%s, %s) <{fmod}> : (tensor<5xi16>, tensor<5xi16>) -> tensor<5xi16>

@@ -112,3 +112,29 @@ func.func @gemm_types(%a: memref<4x8xi32>, %b: memref<8x3xi32>, %c: memref<4x3xi
   loop.gemm %a, %b into %c : memref<4x8xi32>, memref<8x3xi32>, memref<4x3xi32>
   func.return
 }
+
+// -----
+
+func.func @read_of_an_output(%x: memref<4xf32>, %y: memref<4xf32>) {
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32):
+    %i = loop.index dim 0
+    // CHECK: invalid.mlir:[[# @LINE + 1]]:5: error: 'loop.read' source must be the block argument of one of the nest's inputs
+    %v = loop.read %o[%i] : f32
+    loop.yield %v : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @read_rank(%x: memref<4x4xf32>, %y: memref<4xf32>) {
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins(%x : memref<4x4xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0) -> (0, 0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32):
+    %i = loop.index dim 0
+    // CHECK: invalid.mlir:[[# @LINE + 1]]:5: error: 'loop.read' of memref<4x4xf32> needs 2 indices, got 1
+    %v = loop.read %a[%i] : f32
+    loop.yield %v : f32
+  }
+  func.return
+}

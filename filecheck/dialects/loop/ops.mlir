@@ -30,6 +30,14 @@ func.func @nests(%x: memref<4x8xf32>, %y: memref<4xf32>, %n: index) {
     %r = arith.select %c, %one, %o : f32
     loop.yield %r : f32
   }
+  // CHECK: loop.read %{{.*}}[%{{.*}}, %{{.*}}] : f32
+  loop.nest "gather" lower [0] upper [4] iterators ["parallel"] ins(%x : memref<4x8xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0) -> (0, 0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%t: f32, %o: f32):
+    %i = loop.index dim 0
+    %j = arith.constant 7 : index
+    %v = loop.read %t[%i, %j] : f32
+    loop.yield %v : f32
+  }
   // CHECK: %{{.*}} = loop.view %{{.*}} : memref<4x8xf32> to memref<32xf32>
   %v = loop.view %x : memref<4x8xf32> to memref<32xf32>
   // CHECK: loop.parallel_call @f(%{{.*}}, %{{.*}}) range 4 : i64 {grain = 1 : i64} : memref<4x8xf32>, memref<4xf32>

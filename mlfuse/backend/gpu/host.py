@@ -165,6 +165,7 @@ def build_kernel(group: fusion.GroupOp, schedule: Schedule, name: str) -> tuple[
 
 def map_function(fn: func.FuncOp, module: ModuleOp, gpu: GpuTarget, taken: set[str]) -> list[Operation]:
     """Kernels and the host function for one tensor function; returns the new top-level ops."""
+    reject_unsigned(fn)
     wrap_singletons(fn)
     for group in [op for op in fn.body.block.ops if isinstance(op, fusion.GroupOp)]:
         hoist_constants(group)
@@ -239,6 +240,18 @@ def map_function(fn: func.FuncOp, module: ModuleOp, gpu: GpuTarget, taken: set[s
     host_fn.location = fn.location
     new_ops.append(host_fn)
     return new_ops
+
+
+def reject_unsigned(fn: func.FuncOp) -> None:
+    """Unsigned tensors are CPU-only: the GPU kernels would compare, divide and reduce
+    them with the signed forms (their reductions and shuffles are not told the signedness)."""
+    for op in fn.walk():
+        for v in (*op.operands, *op.results):
+            if isinstance(v.type, TensorType) and graph.is_unsigned(v.type.get_element_type()):
+                raise Diagnostic(
+                    f"the GPU backend does not support unsigned integer tensors ({v.type.get_element_type()}) yet",
+                    location_of(op) or location_of(fn),
+                )
 
 
 def map_module(module: ModuleOp, gpu: GpuTarget) -> None:
