@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -37,8 +38,10 @@ ALIGNMENT = 64
 
 def parse(source: str | ModuleOp, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModuleOp:
     """A verified module from a ModuleOp, IR text, a `.mlir` path or an `.onnx` path."""
+    from mlfuse.frontend.stablehlo import convert_if_stablehlo  # StableHLO (jax) -> graph, in place
+
     if isinstance(source, ModuleOp):
-        return source
+        return convert_if_stablehlo(source)
     if isinstance(source, str | os.PathLike) and str(source).endswith(".onnx"):
         try:
             from mlfuse.frontend.onnx import import_onnx
@@ -61,7 +64,7 @@ def parse(source: str | ModuleOp, input_shapes: Mapping[str, Sequence[int]] | No
             raise Diagnostic(f"could not open input file: {e.strerror or e}", text) from None
     module = parse_located(make_context(), source_text, name)
     verify_located(module)
-    return module
+    return convert_if_stablehlo(module)
 
 
 def all_passes() -> dict:
@@ -72,8 +75,15 @@ def all_passes() -> dict:
     return {**get_all_passes(), **MLFUSE_PASSES}
 
 
-def run_pipeline(module: ModuleOp, passes: Sequence[str], ctx: Context | None = None) -> ModuleOp:
-    """Apply passes given as `mlfuse-opt -p` specs, verifying after each."""
+def run_pipeline(
+    module: ModuleOp, passes: Sequence[str], ctx: Context | None = None, verify_each: bool | None = None
+) -> ModuleOp:
+    """Apply passes given as `mlfuse-opt -p` specs and verify the result.
+
+    `verify_each` verifies after every pass as well (default: $MLFUSE_VERIFY_EACH, off):
+    verification costs about as much as the passes on whole models (ResNet-18: 6 s of a
+    15 s compile), and input is verified when it is parsed. `mlfuse-opt` always verifies
+    after each pass, as xDSL does; the test suite sets MLFUSE_VERIFY_EACH=1."""
     from mlfuse.ir import make_context
 
     ctx = ctx or make_context()
@@ -88,8 +98,13 @@ def run_pipeline(module: ModuleOp, passes: Sequence[str], ctx: Context | None = 
     # a pass that crashes on verified input is mlfuse's bug: an internal error with a reproducer
     spec = ",".join(str(p.pipeline_pass_spec()) for p in pipeline.passes)
     with internal_errors("pass pipeline", module, [f"RUN: mlfuse-opt %s -p '{spec}'"]):
+        if verify_each is None:
+            verify_each = os.environ.get("MLFUSE_VERIFY_EACH", "0") not in ("", "0")
         for p in pipeline.passes:
             p.apply(ctx, module)
+            if verify_each:
+                verify_located(module)
+        if not verify_each:
             verify_located(module)
     return module
 
@@ -139,8 +154,8 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 def aligned_empty(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """An uninitialized C-contiguous array whose data is 64-byte aligned."""
     dtype = np.dtype(dtype)
-    nbytes = max(1, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
-    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize  # 0 for a zero-size tensor
+    raw = np.empty(max(1, nbytes) + ALIGNMENT, dtype=np.uint8)
     offset = (-raw.ctypes.data) % ALIGNMENT
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 
@@ -353,19 +368,75 @@ def compile(
 
     # the host CPU is part of the key: a shared cache folder may serve other machines
     key = hashlib.sha256(
-        f"{cache.compiler_fingerprint()}|{cpu.host_key()}|{steps}|{entry}\n{module_text(module)}".encode()
+        f"{cache.compiler_fingerprint()}|{cpu.host_key()}|{steps}|{entry}\n{module_digest(module)}".encode()
     ).hexdigest()
     jit = _memory_get(key)
     if jit is None:
-        obj = cache.load_object("graph-" + key)  # checked against its header, or None
-        if obj is None:
-            lowered = module.clone()
-            run_pipeline(lowered, steps)
-            from mlfuse.backend.llvm_translate import to_llvmlite
-
-            with internal_errors("LLVM translation", lowered):
-                obj = cpu.compile_object(to_llvmlite(lowered))
-            cache.store_object("graph-" + key, obj)
-        jit = cpu.JitModule(obj)
+        jit = cpu.JitModule(*_object_and_constants(module, steps, key))
         _memory_put(key, jit)
     return CompiledFunction(jit, entry, inputs, outputs)
+
+
+def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> tuple[bytes, dict[str, bytes]]:
+    """The object code of a module and the large constants it leaves out, from the disk cache
+    (every entry checked against its header) or compiled anew and stored. A module without
+    such constants has one entry, `graph-KEY`; one with them `graphc-KEY` and `constants-KEY`."""
+    from mlfuse.backend import cpu
+
+    obj = cache.load_object("graph-" + key)
+    if obj is not None:
+        return obj, {}
+    obj, packed = cache.load_object("graphc-" + key), cache.load_object("constants-" + key)
+    if obj is not None and packed is not None:
+        return obj, unpack_constants(packed)
+    lowered = module.clone()
+    run_pipeline(lowered, steps)
+    from mlfuse.backend.llvm_translate import to_llvmlite
+
+    constants: dict[str, bytes] = {}
+    with internal_errors("LLVM translation", lowered):
+        obj = cpu.compile_object(to_llvmlite(lowered, external=constants))
+    if constants:
+        cache.store_object("constants-" + key, pack_constants(constants))
+    cache.store_object(("graphc-" if constants else "graph-") + key, obj)
+    return obj, constants
+
+
+def pack_constants(constants: Mapping[str, bytes]) -> bytes:
+    """name/size index as JSON (its length first, 8 bytes little-endian), then the bytes in order."""
+    index = json.dumps([[name, len(data)] for name, data in constants.items()]).encode()
+    return b"".join([len(index).to_bytes(8, "little"), index, *constants.values()])
+
+
+def unpack_constants(packed: bytes) -> dict[str, bytes]:
+    size = int.from_bytes(packed[:8], "little")
+    at = 8 + size
+    constants = {}
+    for name, length in json.loads(packed[8:at]):
+        constants[name] = packed[at : at + length]
+        at += length
+    return constants
+
+
+class DigestPrinter(Printer):
+    """xDSL's printer, with large dense constants printed as their sha256.
+
+    For cache keys: printing ResNet-18's weights as hex took 4.8 s of a compile; the
+    digest names the same bytes."""
+
+    def print_attribute(self, attribute) -> None:
+        from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+        if isinstance(attribute, DenseIntOrFPElementsAttr) and len(attribute.data.data) >= 4096:
+            self.print_string(f"dense_sha256<{hashlib.sha256(attribute.data.data).hexdigest()}> : ")
+            super().print_attribute(attribute.type)
+            return
+        super().print_attribute(attribute)
+
+
+def module_digest(module: ModuleOp) -> str:
+    from io import StringIO
+
+    out = StringIO()
+    DigestPrinter(stream=out).print_op(module)
+    return out.getvalue()

@@ -58,9 +58,9 @@ def loaded(monkeypatch) -> list[bytes]:
     seen: list[bytes] = []
     original = cpu.JitModule.__init__
 
-    def record(self, object_code):
+    def record(self, object_code, constants=None):
         seen.append(object_code)
-        original(self, object_code)
+        original(self, object_code, constants)
 
     monkeypatch.setattr(cpu.JitModule, "__init__", record)
     return seen

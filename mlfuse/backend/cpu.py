@@ -26,6 +26,7 @@ import warnings
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
+import numpy as np
 
 from mlfuse.backend.streaming import apply_streaming
 
@@ -178,18 +179,32 @@ def optimized_ir(ir_module: ir.Module | str, cpu: str | None = None, features: s
     return optimized_module(ir_module, target_machine(cpu, features))[1]
 
 
-class JitModule:
-    """Machine code loaded into an execution engine; functions by name."""
+# add_symbol is process-wide: binding one module's constants and resolving its relocations
+# must not interleave with another module's (same symbol names, other addresses)
+_BIND_LOCK = threading.Lock()
 
-    def __init__(self, object_code: bytes):
+
+class JitModule:
+    """Machine code loaded into an execution engine; functions by name.
+
+    `constants` are the bytes of the constants the object declares but does not hold
+    (llvm_translate.to_llvmlite's `external`): each is copied into a 64-byte aligned
+    buffer that lives as long as this module, and the object's references are bound to
+    it when the engine resolves relocations (finalize_object)."""
+
+    def __init__(self, object_code: bytes, constants: dict[str, bytes] | None = None):
         _init()
         if b"mlfuse_sgemm" in object_code or b"mlfuse_dgemm" in object_code:
             _register_blas()
+        self.constants = {name: _aligned_copy(data) for name, data in (constants or {}).items()}
         # the engine takes ownership of its target machine and frees it with itself:
         # a shared one would be freed under every later compilation
         self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
-        self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
-        self.engine.finalize_object()
+        with _BIND_LOCK:
+            for name, buffer in self.constants.items():
+                llvm.add_symbol(name, buffer.ctypes.data)
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+            self.engine.finalize_object()
         self.object_code = object_code
 
     def global_int(self, name: str) -> int:
@@ -202,6 +217,14 @@ class JitModule:
         if not addr:
             raise KeyError(f"no function '{name}' in compiled module")
         return addr
+
+
+def _aligned_copy(data: bytes) -> np.ndarray:
+    raw = np.empty(len(data) + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    buffer = raw[start : start + len(data)]
+    buffer[:] = np.frombuffer(data, np.uint8)
+    return buffer
 
 
 def compile_object(ir_module: ir.Module | str) -> bytes:

@@ -21,7 +21,18 @@ from mlfuse.backend.gemm_kernels import GemmShape, define_gemm_kernels
 from mlfuse.backend.streaming import tag_streaming_accesses
 
 
-def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | None = None) -> ir.Module:
+# constants this large may be left out of the object code (see to_llvmlite's `external`)
+EXTERNAL_CONSTANT_BYTES = 4096
+
+
+def to_llvmlite(
+    module: ModuleOp, triple: str | None = None, features: str | None = None, external: dict[str, bytes] | None = None
+) -> ir.Module:
+    """The llvmlite module of an xDSL `llvm` module. With `external` (a dict to fill), raw-byte
+    constants of EXTERNAL_CONSTANT_BYTES or more become declarations and their bytes go into
+    the dict: the loader binds them (backend/cpu.JitModule). Weights then cost LLVM nothing
+    (ResNet-18's 47 MB were printed, parsed, optimized and emitted as text) and the object
+    depends only on the code."""
     raw: dict[str, bytes] = {}
     for op in module.ops:
         if isinstance(op, llvm.GlobalOp) and "mlfuse.bytes" in op.attributes:
@@ -33,9 +44,13 @@ def to_llvmlite(module: ModuleOp, triple: str | None = None, features: str | Non
     align_wrapper_loads(mod)
     for name, data in raw.items():
         g = mod.get_global(name)
-        g.initializer = byte_array_constant(data)
         g.global_constant = True
         g.align = 64
+        if external is not None and len(data) >= EXTERNAL_CONSTANT_BYTES:
+            g.initializer, g.linkage = None, ""  # a declaration: `external constant [n x i8], align 64`
+            external[name] = data
+        else:
+            g.initializer = byte_array_constant(data)
     if any(GemmShape.from_symbol(f.name) for f in mod.functions):
         if features is None:
             import llvmlite.binding

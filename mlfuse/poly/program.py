@@ -81,15 +81,35 @@ def effects(op: Operation) -> Effects:
 
 
 def writers(buf: SSAValue, block: Block) -> list[loop.NestOp] | None:
-    """Top-level nests of `block` writing `buf`, in order; None if anything else writes it."""
+    """Top-level nests of `block` writing `buf`, in order; None if anything else writes it.
+
+    Only the ops that use `buf` (or a view of it) can write it, so only they are asked for
+    their effects: asking every op of the block made start-up fusion quadratic (ResNet-18:
+    558k effect computations, most of a 45 s compile)."""
+    users = users_in(block, buf)
     found = []
     for op in block.ops:
-        eff = effects(op)
-        if buf in eff.writes:
-            if not isinstance(op, loop.NestOp):
-                return None
-            found.append(op)
+        if op not in users or buf not in effects(op).writes:
+            continue
+        if not isinstance(op, loop.NestOp):
+            return None
+        found.append(op)
     return found
+
+
+def users_in(block: Block, buf: SSAValue) -> set[Operation]:
+    """The top-level ops of `block` that use `buf` or a view of it."""
+    users: set[Operation] = set()
+    values = [buf]
+    while values:
+        v = values.pop()
+        for use in v.uses:
+            if isinstance(use.operation, loop.ViewOp):
+                values.append(use.operation.result)
+            top = top_ancestor(use.operation, block)
+            if top is not None:
+                users.add(top)
+    return users
 
 
 def can_move_down(op: Operation, between: Iterable[Operation]) -> bool:
