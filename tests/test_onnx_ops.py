@@ -363,6 +363,9 @@ case("Einsum-ellipsis", "Einsum", [f32(2, 3, 4), f32(4, 5)], opset=13, equation=
 case("Einsum-transpose", "Einsum", [f32(3, 4)], opset=13, equation="ij->ji")
 case("Einsum-sum-out", "Einsum", [f32(2, 3, 4), f32(4, 5)], opset=13, equation="bij,jk->bk")
 case("Einsum-outer", "Einsum", [f32(3), f32(4)], opset=13, equation="i,j->ij")
+case("GatherND-pairs", "GatherND", [f32(3, 4, 5), np.array([[0, 1], [2, -1], [-3, 3]], I64)])
+case("GatherND-full-index", "GatherND", [ints(2, 3), np.array([[[1, 2]], [[0, -1]]], I64)])
+case("GatherND-constant-indices", "GatherND", [f32(4, 2)], consts={1: np.array([[3], [0], [3]], I64)})
 case("ConvTranspose-stride2", "ConvTranspose", [f32(1, 4, 5, 5)], consts={1: f32(4, 3, 2, 2)}, strides=[2, 2])
 case("ConvTranspose-pads-bias", "ConvTranspose", [f32(2, 3, 4, 6)], consts={1: f32(3, 2, 3, 3), 2: f32(2)},
      strides=[2, 1], pads=[1, 0, 1, 2])

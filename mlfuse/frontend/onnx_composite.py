@@ -676,3 +676,32 @@ def convert_resize(node: Node) -> list[Value]:
         else:
             x = apply_along(node, x, axis, matrix)
     return [x]
+
+
+@composite("GatherND", attributes=("batch_dims",))
+def convert_gather_nd(node: Node) -> list[Value]:
+    """GatherND with batch_dims = 0: the last axis of `indices` addresses the first K axes of
+    `data`; those K axes are flattened into one and each index tuple into a linear index
+    (negative entries wrap once, as in Gather), then one graph.gather along axis 0."""
+    data, indices = node.input(0), node.input(1)
+    if int(node.attr("batch_dims", 0)) != 0:
+        raise node.error("batch_dims other than 0 is not supported")
+    sd, si = shape_of(data), shape_of(indices)
+    if not si or not 1 <= si[-1] <= len(sd) or is_float(element_type_of(indices)):
+        raise node.error(f"indices {fmt_shape(si)} must be integers whose last axis addresses data {fmt_shape(sd)}")
+    k = si[-1]
+    rows = si[:-1]
+    linear = None
+    for axis in range(k):
+        lo, hi = [0] * len(si), list(si)
+        lo[-1], hi[-1] = axis, axis + 1
+        part = node.reshape(node.emit(graph.SliceOp(indices, lo, hi)), rows)
+        wrapped = node.emit(graph.AddOp(part, node.scalar_like(sd[axis], part)))
+        part = node.emit(graph.SelectOp(node.emit(graph.CompareOp("lt", part, node.scalar_like(0, part))), wrapped, part))
+        part = node.emit(graph.MinOp(node.emit(graph.MaxOp(part, node.scalar_like(0, part))),
+                                     node.scalar_like(sd[axis] - 1, part)))  # each index in range on its own
+        stride = math.prod(sd[axis + 1 : k])
+        scaled = node.emit(graph.MulOp(part, node.scalar_like(stride, part))) if stride != 1 else part
+        linear = scaled if linear is None else node.emit(graph.AddOp(linear, scaled))
+    flat = node.reshape(data, (math.prod(sd[:k]), *sd[k:]))
+    return [node.emit(graph.GatherOp(flat, linear, 0))]
