@@ -159,6 +159,8 @@ def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:
         if found is None:
             raise Refused("something other than top-level loop nests writes it")
         for w in found:
+            if loop.has_indirect_reads(w):
+                raise Refused(f"'{w.nest_name.data}' reads data-dependently (a gather): its footprint is not affine")
             if w not in ws:
                 ws.append(w)
                 for v in w.outs:

@@ -345,8 +345,8 @@ def cone_footprints(band: loop.BandOp, fn: func.FuncOp, names: Names) -> dict[SS
     footprints: dict[SSAValue, isl.Set] = {}
     block = fn.body.block
     for op in reversed(list(block.ops)[: block.get_operation_index(band)]):
-        if not isinstance(op, loop.NestOp) or op.syms:
-            continue
+        if not isinstance(op, loop.NestOp) or op.syms or loop.has_indirect_reads(op):
+            continue  # a gather's reads are not affine: it has no footprint to extend
         rels, fps = [], []
         for acc in accesses(op, names, root):
             b = root(acc.buffer)
