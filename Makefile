@@ -9,7 +9,7 @@ JOBS   ?= 2
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,onnx,gpu]'
+	$(PY) -m pip install -q -e '.[test,onnx,gpu,jax,models]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -25,6 +25,8 @@ MLFUSE_DIALECTS: dict[str, Callable] = {
     "fusion": _dialect("fusion", "Fusion"),
     "kernel": _dialect("kernel", "Kernel"),
     "loop": _dialect("loop", "Loop"),
+    "stablehlo": _dialect("stablehlo", "StableHLO"),
+    "chlo": _dialect("stablehlo", "CHLO"),
 }
 
 # flag -> (module in passes/, class name)
@@ -43,6 +45,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "loop-post-tile-fuse": ("loop_post_tile_fuse", "LoopPostTileFusePass"),
     "loop-storage-reduce": ("loop_storage_reduce", "LoopStorageReducePass"),
     "loop-tile-after-fuse": ("loop_tile_after_fuse", "LoopTileAfterFusePass"),
+    "convert-stablehlo-to-graph": ("convert_stablehlo_to_graph", "ConvertStablehloToGraphPass"),
 }
 
 MLFUSE_PASSES: dict[str, Callable] = {

@@ -1,0 +1,417 @@
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p convert-stablehlo-to-graph | filecheck %s
+
+// StableHLO as jax prints it, op by op, to the graph dialect; then what must not
+// transform, then what the graph dialect cannot express (located errors).
+
+// Elementwise ops map one to one; chlo.erfc is 1 - erf; remainder is C's fmod;
+// jax's result attributes are dropped.
+// CHECK-LABEL: func.func public @elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<4x8xf32> {
+// CHECK-NEXT: %0 = graph.abs %x : tensor<4x8xf32>
+// CHECK-NEXT: %1 = graph.neg %0 : tensor<4x8xf32>
+// CHECK-NEXT: %2 = graph.exp %1 : tensor<4x8xf32>
+// CHECK-NEXT: %3 = graph.log %2 : tensor<4x8xf32>
+// CHECK-NEXT: %4 = graph.sqrt %3 : tensor<4x8xf32>
+// CHECK-NEXT: %5 = graph.rsqrt %4 : tensor<4x8xf32>
+// CHECK-NEXT: %6 = graph.tanh %5 : tensor<4x8xf32>
+// CHECK-NEXT: %7 = graph.sigmoid %6 : tensor<4x8xf32>
+// CHECK-NEXT: %8 = graph.erf %7 : tensor<4x8xf32>
+// CHECK-NEXT: %9 = graph.erf %8 : tensor<4x8xf32>
+// CHECK-NEXT: %10 = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT: %11 = graph.broadcast %10 {dims = array<i64>} : tensor<f32> -> tensor<4x8xf32>
+// CHECK-NEXT: %12 = graph.sub %11, %9 : tensor<4x8xf32>
+// CHECK-NEXT: %13 = graph.add %12, %y : tensor<4x8xf32>
+// CHECK-NEXT: %14 = graph.sub %13, %y : tensor<4x8xf32>
+// CHECK-NEXT: %15 = graph.mul %14, %y : tensor<4x8xf32>
+// CHECK-NEXT: %16 = graph.div %15, %y : tensor<4x8xf32>
+// CHECK-NEXT: %17 = graph.max %16, %y : tensor<4x8xf32>
+// CHECK-NEXT: %18 = graph.min %17, %y : tensor<4x8xf32>
+// CHECK-NEXT: %19 = graph.pow %18, %y : tensor<4x8xf32>
+// CHECK-NEXT: %20 = graph.rem %19, %y {fmod} : tensor<4x8xf32>
+// CHECK-NEXT: func.return %20 : tensor<4x8xf32>
+func.func public @elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32> {jax.result_info = "result"}) {
+  %0 = stablehlo.abs %x : tensor<4x8xf32>
+  %1 = stablehlo.negate %0 : tensor<4x8xf32>
+  %2 = stablehlo.exponential %1 : tensor<4x8xf32>
+  %3 = stablehlo.log %2 : tensor<4x8xf32>
+  %4 = stablehlo.sqrt %3 : tensor<4x8xf32>
+  %5 = stablehlo.rsqrt %4 : tensor<4x8xf32>
+  %6 = stablehlo.tanh %5 : tensor<4x8xf32>
+  %7 = stablehlo.logistic %6 : tensor<4x8xf32>
+  %8 = chlo.erf %7 : tensor<4x8xf32> -> tensor<4x8xf32>
+  %9 = chlo.erfc %8 : tensor<4x8xf32> -> tensor<4x8xf32>
+  %10 = stablehlo.add %9, %y : tensor<4x8xf32>
+  %11 = stablehlo.subtract %10, %y : tensor<4x8xf32>
+  %12 = stablehlo.multiply %11, %y : tensor<4x8xf32>
+  %13 = stablehlo.divide %12, %y : tensor<4x8xf32>
+  %14 = stablehlo.maximum %13, %y : tensor<4x8xf32>
+  %15 = stablehlo.minimum %14, %y : tensor<4x8xf32>
+  %16 = stablehlo.power %15, %y : tensor<4x8xf32>
+  %17 = stablehlo.remainder %16, %y : tensor<4x8xf32>
+  return %17 : tensor<4x8xf32>
+}
+
+// -----
+
+// and/or/xor/not on i1 become selects and comparisons.
+// CHECK-LABEL: func.func @logical(%a: tensor<4xi1>, %b: tensor<4xi1>) -> tensor<4xi1> {
+// CHECK-NEXT: %0 = graph.select %a, %b, %a : tensor<4xi1>, tensor<4xi1>
+// CHECK-NEXT: %1 = graph.select %0, %0, %b : tensor<4xi1>, tensor<4xi1>
+// CHECK-NEXT: %2 = graph.compare ne, %1, %b : tensor<4xi1>
+// CHECK-NEXT: %3 = graph.constant dense<false> : tensor<i1>
+// CHECK-NEXT: %4 = graph.broadcast %3 {dims = array<i64>} : tensor<i1> -> tensor<4xi1>
+// CHECK-NEXT: %5 = graph.compare eq, %2, %4 : tensor<4xi1>
+// CHECK-NEXT: func.return %5 : tensor<4xi1>
+func.func @logical(%a: tensor<4xi1>, %b: tensor<4xi1>) -> tensor<4xi1> {
+  %0 = stablehlo.and %a, %b : tensor<4xi1>
+  %1 = stablehlo.or %0, %b : tensor<4xi1>
+  %2 = stablehlo.xor %1, %b : tensor<4xi1>
+  %3 = stablehlo.not %2 : tensor<4xi1>
+  return %3 : tensor<4xi1>
+}
+
+// -----
+
+// sign: comparisons and selects (NaN, 0 and -0.0 are their own sign).
+// CHECK-LABEL: func.func @sign(%x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT: %0 = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %1 = graph.broadcast %0 {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %2 = graph.compare lt, %x, %1 : tensor<4xf32>
+// CHECK-NEXT: %3 = graph.constant dense<-1.000000e+00> : tensor<f32>
+// CHECK-NEXT: %4 = graph.broadcast %3 {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %5 = graph.select %2, %4, %x : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT: %6 = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %7 = graph.broadcast %6 {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %8 = graph.compare gt, %x, %7 : tensor<4xf32>
+// CHECK-NEXT: %9 = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT: %10 = graph.broadcast %9 {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %11 = graph.select %8, %10, %5 : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT: func.return %11 : tensor<4xf32>
+func.func @sign(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.sign %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A convert to the same type disappears; to i1 it is x != 0. A rank-0 select
+// predicate and clamp bounds are broadcast.
+// CHECK-LABEL: func.func @compare_select(%x: tensor<4xf32>, %i: tensor<4xi32>, %p: tensor<i1>, %lo: tensor<f32>) -> (tensor<4xf32>, tensor<4xi1>, tensor<4xf32>) {
+// CHECK-NEXT: %f = graph.cast %i : tensor<4xi32> -> tensor<4xf32>
+// CHECK-NEXT: %lt = graph.compare lt, %x, %f : tensor<4xf32>
+// CHECK-NEXT: %ge = graph.compare ge, %i, %i : tensor<4xi32>
+// CHECK-NEXT: %s = graph.select %lt, %x, %f : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT: %0 = graph.broadcast %p {dims = array<i64>} : tensor<i1> -> tensor<4xi1>
+// CHECK-NEXT: %t = graph.select %0, %s, %x : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT: %1 = graph.broadcast %lo {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %2 = graph.broadcast %lo {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %3 = graph.max %t, %1 : tensor<4xf32>
+// CHECK-NEXT: %c = graph.min %3, %2 : tensor<4xf32>
+// CHECK-NEXT: func.return %c, %ge, %s : tensor<4xf32>, tensor<4xi1>, tensor<4xf32>
+func.func @compare_select(%x: tensor<4xf32>, %i: tensor<4xi32>, %p: tensor<i1>, %lo: tensor<f32>) -> (tensor<4xf32>, tensor<4xi1>, tensor<4xf32>) {
+  %same = stablehlo.convert %x : tensor<4xf32>
+  %f = stablehlo.convert %i : (tensor<4xi32>) -> tensor<4xf32>
+  %b = stablehlo.convert %i : (tensor<4xi32>) -> tensor<4xi1>
+  %lt = stablehlo.compare LT, %same, %f, FLOAT : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  %ge = stablehlo.compare GE, %i, %i, SIGNED : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi1>
+  %s = stablehlo.select %lt, %x, %f : tensor<4xi1>, tensor<4xf32>
+  %t = stablehlo.select %p, %s, %x : (tensor<i1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %c = stablehlo.clamp %lo, %t, %lo : (tensor<f32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  return %c, %ge, %s : tensor<4xf32>, tensor<4xi1>, tensor<4xf32>
+}
+
+// -----
+
+// A rank-0 constant stays; a splat of many elements is a broadcast rank-0 constant
+// (hex floats are bit patterns: -inf); iota is a 1-D constant broadcast.
+// CHECK-LABEL: func.func @constants() -> (tensor<f32>, tensor<1024x1024xf32>, tensor<2xf32>, tensor<4x8xi32>) {
+// CHECK-NEXT: %s = graph.constant dense<0xff800000> : tensor<f32>
+// CHECK-NEXT: %0 = graph.constant dense<2.500000e+00> : tensor<f32>
+// CHECK-NEXT: %splat = graph.broadcast %0 {dims = array<i64>} : tensor<f32> -> tensor<1024x1024xf32>
+// CHECK-NEXT: %d = graph.constant dense<[1.500000e+00, -2.000000e+00]> : tensor<2xf32>
+// CHECK-NEXT: %1 = graph.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi32>
+// CHECK-NEXT: %iota = graph.broadcast %1 {dims = array<i64: 1>} : tensor<8xi32> -> tensor<4x8xi32>
+// CHECK-NEXT: func.return %s, %splat, %d, %iota : tensor<f32>, tensor<1024x1024xf32>, tensor<2xf32>, tensor<4x8xi32>
+func.func @constants() -> (tensor<f32>, tensor<1024x1024xf32>, tensor<2xf32>, tensor<4x8xi32>) {
+  %s = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %splat = stablehlo.constant dense<2.5> : tensor<1024x1024xf32>
+  %d = stablehlo.constant dense<[1.5, -2.0]> : tensor<2xf32>
+  %iota = stablehlo.iota dim = 1 : tensor<4x8xi32>
+  return %s, %splat, %d, %iota : tensor<f32>, tensor<1024x1024xf32>, tensor<2xf32>, tensor<4x8xi32>
+}
+
+// -----
+
+// broadcast_in_dim is graph.broadcast; non-increasing dims transpose first.
+// CHECK-LABEL: func.func @broadcasts(%x: tensor<8xf32>, %m: tensor<3x8xf32>) -> (tensor<4x8xf32>, tensor<8x2x3xf32>) {
+// CHECK-NEXT: %b = graph.broadcast %x {dims = array<i64: 1>} : tensor<8xf32> -> tensor<4x8xf32>
+// CHECK-NEXT: %0 = graph.transpose %m {perm = array<i64: 1, 0>} : tensor<3x8xf32> -> tensor<8x3xf32>
+// CHECK-NEXT: %t = graph.broadcast %0 {dims = array<i64: 0, 2>} : tensor<8x3xf32> -> tensor<8x2x3xf32>
+// CHECK-NEXT: func.return %b, %t : tensor<4x8xf32>, tensor<8x2x3xf32>
+func.func @broadcasts(%x: tensor<8xf32>, %m: tensor<3x8xf32>) -> (tensor<4x8xf32>, tensor<8x2x3xf32>) {
+  %b = stablehlo.broadcast_in_dim %x, dims = [1] : (tensor<8xf32>) -> tensor<4x8xf32>
+  %t = stablehlo.broadcast_in_dim %m, dims = [2, 0] : (tensor<3x8xf32>) -> tensor<8x2x3xf32>
+  return %b, %t : tensor<4x8xf32>, tensor<8x2x3xf32>
+}
+
+// -----
+
+// transpose, reshape, slice, concatenate one to one; pad takes its constant value
+// through the convert; negative edge padding crops by a slice first.
+// CHECK-LABEL: func.func @data_movement(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<32xf32>, tensor<2x4xf32>, tensor<3x6xf32>, tensor<3x8xf32>, tensor<4x16xf32>) {
+// CHECK-NEXT: %t = graph.transpose %x {perm = array<i64: 1, 0>} : tensor<4x8xf32> -> tensor<8x4xf32>
+// CHECK-NEXT: %r = graph.reshape %x : tensor<4x8xf32> -> tensor<32xf32>
+// CHECK-NEXT: %s = graph.slice %x {start = array<i64: 1, 0>, stop = array<i64: 3, 8>, step = array<i64: 1, 2>} : tensor<4x8xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: %c = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %v = graph.cast %c : tensor<i32> -> tensor<f32>
+// CHECK-NEXT: %p = graph.pad %s {low = array<i64: 1, 0>, high = array<i64: 0, 2>, value = 0.000000e+00 : f32} : tensor<2x4xf32> -> tensor<3x6xf32>
+// CHECK-NEXT: %0 = graph.slice %x {start = array<i64: 1, 0>, stop = array<i64: 4, 7>, step = array<i64: 1, 1>} : tensor<4x8xf32> -> tensor<3x7xf32>
+// CHECK-NEXT: %crop = graph.pad %0 {low = array<i64: 0, 1>, high = array<i64: 0, 0>, value = 0.000000e+00 : f32} : tensor<3x7xf32> -> tensor<3x8xf32>
+// CHECK-NEXT: %cat = graph.concat %x, %x {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+// CHECK-NEXT: func.return %t, %r, %s, %p, %crop, %cat : tensor<8x4xf32>, tensor<32xf32>, tensor<2x4xf32>, tensor<3x6xf32>, tensor<3x8xf32>, tensor<4x16xf32>
+func.func @data_movement(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<32xf32>, tensor<2x4xf32>, tensor<3x6xf32>, tensor<3x8xf32>, tensor<4x16xf32>) {
+  %t = stablehlo.transpose %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %r = stablehlo.reshape %x : (tensor<4x8xf32>) -> tensor<32xf32>
+  %s = stablehlo.slice %x [1:3, 0:8:2] : (tensor<4x8xf32>) -> tensor<2x4xf32>
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %v = stablehlo.convert %c : (tensor<i32>) -> tensor<f32>
+  %p = stablehlo.pad %s, %v, low = [1, 0], high = [0, 2], interior = [0, 0] : (tensor<2x4xf32>, tensor<f32>) -> tensor<3x6xf32>
+  %crop = stablehlo.pad %x, %v, low = [-1, 1], high = [0, -1], interior = [0, 0] : (tensor<4x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %cat = stablehlo.concatenate %x, %x, dim = 1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x16xf32>
+  return %t, %r, %s, %p, %crop, %cat : tensor<8x4xf32>, tensor<32xf32>, tensor<2x4xf32>, tensor<3x6xf32>, tensor<3x8xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// reduce with an add/maximum/multiply body; an identity init disappears, another
+// init is combined after the reduction.
+// CHECK-LABEL: func.func @reductions(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<f32>) {
+// CHECK-NEXT: %zero = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %ninf = graph.constant dense<0xff800000> : tensor<f32>
+// CHECK-NEXT: %one = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT: %sum = graph.reduce_sum %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK-NEXT: %max = graph.reduce_max %x {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<8xf32>
+// CHECK-NEXT: %0 = graph.reduce_sum %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK-NEXT: %1 = graph.broadcast %one {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %plus1 = graph.add %0, %1 : tensor<4xf32>
+// CHECK-NEXT: %prod = graph.reduce_prod %x {axes = array<i64: 0, 1>} : tensor<4x8xf32> -> tensor<f32>
+// CHECK-NEXT: func.return %sum, %max, %plus1, %prod : tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<f32>
+func.func @reductions(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<f32>) {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %one = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+  %sum = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+  %max = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [0] : (tensor<4x8xf32>, tensor<f32>) -> tensor<8xf32>
+  %plus1 = stablehlo.reduce(%x init: %one) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+   reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    %s = stablehlo.add %b, %a : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }
+  %prod = stablehlo.reduce(%x init: %one) applies stablehlo.multiply across dimensions = [0, 1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<f32>
+  return %sum, %max, %plus1, %prod : tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+// dot_general: matmul; batched q @ k^T transposes k; a matrix-vector product
+// reshapes the vector to a column.
+// CHECK-LABEL: func.func @dot_general(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>, %q: tensor<2x4x16xf32>, %k: tensor<2x5x16xf32>) -> (tensor<4x3xf32>, tensor<2x4x5xf32>, tensor<4xf32>) {
+// CHECK-NEXT: %mm = graph.matmul %a, %b : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT: %0 = graph.transpose %k {perm = array<i64: 0, 2, 1>} : tensor<2x5x16xf32> -> tensor<2x16x5xf32>
+// CHECK-NEXT: %qk = graph.batch_matmul %q, %0 : (tensor<2x4x16xf32>, tensor<2x16x5xf32>) -> tensor<2x4x5xf32>
+// CHECK-NEXT: %v = graph.slice %b {start = array<i64: 0, 0>, stop = array<i64: 8, 1>, step = array<i64: 1, 1>} : tensor<8x3xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: %vec = graph.reshape %v : tensor<8x1xf32> -> tensor<8xf32>
+// CHECK-NEXT: %1 = graph.reshape %vec : tensor<8xf32> -> tensor<8x1xf32>
+// CHECK-NEXT: %2 = graph.matmul %a, %1 : (tensor<4x8xf32>, tensor<8x1xf32>) -> tensor<4x1xf32>
+// CHECK-NEXT: %mv = graph.reshape %2 : tensor<4x1xf32> -> tensor<4xf32>
+// CHECK-NEXT: func.return %mm, %qk, %mv : tensor<4x3xf32>, tensor<2x4x5xf32>, tensor<4xf32>
+func.func @dot_general(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>, %q: tensor<2x4x16xf32>, %k: tensor<2x5x16xf32>) -> (tensor<4x3xf32>, tensor<2x4x5xf32>, tensor<4xf32>) {
+  %mm = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %qk = stablehlo.dot_general %q, %k, batching_dims = [0] x [0], contracting_dims = [2] x [2] : (tensor<2x4x16xf32>, tensor<2x5x16xf32>) -> tensor<2x4x5xf32>
+  %v = stablehlo.slice %b [0:8, 0:1] : (tensor<8x3xf32>) -> tensor<8x1xf32>
+  %vec = stablehlo.reshape %v : (tensor<8x1xf32>) -> tensor<8xf32>
+  %mv = stablehlo.dot_general %a, %vec, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return %mm, %qk, %mv : tensor<4x3xf32>, tensor<2x4x5xf32>, tensor<4xf32>
+}
+
+// -----
+
+// convolution: NCHW/OIHW directly; NHWC/HWIO (here depthwise) through transposes.
+// CHECK-LABEL: func.func @convolution(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %xh: tensor<1x8x8x4xf32>, %wh: tensor<3x3x1x4xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x8x8x4xf32>) {
+// CHECK-NEXT: %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
+// CHECK-NEXT: %0 = graph.transpose %xh {perm = array<i64: 0, 3, 1, 2>} : tensor<1x8x8x4xf32> -> tensor<1x4x8x8xf32>
+// CHECK-NEXT: %1 = graph.transpose %wh {perm = array<i64: 3, 2, 0, 1>} : tensor<3x3x1x4xf32> -> tensor<4x1x3x3xf32>
+// CHECK-NEXT: %2 = graph.conv2d %0, %1 {pads = array<i64: 1, 1, 1, 1>, groups = 4 : i64} : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x8x8xf32>
+// CHECK-NEXT: %z = graph.transpose %2 {perm = array<i64: 0, 2, 3, 1>} : tensor<1x4x8x8xf32> -> tensor<1x8x8x4xf32>
+// CHECK-NEXT: func.return %y, %z : tensor<1x4x4x4xf32>, tensor<1x8x8x4xf32>
+func.func @convolution(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %xh: tensor<1x8x8x4xf32>, %wh: tensor<3x3x1x4xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x8x8x4xf32>) {
+  %y = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [2, 2], pad = [[1, 1], [1, 1]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
+  %z = stablehlo.convolution(%xh, %wh) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 4 : i64} : (tensor<1x8x8x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x8x8x4xf32>
+  return %y, %z : tensor<1x4x4x4xf32>, tensor<1x8x8x4xf32>
+}
+
+// -----
+
+// jax's private helpers are inlined at every call and erased.
+// CHECK-LABEL: func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT: %cst = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %0 = graph.broadcast %cst {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %1 = graph.max %arg0, %0 : tensor<4xf32>
+// CHECK-NEXT: %cst_1 = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %2 = graph.broadcast %cst_1 {dims = array<i64>} : tensor<f32> -> tensor<4xf32>
+// CHECK-NEXT: %3 = graph.max %1, %2 : tensor<4xf32>
+// CHECK-NEXT: func.return %3 : tensor<4xf32>
+// CHECK-NOT: func.func private @relu
+module @jit_relu attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<4xf32> {jax.result_info = "result"}) {
+    %0 = call @relu(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+    %1 = call @relu(%0) : (tensor<4xf32>) -> tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+  func.func private @relu(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4xf32>
+    %1 = stablehlo.maximum %arg0, %0 : tensor<4xf32>
+    return %1 : tensor<4xf32>
+  }
+}
+
+// -----
+
+// Must not transform: a module without stablehlo ops, its calls included.
+// CHECK-LABEL: func.func @graph_only(%x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT: %0 = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: func.return %0 : tensor<4xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT: %0 = graph.exp %x : tensor<4xf32>
+// CHECK-NEXT: func.return %0 : tensor<4xf32>
+// CHECK-NEXT: }
+func.func @graph_only(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.exp %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Located errors: what the graph dialect cannot express.
+func.func @unsupported_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.sine' is not supported by the conversion to the graph dialect
+  %0 = stablehlo.sine %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @argmax(%x: tensor<4x8xf32>) -> tensor<4xi32> {
+  %0 = stablehlo.iota dim = 1 : tensor<4x8xi32>
+  %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce' of 2 inputs at once (argmax, argmin) is not supported
+  %1:2 = stablehlo.reduce(%x init: %cst), (%0 init: %c) across dimensions = [1] : (tensor<4x8xf32>, tensor<4x8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
+   reducer(%a: tensor<f32>, %b: tensor<f32>) (%ia: tensor<i32>, %ib: tensor<i32>) {
+    %gt = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %v = stablehlo.select %gt, %a, %b : tensor<i1>, tensor<f32>
+    %j = stablehlo.select %gt, %ia, %ib : tensor<i1>, tensor<i32>
+    stablehlo.return %v, %j : tensor<f32>, tensor<i32>
+  }
+  return %1#1 : tensor<4xi32>
+}
+
+// -----
+
+func.func @reduce_body(%x: tensor<4x8xf32>, %z: tensor<f32>) -> tensor<4xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce' is supported only with a body that is one stablehlo.add, multiply, maximum or minimum of its arguments
+  %0 = stablehlo.reduce(%x init: %z) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+   reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    %s = stablehlo.add %a, %b : tensor<f32>
+    %t = stablehlo.multiply %s, %s : tensor<f32>
+    stablehlo.return %t : tensor<f32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @interior_pad(%x: tensor<2xf32>, %v: tensor<f32>) -> tensor<3xf32> {
+  %c = stablehlo.constant dense<0.0> : tensor<f32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.pad' with interior padding [1] is not supported
+  %0 = stablehlo.pad %x, %c, low = [0], high = [0], interior = [1] : (tensor<2xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @pad_value(%x: tensor<2xf32>, %v: tensor<f32>) -> tensor<3xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.pad' with a padding value that is not a constant is not supported
+  %0 = stablehlo.pad %x, %v, low = [1], high = [0], interior = [0] : (tensor<2xf32>, tensor<f32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+func.func @transposed_conv(%x: tensor<1x3x4x4xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x9x9xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.convolution' with lhs_dilate [2, 2] (a transposed convolution) is not supported
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {pad = [[2, 2], [2, 2]], lhs_dilate = [2, 2]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x4x4xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x9x9xf32>
+  return %0 : tensor<1x4x9x9xf32>
+}
+
+// -----
+
+func.func @conv1d(%x: tensor<1x3x8xf32>, %w: tensor<4x3x3xf32>) -> tensor<1x4x6xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.convolution' with 1 spatial dimensions is not supported (only 2-D convolutions are)
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0] {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8xf32>, tensor<4x3x3xf32>) -> tensor<1x4x6xf32>
+  return %0 : tensor<1x4x6xf32>
+}
+
+// -----
+
+func.func @total_order(%x: tensor<4xf32>) -> tensor<4xi1> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.compare' with compare type TOTALORDER is not supported (NaN and -0.0 would order differently)
+  %0 = stablehlo.compare LT, %x, %x, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+func.func @bitwise(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.and' on tensor<4xi32> is not supported: only i1 (logical) operands are
+  %0 = stablehlo.and %x, %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @int_exp(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.exponential' on tensor<4xi32> is not supported: mlfuse computes it on floating-point tensors only
+  %0 = stablehlo.exponential %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @dynamic(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.exponential' on tensor<?x4xf32>: dynamic shapes are not supported (lower with concrete shapes)
+  %0 = stablehlo.exponential %x : tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @i4(%x: tensor<4xi4>) -> tensor<4xi4> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.add' on tensor<4xi4>: element type i4 is not supported (expected f16, f32, f64, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64 or bf16)
+  %0 = stablehlo.add %x, %x : tensor<4xi4>
+  return %0 : tensor<4xi4>
+}
+
+// -----
+
+func.func @recursive(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.negate %x : tensor<4xf32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: @recursive calls itself: recursive functions cannot be inlined
+  %1 = call @recursive(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}

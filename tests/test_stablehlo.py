@@ -1,0 +1,209 @@
+"""StableHLO in: jax's lowered text parses (pretty and generic form), converts to the
+graph dialect, and `mlfuse.jax.jit` matches `jax.jit` on the mission's workloads.
+
+Tolerances: float32 throughout, rtol 1e-5 and an absolute tolerance of 1e-6 times
+the largest magnitude of the reference (sums of up to a few hundred products, and
+exp/erf/tanh as mlfuse's polynomials, expand-math, which state errors of a few ulp).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+import mlfuse  # noqa: E402
+import mlfuse.jax as mjax  # noqa: E402
+from mlfuse.diagnostics import Diagnostic  # noqa: E402
+from mlfuse.frontend.stablehlo import contains_stablehlo  # noqa: E402
+
+
+def assert_close(got, want, rtol=1e-5, atol_scale=1e-6):
+    want = np.asarray(want)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=rtol, atol=atol_scale * max(1.0, float(np.max(np.abs(want)))))
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# --- the workloads -------------------------------------------------------------------
+
+
+def layer_norm(x, gamma, beta):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / jnp.sqrt(var + 1e-5) * gamma + beta
+
+
+def softmax(x):
+    return jax.nn.softmax(x, axis=-1)
+
+
+def gelu_erf(x):
+    return jax.nn.gelu(x, approximate=False)
+
+
+def gelu_tanh(x):
+    return jax.nn.gelu(x, approximate=True)
+
+
+def attention(q, k, v, mask):
+    scores = q @ jnp.swapaxes(k, -1, -2) / np.float32(np.sqrt(q.shape[-1]))
+    scores = jnp.where(mask, scores, -1e9)
+    return jax.nn.softmax(scores, axis=-1) @ v
+
+
+def conv_block(x, w, b):
+    y = lax.conv_general_dilated(x, w, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    return jax.nn.relu(y + b[None, :, None, None])
+
+
+def workloads(rng):
+    return {
+        "layer_norm": (layer_norm, (randn(rng, 64, 256), randn(rng, 256), randn(rng, 256))),
+        "softmax": (softmax, (randn(rng, 64, 256) * 4,)),
+        "gelu_erf": (gelu_erf, (randn(rng, 64, 256) * 3,)),
+        "gelu_tanh": (gelu_tanh, (randn(rng, 64, 256) * 3,)),
+        "attention": (attention, (randn(rng, 2, 4, 32, 16), randn(rng, 2, 4, 32, 16), randn(rng, 2, 4, 32, 16), rng.random((32, 32)) > 0.3)),
+        "conv_block": (conv_block, (randn(rng, 2, 3, 16, 16), randn(rng, 8, 3, 3, 3), randn(rng, 8))),
+    }
+
+
+NAMES = ["layer_norm", "softmax", "gelu_erf", "gelu_tanh", "attention", "conv_block"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_jit_matches_jax(name):
+    fn, args = workloads(np.random.default_rng(0))[name]
+    got = mjax.jit(fn)(*args)
+    assert isinstance(got, np.ndarray)
+    assert_close(got, jax.jit(fn)(*args))
+
+
+@pytest.mark.parametrize("name", ["softmax", "attention", "conv_block"])
+def test_generic_form_compiles(name):
+    """The generic form of jax's module (property syntax, func.call) compiles to the same results."""
+    fn, args = workloads(np.random.default_rng(1))[name]
+    ir = jax.jit(fn).lower(*args).compiler_ir("stablehlo")
+    generic = ir.operation.get_asm(print_generic_op_form=True)
+    assert '"stablehlo.' in generic
+    (got,) = mlfuse.compile(generic)(*args)
+    assert_close(got, jax.jit(fn)(*args))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pretty_text_round_trips(name):
+    """jax's as_text() parses, and mlfuse prints it so that it parses to the same text."""
+    from mlfuse.diagnostics import parse_located
+    from mlfuse.ir import make_context
+
+    fn, args = workloads(np.random.default_rng(2))[name]
+    text = jax.jit(fn).lower(*args).as_text()
+    first = mlfuse.api.module_text(parse_located(make_context(), text, "jax"))
+    second = mlfuse.api.module_text(parse_located(make_context(), first, "printed"))
+    assert first == second
+    assert contains_stablehlo(parse_located(make_context(), text, "jax"))
+
+
+def test_parse_converts_to_graph():
+    text = jax.jit(softmax).lower(np.zeros((4, 8), np.float32)).as_text()
+    module = mlfuse.api.parse(text)
+    assert not contains_stablehlo(module)
+    names = {op.name for op in module.walk()}
+    assert {"graph.reduce_max", "graph.exp", "graph.reduce_sum", "graph.div"} <= names
+    assert "func.call" not in names
+
+
+def test_negative_infinity_constant():
+    """jax writes -inf as dense<0xFF800000>: a bit pattern, not the integer 4286578688."""
+    x = np.array([[-np.inf, -np.inf], [1.0, 2.0]], np.float32)
+    got = mjax.jit(lambda x: jnp.max(x, axis=1))(x)
+    np.testing.assert_array_equal(got, [-np.inf, 2.0])
+
+
+def test_cache_per_signature():
+    f = mjax.jit(lambda x: jnp.exp(x) * 2)
+    a = np.ones((4, 8), np.float32)
+    f(a)
+    f(a + 1)
+    assert len(f._compiled) == 1
+    f(np.ones((2, 8), np.float32))
+    f(np.ones((4, 8), np.float64))  # canonicalized to float32, as jax does: the same signature
+    assert len(f._compiled) == 2
+
+
+def test_jax_arrays_in_jax_arrays_out():
+    f = mjax.jit(lambda x, y: (x + y, x * y))
+    x = jnp.arange(8, dtype=jnp.float32)
+    s, p = f(x, 2.0)
+    assert isinstance(s, jax.Array) and isinstance(p, jax.Array)
+    np.testing.assert_allclose(np.asarray(s), np.arange(8) + 2.0)
+    n = f(np.arange(8, dtype=np.float32), np.float32(3))
+    assert isinstance(n, tuple) and all(isinstance(a, np.ndarray) for a in n)
+
+
+def test_pytrees_and_unused_arguments():
+    f = mjax.jit(lambda d, unused: {"y": d["a"] @ d["b"], "z": d["a"].sum()})
+    rng = np.random.default_rng(3)
+    a, b = randn(rng, 4, 8), randn(rng, 8, 3)
+    out = f({"a": a, "b": b}, np.zeros(5, np.float32))
+    assert set(out) == {"y", "z"}
+    assert_close(out["y"], a @ b)
+    assert_close(out["z"], a.sum())
+
+
+def many_ops(x, y, i):
+    """Ops beyond the workloads: slices, pads, concatenation, iota, integer math,
+    min/prod reductions, a plain dot, comparisons, clamp, remainder, power, casts."""
+    s = x[1:5, ::2]
+    p = jnp.pad(s, ((1, 0), (0, 2)), constant_values=0.5)
+    c = jnp.concatenate([x, y], axis=1)
+    iota = lax.broadcasted_iota(jnp.int32, x.shape, 1).astype(jnp.float32)
+    w = jnp.where((x > 0) & (y < 1), x, y) + jnp.clip(x, -0.5, 0.5)
+    r = lax.rem(x, y + 3.0) + jnp.abs(y) ** 1.5 + lax.rsqrt(jnp.abs(x) + 1) + jax.nn.sigmoid(x)
+    ints = (i * 3 + 1) // 2 - jnp.maximum(i, 2)
+    return p, c, iota + w, r, x.min(axis=0), jnp.prod(y[:, :4] * 0.5 + 1, axis=1), x @ y.T, ints, (x > y).astype(jnp.float32)
+
+
+def test_many_ops_match_jax():
+    rng = np.random.default_rng(4)
+    args = (randn(rng, 6, 8), randn(rng, 6, 8), rng.integers(-20, 20, (6, 8)).astype(np.int32))
+    got = mjax.jit(many_ops)(*args)
+    want = jax.jit(many_ops)(*args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == np.asarray(w).dtype
+        assert_close(g, w)
+
+
+def test_nhwc_depthwise_convolution():
+    def f(x, w):
+        return lax.conv_general_dilated(
+            x, w, (2, 1), ((1, 1), (0, 2)), rhs_dilation=(1, 2), dimension_numbers=("NHWC", "HWIO", "NHWC"), feature_group_count=4
+        )
+
+    rng = np.random.default_rng(5)
+    x, w = randn(rng, 2, 9, 9, 4), randn(rng, 3, 3, 1, 8)
+    assert_close(mjax.jit(f)(x, w), jax.jit(f)(x, w))
+
+
+def test_unsupported_op_is_a_located_diagnostic():
+    f = mjax.jit(lambda x: jnp.sin(x) + 1)
+    x = np.zeros((4,), np.float32)
+    with pytest.raises(Diagnostic) as info:
+        f(x)
+    text = f.lowered_text(x)
+    line = next(n for n, l in enumerate(text.split("\n"), 1) if "stablehlo.sine" in l)
+    assert info.value.location == f"<input>:{line}:5"
+    assert "'stablehlo.sine' is not supported" in info.value.message
+
+
+def test_argmax_is_a_located_diagnostic():
+    with pytest.raises(Diagnostic) as info:
+        mjax.jit(lambda x: jnp.argmax(x, axis=1))(np.zeros((4, 8), np.float32))
+    assert "'stablehlo.reduce' of 2 inputs at once" in info.value.message
+    assert info.value.location.startswith("<input>:")
