@@ -36,8 +36,13 @@ VERSION = "0.1.0"
 ALIGNMENT = 64
 
 
-def parse(source: str | ModuleOp, input_shapes: Mapping[str, Sequence[int]] | None = None) -> ModuleOp:
-    """A verified module from a ModuleOp, IR text, a `.mlir` path or an `.onnx` path."""
+def parse(
+    source: str | ModuleOp,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    input_values: Mapping[str, np.ndarray] | None = None,
+) -> ModuleOp:
+    """A verified module from a ModuleOp, IR text, a `.mlir` path or an `.onnx` path
+    (`input_shapes` and `input_values`: see mlfuse.frontend.onnx.import_onnx)."""
     from mlfuse.frontend.stablehlo import convert_if_stablehlo  # StableHLO (jax) -> graph, in place
 
     if isinstance(source, ModuleOp):
@@ -47,7 +52,7 @@ def parse(source: str | ModuleOp, input_shapes: Mapping[str, Sequence[int]] | No
             from mlfuse.frontend.onnx import import_onnx
         except ImportError as e:
             raise Diagnostic(f"reading {source} needs the onnx extra (pip install 'mlfuse[onnx]'): {e}") from None
-        return import_onnx(str(source), input_shapes=input_shapes)
+        return import_onnx(str(source), input_shapes=input_shapes, input_values=input_values)
     from mlfuse.ir import make_context
 
     name = "<input>"
@@ -334,25 +339,27 @@ def compile(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     passes: Sequence[str] | None = None,
     fast_math: bool = False,
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> CompiledFunction:
     """Compile a graph (module, text, `.mlir` or `.onnx` path) for `target`.
 
     `passes` replaces the default pipeline (see mlfuse.pipelines). IEEE semantics
     unless `fast_math=True` (no NaN/inf/signed-zero guarantees; FMAs and reciprocals
     allowed). Compiled code is cached in memory and on disk, keyed by the IR and the
-    options.
+    options. `input_values` freezes ONNX inputs that mlfuse needs at compile time (axes,
+    shapes, pads given as inputs): the compiled function takes the others.
     """
     if target == "gpu":
         from mlfuse.backend.gpu.runtime import compile_gpu
 
-        return compile_gpu(parse(source, input_shapes), entry=entry)
+        return compile_gpu(parse(source, input_shapes, input_values), entry=entry)
     if target == "gpu-sim":  # the GPU kernels, run by the CPU simulator (slow: for small shapes)
         from mlfuse.backend.gpu.simulator import compile_gpu_sim
 
-        return compile_gpu_sim(parse(source, input_shapes), entry=entry)
+        return compile_gpu_sim(parse(source, input_shapes, input_values), entry=entry)
     if target != "cpu":
         raise Diagnostic(f"unknown target '{target}' (expected cpu, gpu or gpu-sim)")
-    module = parse(source, input_shapes)
+    module = parse(source, input_shapes, input_values)
     from mlfuse.reference import find_function
 
     fn = find_function(module, entry)

@@ -376,6 +376,9 @@ case("ConvTranspose-same-upper", "ConvTranspose", [f32(1, 2, 3, 4)], consts={1: 
      auto_pad="SAME_UPPER")
 case("ConvTranspose-output-shape", "ConvTranspose", [f32(1, 2, 3, 3)], consts={1: f32(2, 1, 3, 3)}, strides=[2, 2],
      output_shape=[6, 7])
+case("ConvTranspose-runtime-weight", "ConvTranspose", [f32(1, 4, 3, 3), f32(4, 2, 3, 2)], group=2, strides=[2, 1],
+     pads=[1, 0, 0, 1])
+case("ConvTranspose-1d-runtime-weight", "ConvTranspose", [f32(2, 3, 5), f32(3, 2, 4)], strides=[2])
 case("ConvTranspose-1d", "ConvTranspose", [f32(2, 3, 5)], consts={1: f32(3, 2, 4)}, strides=[2], pads=[1, 1])
 case("Resize-nearest-x2", "Resize", [f32(1, 2, 3, 4)], consts={2: np.array([1, 1, 2, 2], np.float32)}, mode="nearest",
      opset=13)

@@ -69,15 +69,34 @@ def import_onnx(
     input_shapes: Mapping[str, Sequence[int] | str] | None = None,
     initializers_as_args: bool = False,
     name: str | None = None,
+    input_values: Mapping[str, np.ndarray] | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a path, its bytes, a binary stream or a ModelProto).
 
     `input_shapes` gives the shapes of inputs with symbolic dimensions ({name: (2, 128)}
     or {name: "2x128"}); `name` is what diagnostics call the model (default: the path).
+    `input_values` freezes graph inputs to values ({name: array}): they become constants,
+    and leave the function's signature. mlfuse needs axes, shapes, pads, repeats and the
+    like at compile time; a model that takes them as inputs compiles once they are given.
     Errors are Diagnostics.
     """
     proto, source = load_model(model, name)
+    if input_values:
+        proto = freeze_inputs(proto, input_values, source)
     return OnnxImporter(proto, source, input_shapes or {}, initializers_as_args).run()
+
+
+def freeze_inputs(proto: ModelProto, values: Mapping[str, np.ndarray], source: str) -> ModelProto:
+    """A copy of the model whose named graph inputs are initializers holding `values`."""
+    frozen = ModelProto()
+    frozen.CopyFrom(proto)
+    inputs = {vi.name: vi for vi in frozen.graph.input}
+    for name, value in values.items():
+        if name not in inputs:
+            raise Diagnostic(f"input_values names '{name}', which is not an input of the model", source)
+        frozen.graph.input.remove(inputs[name])
+        frozen.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    return frozen
 
 
 def load_model(model: ModelSource, name: str | None = None) -> tuple[ModelProto, str]:

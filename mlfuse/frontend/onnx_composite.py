@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from onnx import TensorProto
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import i1, i64
 from xdsl.ir import SSAValue
 
 from mlfuse.dialects import graph
@@ -552,6 +552,28 @@ def transposed_pads(node: Node, spatial, kernel, strides, dilations, output_padd
     return begins + [t - b for t, b in zip(total, begins)]
 
 
+def kernel_source_shape(weight: np.ndarray | SSAValue) -> tuple[int, ...]:
+    return tuple(weight.shape) if isinstance(weight, np.ndarray) else shape_of(weight)
+
+
+def transposed_kernel(node: Node, weight: np.ndarray | SSAValue, group: int, like: SSAValue) -> SSAValue:
+    """(C_in, C_out/g, kh, kw) -> (C_out, C_in/g, kh, kw), spatially flipped: folded at compile
+    time for a constant weight, gathers with reversed indices and a transpose otherwise."""
+    cin, cout_g, *kernel = kernel_source_shape(weight)
+    grouped = (group, cin // group, cout_g, *kernel)
+    final = (group * cout_g, cin // group, *kernel)
+    if isinstance(weight, np.ndarray):
+        flipped = weight[:, :, ::-1, ::-1].reshape(grouped)
+        return constant_array(node, np.ascontiguousarray(flipped.transpose(0, 2, 1, 3, 4).reshape(final)), like)
+    for axis in (2, 3):
+        size = shape_of(weight)[axis]
+        if size > 1:
+            reverse = node.emit(graph.ConstantOp(dense_from_numpy(np.arange(size - 1, -1, -1, dtype=np.int64), i64)))
+            weight = node.emit(graph.GatherOp(weight, reverse, axis))
+    swapped = node.emit(graph.TransposeOp(node.reshape(weight, grouped), [0, 2, 1, 3, 4]))
+    return node.reshape(swapped, final)
+
+
 @composite("ConvTranspose", attributes=("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
                                         "output_shape", "pads", "strides"))
 def convert_conv_transpose(node: Node) -> list[Value]:
@@ -560,31 +582,33 @@ def convert_conv_transpose(node: Node) -> list[Value]:
     convolve at stride 1 with the kernel flipped and its in/out channels swapped per group."""
     x = float_input(node)
     weight = node.constant(1)
-    if weight is None:
-        raise node.error("the weight must be a constant (it is flipped at compile time)")
+    if weight is None:  # a run-time weight: flipped by gathers with reversed indices
+        weight = node.input(1)
     rank = len(shape_of(x))
-    if rank not in (3, 4) or weight.ndim != rank:
+    if rank not in (3, 4) or len(weight.shape if isinstance(weight, np.ndarray) else shape_of(weight)) != rank:
         raise node.error(f"only 1-D and 2-D transposed convolutions are supported, got input {fmt_shape(shape_of(x))}")
-    kernel = list(weight.shape[2:])
+    kernel = list(kernel_source_shape(weight)[2:])
     n = rank - 2
     strides = node.int_list("strides", [1] * n, n)
     dilations = node.int_list("dilations", [1] * n, n)
     output_padding = node.int_list("output_padding", [0] * n, n)
     pads = transposed_pads(node, shape_of(x)[2:], kernel, strides, dilations, output_padding)
     if rank == 3:  # lift to 2-D: (N, C, 1, L)
-        x, weight = node.reshape(x, (*shape_of(x)[:2], 1, shape_of(x)[2])), weight[:, :, None, :]
+        w_shape = (*kernel_source_shape(weight)[:2], 1, kernel[0])
+        x = node.reshape(x, (*shape_of(x)[:2], 1, shape_of(x)[2]))
+        weight = weight.reshape(w_shape) if isinstance(weight, np.ndarray) else node.reshape(weight, w_shape)
         kernel, strides, dilations = [1, *kernel], [1, *strides], [1, *dilations]
         output_padding, pads = [0, *output_padding], [0, pads[0], 0, pads[1]]
     group = int(node.attr("group", 1))
-    cin, cout_g = weight.shape[:2]
+    cin, cout_g = kernel_source_shape(weight)[:2]
     if cin != shape_of(x)[1] or cin % group:
-        raise node.error(f"weight {fmt_shape(weight.shape)} does not match input channels {shape_of(x)[1]} in {group} groups")
-    flipped = weight[:, :, ::-1, ::-1].reshape(group, cin // group, cout_g, *kernel)
-    w = np.ascontiguousarray(flipped.transpose(0, 2, 1, 3, 4).reshape(group * cout_g, cin // group, *kernel))
+        raise node.error(f"weight {fmt_shape(kernel_source_shape(weight))} does not match input channels "
+                         f"{shape_of(x)[1]} in {group} groups")
+    w = transposed_kernel(node, weight, group, x)
     reach = [d * (k - 1) for d, k in zip(dilations, kernel)]
     z = pad_or_crop(node, dilate(node, x, strides), [r - p for r, p in zip(reach, pads[:2])],
                     [r - p + op for r, p, op in zip(reach, pads[2:], output_padding)])
-    y = node.emit(graph.Conv2dOp(z, constant_array(node, w, x), [1, 1], [0, 0, 0, 0], dilations, group))
+    y = node.emit(graph.Conv2dOp(z, w, [1, 1], [0, 0, 0, 0], dilations, group))
     if node.has_input(2):
         y = node.emit(graph.AddOp(y, along(node, node.input(2), 1, shape_of(y))))
     return [node.reshape(y, (*shape_of(y)[:2], shape_of(y)[3])) if rank == 3 else y]
