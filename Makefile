@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: demo test pytest lit bench fuzz clean
+.PHONY: demo test test-full conformance pytest lit bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -16,6 +16,14 @@ demo: $(STAMP)
 	$(PY) examples/demo.py
 
 test: pytest lit
+
+# every ONNX node-suite case and every zoo model with both exporters (slow: about half an hour)
+test-full: $(STAMP)
+	MLFUSE_TEST_FULL=1 $(PY) -m pytest -n $(JOBS) tests/test_onnx_node_suite.py tests/test_model_zoo.py
+
+# the node suite's per-operator table: bench/results/onnx_conformance.md
+conformance: $(STAMP)
+	$(PY) -m bench.onnx_conformance
 
 pytest: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) tests

@@ -103,9 +103,17 @@ def compile_case(model, inputs: list[np.ndarray]):
             return f, [v for n, v in given.items() if n not in frozen]
         except Diagnostic as d:
             wanted = re.search(r"must be a constant", d.message) and re.search(r"'([^']+)'\) must be", d.message)
-            if not wanted or wanted.group(1) not in given or wanted.group(1) in frozen:
+            if not wanted or wanted.group(1) in frozen:
                 raise
-            frozen[wanted.group(1)] = given[wanted.group(1)]
+            if wanted.group(1) in given:
+                frozen[wanted.group(1)] = given[wanted.group(1)]
+                continue
+            # computed from inputs (CenterCropPad's pads from its `shape` input): freeze the
+            # small integer inputs, which is what such computations start from
+            small = {n: v for n, v in given.items() if v.dtype.kind in "iu" and v.size <= 16 and n not in frozen}
+            if not small:
+                raise
+            frozen.update(small)
 
 
 def run_in_process(case) -> tuple[str, str]:

@@ -175,3 +175,30 @@ def test_post_tiling_leaves_gathers_unfused_and_correct():
     f(t, ids, out=[out])
     (want,) = mlfuse.reference(GATHER_THEN_STENCIL)(t, ids)
     np.testing.assert_array_equal(out, want)
+
+
+GATHER_LIVE_OUT = """
+func.func @main(%t: tensor<16x12xf32>, %ids: tensor<8x2xi64>) -> tensor<8x12xf32> {
+  %a = graph.slice %ids {start = array<i64: 0, 0>, stop = array<i64: 8, 1>, step = array<i64: 1, 1>} : tensor<8x2xi64> -> tensor<8x1xi64>
+  %b = graph.slice %ids {start = array<i64: 0, 1>, stop = array<i64: 8, 2>, step = array<i64: 1, 1>} : tensor<8x2xi64> -> tensor<8x1xi64>
+  %s = graph.add %a, %b : tensor<8x1xi64>
+  %r = graph.reshape %s : tensor<8x1xi64> -> tensor<8xi64>
+  %g = graph.gather %t, %r {axis = 0 : i64} : (tensor<16x12xf32>, tensor<8xi64>) -> tensor<8x12xf32>
+  func.return %g : tensor<8x12xf32>
+}
+"""
+
+
+def test_tiling_leaves_a_gather_live_out_untiled():
+    """Shifted slices send this graph to the stencil pipeline; the gather writing the live-out
+    must not be tiled (islconv.domain raised Unsupported on it: an internal error)."""
+    from mlfuse.pipelines import cpu_stencil_pipeline
+
+    f = mlfuse.compile(GATHER_LIVE_OUT, passes=cpu_stencil_pipeline("post-tile", sizes=(4, 4)))
+    rng = np.random.default_rng(6)
+    t = rng.standard_normal((16, 12)).astype(np.float32)
+    ids = rng.integers(0, 8, (8, 2)).astype(np.int64)
+    out = np.full((8, 12), np.nan, np.float32)
+    f(t, ids, out=[out])
+    (want,) = mlfuse.reference(GATHER_LIVE_OUT)(t, ids)
+    np.testing.assert_array_equal(out, want)

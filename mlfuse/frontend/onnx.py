@@ -1,4 +1,5 @@
-"""ONNX frontend: an ONNX model (opsets 13 to 21) becomes a graph-dialect module.
+"""ONNX frontend: an ONNX model (opsets 13 to the installed onnx's newest; 7-12 are upgraded
+first) becomes a graph-dialect module.
 
     module = import_onnx("bert.onnx", input_shapes={"input_ids": (2, 128)})
 

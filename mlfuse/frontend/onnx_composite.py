@@ -314,10 +314,12 @@ def convert_group_norm(node: Node) -> list[Value]:
 
 @composite("Dropout", attributes=("seed",), static_inputs=(2,))
 def convert_dropout(node: Node) -> list[Value]:
-    """Inference: the identity, and a mask of all true."""
+    """Inference (or training with ratio 0): the identity, and a mask of all true."""
     training = node.const_input(2, "training_mode")
     if training is not None and bool(np.asarray(training).reshape(-1)[0]):
-        raise node.error("training_mode = true is not supported (inference only)")
+        ratio = node.const_input(1, "ratio")
+        if ratio is None or float(np.asarray(ratio).reshape(-1)[0]) != 0.0:
+            raise node.error("training_mode = true is not supported (inference only) unless the ratio is 0")
     x = node.input(0)
     return [x, node.splat(True, i1, shape_of(x))] if node.wants_output(1) else [x]
 
@@ -439,7 +441,7 @@ def einsum_terms(node: Node, equation: str, ranks: Sequence[int]) -> tuple[list[
             if not ellipsis or len(ellipsis) < width:
                 ellipsis = "".join(next(spare) for _ in range(width - len(ellipsis))) + ellipsis
             term = term.replace("...", ellipsis[len(ellipsis) - width:] if width else "")
-        if len(term) != rank or not term.isalpha():
+        if len(term) != rank or not (term.isalpha() or term == ""):
             raise node.error(f"einsum term '{term}' does not match an operand of rank {rank}")
         if len(set(term)) != len(term):
             raise node.error(f"einsum term '{term}' repeats a subscript (diagonals are not supported)")
@@ -545,8 +547,7 @@ def transposed_pads(node: Node, spatial, kernel, strides, dilations, output_padd
     out = [int(o) for o in output_shape][-n:] if output_shape is not None else [i * s for i, s in zip(spatial, strides)]
     total = [s * (i - 1) + op + (k - 1) * d + 1 - o
              for i, s, op, k, d, o in zip(spatial, strides, output_padding, kernel, dilations, out)]
-    if any(t < 0 for t in total):
-        raise node.error(f"output_shape {out} is larger than the transposed convolution can produce")
+    # a negative total (output_shape beyond the natural size) pads the far end with zeros
     upper = auto_pad == "SAME_UPPER"  # the spec: NOTSET with output_shape splits like SAME_LOWER
     begins = [t // 2 if upper else t - t // 2 for t in total]
     return begins + [t - b for t, b in zip(total, begins)]

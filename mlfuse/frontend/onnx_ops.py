@@ -313,14 +313,13 @@ def convert_binary(node: Node) -> list[Value]:
 
 @onnx_op("Mod", attributes=("fmod",))
 def convert_mod(node: Node) -> list[Value]:
-    """fmod = 0: the divisor's sign (numpy's mod, integers only in ONNX); fmod = 1: C's fmod."""
+    """fmod = 0: the divisor's sign (numpy's mod; the node suite also has floats with fmod = 0,
+    which onnxruntime and onnx's reference evaluate as numpy does); fmod = 1: C's fmod."""
     a, b = node.input(0), node.input(1)
     same_element_type(node, a, b)
     fmod = int(node.attr("fmod", 0))
     if fmod not in (0, 1):
         raise node.error(f"fmod must be 0 or 1, got {fmod}")
-    if is_float(element_type_of(a)) and not fmod:
-        raise node.error("fmod must be 1 for floating-point inputs")
     if element_type_of(a) == i1:
         raise node.error("inputs must be numbers, got bool")
     a, b = broadcast_all(node, a, b)
@@ -478,7 +477,13 @@ def convert_reduce(node: Node) -> list[Value]:
     axes = normalize_axes(node, axes, rank)
     if not axes:
         return [x]
-    return [reduce(node, REDUCTIONS[node.op_type], x, axes, bool(node.attr("keepdims", 1)))]
+    keepdims = bool(node.attr("keepdims", 1))
+    if element_type_of(x) == i1 and node.op_type in ("ReduceMax", "ReduceMin"):
+        # any / all: the max or min of the values as 0/1 bytes
+        as_bytes = node.cast(x, graph.element_type_for(np.dtype(np.uint8)))
+        y = reduce(node, REDUCTIONS[node.op_type], as_bytes, axes, keepdims)
+        return [node.emit(graph.CompareOp("ne", y, node.scalar_like(0, y)))]
+    return [reduce(node, REDUCTIONS[node.op_type], x, axes, keepdims)]
 
 
 def stable_exp(node: Node, x: SSAValue, axis: int) -> tuple[SSAValue, SSAValue]:

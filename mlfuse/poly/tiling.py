@@ -251,6 +251,8 @@ def tile_buffer(
         return "it is not written by loop nests only"
     if any(w.syms for w in ws) or any(w.static_bounds() is None for w in ws):
         return "a writer has symbolic bounds"
+    if any(loop.has_indirect_reads(w) for w in ws):
+        return "a writer reads data-dependently (a gather): its accesses are not affine"
     t = buf.type
     assert isinstance(t, MemRefType)
     extents = list(t.get_shape())
