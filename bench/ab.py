@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                            capture_output=True)
     print(f"base {args.base} vs working tree; {args.size} f32, {args.threads} threads, "
           f"{args.rounds} rounds, median ms")
-    print(f"| graph | call path | before | after | after/before |\n|---|---|---:|---:|---:|")
+    print("| graph | call path | before | after | after/before |\n|---|---|---:|---:|---:|")
     for name in args.graphs:
         for path in args.paths:
             b = statistics.median(times[(name, path, "before")])

@@ -118,7 +118,6 @@ def compile_case(model, inputs: list[np.ndarray]):
 
 def run_in_process(case) -> tuple[str, str]:
     """(status, detail) of one case; only a Diagnostic counts as a rejection."""
-    import mlfuse
     from mlfuse.diagnostics import Diagnostic
 
     try:

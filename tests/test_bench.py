@@ -106,3 +106,29 @@ def test_xla_kernel_count_skips_free_ops_and_classifies_gemms():
     assert xla_kernels(HLO) == (2, 3)  # exp fusion and reduce; the dot fusion is a GEMM
     with pytest.raises(ValueError, match="ENTRY"):
         xla_kernels("HloModule empty\n")
+
+
+def test_frontends_quick_run_writes_tables(tmp_path):
+    """mlfuse-bench --frontends end to end at a tiny size: every mlfuse path agrees with torch eager."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    out = tmp_path / "fe.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--frontends", "--quick", "--size", "64x128",
+         "--graphs", "layernorm", "--models", "textcnn", "--threads", "1", "--repeat", "2", "--gap-ms", "1",
+         "--json", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = json.loads(out.read_text())["runs"]
+    assert [r["name"] for r in run["graphs"]] == ["layernorm"]
+    assert [r["name"] for r in run["models"]] == ["textcnn"]
+    for record in run["graphs"] + run["models"]:
+        paths = record["paths"]
+        assert {"torch eager", "mlfuse backend", "mlfuse onnx"} <= set(paths), record.get("skipped")
+        for name, p in paths.items():
+            assert p["median_s"] > 0 and len(p["times_s"]) == 2
+            if name.startswith("mlfuse"):
+                assert p["max_rel_err"] < 1e-4, (name, p["max_rel_err"])
+    md = out.with_suffix(".md").read_text()
+    assert "| layernorm |" in md and "| textcnn |" in md and "backend / inductor" in md

@@ -15,9 +15,15 @@ def _image(size: str, channels: int = 3) -> tuple[torch.Tensor]:
     return (torch.randn(1, channels, SIZES[size], SIZES[size]),)
 
 
-def _ready(module: nn.Module) -> nn.Module:
-    """Seeded weights, BatchNorm statistics that are not the identity, eval mode."""
+def _seeded(cls: type, *args) -> nn.Module:
+    """The same weights on every build."""
     torch.manual_seed(1)
+    return _ready(cls(*args))
+
+
+def _ready(module: nn.Module) -> nn.Module:
+    """BatchNorm statistics that are not the identity, eval mode."""
+    torch.manual_seed(2)
     for m in module.modules():
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.uniform_(-0.2, 0.2)
@@ -59,7 +65,7 @@ class ResNet18(nn.Module):
 
 
 def resnet18(size: str):
-    return _ready(ResNet18()), _image(size)
+    return _seeded(ResNet18), _image(size)
 
 
 class InvertedResidual(nn.Module):
@@ -112,7 +118,7 @@ class MobileNetV2(nn.Module):
 
 
 def mobilenet_v2(size: str):
-    return _ready(MobileNetV2()), _image(size)
+    return _seeded(MobileNetV2), _image(size)
 
 
 class MobileNetV3Small(nn.Module):
@@ -150,7 +156,7 @@ def _expanded_block(cin, cout, stride, hidden, k, se, act) -> InvertedResidual:
 
 
 def mobilenet_v3_small(size: str):
-    return _ready(MobileNetV3Small()), _image(size)
+    return _seeded(MobileNetV3Small), _image(size)
 
 
 class UNet(nn.Module):
@@ -178,7 +184,7 @@ class UNet(nn.Module):
 
 
 def unet(size: str):
-    return _ready(UNet()), _image(size)
+    return _seeded(UNet), _image(size)
 
 
 class TextCNN(nn.Module):
@@ -199,4 +205,4 @@ class TextCNN(nn.Module):
 def textcnn(size: str):
     torch.manual_seed(0)
     length = 16 if size == "small" else 256
-    return _ready(TextCNN()), (torch.randint(0, 5000, (1, length)),)
+    return _seeded(TextCNN), (torch.randint(0, 5000, (1, length)),)

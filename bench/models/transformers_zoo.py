@@ -132,7 +132,7 @@ def bert(size: str):
     ids = torch.randint(0, 4096, (1, seq))
     mask = torch.ones(1, seq, dtype=torch.int64)
     mask[0, seq - seq // 4:] = 0  # padding at the end: the mask matters
-    return _Unwrap(model), (ids, mask)
+    return _Unwrap(model).eval(), (ids, mask)
 
 
 def gpt2(size: str):
@@ -143,7 +143,7 @@ def gpt2(size: str):
                         attn_implementation="eager")
     model = _ready(GPT2Model(config))
     torch.manual_seed(0)
-    return _Unwrap(model), (torch.randint(0, 4096, (1, SEQ[size])),)
+    return _Unwrap(model).eval(), (torch.randint(0, 4096, (1, SEQ[size])),)
 
 
 class _Unwrap(nn.Module):

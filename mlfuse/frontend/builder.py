@@ -34,7 +34,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
     bf16,
-    f32,
     i1,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue

@@ -3,6 +3,7 @@
     mlfuse-bench                                   # every workload, 65536x1024 f32, 1 and 2 threads
     mlfuse-bench --quick                           # a small smoke run (under 2 minutes)
     mlfuse-bench --graphs layernorm softmax --threads 2 --repeat 11
+    mlfuse-bench --frontends                       # torch.compile / mlfuse.jax.jit paths (bench/frontends.py)
 
 Per thread count one worker process runs every workload: mlfuse (preallocated outputs,
 its arena reused), numpy op by op, and each installed peer (numexpr, torch eager,
@@ -122,6 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--png", type=Path, help="plot (default next to the JSON)")
     p.add_argument("--md", type=Path, help="markdown table (default next to the JSON)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG")
+    p.add_argument("--frontends", action="store_true",
+                   help="instead: mlfuse through torch.compile(backend='mlfuse') and mlfuse.jax.jit against inductor, "
+                        "eager, jax.jit, its ONNX path and onnxruntime (own options: mlfuse-bench --frontends --help)")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # internal: run one thread count, write JSON
     p.add_argument("--worker-threads", type=int, help=argparse.SUPPRESS)
     return p
@@ -561,6 +565,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--worker-threads" in argv:  # pin before numpy or any other runtime starts threads
         pin(int(argv[argv.index("--worker-threads") + 1]))
+    if "--frontends" in argv:  # its own options and tables: bench/frontends.py
+        _import_bench()
+        from bench import frontends
+
+        return frontends.main(argv)
     args = resolve(build_parser().parse_args(argv))
     if args.worker:
         return worker(args)
