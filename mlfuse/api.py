@@ -160,7 +160,10 @@ def aligned_empty(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """An uninitialized C-contiguous array whose data is 64-byte aligned."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize  # 0 for a zero-size tensor
-    raw = np.empty(max(1, nbytes) + ALIGNMENT, dtype=np.uint8)
+    try:
+        raw = np.empty(max(1, nbytes) + ALIGNMENT, dtype=np.uint8)
+    except MemoryError:
+        raise Diagnostic(f"cannot allocate {nbytes} bytes for a {dtype} array of shape {list(shape)}: out of memory") from None
     offset = (-raw.ctypes.data) % ALIGNMENT
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
 

@@ -282,8 +282,11 @@ def check_operand_scope(op: Operation, order: dict[Operation, int]) -> None:
     function's body using a top-level value: xDSL's IsolatedFromAbove check).
     """
     from xdsl.ir import BlockArgument
+    from xdsl.parser.core import ForwardDeclaredValue
 
     for i, value in enumerate(op.operands):
+        if isinstance(value, ForwardDeclaredValue):  # a use the parser never saw defined (in a nested region)
+            raise VerifyException(f"'{op.name}' operand #{i} uses a value that is never defined")
         home = value.block.parent if isinstance(value, BlockArgument) else value.owner.parent_region()
         region, inner = op.parent_region(), op
         while region is not None and region is not home:

@@ -206,3 +206,32 @@ def test_huge_onnx_input_shape_is_refused():
 
     with pytest.raises(Diagnostic, match="too large"):
         parse_shape_options(["x=99999999999999999999999x4"])
+
+
+def test_value_never_defined_inside_a_region_is_located():
+    """Found by `make fuzz` (seed 1, case 165): a use inside a region whose definition the parser
+    never saw stayed a forward reference, and verification crashed on it."""
+    source = """
+    stablehlo.return %v : tensor<f32>
+  %cst = stablehlo.constant dense<0.0> : tensor<f32>
+  %1 = stablehlo.reduce(%x init: %cst) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+   reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    %v = stablehlo.add %a, %b : tensor<f32>
+func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {
+  }
+  return %1 : tensor<4xf32>
+}"""
+    with pytest.raises(mlfuse.Diagnostic, match=r"<input>:\d+:\d+: error: .*never defined"):
+        mlfuse.parse(source)
+
+
+def test_an_arena_too_large_for_memory_is_a_diagnostic(monkeypatch):
+    """Found by `make fuzz` (seed 1, case 1745): a 16 GiB arena raised numpy's MemoryError."""
+    from mlfuse.api import aligned_empty
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(np, "empty", no_memory)
+    with pytest.raises(mlfuse.Diagnostic, match="out of memory"):
+        aligned_empty((1 << 34,), np.uint8)
