@@ -415,6 +415,18 @@ def test_composite_operators_compile_and_match_onnxruntime(op_type, inputs, cons
     assert_matches(outs, run_onnxruntime(model, feeds), rtol=2e-5, atol=1e-6)
 
 
+def test_float_mod_without_fmod_is_numpys_mod():
+    """ONNX asks fmod = 1 for floats, but its node suite (test_mod_*_fmod_0) and onnx's reference
+    evaluate fmod = 0 as numpy's mod (the divisor's sign): so does mlfuse."""
+    from test_onnx_helpers import run_reference
+
+    a_ = np.array([-4.5, 4.5, -3.0, 7.25, -0.0, 5.0], np.float32)
+    b_ = np.array([2.0, -2.0, 2.0, -1.5, 3.0, np.inf], np.float32)
+    model, feeds = single_node("Mod", [a_, b_], opset=17)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(run_reference(model, feeds)[0], np.mod(a_, b_))
+
+
 @pytest.mark.parametrize("shape, groups", [((2, 6, 5), 2), ((1, 4, 3, 3), 4)])
 def test_group_normalization_matches_onnxruntime(shape, groups):
     """ONNX shape inference leaves GroupNormalization's output untyped: state it in the graph."""
@@ -480,7 +492,6 @@ REJECTED = [
     pytest.param("Dropout", [f32(3)], {2: np.array(True)}, 13, {}, r"training_mode = true is not supported", id="Dropout-training"),
     pytest.param("Cast", [f32(3)], None, 17, dict(to=TensorProto.BFLOAT16), r"element type BFLOAT16, which mlfuse does not support", id="Cast-bfloat16"),
     pytest.param("Slice", [f32(5)], {1: a(4), 2: a(0), 4: a(-1)}, 17, {}, r"negative steps .* not supported", id="Slice-negative-step"),
-    pytest.param("Mod", [f32(3), f32(3)], None, 17, {}, r"fmod must be 1 for floating-point inputs", id="Mod-float-without-fmod"),
     pytest.param("Pow", [ints(3), ints(3)], None, 17, {}, r"only floating-point bases", id="Pow-int-base"),
     pytest.param("Conv", [f32(1, 2, 4, 4, 4), f32(3, 2, 2, 2, 2)], None, 17, {}, r"only 1-D and 2-D convolutions", id="Conv-3d"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(kernel_shape=[2, 2]), r"kernel_shape \[2, 2\] differs", id="Conv-kernel-shape-mismatch"),
