@@ -9,6 +9,7 @@ elementwise, reduction and contraction ops and fuses them like any other:
 - reductions: ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum, ReduceLogSumExp
 - normalizations: InstanceNormalization, GroupNormalization
 - data movement: Split, Tile, Trilu; inference-only Dropout
+- ArgMax/ArgMin: the first (or last) index where the max/min (or a NaN) is
 - contractions: CumSum (a product with a triangular 0/1 matrix), Einsum (two operands
   or one, as batched matrix products with transposes, reshapes and sums)
 
@@ -730,3 +731,29 @@ def convert_gather_nd(node: Node) -> list[Value]:
         linear = scaled if linear is None else node.emit(graph.AddOp(linear, scaled))
     flat = node.reshape(data, (math.prod(sd[:k]), *sd[k:]))
     return [node.emit(graph.GatherOp(flat, linear, 0))]
+
+
+@composite("ArgMax", "ArgMin", attributes=("axis", "keepdims", "select_last_index"))
+def convert_arg_extreme(node: Node) -> list[Value]:
+    """The index of the max (min) along an axis, as numpy's argmax: m = reduce_max(x); the
+    positions where x == m, or x is NaN (NaN wins, as in numpy); of those the first index
+    (reduce_min of the index where matched, n elsewhere) or the last (select_last_index)."""
+    x = node.input(0)
+    shape = shape_of(x)
+    axis = normalize_axis(node, int(node.attr("axis", 0)), len(shape))
+    n = shape[axis]
+    if n == 0:
+        raise node.error(f"{node.op_type} over an empty axis {axis}")
+    extreme = reduce(node, graph.ReduceMaxOp if node.op_type == "ArgMax" else graph.ReduceMinOp, x, [axis])
+    match = node.emit(graph.CompareOp("eq", x, broadcast_to(node, extreme, shape)))
+    if is_float(element_type_of(x)):
+        nan = node.emit(graph.CompareOp("ne", x, x))
+        match = node.emit(graph.SelectOp(nan, nan, match))
+    index = node.emit(graph.ConstantOp(dense_from_numpy(np.arange(n, dtype=np.int64), i64)))
+    index = node.emit(graph.BroadcastOp(index, [axis], shape))
+    last = bool(node.attr("select_last_index", 0))
+    none = node.emit(graph.ConstantOp(dense_from_numpy(np.array(-1 if last else n, np.int64), i64)))
+    missing = node.emit(graph.BroadcastOp(none, [], shape))
+    candidates = node.emit(graph.SelectOp(match, index, missing))
+    y = reduce(node, graph.ReduceMaxOp if last else graph.ReduceMinOp, candidates, [axis], bool(node.attr("keepdims", 1)))
+    return [y]
