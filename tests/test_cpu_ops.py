@@ -10,6 +10,8 @@ for tanh/erf/gelu, 1e-5 for pow); sums within 1e-6 of the sum of absolute values
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 from scipy import special
@@ -186,10 +188,13 @@ def test_cast(src_t, dst_t, values):
 @pytest.mark.parametrize("kind", ["sum", "max", "min", "mean", "prod"])
 @pytest.mark.parametrize("axes,keepdims", [((0,), False), ((1,), False), ((2,), True), ((0, 2), False), ((0, 1, 2), False), ((1,), True)])
 def test_reductions(kind, axes, keepdims):
+    # data from a seed of the case itself: the module's RNG gave data that depended on which
+    # tests an xdist worker ran before (a product that failed once in a hundred runs)
+    rng = np.random.default_rng(zlib.crc32(f"{kind}{axes}{keepdims}".encode()))
     shape = (3, 1023, 5) if kind != "prod" else (3, 7, 5)
-    x = RNG.standard_normal(shape).astype(np.float32)
+    x = rng.standard_normal(shape).astype(np.float32)
     if kind == "prod":
-        x = RNG.uniform(0.5, 1.5, shape).astype(np.float32)
+        x = rng.uniform(0.5, 1.5, shape).astype(np.float32)
     out_shape = [1 if i in axes else d for i, d in enumerate(shape)] if keepdims else [d for i, d in enumerate(shape) if i not in axes]
     ot = f"tensor<{'x'.join(map(str, out_shape))}xf32>" if out_shape else "tensor<f32>"
     kd = ", keepdims" if keepdims else ""
@@ -203,8 +208,13 @@ def test_reductions(kind, axes, keepdims):
         if kind == "mean":
             scale = scale / (x.size / max(1, np.size(scale)))
         assert np.all(np.abs(got - want) <= 1e-6 * scale + 1e-30)
+    elif kind == "prod":
+        # a product of n factors in another order than numpy's: each rounding is at most
+        # 2^-24 relative, so the two differ by at most about 2 n 2^-24
+        factors = x.size // max(1, np.size(want))
+        np.testing.assert_allclose(got, want, rtol=2 * factors * 2.0**-24)
     else:
-        np.testing.assert_allclose(got, want, rtol=1e-6)
+        np.testing.assert_array_equal(got, want)  # max and min are exact
 
 
 @pytest.mark.parametrize("shape,dims,out", [((8,), (1,), (3, 8)), ((3, 1), (0, 1), (3, 7)), ((1,), (0,), (1023,)), ((2, 3), (0, 2), (2, 5, 3))])
