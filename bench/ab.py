@@ -13,6 +13,7 @@ call path:
   out=aligned   outputs preallocated 64-byte aligned (the benchmark's path)
   allocating    `y = f(x, ...)`: the runtime allocates the outputs
   out=np.empty  outputs from np.empty (16-byte aligned)
+  2 threads     two Python threads, each one call with its own aligned out= (wall time)
 
 Each timed call follows an untimed one. The table gives medians in ms and the
 ratio after/before (below 1.0: the working tree is faster).
@@ -30,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PATHS = ("out=aligned", "allocating", "out=np.empty")
+PATHS = ("out=aligned", "allocating", "out=np.empty", "2 threads")
 
 WORKER = r"""
 import json, sys, time
@@ -56,6 +57,13 @@ for line in sys.stdin:
     elif req["path"] == "out=np.empty":
         outs = [np.empty(s.shape, s.dtype) for s in f.outputs]
         call = lambda: f(*xs, out=outs)
+    elif req["path"] == "2 threads":
+        import threading
+        outs2 = [[aligned_empty(s.shape, s.dtype) for s in f.outputs] for _ in range(2)]
+        def call():
+            ts = [threading.Thread(target=f, args=xs, kwargs={"out": o}) for o in outs2]
+            [t.start() for t in ts]
+            [t.join() for t in ts]
     else:
         call = lambda: f(*xs)
     call()

@@ -88,7 +88,7 @@ def run_pipeline(
     `verify_each` verifies after every pass as well (default: $MLFUSE_VERIFY_EACH, off):
     verification costs about as much as the passes on whole models (ResNet-18: 6 s of a
     15 s compile), and input is verified when it is parsed. `mlfuse-opt` always verifies
-    after each pass, as xDSL does; the test suite sets MLFUSE_VERIFY_EACH=1."""
+    after each pass, as xDSL does."""
     from mlfuse.ir import make_context
 
     ctx = ctx or make_context()
@@ -105,20 +105,18 @@ def run_pipeline(
     with internal_errors("pass pipeline", module, [f"RUN: mlfuse-opt %s -p '{spec}'"]):
         if verify_each is None:
             verify_each = os.environ.get("MLFUSE_VERIFY_EACH", "0") not in ("", "0")
-        for p in pipeline.passes:
+        for i, p in enumerate(pipeline.passes):
             p.apply(ctx, module)
-            if verify_each:
+            if verify_each or i == len(pipeline.passes) - 1:
                 verify_located(module)
-        if not verify_each:
-            verify_located(module)
     return module
 
 
-def module_text(module: ModuleOp) -> str:
+def module_text(module: ModuleOp, printer: type[Printer] = Printer) -> str:
     from io import StringIO
 
     out = StringIO()
-    Printer(stream=out).print_op(module)
+    printer(stream=out).print_op(module)
     return out.getvalue()
 
 
@@ -445,8 +443,4 @@ class DigestPrinter(Printer):
 
 
 def module_digest(module: ModuleOp) -> str:
-    from io import StringIO
-
-    out = StringIO()
-    DigestPrinter(stream=out).print_op(module)
-    return out.getvalue()
+    return module_text(module, DigestPrinter)

@@ -220,9 +220,9 @@ class JitModule:
 
 
 def _aligned_copy(data: bytes) -> np.ndarray:
-    raw = np.empty(len(data) + 64, np.uint8)
-    start = -raw.ctypes.data % 64
-    buffer = raw[start : start + len(data)]
+    from mlfuse.api import aligned_empty  # the runtime's one aligned allocator
+
+    buffer = aligned_empty((len(data),), np.uint8)
     buffer[:] = np.frombuffer(data, np.uint8)
     return buffer
 

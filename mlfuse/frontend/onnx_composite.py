@@ -42,6 +42,7 @@ from mlfuse.frontend.onnx_ops import (
     onnx_op,
     reduce,
     same_element_type,
+    slice_axis,
 )
 
 
@@ -122,12 +123,15 @@ def negative_part(node: Node, x: SSAValue, negative: SSAValue) -> SSAValue:
     return node.emit(graph.SelectOp(is_negative, negative, x))
 
 
+def elu(node: Node, x: SSAValue, alpha: float) -> SSAValue:
+    """x where x >= 0, alpha (exp(x) - 1) where x < 0."""
+    expm1 = node.emit(graph.SubOp(node.emit(graph.ExpOp(x)), node.scalar_like(1.0, x)))
+    return negative_part(node, x, node.emit(graph.MulOp(expm1, node.scalar_like(alpha, x))))
+
+
 @composite("Elu", attributes=("alpha",))
 def convert_elu(node: Node) -> list[Value]:
-    x = float_input(node)
-    expm1 = node.emit(graph.SubOp(node.emit(graph.ExpOp(x)), node.scalar_like(1.0, x)))
-    alpha = float(node.attr("alpha", 1.0))
-    return [negative_part(node, x, node.emit(graph.MulOp(expm1, node.scalar_like(alpha, x))))]
+    return [elu(node, float_input(node), float(node.attr("alpha", 1.0)))]
 
 
 @composite("Selu", attributes=("alpha", "gamma"))
@@ -135,9 +139,7 @@ def convert_selu(node: Node) -> list[Value]:
     x = float_input(node)
     alpha = float(node.attr("alpha", 1.67326319217681884765625))
     gamma = float(node.attr("gamma", 1.05070102214813232421875))
-    expm1 = node.emit(graph.SubOp(node.emit(graph.ExpOp(x)), node.scalar_like(1.0, x)))
-    y = negative_part(node, x, node.emit(graph.MulOp(expm1, node.scalar_like(alpha, x))))
-    return [node.emit(graph.MulOp(y, node.scalar_like(gamma, x)))]
+    return [node.emit(graph.MulOp(elu(node, x, alpha), node.scalar_like(gamma, x)))]
 
 
 @composite("Softsign")
@@ -352,9 +354,7 @@ def convert_split(node: Node) -> list[Value]:
     outputs = []
     start = 0
     for size in split_sizes(node, shape[axis], len(node.proto.output)):
-        lo, hi = [0] * len(shape), list(shape)
-        lo[axis], hi[axis] = start, start + size
-        outputs.append(node.emit(graph.SliceOp(x, lo, hi)) if size != shape[axis] else x)
+        outputs.append(slice_axis(node, x, axis, start, start + size) if size != shape[axis] else x)
         start += size
     return outputs
 
@@ -415,15 +415,7 @@ def convert_cumsum(node: Node) -> list[Value]:
         contributes &= i != j
     if element_type_of(x) == i1:
         raise node.error("CumSum of bool tensors is not supported")
-    perm = [d for d in range(len(shape)) if d != axis] + [axis]
-    moved = node.emit(graph.TransposeOp(x, perm)) if perm != list(range(len(shape))) else x
-    rows = math.prod(shape_of(moved)[:-1])
-    flat = node.reshape(moved, (rows, n))
-    y = node.emit(graph.MatmulOp(flat, constant_array(node, contributes, x)))
-    y = node.reshape(y, shape_of(moved))
-    if perm == list(range(len(shape))):
-        return [y]
-    return [node.emit(graph.TransposeOp(y, list(np.argsort(perm))))]
+    return [apply_along(node, x, axis, contributes.T)]
 
 
 def einsum_terms(node: Node, equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
@@ -719,9 +711,7 @@ def convert_gather_nd(node: Node) -> list[Value]:
     rows = si[:-1]
     linear = None
     for axis in range(k):
-        lo, hi = [0] * len(si), list(si)
-        lo[-1], hi[-1] = axis, axis + 1
-        part = node.reshape(node.emit(graph.SliceOp(indices, lo, hi)), rows)
+        part = node.reshape(slice_axis(node, indices, len(si) - 1, axis, axis + 1), rows)
         wrapped = node.emit(graph.AddOp(part, node.scalar_like(sd[axis], part)))
         part = node.emit(graph.SelectOp(node.emit(graph.CompareOp("lt", part, node.scalar_like(0, part))), wrapped, part))
         part = node.emit(graph.MinOp(node.emit(graph.MaxOp(part, node.scalar_like(0, part))),
