@@ -122,8 +122,12 @@ def storage_type(t: Attribute) -> Attribute:
     return t
 
 
+_SUPPORTED_TYPES = frozenset(t for t, _ in ELEMENT_TYPES.values())
+
+
 def is_supported_element_type(t: Attribute) -> bool:
-    return str(t) in ELEMENT_TYPES or isinstance(t, BFloat16Type)
+    # a set of the types, not their printed names: this runs for every operand of every verify
+    return t in _SUPPORTED_TYPES or isinstance(t, BFloat16Type)
 
 
 def fmt_shape(shape: Sequence[int]) -> str:
