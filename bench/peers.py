@@ -136,7 +136,7 @@ def make_numpy(w: Workload, module, inputs, threads) -> Contestant:
 
 def make_numexpr(w: Workload, module, inputs, threads) -> Contestant:
     try:
-        import numexpr as ne
+        import numexpr as ne  # pyright: ignore[reportMissingImports]  (optional)
     except ImportError:
         raise Unavailable("numexpr not installed") from None
     impl = numexpr_impl(w.name)

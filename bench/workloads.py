@@ -201,30 +201,30 @@ def torch_native(name: str) -> Callable | None:
 
 
 def numexpr_impl(name: str) -> Callable | None:
-    import numexpr as ne
+    import numexpr as ne  # pyright: ignore[reportMissingImports]  (optional)
 
     def layer_norm(x, gamma, beta):
-        mean = x.mean(-1, keepdims=True)
+        mean = x.mean(-1, keepdims=True)  # noqa: F841 (numexpr reads it from this frame)
         centered = ne.evaluate("x - mean")
         var = ne.evaluate("sum(centered * centered, axis=1)").reshape(-1, 1) / x.shape[-1]
         return ne.evaluate("centered / sqrt(var + eps) * gamma + beta", local_dict={
             "centered": centered, "var": var, "gamma": gamma, "beta": beta, "eps": np.float32(LN_EPS)})
 
     def softmax(x):
-        m = x.max(-1, keepdims=True)
+        m = x.max(-1, keepdims=True)  # noqa: F841 (numexpr reads it from this frame)
         e = ne.evaluate("exp(x - m)")
-        s = e.sum(-1, keepdims=True)
+        s = e.sum(-1, keepdims=True)  # noqa: F841 (numexpr reads it from this frame)
         return (ne.evaluate("e / s", out=e),)
 
     def rms(x, gamma):
-        ms = ne.evaluate("sum(x * x, axis=1)").reshape(-1, 1) / x.shape[-1]
-        eps = np.float32(RMS_EPS)
+        ms = ne.evaluate("sum(x * x, axis=1)").reshape(-1, 1) / x.shape[-1]  # noqa: F841 (numexpr reads it from this frame)
+        eps = np.float32(RMS_EPS)  # noqa: F841 (numexpr reads it from this frame)
         return (ne.evaluate("x / sqrt(ms + eps) * gamma"),)
 
     def adam_ne(*arrays):
         lr, beta1, beta2, eps, step = (np.float32(ADAM[k]) for k in ("lr", "beta1", "beta2", "eps", "step"))
-        c1, c2 = np.float32(1 - ADAM["beta1"] ** ADAM["step"]), np.float32(1 - ADAM["beta2"] ** ADAM["step"])
-        one = np.float32(1)
+        c1, c2 = np.float32(1 - ADAM["beta1"] ** ADAM["step"]), np.float32(1 - ADAM["beta2"] ** ADAM["step"])  # noqa: F841 (numexpr reads it from this frame)
+        one = np.float32(1)  # noqa: F841 (numexpr reads it from this frame)
         outputs = []
         for i in range(0, len(arrays), 4):
             p, g, m, v = arrays[i : i + 4]

@@ -2,8 +2,8 @@
 
 A `fusion.group` is isolated from above: its operands enter the region as block
 arguments and `fusion.yield` returns the values that leave the kernel. Its name
-is built from the ops it holds, and `kind` says how the code generator stitches
-it (see `GROUP_KINDS`). Planners add attributes with their reasoning (modeled
+is built from the ops it holds, and `kind` (a `GroupKind` enum attribute, printed
+as a quoted string) says how the code generator stitches it (see `GROUP_KINDS`). Planners add attributes with their reasoning (modeled
 bytes and time, the stitching scheme of every internal value).
 
     %r = fusion.group "fused_sub_exp" kind = "loop" (%x, %m) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32> {
@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Attribute, Block, Dialect, Region, SSAValue
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
+    irdl_attr_definition,
     irdl_op_definition,
     prop_def,
     region_def,
@@ -30,18 +32,51 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
-GROUP_KINDS = {
-    "loop": "elementwise/injective chain, intermediates in registers",
-    "stitch": "reductions whose results are broadcast back: row-local scratch (shared memory)",
-    "reduce": "reduction tail fed by elementwise producers (XLA's input fusion)",
-    "gemm": "small or batched GEMM with elementwise prologue and epilogue",
-    "horizontal": "independent ops packed into one kernel",
-    "global": "needs a whole reduction before continuing: phases with a grid barrier",
-    "single": "a single op, not fused",
+from mlfuse.dialects.enums import enum_value, parse_enum_value
+
+
+class GroupKind(StrEnum):
+    """How a group is stitched into one kernel (the members compare equal to their names)."""
+
+    LOOP = "loop"
+    STITCH = "stitch"
+    REDUCE = "reduce"
+    GEMM = "gemm"
+    HORIZONTAL = "horizontal"
+    GLOBAL = "global"
+    SINGLE = "single"
+
+
+GROUP_KINDS: dict[GroupKind, str] = {
+    GroupKind.LOOP: "elementwise/injective chain, intermediates in registers",
+    GroupKind.STITCH: "reductions whose results are broadcast back: row-local scratch (shared memory)",
+    GroupKind.REDUCE: "reduction tail fed by elementwise producers (XLA's input fusion)",
+    GroupKind.GEMM: "small or batched GEMM with elementwise prologue and epilogue",
+    GroupKind.HORIZONTAL: "independent ops packed into one kernel",
+    GroupKind.GLOBAL: "needs a whole reduction before continuing: phases with a grid barrier",
+    GroupKind.SINGLE: "a single op, not fused",
 }
+
+
+@irdl_attr_definition
+class GroupKindAttr(EnumAttribute[GroupKind], SpacedOpaqueSyntaxAttribute):
+    """`#fusion<group_kind "loop">`: quoted, so that `fusion.group ... kind = "loop"` keeps
+    the textual form it had as a string attribute."""
+
+    name = "fusion.group_kind"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string_literal(self.data.value)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> GroupKind:
+        return parse_enum_value(parser, GroupKind, "'fusion.group' kind")
 
 
 @irdl_op_definition
@@ -50,7 +85,7 @@ class GroupOp(IRDLOperation):
     inputs = var_operand_def(AnyAttr())
     outputs = var_result_def(AnyAttr())
     group_name = prop_def(StringAttr)
-    kind = prop_def(StringAttr)
+    kind = prop_def(GroupKindAttr)
     body = region_def("single_block")
     traits = traits_def(IsolatedFromAbove(), RecursiveMemoryEffect())
     assembly_format = (
@@ -61,7 +96,7 @@ class GroupOp(IRDLOperation):
     def __init__(
         self,
         group_name: str,
-        kind: str,
+        kind: str | GroupKind,
         inputs: Sequence[SSAValue],
         result_types: Sequence[Attribute],
         body: Region,
@@ -70,7 +105,10 @@ class GroupOp(IRDLOperation):
         super().__init__(
             operands=[list(inputs)],
             result_types=[list(result_types)],
-            properties={"group_name": StringAttr(group_name), "kind": StringAttr(kind)},
+            properties={
+                "group_name": StringAttr(group_name),
+                "kind": GroupKindAttr(enum_value(GroupKind, kind, "'fusion.group' kind")),
+            },
             regions=[body],
             attributes=attributes or {},
         )
@@ -86,10 +124,6 @@ class GroupOp(IRDLOperation):
         return term
 
     def verify_(self) -> None:
-        if self.kind.data not in GROUP_KINDS:
-            raise VerifyException(
-                f"'fusion.group' kind must be one of {', '.join(GROUP_KINDS)}, got '{self.kind.data}'"
-            )
         if not self.group_name.data:
             raise VerifyException("'fusion.group' needs a non-empty name")
         block = self.body.block
@@ -123,4 +157,4 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[list(values)])
 
 
-Fusion = Dialect("fusion", [GroupOp, YieldOp], [])
+Fusion = Dialect("fusion", [GroupOp, YieldOp], [GroupKindAttr])

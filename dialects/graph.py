@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -35,6 +36,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -51,7 +53,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 FLOAT_TYPES = (Float16Type, BFloat16Type, Float32Type, Float64Type)
@@ -163,6 +165,235 @@ def check_axes(op: Operation, name: str, axes: Sequence[int], rank: int) -> None
         raise VerifyException(f"'{op.name}' {name} has repeated entries {list(axes)}")
 
 
+# ---------------------------------------------------------------------------
+# op facts: traits the planner and the code generators query
+# ---------------------------------------------------------------------------
+#
+# What an op is for fusion lives on the op, not in lists kept by each pass:
+#
+#   Elementwise(cost)  result[i] = f(operands[i]); `cost` in light-op units
+#   Injective          each result element reads at most one element of each
+#                      operand, at the index `op.source_index` computes
+#   Broadcast          an injective op that reads one element for many results
+#   Reduction(kind)    combines the operand over `reduce_axes`
+#   Contraction        a matrix product
+#   Window             a 2-D window op (convolution, pooling): kernel, strides...
+#
+# `mlfuse.analysis.op_classes.classify` turns these into the planner's op classes;
+# the CPU and GPU code generators recompute values through `source_index`.
+
+
+@dataclass(frozen=True)
+class Elementwise(OpTrait):
+    """result[i] depends only on the operands' elements at i (operands and result
+    share one shape); the scalar function is in mlfuse.conversion.scalar.
+
+    `cost` is the work of one element in light-op units (an add is 1): divisions
+    and roots take several instructions, transcendental functions a polynomial or
+    an SFU round trip. Ops above 1 are *expensive*: recomputing them is costly, so
+    the planner and the stitcher keep their results rather than recompute them."""
+
+    cost: float = 1.0
+
+    @property
+    def expensive(self) -> bool:
+        return self.cost > 1.0
+
+
+T = TypeVar("T")
+
+
+class IndexBuilder(Protocol, Generic[T]):
+    """Index arithmetic on some representation of indices: affine expressions for the
+    loop level (`AFFINE`), `index` SSA values for the GPU kernels. The index maps
+    (`source_index`) are written once against this protocol."""
+
+    def constant(self, n: int) -> T: ...
+
+    def plus(self, a: T, b: T) -> T: ...
+
+    def shift(self, a: T, n: int) -> T:
+        """a + n (n may be negative)."""
+        ...
+
+    def times(self, a: T, n: int) -> T: ...
+
+    def floordiv(self, a: T, n: int) -> T: ...
+
+    def mod(self, a: T, n: int) -> T: ...
+
+
+class AffineIndexBuilder:
+    """Indices as affine expressions (xDSL folds `+ 0`, `* 1` and `0 * n`)."""
+
+    def constant(self, n: int) -> AffineExpr:
+        return AffineExpr.constant(n)
+
+    def plus(self, a: AffineExpr, b: AffineExpr) -> AffineExpr:
+        return a + b
+
+    def shift(self, a: AffineExpr, n: int) -> AffineExpr:
+        return a + n
+
+    def times(self, a: AffineExpr, n: int) -> AffineExpr:
+        return a * n
+
+    def floordiv(self, a: AffineExpr, n: int) -> AffineExpr:
+        return a // n
+
+    def mod(self, a: AffineExpr, n: int) -> AffineExpr:
+        return a % n
+
+
+AFFINE = AffineIndexBuilder()
+
+
+@dataclass(frozen=True)
+class Injective(OpTrait):
+    """Each result element reads at most one element of each operand.
+
+    The op defines `source_index(operand, index, ib) -> list`: the index of operand
+    `operand` read for the result element at `index` (a sequence of `ib`'s values).
+    This is the one definition of index propagation; the loop lowering, the
+    stitched CPU kernels and the GPU kernels all go through it.
+
+    `guarded`: the read is valid only where the source index is in bounds (pad
+    fills the rest, concat selects among its operands; see the op's docstring).
+    `indirect`: the index of one operand is read from another (the gathers:
+    `source_index` covers the indices, `data_index` the data)."""
+
+    guarded: bool = False
+    indirect: bool = False
+
+    def verify(self, op: Operation) -> None:
+        if not callable(getattr(op, "source_index", None)):  # pragma: no cover - a definition error
+            raise VerifyException(f"'{op.name}' is injective but defines no source_index")
+
+
+@dataclass(frozen=True)
+class Broadcast(Injective):
+    """An injective op whose operand elements are read by many result elements."""
+
+
+@dataclass(frozen=True)
+class Reduction(OpTrait):
+    """Combines the operand over the op's `reduce_axes` with `kind` (sum, max, min,
+    mean, prod)."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class Contraction(OpTrait):
+    """A (batched) matrix product: (.., M x K) . (.., K x N) -> (.., M x N)."""
+
+
+@dataclass(frozen=True)
+class Window(OpTrait):
+    """A 2-D window op over NCHW tensors; `geometry(op)` gives its window."""
+
+    @staticmethod
+    def geometry(op: Operation) -> WindowGeometry:
+        assert isinstance(op, WindowOp)
+        return WindowGeometry(tuple(op.kernel_size), op.stride_values, op.pad_values, op.dilation_values)
+
+
+@dataclass(frozen=True)
+class WindowGeometry:
+    """kernel (KH, KW), strides, pads [top, left, bottom, right], dilations."""
+
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    pads: tuple[int, ...]
+    dilations: tuple[int, ...]
+
+
+def elementwise_cost(op: Operation) -> float | None:
+    """The per-element cost of an elementwise op; None for any other op."""
+    trait = op.get_trait(Elementwise)
+    return trait.cost if trait is not None else None
+
+
+def is_elementwise(op: Operation) -> bool:
+    return op.has_trait(Elementwise)
+
+
+def is_expensive(op: Operation) -> bool:
+    """An elementwise op whose recomputation costs more than a light op."""
+    trait = op.get_trait(Elementwise)
+    return trait is not None and trait.expensive
+
+
+def injective_trait(op: Operation) -> Injective | None:
+    return op.get_trait(Injective)
+
+
+def is_plain_injective(op: Operation) -> bool:
+    """Injective with an unconditional, direct index map (broadcast, transpose, slice,
+    reshape): result[i] = operand[source_index(0, i)]."""
+    trait = op.get_trait(Injective)
+    return trait is not None and not trait.guarded and not trait.indirect
+
+
+def is_reduction(op: Operation) -> bool:
+    return op.has_trait(Reduction)
+
+
+def is_contraction(op: Operation) -> bool:
+    return op.has_trait(Contraction)
+
+
+def is_window_op(op: Operation) -> bool:
+    """Convolution and pooling: stencils, whose locality tiling improves."""
+    return op.has_trait(Window)
+
+
+def reshape_index(src_shape: Sequence[int], dst_shape: Sequence[int], index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+    """The row-major index into `dst_shape` of the element at `index` in `src_shape`.
+
+    Dimensions are matched in groups of equal products, so that merging or
+    splitting neighbours stays a plain multiply-add (or one floordiv/mod) instead
+    of a full linearization: (i, j, k) of 128x12x64 is (i, j * 64 + k) of 128x768.
+    """
+    if 0 in src_shape or 0 in dst_shape:  # empty tensors: any index will do
+        return [ib.constant(0) for _ in dst_shape]
+    out: list[T] = []
+    i = j = 0
+    while i < len(src_shape) or j < len(dst_shape):
+        gi, gj = [i], [j]
+        pi = src_shape[i] if i < len(src_shape) else 1
+        pj = dst_shape[j] if j < len(dst_shape) else 1
+        i, j = i + 1, j + 1
+        while pi != pj:
+            if pi < pj:
+                pi *= src_shape[i]
+                gi.append(i)
+                i += 1
+            else:
+                pj *= dst_shape[j]
+                gj.append(j)
+                j += 1
+        out += _regroup(src_shape, dst_shape, gi, gj, index, ib)
+    return out
+
+
+def _regroup(src_shape, dst_shape, gi: list[int], gj: list[int], index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+    """One group of reshape_index: linearize the source dims `gi`, split into `gj`."""
+    src_dims = [d for d in gi if d < len(src_shape)]
+    dst_dims = [d for d in gj if d < len(dst_shape)]
+    linear: T | None = None
+    for d in src_dims:
+        linear = index[d] if linear is None else ib.plus(ib.times(linear, src_shape[d]), index[d])
+    if linear is None:
+        linear = ib.constant(0)
+    out: list[T] = []
+    for k, d in enumerate(dst_dims):
+        inner = math.prod(dst_shape[e] for e in dst_dims[k + 1 :])
+        e = linear if inner == 1 else ib.floordiv(linear, inner)
+        out.append(e if k == 0 else ib.mod(e, dst_shape[d]))
+    return out
+
+
 def _canonicalization(patterns_fn: str):
     """Trait hooking a module-level function of `graph_canonicalize` into canonicalize."""
 
@@ -212,58 +443,69 @@ class UnaryElementwiseOp(IRDLOperation):
 @irdl_op_definition
 class NegOp(UnaryElementwiseOp):
     name = "graph.neg"
+    traits = traits_def(Elementwise())
     FLOAT_ONLY: ClassVar[bool] = False
 
 
 @irdl_op_definition
 class AbsOp(UnaryElementwiseOp):
     name = "graph.abs"
+    traits = traits_def(Elementwise())
     FLOAT_ONLY: ClassVar[bool] = False
 
 
 @irdl_op_definition
 class ExpOp(UnaryElementwiseOp):
     name = "graph.exp"
+    traits = traits_def(Elementwise(cost=8.0))
 
 
 @irdl_op_definition
 class LogOp(UnaryElementwiseOp):
     name = "graph.log"
+    traits = traits_def(Elementwise(cost=8.0))
 
 
 @irdl_op_definition
 class SqrtOp(UnaryElementwiseOp):
     name = "graph.sqrt"
+    traits = traits_def(Elementwise(cost=4.0))
 
 
 @irdl_op_definition
 class RsqrtOp(UnaryElementwiseOp):
     name = "graph.rsqrt"
+    traits = traits_def(Elementwise(cost=4.0))
 
 
 @irdl_op_definition
 class ReciprocalOp(UnaryElementwiseOp):
     name = "graph.reciprocal"
+    traits = traits_def(Elementwise(cost=4.0))
 
 
 @irdl_op_definition
 class TanhOp(UnaryElementwiseOp):
     name = "graph.tanh"
+    traits = traits_def(Elementwise(cost=10.0))
 
 
 @irdl_op_definition
 class ErfOp(UnaryElementwiseOp):
     name = "graph.erf"
+    traits = traits_def(Elementwise(cost=10.0))
 
 
 @irdl_op_definition
 class SigmoidOp(UnaryElementwiseOp):
     name = "graph.sigmoid"
+    traits = traits_def(Elementwise(cost=10.0))
 
 
 @irdl_op_definition
 class ReluOp(UnaryElementwiseOp):
     name = "graph.relu"
+    traits = traits_def(Elementwise())
     FLOAT_ONLY: ClassVar[bool] = False
 
 
@@ -272,6 +514,7 @@ class GeluOp(UnaryElementwiseOp):
     """GELU; `approximate = "tanh"` selects the tanh form, otherwise the erf form."""
 
     name = "graph.gelu"
+    traits = traits_def(Elementwise(cost=20.0))
     approximate = opt_prop_def(StringAttr)
     assembly_format = "$input attr-dict `:` type($input)"
     irdl_options = (ParsePropInAttrDict(),)
@@ -303,7 +546,7 @@ class CastOp(IRDLOperation):
     name = "graph.cast"
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), _canonicalization("cast_patterns"))
+    traits = traits_def(Pure(), Elementwise(), _canonicalization("cast_patterns"))
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -349,16 +592,19 @@ class BinaryElementwiseOp(IRDLOperation):
 @irdl_op_definition
 class AddOp(BinaryElementwiseOp):
     name = "graph.add"
+    traits = traits_def(Elementwise())
 
 
 @irdl_op_definition
 class SubOp(BinaryElementwiseOp):
     name = "graph.sub"
+    traits = traits_def(Elementwise())
 
 
 @irdl_op_definition
 class MulOp(BinaryElementwiseOp):
     name = "graph.mul"
+    traits = traits_def(Elementwise())
 
 
 @irdl_op_definition
@@ -366,16 +612,19 @@ class DivOp(BinaryElementwiseOp):
     """Division; on integers it truncates towards zero (C semantics)."""
 
     name = "graph.div"
+    traits = traits_def(Elementwise(cost=4.0))
 
 
 @irdl_op_definition
 class MaxOp(BinaryElementwiseOp):
     name = "graph.max"
+    traits = traits_def(Elementwise())
 
 
 @irdl_op_definition
 class MinOp(BinaryElementwiseOp):
     name = "graph.min"
+    traits = traits_def(Elementwise())
 
 
 @irdl_op_definition
@@ -389,6 +638,7 @@ class RemOp(BinaryElementwiseOp):
     """
 
     name = "graph.rem"
+    traits = traits_def(Elementwise(cost=6.0))  # a division and a fix-up (floats: a libm fmod call on the CPU)
     fmod = opt_prop_def(UnitAttr)
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -410,6 +660,7 @@ class RemOp(BinaryElementwiseOp):
 @irdl_op_definition
 class PowOp(BinaryElementwiseOp):
     name = "graph.pow"
+    traits = traits_def(Elementwise(cost=16.0))
     FLOAT_ONLY: ClassVar[bool] = True
 
 
@@ -426,7 +677,7 @@ class CompareOp(IRDLOperation):
     lhs = operand_def(T)
     rhs = operand_def(T)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), _canonicalization("elementwise_patterns"))
+    traits = traits_def(Pure(), Elementwise(), _canonicalization("elementwise_patterns"))
 
     def __init__(self, predicate: str, lhs: SSAValue, rhs: SSAValue):
         super().__init__(
@@ -493,7 +744,7 @@ class SelectOp(IRDLOperation):
     true_value = operand_def(T)
     false_value = operand_def(T)
     result = result_def(T)
-    traits = traits_def(Pure(), _canonicalization("elementwise_patterns"))
+    traits = traits_def(Pure(), Elementwise(), _canonicalization("elementwise_patterns"))
     assembly_format = (
         "$cond `,` $true_value `,` $false_value attr-dict `:` type($cond) `,` type($result)"
     )
@@ -533,7 +784,7 @@ class BroadcastOp(IRDLOperation):
     input = operand_def(TensorType)
     dims = prop_def(DenseArrayBase)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), _canonicalization("broadcast_patterns"))
+    traits = traits_def(Pure(), Broadcast(), _canonicalization("broadcast_patterns"))
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -547,6 +798,13 @@ class BroadcastOp(IRDLOperation):
     @property
     def dim_map(self) -> tuple[int, ...]:
         return tuple(self.dims.get_values())
+
+    def source_index(self, operand: int, index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+        """Operand dim i is result dim dims[i]; a stretched (size-1) dim reads 0."""
+        in_shape, out_shape = shape_of(self.input), shape_of(self.result)
+        return [
+            ib.constant(0) if in_shape[i] == 1 and out_shape[r] != 1 else index[r] for i, r in enumerate(self.dim_map)
+        ]
 
     def verify_(self) -> None:
         check_tensor(self, "operand", self.input.type)
@@ -589,7 +847,6 @@ class ReduceOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
-    KIND: ClassVar[str]
 
     def __init__(self, input: SSAValue, axes: Sequence[int], keepdims: bool = False):
         shape = shape_of(input)
@@ -603,6 +860,12 @@ class ReduceOp(IRDLOperation):
             result_types=[TensorType(element_type_of(input), out)],
             properties=props,
         )
+
+    @property
+    def KIND(self) -> str:  # noqa: N802 - the reduction's kind, from its Reduction trait
+        trait = self.get_trait(Reduction)
+        assert trait is not None
+        return trait.kind
 
     @property
     def reduce_axes(self) -> tuple[int, ...]:
@@ -644,25 +907,25 @@ def reduced_shape(
 @irdl_op_definition
 class ReduceSumOp(ReduceOp):
     name = "graph.reduce_sum"
-    KIND: ClassVar[str] = "sum"
+    traits = traits_def(Reduction("sum"))
 
 
 @irdl_op_definition
 class ReduceMaxOp(ReduceOp):
     name = "graph.reduce_max"
-    KIND: ClassVar[str] = "max"
+    traits = traits_def(Reduction("max"))
 
 
 @irdl_op_definition
 class ReduceMinOp(ReduceOp):
     name = "graph.reduce_min"
-    KIND: ClassVar[str] = "min"
+    traits = traits_def(Reduction("min"))
 
 
 @irdl_op_definition
 class ReduceMeanOp(ReduceOp):
     name = "graph.reduce_mean"
-    KIND: ClassVar[str] = "mean"
+    traits = traits_def(Reduction("mean"))
 
     def verify_(self) -> None:
         super().verify_()
@@ -673,7 +936,7 @@ class ReduceMeanOp(ReduceOp):
 @irdl_op_definition
 class ReduceProdOp(ReduceOp):
     name = "graph.reduce_prod"
-    KIND: ClassVar[str] = "prod"
+    traits = traits_def(Reduction("prod"))
 
 
 # ---------------------------------------------------------------------------
@@ -698,7 +961,7 @@ class TransposeOp(SameElementTypeOp):
     input = operand_def(TensorType)
     perm = prop_def(DenseArrayBase)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), _canonicalization("transpose_patterns"))
+    traits = traits_def(Pure(), Injective(), _canonicalization("transpose_patterns"))
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -713,6 +976,11 @@ class TransposeOp(SameElementTypeOp):
     @property
     def permutation(self) -> tuple[int, ...]:
         return tuple(self.perm.get_values())
+
+    def source_index(self, operand: int, index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+        """Operand dim perm[k] is result dim k."""
+        perm = self.permutation
+        return [index[perm.index(j)] for j in range(len(perm))]
 
     def verify_(self) -> None:
         check_tensor(self, "operand", self.input.type)
@@ -738,7 +1006,7 @@ class ReshapeOp(SameElementTypeOp):
     name = "graph.reshape"
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), _canonicalization("reshape_patterns"))
+    traits = traits_def(Pure(), Injective(), _canonicalization("reshape_patterns"))
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -746,6 +1014,10 @@ class ReshapeOp(SameElementTypeOp):
         super().__init__(
             operands=[input], result_types=[TensorType(element_type_of(input), list(shape))]
         )
+
+    def source_index(self, operand: int, index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+        """The same row-major position in the operand's shape (see reshape_index)."""
+        return reshape_index(shape_of(self.result), shape_of(self.input), index, ib)
 
     def verify_(self) -> None:
         check_tensor(self, "operand", self.input.type)
@@ -769,7 +1041,7 @@ class SliceOp(SameElementTypeOp):
     stop = prop_def(DenseArrayBase)
     step = prop_def(DenseArrayBase)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -799,6 +1071,11 @@ class SliceOp(SameElementTypeOp):
             tuple(self.stop.get_values()),
             tuple(self.step.get_values()),
         )
+
+    def source_index(self, operand: int, index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+        """start + i * step per dimension."""
+        start, _, step = self.bounds
+        return [ib.shift(ib.times(i, s), a) for i, a, s in zip(index, start, step)]
 
     def verify_(self) -> None:
         check_tensor(self, "operand", self.input.type)
@@ -831,7 +1108,10 @@ def slice_shape(start: Sequence[int], stop: Sequence[int], step: Sequence[int]) 
 
 @irdl_op_definition
 class PadOp(SameElementTypeOp):
-    """Constant padding: `low[d]` elements before and `high[d]` after dimension d."""
+    """Constant padding: `low[d]` elements before and `high[d]` after dimension d.
+
+    result[i] = input[i - low] where that is inside the input (on every
+    `guarded_dims` dimension: the others are not padded), else `value`."""
 
     name = "graph.pad"
     input = operand_def(TensorType)
@@ -839,7 +1119,7 @@ class PadOp(SameElementTypeOp):
     high = prop_def(DenseArrayBase)
     value = prop_def(AnyAttr())
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(guarded=True))
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -863,6 +1143,17 @@ class PadOp(SameElementTypeOp):
     def pad_value(self) -> float | int:
         assert isinstance(self.value, FloatAttr | IntegerAttr)
         return self.value.value.data
+
+    def source_index(self, operand: int, index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+        """i - low per dimension: valid where 0 <= it < the input's size."""
+        low, _ = self.padding
+        return [ib.shift(i, -a) for i, a in zip(index, low)]
+
+    def guarded_dims(self) -> list[tuple[int, int]]:
+        """(dim, input size) of the padded dimensions, where `source_index` may fall
+        outside the input."""
+        low, high = self.padding
+        return [(d, n) for d, n in enumerate(shape_of(self.input)) if low[d] or high[d]]
 
     def verify_(self) -> None:
         check_tensor(self, "operand", self.input.type)
@@ -896,7 +1187,7 @@ class ConcatOp(SameElementTypeOp):
     inputs = var_operand_def(TensorType)
     axis = prop_def(IntegerAttr)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(guarded=True))
     assembly_format = "$inputs attr-dict `:` `(` type($inputs) `)` `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -912,6 +1203,21 @@ class ConcatOp(SameElementTypeOp):
     @property
     def concat_axis(self) -> int:
         return self.axis.value.data
+
+    @property
+    def offsets(self) -> list[int]:
+        """Where each operand starts along the axis, and the result's size last:
+        operand k holds result positions [offsets[k], offsets[k + 1])."""
+        offsets = [0]
+        for v in self.inputs:
+            offsets.append(offsets[-1] + shape_of(v)[self.concat_axis])
+        return offsets
+
+    def source_index(self, operand: int, index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+        """The index shifted back along the axis: valid for the operand whose range
+        holds it (see `offsets`)."""
+        axis, offset = self.concat_axis, self.offsets[operand]
+        return [ib.shift(i, -offset) if d == axis else i for d, i in enumerate(index)]
 
     def verify_(self) -> None:
         if not self.inputs:
@@ -960,7 +1266,7 @@ class GatherBase(IRDLOperation):
     indices = operand_def(TensorType)
     axis = prop_def(IntegerAttr)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Injective(indirect=True))
     assembly_format = "$data `,` $indices attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 
@@ -979,6 +1285,21 @@ class GatherBase(IRDLOperation):
     @property
     def gather_axis(self) -> int:
         return self.axis.value.data
+
+    def source_index(self, operand: int, index: Sequence[T], ib: IndexBuilder[T]) -> list[T]:
+        """The index of the `indices` operand (1) read for the result at `index`; the
+        data's index depends on the value read there (`data_index`)."""
+        if operand != 1:
+            raise ValueError(f"'{self.name}' reads its data at a data-dependent index (data_index)")
+        return self.indices_index(list(index))
+
+    def indices_index(self, index: list[T]) -> list[T]:
+        raise NotImplementedError
+
+    def data_index(self, index: Sequence[T], position: T) -> list[T]:
+        """The data's index for the result at `index` when the (clamped) index read
+        from `indices` is `position`."""
+        raise NotImplementedError
 
     def verify_(self) -> None:
         for what, v in (("data", self.data), ("indices", self.indices), ("result", self.result)):
@@ -1021,6 +1342,14 @@ class GatherOp(GatherBase):
     def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> list[int]:
         return [*data[:axis], *indices, *data[axis + 1 :]]
 
+    def indices_index(self, index: list[T]) -> list[T]:
+        axis, k = self.gather_axis, len(shape_of(self.indices))
+        return index[axis : axis + k]
+
+    def data_index(self, index: Sequence[T], position: T) -> list[T]:
+        axis, k = self.gather_axis, len(shape_of(self.indices))
+        return [*index[:axis], position, *index[axis + k :]]
+
 
 @irdl_op_definition
 class GatherElementsOp(GatherBase):
@@ -1035,6 +1364,12 @@ class GatherElementsOp(GatherBase):
     @staticmethod
     def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> list[int]:
         return list(indices)
+
+    def indices_index(self, index: list[T]) -> list[T]:
+        return index
+
+    def data_index(self, index: Sequence[T], position: T) -> list[T]:
+        return [position if d == self.gather_axis else i for d, i in enumerate(index)]
 
     def _verify_shapes(self, data: Sequence[int], indices: Sequence[int], axis: int) -> None:
         if len(indices) != len(data):
@@ -1057,7 +1392,7 @@ class ContractionOp(IRDLOperation):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Contraction())
     assembly_format = (
         "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
     )
@@ -1293,6 +1628,7 @@ class WindowOp(IRDLOperation):
     strides = opt_prop_def(DenseArrayBase, ONES_2)
     pads = opt_prop_def(DenseArrayBase, ZEROS_4)
     dilations = opt_prop_def(DenseArrayBase, ONES_2)
+    traits = traits_def(Window())
 
     @property
     def stride_values(self) -> tuple[int, ...]:
@@ -1580,3 +1916,11 @@ Graph = Dialect(
     ],
     [],
 )
+
+
+def ops_with_trait(trait: type[OpTrait]) -> tuple[type[Operation], ...]:
+    """The graph ops that carry `trait`, for code that dispatches with isinstance."""
+    return tuple(op for op in Graph.operations if op.has_trait(trait))
+
+
+ELEMENTWISE_OPS = ops_with_trait(Elementwise)

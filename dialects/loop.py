@@ -9,7 +9,7 @@ the new output elements, stored at the outputs' access maps. A reduction is a
 nest whose output map drops the reduced dimensions (like linalg.generic, but with
 an explicit domain, so tiling and footprints need no shape inference).
 
-    loop.nest "exp" domain [0, 0] to [64, 128] iterators ["parallel", "parallel"]
+    loop.nest "exp" lower [0, 0] upper [64, 128] iterators ["parallel", "parallel"]
         ins(%x : memref<64x128xf32>) outs(%y : memref<64x128xf32>)
         maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
     ^bb0(%a: f32, %o: f32):
@@ -28,6 +28,10 @@ buffers allocated in its body (`memref.alloca`) are private to each iteration
       loop.nest "max" syms(%row) lower [0] upper [1024] iterators ["reduction"] ...
       loop.nest "exp_sum" syms(%row) ...
     }
+
+Iterator kinds (`IteratorKind`) and `loop.index` kinds (`IndexKind`) are enum
+attributes; `loop.nest` prints its iterators as the quoted strings above, and
+`iterator_kinds` gives the str-enum members, which compare equal to "parallel".
 
 `loop.parallel_call` runs an outlined nest `@fn(lo, hi, args...)` over a range
 split across the CPU's threads (lowered to libgomp's GOMP_parallel).
@@ -49,7 +53,8 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SSAValue
+from xdsl.dialects.utils.enum_attribute import EnumAttribute
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.irdl import (
     AnyAttr,
@@ -57,22 +62,74 @@ from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     VarConstraint,
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
-    result_def,
     opt_prop_def,
     prop_def,
     region_def,
+    result_def,
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
-PARALLEL = "parallel"
-REDUCTION = "reduction"
+from mlfuse.dialects.enums import enum_value, parse_enum_value
+
+
+class IteratorKind(StrEnum):
+    """What a nest dimension does: parallel points write distinct output elements,
+    reduction points accumulate into one (the output map drops the dimension)."""
+
+    PARALLEL = "parallel"
+    REDUCTION = "reduction"
+
+
+PARALLEL = IteratorKind.PARALLEL
+REDUCTION = IteratorKind.REDUCTION
+
+
+@irdl_attr_definition
+class IteratorKindAttr(EnumAttribute[IteratorKind], SpacedOpaqueSyntaxAttribute):
+    """`#loop<iterator_kind parallel>`; `loop.nest` prints its list as ["parallel", ...]."""
+
+    name = "loop.iterator_kind"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> IteratorKind:
+        return parse_enum_value(parser, IteratorKind, "'loop.nest' iterator")
+
+
+class IndexKind(StrEnum):
+    """Which value `loop.index` reads: a nest dimension or a nest symbol."""
+
+    DIM = "dim"
+    SYM = "sym"
+
+
+@irdl_attr_definition
+class IndexKindAttr(EnumAttribute[IndexKind], SpacedOpaqueSyntaxAttribute):
+    """`#loop<index_kind dim>`; `loop.index` prints it bare (`loop.index dim 0`)."""
+
+    name = "loop.index_kind"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> IndexKind:
+        return parse_enum_value(parser, IndexKind, "'loop.index' kind")
+
+
+def iterator_attrs(iterators: Sequence[str | IteratorKind | IteratorKindAttr]) -> ArrayAttr[IteratorKindAttr]:
+    """The `iterators` property of a nest from kinds given as strings, enum members or attributes."""
+    return ArrayAttr(
+        [
+            i if isinstance(i, IteratorKindAttr) else IteratorKindAttr(enum_value(IteratorKind, i, "'loop.nest' iterator"))
+            for i in iterators
+        ]
+    )
 
 
 def constant_bound(value: int) -> AffineMapAttr:
@@ -89,7 +146,7 @@ class NestOp(IRDLOperation):
     nest_name = prop_def(StringAttr)
     lower = prop_def(ArrayAttr[AffineMapAttr])
     upper = prop_def(ArrayAttr[AffineMapAttr])
-    iterators = prop_def(ArrayAttr[StringAttr])
+    iterators = prop_def(ArrayAttr[IteratorKindAttr])
     maps = prop_def(ArrayAttr[AffineMapAttr])
     body = region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
@@ -99,7 +156,7 @@ class NestOp(IRDLOperation):
         self,
         nest_name: str,
         bounds: Sequence[int] | tuple[Sequence[AffineMapAttr], Sequence[AffineMapAttr]],
-        iterators: Sequence[str],
+        iterators: Sequence[str | IteratorKind | IteratorKindAttr],
         ins: Sequence[SSAValue],
         outs: Sequence[SSAValue],
         maps: Sequence[AffineMap],
@@ -117,7 +174,7 @@ class NestOp(IRDLOperation):
                 "nest_name": StringAttr(nest_name),
                 "lower": ArrayAttr(list(lower)),
                 "upper": ArrayAttr(list(upper)),
-                "iterators": ArrayAttr([StringAttr(i) for i in iterators]),
+                "iterators": iterator_attrs(iterators),
                 "maps": ArrayAttr([AffineMapAttr(m) for m in maps]),
             },
             regions=[body],
@@ -130,7 +187,8 @@ class NestOp(IRDLOperation):
         return len(self.iterators.data)
 
     @property
-    def iterator_kinds(self) -> list[str]:
+    def iterator_kinds(self) -> list[IteratorKind]:
+        """The kind of each dimension, as str-enum members (equal to "parallel"/"reduction")."""
         return [i.data for i in self.iterators.data]
 
     @property
@@ -169,9 +227,6 @@ class NestOp(IRDLOperation):
 
     def verify_(self) -> None:
         rank, nsyms = self.rank, len(self.syms)
-        for it in self.iterator_kinds:
-            if it not in (PARALLEL, REDUCTION):
-                raise VerifyException(f"'loop.nest' iterator must be parallel or reduction, got '{it}'")
         if len(self.lower.data) != rank or len(self.upper.data) != rank:
             raise VerifyException(
                 f"'loop.nest' has {rank} iterators but {len(self.lower.data)} lower and "
@@ -236,8 +291,9 @@ class NestOp(IRDLOperation):
         _print_bounds(printer, self.lower)
         printer.print_string(" upper ")
         _print_bounds(printer, self.upper)
-        printer.print_string(" iterators ")
-        printer.print_attribute(self.iterators)
+        printer.print_string(" iterators [")
+        printer.print_list(self.iterator_kinds, lambda k: printer.print_string_literal(k.value))
+        printer.print_string("]")
         for kw, vals in (("ins", self.ins), ("outs", self.outs)):
             printer.print_string(f" {kw}(")
             printer.print_list(vals, printer.print_operand)
@@ -265,7 +321,11 @@ class NestOp(IRDLOperation):
         parser.parse_keyword("upper")
         upper = _parse_bounds(parser)
         parser.parse_keyword("iterators")
-        iterators = parser.parse_attribute()
+        iterators = ArrayAttr(
+            parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: IteratorKindAttr(IteratorKindAttr.parse_parameter(parser))
+            )
+        )
         ins = _parse_buffer_list(parser, "ins")
         outs = _parse_buffer_list(parser, "outs")
         parser.parse_keyword("maps")
@@ -428,7 +488,7 @@ class IndexOp(IRDLOperation):
     """
 
     name = "loop.index"
-    kind = prop_def(StringAttr)
+    kind = prop_def(IndexKindAttr)
     position = prop_def(IntegerAttr)
     result = result_def(IndexType)
     traits = traits_def(Pure(), HasParent(NestOp))
@@ -439,24 +499,25 @@ class IndexOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> IndexOp:
-        kind = parser.parse_identifier(" (dim or sym)")
+        kind = IndexKindAttr.parse_parameter(parser)
         position = parser.parse_integer(allow_boolean=False, allow_negative=False)
         op = cls(kind, position)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op
 
-    def __init__(self, kind: str, position: int):
+    def __init__(self, kind: str | IndexKind, position: int):
         super().__init__(
-            properties={"kind": StringAttr(kind), "position": IntegerAttr(position, i64)},
+            properties={
+                "kind": IndexKindAttr(enum_value(IndexKind, kind, "'loop.index' kind")),
+                "position": IntegerAttr(position, i64),
+            },
             result_types=[IndexType()],
         )
 
     def verify_(self) -> None:
         nest = self.parent_op()
-        if self.kind.data not in ("dim", "sym"):
-            raise VerifyException(f"'loop.index' kind must be dim or sym, got '{self.kind.data}'")
         if isinstance(nest, NestOp):
-            limit = nest.rank if self.kind.data == "dim" else len(nest.syms)
+            limit = nest.rank if self.kind.data == IndexKind.DIM else len(nest.syms)
             if not 0 <= self.position.value.data < limit:
                 raise VerifyException(f"'loop.index' {self.kind.data} {self.position.value.data} is out of range ({limit})")
 
@@ -600,4 +661,6 @@ class ViewOp(IRDLOperation):
             raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
 
 
-Loop = Dialect("loop", [NestOp, YieldOp, IndexOp, ReadOp, BandOp, ParallelCallOp, GemmOp, ViewOp], [])
+Loop = Dialect(
+    "loop", [NestOp, YieldOp, IndexOp, ReadOp, BandOp, ParallelCallOp, GemmOp, ViewOp], [IteratorKindAttr, IndexKindAttr]
+)

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    I64,
     AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FunctionType,
-    I64,
     IntAttr,
     IntegerAttr,
     StringAttr,

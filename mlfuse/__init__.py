@@ -8,7 +8,25 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+
+def _version() -> str:
+    """pyproject.toml's version: from the installed metadata, else (a bare checkout) from the file itself."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mlfuse")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        try:
+            return tomllib.loads(pyproject.read_text())["project"]["version"]
+        except (OSError, KeyError, tomllib.TOMLDecodeError):
+            return "0+unknown"
+
+
+__version__ = _version()
 
 
 def parse(source, input_shapes=None):

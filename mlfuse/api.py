@@ -20,7 +20,8 @@ from xdsl.passes import PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError
 
-from mlfuse import cache, pipelines
+from mlfuse import cache
+from mlfuse.abi import ALIGNMENT
 from mlfuse.diagnostics import (
     Diagnostic,
     check_report_paths,
@@ -33,7 +34,6 @@ from mlfuse.diagnostics import (
 from mlfuse.dialects import graph
 
 VERSION = "0.1.0"
-ALIGNMENT = 64
 
 
 def parse(
@@ -344,39 +344,32 @@ def compile(
 ) -> CompiledFunction:
     """Compile a graph (module, text, `.mlir` or `.onnx` path) for `target`.
 
-    `passes` replaces the default pipeline (see mlfuse.pipelines). IEEE semantics
-    unless `fast_math=True` (no NaN/inf/signed-zero guarantees; FMAs and reciprocals
-    allowed). Compiled code is cached in memory and on disk, keyed by the IR and the
-    options. `input_values` freezes ONNX inputs that mlfuse needs at compile time (axes,
-    shapes, pads given as inputs): the compiled function takes the others.
+    `target` names a compile target (mlfuse.target: "cpu", "gpu", "gpu-sim"); `passes`
+    replaces its default pipeline (see mlfuse.pipelines). IEEE semantics unless
+    `fast_math=True` (no NaN/inf/signed-zero guarantees; FMAs and reciprocals allowed).
+    CPU code is cached in memory and on disk, keyed by the IR and the options.
+    `input_values` freezes ONNX inputs that mlfuse needs at compile time (axes, shapes,
+    pads given as inputs): the compiled function takes the others.
     """
-    if target == "gpu":
-        from mlfuse.backend.gpu.runtime import compile_gpu
+    from mlfuse.target import get_target
 
-        return compile_gpu(parse(source, input_shapes, input_values), entry=entry)
-    if target == "gpu-sim":  # the GPU kernels, run by the CPU simulator (slow: for small shapes)
-        from mlfuse.backend.gpu.simulator import compile_gpu_sim
-
-        return compile_gpu_sim(parse(source, input_shapes, input_values), entry=entry)
-    if target != "cpu":
-        raise Diagnostic(f"unknown target '{target}' (expected cpu, gpu or gpu-sim)")
+    compile_target = get_target(target)  # an unknown name fails before the input is read
     module = parse(source, input_shapes, input_values)
+    return compile_target.compile(
+        module, entry, passes=passes, fuse=fuse, parallel=parallel, planner=planner, fast_math=fast_math
+    )
+
+
+def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunction:
+    """Run `steps` (ending in LLVM) on a copy of `module` and JIT the result, or take it
+    from the memory or disk cache; the CPU target's loader."""
+    from mlfuse.backend import cpu
     from mlfuse.reference import find_function
 
-    fn = find_function(module, entry)
-    inputs, outputs = signature(fn)
-    if passes is not None:
-        steps = list(passes)
-    elif fuse and pipelines.has_stencils(module):
-        # windows, pads and shifted slices: post-tiling fusion pays (bench/stencil)
-        steps = pipelines.cpu_stencil_pipeline("post-tile", parallel=parallel)
-    else:
-        steps = pipelines.cpu_pipeline(fuse, parallel, planner, fast_math=fast_math)
-    from mlfuse.backend import cpu
-
+    inputs, outputs = signature(find_function(module, entry))
     # the host CPU is part of the key: a shared cache folder may serve other machines
     key = hashlib.sha256(
-        f"{cache.compiler_fingerprint()}|{cpu.host_key()}|{steps}|{entry}\n{module_digest(module)}".encode()
+        f"{cache.compiler_fingerprint()}|{cpu.host_key()}|{list(steps)}|{entry}\n{module_digest(module)}".encode()
     ).hexdigest()
     jit = _memory_get(key)
     if jit is None:

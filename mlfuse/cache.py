@@ -173,7 +173,7 @@ def load_object(key: str) -> bytes | None:
     """The cached object code for `key`, or None: absent, or bad (then removed, reported once)."""
     path = _path(key)
     blob = _read(path) if path else None
-    if blob is None:
+    if blob is None or path is None:
         return None
     data, why = unpack(key, blob) if isinstance(blob, bytes) else (None, blob)
     if data is not None:

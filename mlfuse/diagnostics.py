@@ -20,10 +20,9 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, St
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
-from xdsl.utils.lexer import Input
-from xdsl.utils.mlir_lexer import MLIRLexer
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Position, Span
+from xdsl.utils.lexer import Input, Position, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 # Limits on what text IR may ask for, checked by the parser before anything is allocated.
 # Deeper nesting than this exhausts Python's stack in xDSL's recursive parser and printer

@@ -10,19 +10,27 @@ GRAPH_CLEANUP = ["canonicalize", "cse"]
 
 
 def default_pipeline(target: str) -> list[str]:
-    """The pass list `mlfuse.compile` runs for `target` ("cpu" or "gpu"): replay it with
+    """The pass list `mlfuse.compile` runs for `target` (a name in
+    mlfuse.universe.MLFUSE_COMPILE_TARGETS; "gpu-sim" runs the "gpu" one): replay it with
     `mlfuse-opt -p "$(python -c 'import mlfuse.pipelines as p; print(",".join(p.default_pipeline("cpu")))')"`."""
-    if target == "cpu":
-        return cpu_pipeline()
-    if target in ("gpu", "gpu-sim"):
-        return gpu_pipeline()
-    raise ValueError(f"unknown target '{target}' (expected cpu or gpu)")
+    from mlfuse.target import get_target
+
+    return get_target(target).default_pipeline()
 
 
-def gpu_pipeline(planner: str = "ilp") -> list[str]:
+def gpu_graph_pipeline(planner: str = "ilp", fuse: bool = True) -> list[str]:
+    """The graph part of gpu_pipeline: cleanup and fusion groups planned for the GPU
+    (without `fuse`, every op becomes its own kernel when the groups are mapped)."""
+    passes = list(GRAPH_CLEANUP)
+    if fuse:
+        passes.append(f"fusion-plan{{planner={planner} target=gpu summary=false}}")
+    return passes
+
+
+def gpu_pipeline(planner: str = "ilp", fuse: bool = True) -> list[str]:
     """graph -> fused groups planned for the GPU -> kernel dialect (one kernel per group);
     `-t ptx` or the GPU runtime take it from there."""
-    return [*GRAPH_CLEANUP, f"fusion-plan{{planner={planner} target=gpu summary=false}}", "gpu-map-kernels"]
+    return [*gpu_graph_pipeline(planner, fuse), "gpu-map-kernels"]
 
 
 def cpu_pipeline(

@@ -2,40 +2,47 @@
 
 Each op is evaluated with plain numpy in the tensor's own dtype (bf16 is held as
 f32), so the reference says what the IR means, not how fast it can be computed.
+
+It is built on xDSL's interpreter framework: `GraphFunctions` holds one
+implementation per graph op, `FusionFunctions` runs a `fusion.group` by
+interpreting its body inline, and xDSL's own `FuncFunctions` runs `func.func`
+and `func.return`. Constant folding (graph_canonicalize) evaluates single ops
+through `evaluate`, so folding means exactly what the reference says an op means.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from scipy import special
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    OpImplResult,
+    PythonValues,
+    ReturnedValues,
+    TerminatorValue,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import Operation
 
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.dialects import fusion, graph
 
-Evaluator = Callable[[Operation, list[np.ndarray]], list[np.ndarray]]
-EVALUATORS: dict[type[Operation], Evaluator] = {}
-
 
 class ReferenceError(Diagnostic):
     """The module cannot be interpreted (unknown op, wrong inputs)."""
-
-
-def evaluates(*op_types: type[Operation]):
-    def register(fn: Evaluator) -> Evaluator:
-        for t in op_types:
-            EVALUATORS[t] = fn
-        return fn
-
-    return register
 
 
 def _result_dtype(op: Operation, index: int = 0) -> np.dtype:
@@ -44,23 +51,9 @@ def _result_dtype(op: Operation, index: int = 0) -> np.dtype:
     return graph.numpy_dtype(t.get_element_type())
 
 
-# --- elementwise --------------------------------------------------------------
+# --- numpy helpers (also used by the code generators' tests and the stencil lowering) -----
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-
-UNARY: dict[type[Operation], Callable[[np.ndarray], np.ndarray]] = {
-    graph.NegOp: np.negative,
-    graph.AbsOp: np.abs,
-    graph.ExpOp: np.exp,
-    graph.LogOp: np.log,
-    graph.SqrtOp: np.sqrt,
-    graph.RsqrtOp: lambda x: 1 / np.sqrt(x),
-    graph.ReciprocalOp: lambda x: 1 / x,
-    graph.TanhOp: np.tanh,
-    graph.ErfOp: special.erf,
-    graph.SigmoidOp: special.expit,
-    graph.ReluOp: lambda x: np.maximum(x, np.zeros((), x.dtype)),
-}
 
 
 def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
@@ -82,102 +75,16 @@ def int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.floor_divide(a - np.fmod(a, b), b).astype(a.dtype, copy=False)
 
 
-BINARY: dict[type[Operation], Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    graph.AddOp: np.add,
-    graph.SubOp: np.subtract,
-    graph.MulOp: np.multiply,
-    graph.DivOp: lambda a, b: np.divide(a, b) if a.dtype.kind == "f" else int_divide(a, b),
-    graph.MaxOp: np.maximum,
-    graph.MinOp: np.minimum,
-    graph.PowOp: np.power,
-}
-
-
-@evaluates(graph.RemOp)
-def _rem(op: graph.RemOp, args: list[np.ndarray]) -> list[np.ndarray]:
+def remainder(a: np.ndarray, b: np.ndarray, fmod: bool) -> np.ndarray:
     """numpy's mod or fmod; integer remainders by 0 (and INT_MIN % -1) are 0."""
-    a, b = args
+    mod = np.fmod if fmod else np.mod
     with np.errstate(all="ignore"):
         if a.dtype.kind == "f":
-            return [(np.fmod if op.is_fmod else np.mod)(a, b).astype(a.dtype, copy=False)]
+            return mod(a, b).astype(a.dtype, copy=False)
         safe = np.where(b == 0, b.dtype.type(1), b)
         if a.dtype.kind == "i":  # INT_MIN % -1 overflows inside numpy; % 1 gives the same 0
             safe = np.where(safe == -1, b.dtype.type(1), safe)
-        r = (np.fmod if op.is_fmod else np.mod)(a, safe)
-        return [np.where(b == 0, a.dtype.type(0), r).astype(a.dtype, copy=False)]
-
-COMPARE = {
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-}
-
-
-@evaluates(*UNARY)
-def _unary(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
-    with np.errstate(all="ignore"):
-        return [np.asarray(UNARY[type(op)](args[0])).astype(args[0].dtype, copy=False)]
-
-
-@evaluates(graph.GeluOp)
-def _gelu(op: graph.GeluOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    with np.errstate(all="ignore"):
-        return [gelu(args[0], op.form).astype(args[0].dtype, copy=False)]
-
-
-@evaluates(*BINARY)
-def _binary(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
-    with np.errstate(all="ignore"):
-        return [np.asarray(BINARY[type(op)](*args)).astype(args[0].dtype, copy=False)]
-
-
-@evaluates(graph.CompareOp)
-def _compare(op: graph.CompareOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    return [COMPARE[op.predicate.data](*args)]
-
-
-@evaluates(graph.SelectOp)
-def _select(op: graph.SelectOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.where(*args)]
-
-
-@evaluates(graph.CastOp)
-def _cast(op: graph.CastOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    dtype = _result_dtype(op)
-    x = args[0]
-    if dtype == np.bool_:
-        return [x != 0]
-    with np.errstate(all="ignore"):
-        if dtype.kind in "iu" and x.dtype.kind == "f":
-            x = np.trunc(x)
-        return [x.astype(dtype)]
-
-
-# --- broadcast, reductions ------------------------------------------------------
-
-
-@evaluates(graph.BroadcastOp)
-def _broadcast(op: graph.BroadcastOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    out_shape = graph.shape_of(op.result)
-    expanded = [1] * len(out_shape)
-    for src, dst in enumerate(op.dim_map):
-        expanded[dst] = args[0].shape[src]
-    return [np.broadcast_to(args[0].reshape(expanded), out_shape).copy()]
-
-
-REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean, "prod": np.prod}
-
-
-@evaluates(graph.ReduceSumOp, graph.ReduceMaxOp, graph.ReduceMinOp, graph.ReduceMeanOp, graph.ReduceProdOp)
-def _reduce(op: graph.ReduceOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = args[0]
-    # over no elements, max and min give their identity (ONNX's -inf / lowest value)
-    extra = {"initial": identity(op.KIND, x.dtype)} if op.KIND in ("max", "min") and x.size == 0 else {}
-    r = REDUCERS[op.KIND](x, axis=op.reduce_axes, keepdims=op.keeps_dims, **extra)
-    return [np.asarray(r).astype(x.dtype, copy=False).reshape(graph.shape_of(op.result))]
+        return np.where(b == 0, a.dtype.type(0), mod(a, safe)).astype(a.dtype, copy=False)
 
 
 def identity(kind: str, dtype: np.dtype) -> float | int:
@@ -188,34 +95,8 @@ def identity(kind: str, dtype: np.dtype) -> float | int:
     return info.min if kind == "max" else info.max
 
 
-# --- injective ------------------------------------------------------------------
-
-
-@evaluates(graph.TransposeOp)
-def _transpose(op: graph.TransposeOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.ascontiguousarray(np.transpose(args[0], op.permutation))]
-
-
-@evaluates(graph.ReshapeOp)
-def _reshape(op: graph.ReshapeOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    return [args[0].reshape(graph.shape_of(op.result))]
-
-
-@evaluates(graph.SliceOp)
-def _slice(op: graph.SliceOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    index = tuple(slice(a, b, s) for a, b, s in zip(*op.bounds))
-    return [args[0][index].copy()]
-
-
-@evaluates(graph.PadOp)
-def _pad(op: graph.PadOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    low, high = op.padding
-    return [np.pad(args[0], list(zip(low, high)), constant_values=op.pad_value)]
-
-
-@evaluates(graph.ConcatOp)
-def _concat(op: graph.ConcatOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.concatenate(args, axis=op.concat_axis)]
+def lowest_value(dtype: np.dtype) -> float | int:
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
 def gather_positions(indices: np.ndarray, n: int) -> np.ndarray:
@@ -223,33 +104,6 @@ def gather_positions(indices: np.ndarray, n: int) -> np.ndarray:
     clamped to [0, n - 1] (mlfuse's answer where numpy raises)."""
     i = indices.astype(np.int64)
     return np.clip(np.where(i < 0, i + n, i), 0, max(n - 1, 0))
-
-
-@evaluates(graph.GatherOp)
-def _gather(op: graph.GatherOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    data, indices = args
-    axis = op.gather_axis
-    if data.shape[axis] == 0:  # nothing to read: the result is empty too (the verifier says so)
-        return [np.zeros(graph.shape_of(op.result), data.dtype)]
-    return [np.take(data, gather_positions(indices, data.shape[axis]), axis=axis)]
-
-
-@evaluates(graph.GatherElementsOp)
-def _gather_elements(op: graph.GatherElementsOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    data, indices = args
-    axis = op.gather_axis
-    if indices.size == 0:
-        return [np.zeros(indices.shape, data.dtype)]
-    window = data[tuple(slice(0, m) if d != axis else slice(None) for d, m in enumerate(indices.shape))]
-    return [np.take_along_axis(window, gather_positions(indices, data.shape[axis]), axis=axis)]
-
-
-@evaluates(graph.MatmulOp, graph.BatchMatmulOp)
-def _matmul(op: Operation, args: list[np.ndarray]) -> list[np.ndarray]:
-    return [np.matmul(*args).astype(args[0].dtype, copy=False)]
-
-
-# --- stencils -------------------------------------------------------------------------
 
 
 def windows(
@@ -269,9 +123,43 @@ def windows(
     return view[:, :, ::sh, ::sw, ::dh, ::dw]
 
 
-@evaluates(graph.Conv2dOp)
-def _conv2d(op: graph.Conv2dOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    x, w = args
+# --- shapes of one op's evaluation, shared by several ops ------------------------------------
+
+
+def _elementwise(fn: Any, args: PythonValues) -> PythonValues:
+    """fn(*args) in the first operand's dtype, numpy's warnings (overflow, 0/0) silenced."""
+    with np.errstate(all="ignore"):
+        return (np.asarray(fn(*args)).astype(args[0].dtype, copy=False),)
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.divide(a, b) if a.dtype.kind == "f" else int_divide(a, b)
+
+
+REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean, "prod": np.prod}
+
+
+def _reduce(op: graph.ReduceOp, x: np.ndarray) -> PythonValues:
+    # over no elements, max and min give their identity (ONNX's -inf / lowest value)
+    extra = {"initial": identity(op.KIND, x.dtype)} if op.KIND in ("max", "min") and x.size == 0 else {}
+    r = REDUCERS[op.KIND](x, axis=op.reduce_axes, keepdims=op.keeps_dims, **extra)
+    return (np.asarray(r).astype(x.dtype, copy=False).reshape(graph.shape_of(op.result)),)
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> PythonValues:
+    return (np.matmul(a, b).astype(a.dtype, copy=False),)
+
+
+def _cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == np.bool_:
+        return x != 0
+    with np.errstate(all="ignore"):
+        if dtype.kind in "iu" and x.dtype.kind == "f":
+            x = np.trunc(x)
+        return x.astype(dtype)
+
+
+def _conv2d(op: graph.Conv2dOp, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     g = op.group_count
     patches = windows(x, op.kernel_size, op.stride_values, op.pad_values, op.dilation_values, 0)
     n, c, oh, ow, kh, kw = patches.shape
@@ -279,57 +167,295 @@ def _conv2d(op: graph.Conv2dOp, args: list[np.ndarray]) -> list[np.ndarray]:
     grouped = patches.reshape(n, g, c // g, oh, ow, kh, kw)
     weights = w.reshape(g, o // g, c // g, kh, kw)
     y = np.einsum("ngchwij,gocij->ngohw", grouped, weights, optimize=True)
-    return [np.ascontiguousarray(y.reshape(n, o, oh, ow)).astype(x.dtype, copy=False)]
+    return np.ascontiguousarray(y.reshape(n, o, oh, ow)).astype(x.dtype, copy=False)
 
 
-def lowest_value(dtype: np.dtype) -> float | int:
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
-
-
-@evaluates(graph.MaxPool2dOp)
-def _max_pool2d(op: graph.MaxPool2dOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = args[0]
-    view = windows(x, op.kernel_size, op.stride_values, op.pad_values, op.dilation_values, lowest_value(x.dtype))
-    return [view.max(axis=(4, 5))]
-
-
-@evaluates(graph.AvgPool2dOp)
-def _avg_pool2d(op: graph.AvgPool2dOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    x = args[0]
+def _avg_pool2d(op: graph.AvgPool2dOp, x: np.ndarray) -> np.ndarray:
     params = (op.kernel_size, op.stride_values, op.pad_values, op.dilation_values)
     total = windows(x, *params, 0).sum(axis=(4, 5), dtype=x.dtype)
     if op.counts_padding:
         count = math.prod(op.kernel_size)
-        return [(total / x.dtype.type(count)).astype(x.dtype, copy=False)]
+        return (total / x.dtype.type(count)).astype(x.dtype, copy=False)
     ones = np.ones((1, 1, *x.shape[2:]), dtype=x.dtype)
     count = windows(ones, *params, 0).sum(axis=(4, 5), dtype=x.dtype)
-    return [(total / count).astype(x.dtype, copy=False)]
+    return (total / count).astype(x.dtype, copy=False)
 
 
-@evaluates(graph.ConstantOp)
-def _constant(op: graph.ConstantOp, args: list[np.ndarray]) -> list[np.ndarray]:
-    return [op.to_numpy()]
+def _gather_elements(op: graph.GatherElementsOp, data: np.ndarray, indices: np.ndarray) -> np.ndarray:
+    axis = op.gather_axis
+    if indices.size == 0:
+        return np.zeros(indices.shape, data.dtype)
+    window = data[tuple(slice(0, m) if d != axis else slice(None) for d, m in enumerate(indices.shape))]
+    return np.take_along_axis(window, gather_positions(indices, data.shape[axis]), axis=axis)
 
 
-# --- regions ----------------------------------------------------------------------
+COMPARE = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
 
 
-def run_block(block: Block, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Evaluate a block whose arguments are bound to `inputs`; returns the terminator's operands."""
-    env: dict[SSAValue, np.ndarray] = dict(zip(block.args, inputs))
-    for op in block.ops:
-        args = [env[v] for v in op.operands]
-        if isinstance(op, func.ReturnOp | fusion.YieldOp):
-            return args
-        if isinstance(op, fusion.GroupOp):
-            results = run_block(op.block, args)
-        elif type(op) in EVALUATORS:
-            results = EVALUATORS[type(op)](op, args)
-        else:
+# --- one implementation per op ----------------------------------------------------------------
+
+Values = PythonValues  # a tuple with one Python value (here a numpy array) per operand or result
+
+
+@register_impls
+class GraphFunctions(InterpreterFunctions):
+    """numpy semantics of every graph op: `args` are the operands' arrays, the result is a tuple
+    of the results' arrays."""
+
+    # elementwise
+    @impl(graph.NegOp)
+    def run_neg(self, interpreter: Interpreter, op: graph.NegOp, args: Values) -> Values:
+        return _elementwise(np.negative, args)
+
+    @impl(graph.AbsOp)
+    def run_abs(self, interpreter: Interpreter, op: graph.AbsOp, args: Values) -> Values:
+        return _elementwise(np.abs, args)
+
+    @impl(graph.ExpOp)
+    def run_exp(self, interpreter: Interpreter, op: graph.ExpOp, args: Values) -> Values:
+        return _elementwise(np.exp, args)
+
+    @impl(graph.LogOp)
+    def run_log(self, interpreter: Interpreter, op: graph.LogOp, args: Values) -> Values:
+        return _elementwise(np.log, args)
+
+    @impl(graph.SqrtOp)
+    def run_sqrt(self, interpreter: Interpreter, op: graph.SqrtOp, args: Values) -> Values:
+        return _elementwise(np.sqrt, args)
+
+    @impl(graph.RsqrtOp)
+    def run_rsqrt(self, interpreter: Interpreter, op: graph.RsqrtOp, args: Values) -> Values:
+        return _elementwise(lambda x: 1 / np.sqrt(x), args)
+
+    @impl(graph.ReciprocalOp)
+    def run_reciprocal(self, interpreter: Interpreter, op: graph.ReciprocalOp, args: Values) -> Values:
+        return _elementwise(lambda x: 1 / x, args)
+
+    @impl(graph.TanhOp)
+    def run_tanh(self, interpreter: Interpreter, op: graph.TanhOp, args: Values) -> Values:
+        return _elementwise(np.tanh, args)
+
+    @impl(graph.ErfOp)
+    def run_erf(self, interpreter: Interpreter, op: graph.ErfOp, args: Values) -> Values:
+        return _elementwise(special.erf, args)
+
+    @impl(graph.SigmoidOp)
+    def run_sigmoid(self, interpreter: Interpreter, op: graph.SigmoidOp, args: Values) -> Values:
+        return _elementwise(special.expit, args)
+
+    @impl(graph.ReluOp)
+    def run_relu(self, interpreter: Interpreter, op: graph.ReluOp, args: Values) -> Values:
+        return _elementwise(lambda x: np.maximum(x, np.zeros((), x.dtype)), args)
+
+    @impl(graph.GeluOp)
+    def run_gelu(self, interpreter: Interpreter, op: graph.GeluOp, args: Values) -> Values:
+        return _elementwise(lambda x: gelu(x, op.form), args)
+
+    @impl(graph.AddOp)
+    def run_add(self, interpreter: Interpreter, op: graph.AddOp, args: Values) -> Values:
+        return _elementwise(np.add, args)
+
+    @impl(graph.SubOp)
+    def run_sub(self, interpreter: Interpreter, op: graph.SubOp, args: Values) -> Values:
+        return _elementwise(np.subtract, args)
+
+    @impl(graph.MulOp)
+    def run_mul(self, interpreter: Interpreter, op: graph.MulOp, args: Values) -> Values:
+        return _elementwise(np.multiply, args)
+
+    @impl(graph.DivOp)
+    def run_div(self, interpreter: Interpreter, op: graph.DivOp, args: Values) -> Values:
+        return _elementwise(_divide, args)
+
+    @impl(graph.MaxOp)
+    def run_max(self, interpreter: Interpreter, op: graph.MaxOp, args: Values) -> Values:
+        return _elementwise(np.maximum, args)
+
+    @impl(graph.MinOp)
+    def run_min(self, interpreter: Interpreter, op: graph.MinOp, args: Values) -> Values:
+        return _elementwise(np.minimum, args)
+
+    @impl(graph.PowOp)
+    def run_pow(self, interpreter: Interpreter, op: graph.PowOp, args: Values) -> Values:
+        return _elementwise(np.power, args)
+
+    @impl(graph.RemOp)
+    def run_rem(self, interpreter: Interpreter, op: graph.RemOp, args: Values) -> Values:
+        return (remainder(*args, fmod=op.is_fmod),)
+
+    @impl(graph.CompareOp)
+    def run_compare(self, interpreter: Interpreter, op: graph.CompareOp, args: Values) -> Values:
+        return (COMPARE[op.predicate.data](*args),)
+
+    @impl(graph.SelectOp)
+    def run_select(self, interpreter: Interpreter, op: graph.SelectOp, args: Values) -> Values:
+        return (np.where(*args),)
+
+    @impl(graph.CastOp)
+    def run_cast(self, interpreter: Interpreter, op: graph.CastOp, args: Values) -> Values:
+        return (_cast(args[0], _result_dtype(op)),)
+
+    # broadcast, reductions
+    @impl(graph.BroadcastOp)
+    def run_broadcast(self, interpreter: Interpreter, op: graph.BroadcastOp, args: Values) -> Values:
+        out_shape = graph.shape_of(op.result)
+        expanded = [1] * len(out_shape)
+        for src, dst in enumerate(op.dim_map):
+            expanded[dst] = args[0].shape[src]
+        return (np.broadcast_to(args[0].reshape(expanded), out_shape).copy(),)
+
+    @impl(graph.ReduceSumOp)
+    def run_reduce_sum(self, interpreter: Interpreter, op: graph.ReduceSumOp, args: Values) -> Values:
+        return _reduce(op, args[0])
+
+    @impl(graph.ReduceMaxOp)
+    def run_reduce_max(self, interpreter: Interpreter, op: graph.ReduceMaxOp, args: Values) -> Values:
+        return _reduce(op, args[0])
+
+    @impl(graph.ReduceMinOp)
+    def run_reduce_min(self, interpreter: Interpreter, op: graph.ReduceMinOp, args: Values) -> Values:
+        return _reduce(op, args[0])
+
+    @impl(graph.ReduceMeanOp)
+    def run_reduce_mean(self, interpreter: Interpreter, op: graph.ReduceMeanOp, args: Values) -> Values:
+        return _reduce(op, args[0])
+
+    @impl(graph.ReduceProdOp)
+    def run_reduce_prod(self, interpreter: Interpreter, op: graph.ReduceProdOp, args: Values) -> Values:
+        return _reduce(op, args[0])
+
+    # injective
+    @impl(graph.TransposeOp)
+    def run_transpose(self, interpreter: Interpreter, op: graph.TransposeOp, args: Values) -> Values:
+        return (np.ascontiguousarray(np.transpose(args[0], op.permutation)),)
+
+    @impl(graph.ReshapeOp)
+    def run_reshape(self, interpreter: Interpreter, op: graph.ReshapeOp, args: Values) -> Values:
+        return (args[0].reshape(graph.shape_of(op.result)),)
+
+    @impl(graph.SliceOp)
+    def run_slice(self, interpreter: Interpreter, op: graph.SliceOp, args: Values) -> Values:
+        index = tuple(slice(a, b, s) for a, b, s in zip(*op.bounds))
+        return (args[0][index].copy(),)
+
+    @impl(graph.PadOp)
+    def run_pad(self, interpreter: Interpreter, op: graph.PadOp, args: Values) -> Values:
+        low, high = op.padding
+        return (np.pad(args[0], list(zip(low, high)), constant_values=op.pad_value),)
+
+    @impl(graph.ConcatOp)
+    def run_concat(self, interpreter: Interpreter, op: graph.ConcatOp, args: Values) -> Values:
+        return (np.concatenate(args, axis=op.concat_axis),)
+
+    @impl(graph.GatherOp)
+    def run_gather(self, interpreter: Interpreter, op: graph.GatherOp, args: Values) -> Values:
+        data, indices = args
+        axis = op.gather_axis
+        if data.shape[axis] == 0:  # nothing to read: the result is empty too (the verifier says so)
+            return (np.zeros(graph.shape_of(op.result), data.dtype),)
+        return (np.take(data, gather_positions(indices, data.shape[axis]), axis=axis),)
+
+    @impl(graph.GatherElementsOp)
+    def run_gather_elements(self, interpreter: Interpreter, op: graph.GatherElementsOp, args: Values) -> Values:
+        return (_gather_elements(op, *args),)
+
+    @impl(graph.MatmulOp)
+    def run_matmul(self, interpreter: Interpreter, op: graph.MatmulOp, args: Values) -> Values:
+        return _matmul(*args)
+
+    @impl(graph.BatchMatmulOp)
+    def run_batch_matmul(self, interpreter: Interpreter, op: graph.BatchMatmulOp, args: Values) -> Values:
+        return _matmul(*args)
+
+    # stencils
+    @impl(graph.Conv2dOp)
+    def run_conv2d(self, interpreter: Interpreter, op: graph.Conv2dOp, args: Values) -> Values:
+        return (_conv2d(op, *args),)
+
+    @impl(graph.MaxPool2dOp)
+    def run_max_pool2d(self, interpreter: Interpreter, op: graph.MaxPool2dOp, args: Values) -> Values:
+        x = args[0]
+        params = (op.kernel_size, op.stride_values, op.pad_values, op.dilation_values)
+        return (windows(x, *params, lowest_value(x.dtype)).max(axis=(4, 5)),)
+
+    @impl(graph.AvgPool2dOp)
+    def run_avg_pool2d(self, interpreter: Interpreter, op: graph.AvgPool2dOp, args: Values) -> Values:
+        return (_avg_pool2d(op, args[0]),)
+
+    @impl(graph.ConstantOp)
+    def run_constant(self, interpreter: Interpreter, op: graph.ConstantOp, args: Values) -> Values:
+        return (op.to_numpy(),)
+
+
+@register_impls
+class FusionFunctions(InterpreterFunctions):
+    """A fusion.group means its body: the body is interpreted inline on the group's operands."""
+
+    @impl(fusion.GroupOp)
+    def run_group(self, interpreter: Interpreter, op: fusion.GroupOp, args: Values) -> Values:
+        return interpreter.run_ssacfg_region(op.body, args, "fusion.group")
+
+    @impl_terminator(fusion.YieldOp)
+    def run_yield(self, interpreter: Interpreter, op: fusion.YieldOp, args: Values) -> tuple[TerminatorValue, Values]:
+        return ReturnedValues(args), ()
+
+
+class ReferenceInterpreter(Interpreter):
+    """xDSL's Interpreter, with an op run as its implementation says and nothing more.
+
+    xDSL's default adds the whole module, printed, to the notes of any error an
+    implementation raises: megabytes for a model with weights, and after a
+    MemoryError a second allocation that mlfuse-run's "out of memory" report
+    would not survive. An op without an implementation is a ReferenceError.
+    """
+
+    def implements(self, op_type: type[Operation]) -> bool:
+        return op_type in self._impls._impl_dict
+
+    def _run_op(self, op: Operation, inputs: PythonValues) -> OpImplResult:
+        found = self._impls._impl_dict.get(type(op))
+        if found is None:
             raise ReferenceError(f"the reference interpreter has no semantics for '{op.name}'")
-        for value, array in zip(op.results, results, strict=True):
-            env[value] = array
-    raise ReferenceError("block has no terminator")
+        functions, run = found
+        return run(functions, self, op, inputs)
+
+
+def interpreter(module: ModuleOp) -> ReferenceInterpreter:
+    """An interpreter of func, graph and fusion ops, with `module` as its symbol table."""
+    interp = ReferenceInterpreter(module)
+    interp.register_implementations(FuncFunctions())
+    interp.register_implementations(GraphFunctions())
+    interp.register_implementations(FusionFunctions())
+    return interp
+
+
+@functools.cache
+def _graph_ops() -> ReferenceInterpreter:
+    """An interpreter of graph ops alone, for single ops: it holds no state between them
+    (no op it runs has a region), so one instance serves every caller and thread."""
+    interp = ReferenceInterpreter(ModuleOp([]))
+    interp.register_implementations(GraphFunctions())
+    return interp
+
+
+def has_semantics(op: Operation) -> bool:
+    """Whether `evaluate` can compute `op`: every graph op (not fusion.group, not func)."""
+    return _graph_ops().implements(type(op))
+
+
+def evaluate(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The results of the graph op `op` on the operand values `args` (constant folding)."""
+    return list(_graph_ops().run_op(op, tuple(args)))
+
+
+# --- functions ------------------------------------------------------------------------------
 
 
 def find_function(module: ModuleOp, entry: str) -> func.FuncOp:
@@ -370,7 +496,7 @@ class ReferenceFunction:
         self.fn = fn
 
     def __call__(self, *arrays: Any) -> tuple[np.ndarray, ...]:
-        return tuple(run_block(self.fn.body.block, check_inputs(self.fn, arrays)))
+        return self.run(check_inputs(self.fn, arrays))
 
     def widened(self, *arrays: Any) -> tuple[np.ndarray, ...]:
         """The graph evaluated with its float inputs (and so its float values) in float64.
@@ -380,8 +506,14 @@ class ReferenceFunction:
         Ops keep their operands' dtype (constants promote to f64), so everything
         downstream of a float input is f64, except past explicit casts."""
         checked = check_inputs(self.fn, arrays)
-        wide = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in checked]
-        return tuple(run_block(self.fn.body.block, wide))
+        return self.run([a.astype(np.float64) if a.dtype.kind == "f" else a for a in checked])
+
+    def run(self, inputs: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The function on `inputs`, unchecked (a fresh interpreter per call: calls from
+        several threads share nothing)."""
+        module = self.fn.parent_op()
+        interp = interpreter(module if isinstance(module, ModuleOp) else ModuleOp([]))
+        return tuple(interp.call_op(self.fn, tuple(inputs)))
 
     def longest_reduction(self) -> int:
         """The most elements any one output element of the graph sums over (1 if none):

@@ -5,7 +5,10 @@
         y = model(x)
 
 Dynamo hands the backend an FX graph; AOTAutograd decomposes it to core ATen and
-calls `compile_fx_graph` on the inference graph (parameters are graph inputs). The
+calls `compile_fx_graph` on the inference graph. Parameters and buffers are frozen
+into constants (`FrozenGraph`: what depends only on weights folds at compile time; an
+in-place update of a weight compiles again; `options={"freeze": False}` keeps them as
+inputs). The
 graph is split into maximal subgraphs whose ops convert to the graph dialect
 (`is_convertible` asks the converter table, `CONVERTERS`, one function per aten op
 family); each subgraph becomes one `mlfuse.compile`d function, and everything else
@@ -232,6 +235,13 @@ class Lowering:
         val = _val(node)
         _check_tensor_val(val)
         t = self.b.input(f"in{len(self.values)}", _static_shape(val), DTYPES[val.dtype])
+        self.values[node] = t
+        return t
+
+    def add_constant(self, node: fx.Node, value: torch.Tensor) -> Tensor:
+        """A frozen parameter or buffer: its bytes become a graph constant."""
+        _check_tensor_val(value)
+        t = self.b.constant(_as_numpy(value).copy(), DTYPES[value.dtype])
         self.values[node] = t
         return t
 
@@ -929,13 +939,20 @@ class _Support(OperatorSupportBase):
 # ---------------------------------------------------------------------------
 
 
-def lower_subgraph(sub: fx.GraphModule) -> Any:
-    """The graph-dialect module of a fused subgraph (placeholders in, its output tuple out)."""
+def lower_subgraph(sub: fx.GraphModule, constants: dict[int, torch.Tensor] | None = None) -> Any:
+    """The graph-dialect module of a fused subgraph (placeholders in, its output tuple out).
+    `constants` maps placeholder positions to frozen values: those become graph constants."""
     cx = Lowering()
+    constants = constants or {}
     outputs: Sequence[fx.Node] = ()
+    placeholders = 0
     for node in sub.graph.nodes:
         if node.op == "placeholder":
-            cx.add_input(node)
+            if placeholders in constants:
+                cx.add_constant(node, constants[placeholders])
+            else:
+                cx.add_input(node)
+            placeholders += 1
         elif node.op == "call_function":
             cx.lower(node)
         elif node.op == "output":
@@ -974,13 +991,14 @@ def _worth_a_kernel(nodes: Sequence[fx.Node]) -> bool:
     )
 
 
-def _compile_kernel(sub: fx.GraphModule, report: KernelReport, options: dict) -> MlfuseKernel | None:
+def _compile_kernel(sub: fx.GraphModule, report: KernelReport, options: dict,
+                    constants: dict[int, torch.Tensor]) -> MlfuseKernel | None:
     """mlfuse.compile the subgraph, or None (and the reason in the report) if it fails."""
     import mlfuse
 
     start = time.perf_counter()
     try:
-        module = lower_subgraph(sub)
+        module = lower_subgraph(sub, constants)
         fn = mlfuse.compile(module, **options)
     except Exception as e:  # Unsupported, a Diagnostic, or a compiler bug: run it eagerly
         report.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
@@ -1027,11 +1045,33 @@ def compile_fx_graph(gm: fx.GraphModule, example_inputs: Sequence[Any], options:
             kernel_report = KernelReport(node.target, collections.Counter(
                 _op_name(n) for n in sub.graph.nodes if n.op == "call_function" and n.target is not operator.getitem))
             report.kernels.append(kernel_report)
-            kernel = _compile_kernel(sub, kernel_report, options)
+            constants = _frozen_arguments(gm, node)
+            kernel = _compile_kernel(sub, kernel_report, options, constants)
             if kernel is not None:
                 setattr(gm, node.target, kernel)
+                node.args = tuple(a for i, a in enumerate(node.args) if i not in constants)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
     log.info("%s", report.summary())
     return gm
+
+
+def _frozen_arguments(gm: fx.GraphModule, call: fx.Node) -> dict[int, torch.Tensor]:
+    """The arguments of a kernel call that are frozen parameters (get_attr tensors), by position."""
+    constants = {}
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, fx.Node) and arg.op == "get_attr":
+            value = _fetch_attr(gm, arg.target)
+            if isinstance(value, torch.Tensor):
+                constants[i] = value
+    return constants
+
+
+def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
+    value: Any = gm
+    for name in target.split("."):
+        value = getattr(value, name)
+    return value
 
 
 def _has_symbolic_shapes(gm: fx.GraphModule) -> bool:
@@ -1070,7 +1110,8 @@ class _ShapeSpecializer:
         from torch.fx.experimental.proxy_tensor import make_fx
 
         try:
-            static = make_fx(self.gm, tracing_mode="fake")(*args)
+            # frozen parameters are real tensors among the fake ones
+            static = make_fx(self.gm, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
             for node in list(static.graph.nodes):  # make_fx detaches parameters: no-ops here
                 if node.target is aten.detach.default:
                     node.replace_all_uses_with(node.args[0])
@@ -1104,10 +1145,87 @@ def _compile_options(defaults: dict, extra: dict | None) -> dict:
 
     options = {**defaults, **(extra or {})}
     known = set(inspect.signature(mlfuse_compile).parameters) - {"source", "entry", "input_shapes"}
+    known.add("freeze")  # the backend's own: parameters as constants (see FrozenGraph)
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"unknown mlfuse option(s) {', '.join(unknown)} (expected: {', '.join(sorted(known))})")
     return options
+
+
+def _freezable_inputs(aot_graph: fx.GraphModule, dynamo_inputs: Sequence[Any]) -> dict[int, torch.Tensor]:
+    """The inputs of AOTAutograd's graph that are the model's parameters and buffers (dynamo
+    marks them static) and that the graph does not mutate or alias, by position.
+
+    AOTAutograd's graph takes the module's own parameters (none when dynamo inlines
+    modules, the default), then dynamo's inputs. Anything it rearranged (duplicate or
+    aliased inputs) does not match that count, and then nothing is frozen."""
+    context = torch._guards.TracingContext.try_get()
+    params = list(getattr(context, "params_flat", None) or [])
+    flat = [*params, *dynamo_inputs]
+    placeholders = [n for n in aot_graph.graph.nodes if n.op == "placeholder"]
+    metadata = getattr(context, "fw_metadata", None)
+    if metadata is None or len(placeholders) != len(flat) or len(metadata.input_info) != len(flat):
+        return {}
+    aliased = {out.base_idx for out in metadata.output_info if out.base_idx is not None}
+    frozen = {}
+    for i, (value, info) in enumerate(zip(flat, metadata.input_info)):
+        static = isinstance(value, torch.nn.Parameter) or getattr(value, "_dynamo_static_input_type", None)
+        mutated = info.mutates_data or info.mutates_metadata or i in aliased
+        if static and not mutated and isinstance(value, torch.Tensor) and value.device.type == "cpu":
+            frozen[i] = value
+    return frozen
+
+
+class FrozenGraph:
+    """An inference graph compiled with the model's parameters and buffers as constants.
+
+    Constants let mlfuse fold what depends only on weights (a linear layer's transposed
+    weight, batch norm's scale and shift) at compile time, as onnxruntime and inductor's
+    freezing do, instead of on every call. Each call checks that every frozen tensor is
+    still the same object at the same version (torch counts in-place writes, such as
+    `load_state_dict` or an optimizer step); if not, the graph is compiled again with the
+    new values (unchanged kernels come from mlfuse's cache). Writes that bypass the
+    version counter (through `.data` or a numpy view) are not seen: pass
+    `options={"freeze": False}` to keep parameters as inputs."""
+
+    def __init__(self, aot_graph: fx.GraphModule, frozen: dict[int, torch.Tensor], options: dict):
+        self.aot_graph, self.options = aot_graph, options
+        self._compile(frozen)
+
+    def _compile(self, frozen: dict[int, torch.Tensor]) -> None:
+        self.frozen = [(i, t, t._version) for i, t in frozen.items()]
+        count = sum(1 for n in self.aot_graph.graph.nodes if n.op == "placeholder")
+        self.kept = [i for i in range(count) if i not in frozen]
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        with unset_fake_temporarily():  # AOTAutograd calls its compiler under fake mode
+            self.fn = compile_fx_graph(_with_constants(self.aot_graph, frozen), [], self.options)
+
+    def __call__(self, *args: Any) -> Any:
+        if any(args[i] is not t or t._version != version for i, t, version in self.frozen):
+            self._compile({i: args[i] for i, _, _ in self.frozen})
+        return self.fn(*[args[i] for i in self.kept])
+
+
+def _with_constants(gm: fx.GraphModule, constants: dict[int, torch.Tensor]) -> fx.GraphModule:
+    """A copy of `gm` whose placeholders at the given positions read attributes holding the
+    tensors (detached: the same memory)."""
+    graph = fx.Graph()
+    env: dict[fx.Node, fx.Node] = {}
+    placeholders = 0
+    root = torch.nn.Module()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder" and placeholders in constants:
+            name = f"_mlfuse_frozen_{placeholders}"
+            setattr(root, name, constants[placeholders].detach())
+            env[node] = graph.get_attr(name)
+            env[node].meta = dict(node.meta)
+        else:
+            env[node] = graph.node_copy(node, lambda n: env[n])
+            if node.op == "get_attr":
+                setattr(root, node.target, _fetch_attr(gm, node.target))
+        placeholders += node.op == "placeholder"
+    return fx.GraphModule(root, graph)
 
 
 def make_backend(**options: Any) -> Callable:
@@ -1128,8 +1246,13 @@ def make_backend(**options: Any) -> Callable:
             return gm.forward
         from torch._dynamo.backends.common import aot_autograd
 
+        freeze = compile_options.pop("freeze", True)
+
         def fw_compiler(graph_module: fx.GraphModule, inputs: Sequence[Any]) -> Callable:
             try:
+                frozen = _freezable_inputs(graph_module, example_inputs) if freeze else {}
+                if frozen:
+                    return FrozenGraph(graph_module, frozen, compile_options)
                 return compile_fx_graph(graph_module, inputs, compile_options)
             except Exception as e:  # a bug here must not fail the user's model: run it eagerly
                 report = GraphReport(index=len(_REPORTS), fallback=f"internal error: {type(e).__name__}: {e}")

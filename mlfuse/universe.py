@@ -20,6 +20,10 @@ def _pass(module: str, name: str) -> Callable:
     return lambda: getattr(importlib.import_module(f"mlfuse.passes.{module}"), name)
 
 
+def _compile_target(name: str) -> Callable:
+    return lambda: getattr(importlib.import_module("mlfuse.target"), name)
+
+
 MLFUSE_DIALECTS: dict[str, Callable] = {
     "graph": _dialect("graph", "Graph"),
     "fusion": _dialect("fusion", "Fusion"),
@@ -52,11 +56,19 @@ MLFUSE_PASSES: dict[str, Callable] = {
     flag: _pass(module, cls) for flag, (module, cls) in PASS_MODULES.items()
 }
 
-# target name -> factory of an xdsl Target class (`mlfuse-opt -t NAME`)
+# output target name -> factory of an xdsl Target class (`mlfuse-opt -t NAME`)
 MLFUSE_TARGETS: dict[str, Callable] = {
     "llvm": lambda: importlib.import_module("mlfuse.backend.targets").LLVMTarget,
     "llvm-opt": lambda: importlib.import_module("mlfuse.backend.targets").LLVMOptTarget,
     "ptx": lambda: importlib.import_module("mlfuse.backend.gpu.ptx").PtxTarget,
+}
+
+
+# compile target name -> factory of an mlfuse.target.Target class (`mlfuse.compile(..., target=NAME)`)
+MLFUSE_COMPILE_TARGETS: dict[str, Callable] = {
+    "cpu": _compile_target("CpuTarget"),
+    "gpu": _compile_target("GpuDeviceTarget"),
+    "gpu-sim": _compile_target("GpuSimTarget"),
 }
 
 MLFUSE_UNIVERSE = Universe(all_dialects=MLFUSE_DIALECTS, all_passes=MLFUSE_PASSES)

@@ -1,12 +1,12 @@
 """convert-kernel-to-nvvm: kernel-dialect ops -> llvm dialect with NVVM intrinsics.
 
 Every `kernel.func` becomes an `llvm.func` marked `nvvm.kernel` (translated with the
-ptx_kernel calling convention) whose buffer arguments are `!llvm.ptr<1>`, cast back
-to memrefs for the body's memref ops; ids, barriers, shuffles, shared buffers,
-atomics and grid barriers become NVVM intrinsics, address-space-3 globals and
-inline PTX. Host code (`func.func` with `kernel.launch`) is left as it is; the
-body's arith/math/scf/memref ops are convert-to-llvm's (see
-mlfuse/backend/gpu/lowering.py).
+ptx_kernel calling convention) whose buffer arguments are `!llvm.ptr<1>`; ids,
+barriers, shuffles, shared buffers, atomics and grid barriers become NVVM
+intrinsics, address-space-3 globals and inline PTX. Host code (`func.func` with
+`kernel.launch`) is left as it is; the body's arith/math/scf/memref ops are lowered
+by convert-to-llvm's pattern sets, to which mlfuse/backend/gpu/lowering.py adds the
+kernel-dialect patterns.
 
 Before:
     kernel.func @k(%x: memref<256xf32, 1>) attributes {block = array<i64: 256, 1, 1>} {
@@ -17,15 +17,17 @@ Before:
       kernel.return
     }
 After:
-    llvm.func @k(%x: !llvm.ptr<1> {llvm.align = 16 : i64, llvm.noalias})
+    llvm.func @k(%x: !llvm.ptr<1> {llvm.noalias, llvm.align = 16 : i64})
         attributes {nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>} {
-      %0 = builtin.unrealized_conversion_cast %x : !llvm.ptr<1> to memref<256xf32, 1>
-      %1 = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.tid.x"() : () -> i32
-      %t = arith.index_cast %1 : i32 to index
-      %v = memref.load %0[%t] : memref<256xf32, 1>
-      ...
+      %0 = llvm.call_intrinsic "llvm.nvvm.read.ptx.sreg.tid.x"() : () -> i32
+      %t = llvm.zext %0 : i32 to i64
+      %p = llvm.getelementptr inbounds %x[%t] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+      %v = llvm.load %p {alignment = 4 : i64} : !llvm.ptr<1> -> f32
+      %m = llvm.mlir.constant(-1 : i32) : i32
+      %o = llvm.mlir.constant(16 : i32) : i32
+      %c = llvm.mlir.constant(31 : i32) : i32
       %s = llvm.call_intrinsic "llvm.nvvm.shfl.sync.bfly.f32"(%m, %v, %o, %c) : (i32, f32, i32, i32) -> f32
-      memref.store %s, %0[%t] : memref<256xf32, 1>
+      llvm.store %s, %p {alignment = 4 : i64} : f32, !llvm.ptr<1>
       llvm.return
     }
 """

@@ -1,5 +1,9 @@
 """convert-to-llvm: lower func, arith, math, scf, memref and loop ops to xDSL's llvm dialect.
 
+The conversion is a set of rewrite patterns (mlfuse.conversion.to_llvm and
+mlfuse.conversion.llvm_runtime): scf goes to cf with xDSL's patterns, each other op
+has its own, type boundaries are bridged by unrealized casts that a final
+reconcile removes, and an op no pattern lowers is reported at its location.
 Memrefs of static shape become bare pointers indexed by inbounds GEPs on the
 linearized index (vectorizable); scf.for becomes a CFG; memref.alloc/dealloc call
 aligned_alloc/free; loop.parallel_call becomes a GOMP_parallel call with a

@@ -7,8 +7,9 @@ where calls to libm do not. Other element types are left alone.
 Before:
     %y = math.exp %x : f32
 After:
-    %c = arith.constant 1.44269502 : f32
-    ... (about 25 arith ops, no calls)
+    %lo = arith.cmpf olt, %x, %c-104 : f32
+    ... (about 30 arith ops, no calls: a clamp by compare and select, a
+    polynomial of `contract` multiply-adds, 2^n cut from integer bits)
 """
 
 from dataclasses import dataclass

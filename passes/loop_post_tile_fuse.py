@@ -1,4 +1,4 @@
-"""loop-post-tile-fuse{max-recompute=2.0 parallel-dims=1 scratch-limit=2097152 remarks=false}:
+"""loop-post-tile-fuse{max-recompute=2.0 parallel-dims=1 scratch-limit=2097152 remarks=false scope=function}:
 fuse producers into the tiles of their consumers (post-tiling fusion, Zhao & Di, MICRO 2020).
 
 For every intermediate read inside a tile band (loop-tile), the nests writing it
@@ -10,6 +10,9 @@ stencil's halo, which each tile recomputes (overlapped tiling). The fused buffer
 becomes per-tile scratch (`memref.alloca` in the band, still full-shaped:
 loop-storage-reduce shrinks it), and the original nests disappear. It repeats, so
 producers of fused producers follow.
+
+scope=group fuses only producers of the band's own planner window group (nests tagged
+`fusion_group`) whose results no other group reads.
 
 Not fused (a remark with remarks=true says why): intermediates also read outside
 tile bands; producers whose extension would split a reduction across tiles or
@@ -46,7 +49,7 @@ from xdsl.passes import ModulePass
 
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.poly.fusion import FuseOptions, post_tile_fuse
-from mlfuse.poly.program import functions, print_remark
+from mlfuse.poly.program import check_scope, functions, print_remark
 
 
 @dataclass(frozen=True)
@@ -57,12 +60,14 @@ class LoopPostTileFusePass(ModulePass):
     parallel_dims: int = 1
     scratch_limit: int = 2 << 20
     remarks: bool = False
+    scope: str = "function"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.max_recompute < 1:
             raise Diagnostic(f"{self.name}: max-recompute must be >= 1, got {self.max_recompute}", "<pass-pipeline>:1:1")
         if self.parallel_dims < 0 or self.scratch_limit <= 0:
             raise Diagnostic(f"{self.name}: parallel-dims must be >= 0 and scratch-limit > 0", "<pass-pipeline>:1:1")
+        check_scope(self.name, self.scope)
         options = FuseOptions(float(self.max_recompute), self.parallel_dims, self.scratch_limit)
         for fn in functions(op):
-            post_tile_fuse(fn, options, print_remark if self.remarks else None)
+            post_tile_fuse(fn, options, print_remark if self.remarks else None, self.scope)

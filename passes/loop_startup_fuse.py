@@ -1,4 +1,7 @@
-"""loop-startup-fuse{forward=true merge=true}: minfuse-like start-up fusion before tiling.
+"""loop-startup-fuse{forward=true merge=true scope=function}: minfuse-like start-up fusion before tiling.
+
+scope=group joins only nests of one planner window group (tagged `fusion_group`), so
+the fusion plan's kernel boundaries stay where the ILP put them.
 
 - forward: a nest that only copies elements into an intermediate (slice,
   broadcast, transpose; an invertible shifted-permutation write map) disappears;
@@ -27,7 +30,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from mlfuse.poly.program import functions
+from mlfuse.poly.program import check_scope, functions
 from mlfuse.poly.startup import startup_fuse
 
 
@@ -37,7 +40,9 @@ class LoopStartupFusePass(ModulePass):
 
     forward: bool = True
     merge: bool = True
+    scope: str = "function"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        check_scope(self.name, self.scope)
         for fn in functions(op):
-            startup_fuse(fn, self.forward, self.merge)
+            startup_fuse(fn, self.forward, self.merge, self.scope)

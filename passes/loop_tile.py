@@ -1,4 +1,4 @@
-"""loop-tile{sizes=32,256 shape=rect fusible-only=false remarks=false}: tile the live-out spaces.
+"""loop-tile{sizes=32,256 shape=rect fusible-only=false remarks=false scope=function}: tile the live-out spaces.
 
 Each function argument written by top-level loop nests (a live-out) is cut into
 tiles of its index space; the writers move into a parallel `loop.band` over the
@@ -24,6 +24,11 @@ Options:
   fusible-only    tile only live-outs whose writers read an intermediate that loop nests
                   produce (where loop-post-tile-fuse has something to fuse: where tiling pays)
   remarks=true    say on stderr why a live-out was not tiled.
+  scope=group     tile the live-outs of the planner's window groups (nests tagged
+                  `fusion_group`: a group's results read outside it) instead of the
+                  function's, and count only producers of the same group as fusible
+                  (the default pipeline; scope=function: every nest, as for stencil
+                  pipelines without a plan).
 
 Before (-p 'loop-tile{sizes=64,256}'):
     func.func @f(%x: memref<1000x1000xf32>, %y: memref<1000x1000xf32>) {
@@ -48,7 +53,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from mlfuse.diagnostics import Diagnostic
-from mlfuse.poly.program import functions, print_remark
+from mlfuse.poly.program import check_scope, functions, print_remark
 from mlfuse.poly.tiling import tile_function
 
 SHAPES = ("rect", "parallelogram")
@@ -69,9 +74,11 @@ class LoopTilePass(ModulePass):
     shape: str = "rect"
     fusible_only: bool = False
     remarks: bool = False
+    scope: str = "function"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_tile_options(self.name, self.sizes, self.shape)
+        check_scope(self.name, self.scope)
         for fn in functions(op):
             tile_function(
                 fn,
@@ -79,4 +86,5 @@ class LoopTilePass(ModulePass):
                 shape=self.shape,
                 remark=print_remark if self.remarks else lambda *_: None,
                 fusible_only=self.fusible_only,
+                scope=self.scope,
             )

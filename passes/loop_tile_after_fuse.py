@@ -22,10 +22,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from mlfuse.passes.loop_tile import check_tile_options
 from mlfuse.poly.program import functions, print_remark
 from mlfuse.poly.startup import startup_fuse
 from mlfuse.poly.tiling import tile_function
-from mlfuse.passes.loop_tile import check_tile_options
 
 
 @dataclass(frozen=True)

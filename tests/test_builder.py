@@ -12,11 +12,12 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from conftest import random_array
 from mlfuse.dialects import graph
 from mlfuse.frontend.builder import GraphBuilder, Tensor
 from mlfuse.ir import parse_module
 from mlfuse.reference import reference
+
+from conftest import random_array
 
 
 def evaluate(build: Callable[..., Tensor | tuple], inputs: dict[str, np.ndarray]):

@@ -404,8 +404,8 @@ def test_large_transposes_run_by_tiles(shape, perm):
     fn = mlfuse.compile(module)
     fn(xs, out=out)
     np.testing.assert_array_equal(out, np.transpose(xs, perm))
-    from mlfuse.api import run_pipeline
     from mlfuse import pipelines
+    from mlfuse.api import run_pipeline
 
     steps = pipelines.cpu_pipeline()
     lowered = run_pipeline(module.clone(), steps[: steps.index("convert-graph-to-loop") + 1])

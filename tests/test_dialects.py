@@ -26,8 +26,8 @@ from mlfuse.dialects import fusion, graph
 from mlfuse.dialects.graph_canonicalize import MAX_FOLDED_ELEMENTS
 from mlfuse.ir import make_context, parse_module
 from mlfuse.reference import reference
-from conftest import make_module, random_array, tensor_type
 
+from conftest import make_module, random_array, tensor_type
 
 t = tensor_type
 

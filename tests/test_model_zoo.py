@@ -18,9 +18,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 ort = pytest.importorskip("onnxruntime")
 
-from bench.models import EXPORTERS, ZOO, export  # noqa: E402
-
 import mlfuse  # noqa: E402
+from bench.models import EXPORTERS, ZOO, export  # noqa: E402
 
 # (model, exporter) pairs that torch cannot export today, with torch's reason
 EXPORT_FAILS = {

@@ -10,14 +10,6 @@ import json
 import numpy as np
 import pytest
 
-from test_onnx_helpers import (
-    check_against_onnxruntime,
-    make_model,
-    run_onnxruntime,
-    run_reference,
-    single_node,
-)
-
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.frontend.onnx import (
     bind_inputs,
@@ -27,6 +19,14 @@ from mlfuse.frontend.onnx import (
     parse_shape_options,
 )
 from mlfuse.reference import reference
+
+from test_onnx_helpers import (
+    check_against_onnxruntime,
+    make_model,
+    run_onnxruntime,
+    run_reference,
+    single_node,
+)
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402

@@ -10,15 +10,16 @@ CPU pipeline, fusion on) skip until mlfuse.compile exists.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
 
-from test_onnx_helpers import make_model, relative_error, run_onnxruntime, run_reference
-
 import mlfuse
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.frontend.onnx import import_onnx, input_names, output_names
+
+from test_onnx_helpers import make_model, relative_error, run_onnxruntime, run_reference
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -42,7 +43,8 @@ class GraphBuilder:
         self.initializers[f"{self.prefix}/{name}"] = np.asarray(array)
         return f"{self.prefix}/{name}"
 
-    def __call__(self, op: str, inputs: list[str], name: str, outputs: int = 1, **attrs) -> str | list[str]:
+    def __call__(self, op: str, inputs: list[str], name: str, outputs: int = 1, **attrs) -> Any:
+        """The output's name, or with outputs > 1 the list of their names."""
         full = f"{self.prefix}/{name}"
         outs = [full if outputs == 1 else f"{full}:{i}" for i in range(outputs)]
         self.nodes.append(helper.make_node(op, inputs, outs, name=full, **attrs))

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from test_onnx_helpers import check_against_onnxruntime, single_node
+from numpy.typing import DTypeLike
 
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.frontend.onnx import import_onnx
 from mlfuse.frontend.onnx_composite import OPS_DEFINED_HERE
 from mlfuse.frontend.onnx_ops import OPS
+
+from test_onnx_helpers import check_against_onnxruntime, single_node
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto  # noqa: E402
@@ -33,11 +34,11 @@ def positive(*shape):
     return f32(*shape, low=0.2, high=3.0)
 
 
-def ints(*shape, low=-9, high=10, dtype=np.int32):
+def ints(*shape, low=-9, high=10, dtype: DTypeLike = np.int32):
     return RNG.integers(low, high, shape).astype(dtype)
 
 
-def nonzero_ints(*shape, dtype=np.int32):
+def nonzero_ints(*shape, dtype: DTypeLike = np.int32):
     x = ints(*shape, low=1, high=12, dtype=dtype)
     return np.where(RNG.random(shape) < 0.5, -x, x).astype(dtype)
 
@@ -409,6 +410,7 @@ def test_composite_operators_compile_and_match_onnxruntime(op_type, inputs, cons
     """End to end through the CPU pipeline, outputs poisoned first (f32: rtol 2e-5, atol 1e-6, a few
     ulps for the expanded exp/log/tanh; integers and bools exactly)."""
     import mlfuse
+
     from test_onnx_helpers import assert_matches, run_onnxruntime
 
     model, feeds = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, **attrs)

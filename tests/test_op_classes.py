@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i32
+from xdsl.dialects.builtin import IntegerAttr, TensorType, f32, i1, i32, i64
+from xdsl.ir import Block
 
 from mlfuse.analysis.op_classes import (
     ContractionSize,
@@ -15,6 +16,7 @@ from mlfuse.analysis.op_classes import (
     contraction_flops,
     reduction_layout,
 )
+from mlfuse.dialects import graph
 from mlfuse.frontend.builder import GraphBuilder
 
 
@@ -109,3 +111,126 @@ def test_contractions_split_by_size():
     # the threshold is a parameter
     assert classify(small, fine_gemm_flops=1000).contraction is ContractionSize.LARGE
     assert classify(large, fine_gemm_flops=2**40).contraction is ContractionSize.FINE
+
+
+# --- op facts: every graph op carries exactly the traits the planner and the code
+# generators query (dialects/graph.py, "op facts"), so that adding an op means
+# touching the dialect (and, for an elementwise op, mlfuse.conversion.scalar) only.
+
+FACTS = (graph.Elementwise, graph.Injective, graph.Reduction, graph.Contraction, graph.Window)
+# ops that are none of the above: materialized constants
+NO_FACTS = {graph.ConstantOp}
+
+
+def facts_of(op_type) -> list[type]:
+    return [f for f in FACTS if op_type.has_trait(f)]
+
+
+@pytest.mark.parametrize("op_type", list(graph.Graph.operations), ids=lambda t: t.name)
+def test_every_graph_op_carries_one_fact(op_type):
+    facts = facts_of(op_type)
+    if op_type in NO_FACTS:
+        assert facts == []
+    else:
+        assert len(facts) == 1, f"{op_type.name} has facts {facts}"
+    elementwise = op_type.get_trait(graph.Elementwise)
+    if elementwise is not None:
+        assert elementwise.cost >= 1.0
+        assert issubclass(op_type, graph.ELEMENTWISE_OPS)
+    injective = op_type.get_trait(graph.Injective)
+    if injective is not None:  # one index map per injective op, defined on the op
+        assert callable(getattr(op_type, "source_index", None))
+        assert "source_index" in {name for cls in op_type.__mro__ if cls.__module__ == graph.__name__ for name in vars(cls)}
+    if op_type.has_trait(graph.Reduction):
+        assert op_type.get_trait(graph.Reduction).kind in ("sum", "max", "min", "mean", "prod")
+
+
+# (op name, op class, element cost): the planner's view of every graph op
+EXPECTED = {
+    **{n: (OpClass.LIGHT_ELEMENTWISE, 1.0) for n in (
+        "add", "sub", "mul", "max", "min", "neg", "abs", "relu", "compare", "select", "cast")},
+    "div": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "rem": (OpClass.EXPENSIVE_ELEMENTWISE, 6.0),
+    "sqrt": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "rsqrt": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0),
+    "reciprocal": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "exp": (OpClass.EXPENSIVE_ELEMENTWISE, 8.0),
+    "log": (OpClass.EXPENSIVE_ELEMENTWISE, 8.0), "tanh": (OpClass.EXPENSIVE_ELEMENTWISE, 10.0),
+    "erf": (OpClass.EXPENSIVE_ELEMENTWISE, 10.0), "sigmoid": (OpClass.EXPENSIVE_ELEMENTWISE, 10.0),
+    "pow": (OpClass.EXPENSIVE_ELEMENTWISE, 16.0), "gelu": (OpClass.EXPENSIVE_ELEMENTWISE, 20.0),
+    "broadcast": (OpClass.BROADCAST, 0.0),
+    **{n: (OpClass.INJECTIVE, 0.0) for n in (
+        "transpose", "reshape", "slice", "pad", "concat", "gather", "gather_elements")},
+    **{f"reduce_{k}": (OpClass.REDUCTION, 1.0) for k in ("sum", "max", "min", "mean", "prod")},
+    "matmul": (OpClass.CONTRACTION, 0.0), "batch_matmul": (OpClass.CONTRACTION, 0.0),
+    "constant": (OpClass.CONSTANT, 0.0),
+    **{n: (OpClass.OPAQUE, 0.0) for n in ("conv2d", "max_pool2d", "avg_pool2d")},
+}
+
+
+def test_planner_classes_of_every_graph_op():
+    """classify reads the facts on the op: the same classes and costs the planner's
+    own tables used to give, for every op of the dialect."""
+    names = {t.name.removeprefix("graph.") for t in graph.Graph.operations}
+    assert names == set(EXPECTED)
+    for op in sample_ops():
+        name = op.name.removeprefix("graph.")
+        info = classify(op)
+        assert (info.op_class, info.element_cost) == EXPECTED[name], name
+    assert {op.name.removeprefix("graph.") for op in sample_ops()} == names
+
+
+def sample_ops() -> list:
+    """One instance of every graph op."""
+    t = lambda shape, el=f32: TensorType(el, shape)  # noqa: E731
+    x, y, v, w, p, q, ids, idx, img, k, c = Block(arg_types=[
+        t([4, 8]), t([4, 8]), t([8]), t([8, 2]), t([2, 4, 8]), t([2, 8, 3]), t([3], i64), t([4, 2], i64),
+        t([1, 2, 6, 6]), t([3, 2, 3, 3]), t([4, 8], i1),
+    ]).args
+    ops = [cls(x) for cls in (graph.NegOp, graph.AbsOp, graph.ExpOp, graph.LogOp, graph.SqrtOp, graph.RsqrtOp,
+                              graph.ReciprocalOp, graph.TanhOp, graph.ErfOp, graph.SigmoidOp, graph.ReluOp, graph.GeluOp)]
+    ops += [cls(x, y) for cls in (graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.MaxOp, graph.MinOp,
+                                  graph.RemOp, graph.PowOp)]
+    ops += [graph.CompareOp("lt", x, y), graph.SelectOp(c, x, y), graph.CastOp(x, i32)]
+    ops += [cls(x, [1]) for cls in (graph.ReduceSumOp, graph.ReduceMaxOp, graph.ReduceMinOp, graph.ReduceMeanOp,
+                                    graph.ReduceProdOp)]
+    ops += [
+        graph.BroadcastOp(v, [1], [4, 8]), graph.TransposeOp(x, [1, 0]), graph.ReshapeOp(x, [32]),
+        graph.SliceOp(x, [0, 0], [2, 8]), graph.PadOp(x, [1, 1], [1, 1]), graph.ConcatOp([x, y], 0),
+        graph.GatherOp(x, ids, 0), graph.GatherElementsOp(x, idx, 1),
+        graph.MatmulOp(x, w), graph.BatchMatmulOp(p, q), graph.ConstantOp.from_numpy(np.arange(4.0), f32),
+        graph.Conv2dOp(img, k), graph.MaxPool2dOp(img, [2, 2]), graph.AvgPool2dOp(img, [2, 2]),
+    ]
+    return ops
+
+
+def test_window_facts():
+    conv = last_op(lambda b: b.conv2d(b.input("x", (1, 2, 8, 8)), b.input("w", (4, 2, 3, 3)), strides=(2, 2), pads=(1, 1, 1, 1)))
+    assert graph.is_window_op(conv) and not graph.is_window_op(last_op(lambda b: b.exp(b.input("x", (4,)))))
+    geometry = graph.Window.geometry(conv)
+    assert geometry == graph.WindowGeometry((3, 3), (2, 2), (1, 1, 1, 1), (1, 1))
+
+
+def test_index_maps_agree_across_builders():
+    """The one index map per op, on affine expressions and on plain integers: the
+    affine result evaluated at a point is the integer result at that point."""
+    import itertools
+
+    from xdsl.ir.affine import AffineExpr, AffineMap
+
+    class Ints:
+        def constant(self, n): return n
+        def plus(self, a, b): return a + b
+        def shift(self, a, n): return a + n
+        def times(self, a, n): return a * n
+        def floordiv(self, a, n): return a // n
+        def mod(self, a, n): return a % n
+
+    b = GraphBuilder()
+    x = b.input("x", (2, 3, 4))
+    ops = [b.transpose(x, (2, 0, 1)), b.reshape(x, (6, 4)), b.reshape(x, (2, 12)), b.reshape(x, (4, 1, 6)),
+           b.slice(x, (0, 1, 1), (2, 3, 4), (1, 1, 2)), b.broadcast_to(b.input("r", (3, 1)), (2, 3, 5))]
+    for op in (v.value.owner for v in ops):
+        shape = graph.shape_of(op.results[0])
+        rank = len(shape)
+        dims = [AffineExpr.dimension(i) for i in range(rank)]
+        m = AffineMap(rank, 0, tuple(op.source_index(0, dims, graph.AFFINE)))
+        for point in itertools.product(*(range(n) for n in shape)):
+            assert list(m.eval(list(point), [])) == op.source_index(0, list(point), Ints()), op.name

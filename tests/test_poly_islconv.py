@@ -19,7 +19,16 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 
 from mlfuse.dialects import loop
 from mlfuse.poly import islconv
-from mlfuse.poly.islconv import Names, access_relation, box_bounds, bounds_exact, domain, fix_params, scan_bounds, set_points
+from mlfuse.poly.islconv import (
+    Names,
+    access_relation,
+    bounds_exact,
+    box_bounds,
+    domain,
+    fix_params,
+    scan_bounds,
+    set_points,
+)
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -19,9 +19,11 @@ from hypothesis import strategies as st
 from xdsl.dialects.builtin import f32, f64, i1, i32, i64
 from xdsl.ir import Block, Region
 
-from conftest import make_module, random_array, tensor_type as t
 from mlfuse.dialects import fusion, graph
-from mlfuse.reference import ReferenceError, reference
+from mlfuse.reference import ReferenceError, evaluate, has_semantics, interpreter, reference
+
+from conftest import make_module, random_array
+from conftest import tensor_type as t
 
 ELEMENTWISE_RTOL = 1e-6
 ACCUMULATE_RTOL = 1e-5
@@ -455,3 +457,40 @@ def test_reference_rejects_non_tensor_arguments():
 }"""
     with pytest.raises(ReferenceError, match="argument 0 of @main has type i32; the reference takes tensors only"):
         reference(text)(np.int32(1))
+
+
+# --- the interpreter itself ---------------------------------------------------------------------
+
+
+def test_every_graph_op_has_semantics():
+    from xdsl.dialects.builtin import ModuleOp
+
+    interp = interpreter(ModuleOp([]))
+    assert [op.name for op in graph.Graph.operations if not interp.implements(op)] == []
+
+
+def test_evaluate_runs_one_op_as_constant_folding_does(rng):
+    module = make_module([t((3,)), t((3,))], graph.SubOp)
+    op = next(o for o in module.walk() if isinstance(o, graph.SubOp))
+    a, b = random_array(rng, (3,)), random_array(rng, (3,))
+    (got,) = evaluate(op, [a, b])
+    np.testing.assert_array_equal(got, a - b)
+    assert has_semantics(op)
+    # only graph ops fold: a group or a return is not one
+    group = fusion.GroupOp("g", "loop", [], [], Region(Block()))
+    assert not has_semantics(group)
+    assert not has_semantics(module.body.block.first_op.body.block.last_op)
+
+
+def test_errors_propagate_as_raised(monkeypatch):
+    """xDSL's interpreter would print the whole module into the error's notes (megabytes of weights)."""
+    import mlfuse.reference as ref
+
+    def no_memory(fn, args):
+        raise MemoryError
+
+    monkeypatch.setattr(ref, "_elementwise", no_memory)
+    with pytest.raises(MemoryError) as info:
+        reference(make_module([t((3,))], graph.ExpOp))(np.ones(3, np.float32))
+    assert not getattr(info.value, "__notes__", None)
+

@@ -197,7 +197,7 @@ def test_unsupported_op_is_a_located_diagnostic():
     with pytest.raises(Diagnostic) as info:
         f(x)
     text = f.lowered_text(x)
-    line = next(n for n, l in enumerate(text.split("\n"), 1) if "stablehlo.sine" in l)
+    line = next(n for n, ln in enumerate(text.split("\n"), 1) if "stablehlo.sine" in ln)
     assert info.value.location == f"<input>:{line}:5"
     assert "'stablehlo.sine' is not supported" in info.value.message
 

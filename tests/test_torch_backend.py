@@ -312,3 +312,53 @@ def test_kernels_take_views_and_return_aligned_torch_tensors():
     assert isinstance(y, torch.Tensor) and y.data_ptr() % 64 == 0  # no staging copy in the runtime
     assert np.shares_memory(tb._as_numpy(x), x.numpy())
     assert_close(compiled(x), (x - x.mean(-1, keepdim=True)).exp())
+
+
+# --- frozen parameters -------------------------------------------------------------------------
+
+
+class LinearBatchNorm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc, self.bn = torch.nn.Linear(16, 32), torch.nn.BatchNorm1d(32)
+        self.bn.running_mean.normal_()
+        self.bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.fc(x)))
+
+
+def kernel_inputs(report) -> int:
+    return sum(k.inputs for k in report.kernels)
+
+
+def test_parameters_are_frozen_into_constants():
+    """Weights and batch-norm statistics become constants: the kernel takes x alone."""
+    model, x = LinearBatchNorm().eval(), torch.randn(4, 16)
+    want, got, reports = run(model, x)
+    assert_close(got, want)
+    assert [kernel_inputs(r) for r in reports if r.kernels] == [1]
+
+
+def test_in_place_parameter_update_recompiles():
+    model, x = LinearBatchNorm().eval(), torch.randn(4, 16)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="mlfuse", dynamic=False)
+    with torch.no_grad():
+        assert_close(compiled(x), model(x))
+        model.fc.weight.mul_(-2.0)  # bumps the version counter
+        model.bn.running_var.fill_(3.0)
+        assert_close(compiled(x), model(x))
+        model.load_state_dict(LinearBatchNorm().state_dict())
+        assert_close(compiled(x), model(x))
+
+
+def test_freeze_false_keeps_parameters_as_inputs():
+    model, x = LinearBatchNorm().eval(), torch.randn(4, 16)
+    torch._dynamo.reset()
+    before = len(tb.reports())
+    with torch.no_grad():
+        got = torch.compile(model, backend="mlfuse", dynamic=False, options={"freeze": False})(x)
+        assert_close(got, model(x))
+    assert [kernel_inputs(r) for r in tb.reports()[before:] if r.kernels] == [7]

@@ -80,12 +80,22 @@ class TorchSource:
         raise ValueError("block without terminator")
 
     def expression(self, op: Operation) -> str:
+        """The torch expression of one graph op, over the names of its operands."""
         a = [self.name(v) for v in op.operands]
-        out_shape = tuple(graph.shape_of(op.results[0]))
         if type(op) in UNARY:
             return UNARY[type(op)].format(*a)
         if type(op) in BINARY:
             return BINARY[type(op)].format(*a)
+        expr = self.compute_expression(op, a)
+        if expr is None:
+            expr = layout_expression(op, a)
+        if expr is None:
+            raise NotImplementedError(f"no torch translation of '{op.name}'")
+        return expr
+
+    def compute_expression(self, op: Operation, a: list[str]) -> str | None:
+        """The torch expression of an op that computes values (not a unary or binary op in
+        UNARY or BINARY), or None for an op that only moves them."""
         match op:
             case graph.GeluOp():
                 approximate = "tanh" if op.form == "tanh" else "none"
@@ -97,42 +107,56 @@ class TorchSource:
             case graph.CastOp():
                 dtype = TORCH_DTYPES[graph.numpy_dtype(graph.element_type_of(op.result)).name]
                 return f"({a[0]} != 0)" if dtype == "torch.bool" else f"{a[0]}.to({dtype})"
-            case graph.BroadcastOp():
-                expanded = [1] * len(out_shape)
-                for src, dst in enumerate(op.dim_map):
-                    expanded[dst] = graph.shape_of(op.input)[src]
-                return f"{a[0]}.reshape({tuple(expanded)}).expand({out_shape})"
             case graph.ReduceOp():
-                dims = tuple(op.reduce_axes)
-                if op.KIND == "prod":
-                    expr = a[0]
-                    for d in sorted(dims, reverse=True):
-                        expr = f"torch.prod({expr}, dim={d}, keepdim=True)"
-                else:
-                    expr = f"{REDUCE[op.KIND]}({a[0]}, dim={dims}, keepdim=True)"
-                return f"{expr}.reshape({out_shape})"
-            case graph.TransposeOp():
-                return f"{a[0]}.permute({tuple(op.permutation)})"
-            case graph.ReshapeOp():
-                return f"{a[0]}.reshape({out_shape})"
-            case graph.SliceOp():
-                index = ", ".join(f"{lo}:{hi}:{step}" for lo, hi, step in zip(*op.bounds))
-                return f"{a[0]}[{index}]"
-            case graph.PadOp():
-                low, high = op.padding
-                widths = [w for lo, hi in reversed(list(zip(low, high))) for w in (lo, hi)]
-                return f"torch.nn.functional.pad({a[0]}, {widths}, value={op.pad_value!r})"
-            case graph.ConcatOp():
-                return f"torch.cat([{', '.join(a)}], dim={op.concat_axis})"
+                return reduce_expression(op, a[0])
             case graph.MatmulOp() | graph.BatchMatmulOp():
                 return f"torch.matmul({a[0]}, {a[1]})"
             case graph.ConstantOp():
                 self.constants.append(op.to_numpy())
                 return f"CONSTANTS[{len(self.constants) - 1}]"
-        raise NotImplementedError(f"no torch translation of '{op.name}'")
+        return None
 
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
+
+
+def reduce_expression(op: graph.ReduceOp, operand: str) -> str:
+    """A reduction over its axes, kept and then reshaped away (torch.prod takes one axis at a time)."""
+    out_shape = tuple(graph.shape_of(op.results[0]))
+    dims = tuple(op.reduce_axes)
+    if op.KIND == "prod":
+        expr = operand
+        for d in sorted(dims, reverse=True):
+            expr = f"torch.prod({expr}, dim={d}, keepdim=True)"
+    else:
+        expr = f"{REDUCE[op.KIND]}({operand}, dim={dims}, keepdim=True)"
+    return f"{expr}.reshape({out_shape})"
+
+
+def layout_expression(op: Operation, a: list[str]) -> str | None:
+    """The torch expression of an op that moves or repeats values (broadcast, transpose,
+    reshape, slice, pad, concat), over the names of its operands; None for any other op."""
+    out_shape = tuple(graph.shape_of(op.results[0]))
+    match op:
+        case graph.BroadcastOp():
+            expanded = [1] * len(out_shape)
+            for src, dst in enumerate(op.dim_map):
+                expanded[dst] = graph.shape_of(op.input)[src]
+            return f"{a[0]}.reshape({tuple(expanded)}).expand({out_shape})"
+        case graph.TransposeOp():
+            return f"{a[0]}.permute({tuple(op.permutation)})"
+        case graph.ReshapeOp():
+            return f"{a[0]}.reshape({out_shape})"
+        case graph.SliceOp():
+            index = ", ".join(f"{lo}:{hi}:{step}" for lo, hi, step in zip(*op.bounds))
+            return f"{a[0]}[{index}]"
+        case graph.PadOp():
+            low, high = op.padding
+            widths = [w for lo, hi in reversed(list(zip(low, high))) for w in (lo, hi)]
+            return f"torch.nn.functional.pad({a[0]}, {widths}, value={op.pad_value!r})"
+        case graph.ConcatOp():
+            return f"torch.cat([{', '.join(a)}], dim={op.concat_axis})"
+    return None
 
 
 def torch_function(module: ModuleOp, entry: str = "main", device: str = "cuda") -> Callable:

@@ -18,7 +18,7 @@ AUTOSCHEDULERS = ("Mullapudi2016", "Li2018", "Adams2019")
 
 
 def halide():
-    import halide as hl
+    import halide as hl  # pyright: ignore[reportMissingImports]  (optional)
 
     libdir = os.path.join(os.path.dirname(hl.__file__), "lib64")
     for name in AUTOSCHEDULERS:

@@ -29,9 +29,11 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--apps", default="blur,unsharp,harris,convnet,2mm,gemver")
     ap.add_argument("--threads", type=int, default=2)
@@ -39,98 +41,144 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--small", action="store_true", help="small sizes (a harness check, not a benchmark)")
     ap.add_argument("--no-halide", action="store_true")
     ap.add_argument("--json", default="")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     # thread counts must be fixed before numpy / Halide load their runtimes
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "HL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
 
-    import numpy as np
+    import numpy  # noqa: F401 - loaded first, under the thread limits above
 
-    from bench.stencil.apps import APPS
-    from mlfuse import compile as mlfuse_compile
-    from mlfuse import pipelines
-    from mlfuse.api import aligned_empty
     from mlfuse.backend import cpu
 
     cpu.set_num_threads(args.threads)
-    halide_version = None
-    if not args.no_halide:
-        try:
-            from importlib.metadata import version
-
-            from bench.stencil import halide_apps
-
-            halide_apps.halide()
-            halide_version = version("halide")
-        except Exception as e:  # noqa: BLE001 - Halide is optional
-            print(f"Halide unavailable: {e}", file=sys.stderr)
-
+    halide_version = None if args.no_halide else load_halide()
     results = []
     for name in args.apps.split(","):
-        app = APPS[name]
-        inputs = app.inputs(seed=1, small=args.small)
-        want = app.numpy(*inputs)[0]
-        peers: dict[str, object] = {"numpy": lambda a=app, i=inputs: a.numpy(*i)[0]}
-        notes: dict[str, str] = {}
-        module = app.module(small=args.small)
-        for label, passes in (
-            ("mlfuse", None),
-            ("mlfuse-taf", pipelines.cpu_stencil_pipeline("tile-after-fuse", app.tile_sizes)),
-            ("mlfuse-ptf", pipelines.cpu_stencil_pipeline("post-tile", app.tile_sizes)),
-        ):
-            t0 = time.perf_counter()
-            fn = mlfuse_compile(module, passes=passes)
-            notes[label] = f"compiled in {time.perf_counter() - t0:.1f} s"
-            out = [aligned_empty(s.shape, s.dtype) for s in fn.outputs]
-            peers[label] = lambda f=fn, i=inputs, o=out: f(*i, out=o)[0]
-        if halide_version:
-            for sched in halide_apps.AUTOSCHEDULERS:
-                shapes = [a.shape for a in inputs]
-                status = halide_apps.probe(name, shapes, want.shape, sched, args.threads)
-                if status != "ok":
-                    notes[f"halide-{sched}"] = f"failed: {status[:120]}"
-                    continue
-                t0 = time.perf_counter()
-                try:
-                    run = halide_apps.compile_app(name, shapes, want.shape, sched, args.threads)
-                    run(*inputs)
-                except Exception as e:  # noqa: BLE001 - report and go on
-                    notes[f"halide-{sched}"] = f"failed: {str(e).strip().splitlines()[0][:120]}"
-                    continue
-                notes[f"halide-{sched}"] = f"scheduled and compiled in {time.perf_counter() - t0:.1f} s"
-                peers[f"halide-{sched}"] = lambda r=run, i=inputs: r(*i)
-        errors = {}
-        for label, call in list(peers.items()):
-            got = np.asarray(call())
-            err = float(np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want))))
-            errors[label] = err
-            if not np.isfinite(err) or err > TOLERANCE.get(name, 1e-3):
-                notes[label] = f"WRONG (error {err:.2g}), not timed"
-                del peers[label]
-        times: dict[str, list[float]] = {label: [] for label in peers}
-        load = os.getloadavg()[0]
-        # Blocks of calls per peer, the blocks interleaved: load changes hit every peer, and
-        # thread pools (libgomp, Halide's, BLAS) do not fight over the cores call by call.
-        blocks = 3
-        per_block = max(1, -(-args.rounds // blocks))
-        for _ in range(blocks):
-            for label, call in peers.items():
-                call()  # warm this runtime's threads up again
-                for _ in range(per_block):
-                    t0 = time.perf_counter()
-                    call()
-                    times[label].append(time.perf_counter() - t0)
-        medians = {label: float(np.median(ts)) * 1e3 for label, ts in times.items()}
-        best = {label: float(np.min(ts)) * 1e3 for label, ts in times.items()}
-        results.append({"app": name, "description": app.description, "median_ms": medians, "best_ms": best, "errors": errors,
-                        "notes": notes, "load_before": load, "load_after": os.getloadavg()[0]})
+        results.append(bench_app(name, args, halide_version))
         print_app(results[-1])
     print_summary(results, args, halide_version)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": args.threads, "rounds": args.rounds, "halide": halide_version, "results": results}, f, indent=1)
     return 0
+
+
+def load_halide() -> str | None:
+    """Halide's version, or None (with the reason on stderr) when it cannot be loaded."""
+    try:
+        from importlib.metadata import version
+
+        from bench.stencil import halide_apps
+
+        halide_apps.halide()
+        return version("halide")
+    except Exception as e:  # noqa: BLE001 - Halide is optional
+        print(f"Halide unavailable: {e}", file=sys.stderr)
+        return None
+
+
+Peers = dict[str, Callable[[], object]]
+
+
+def bench_app(name: str, args: argparse.Namespace, halide_version: str | None) -> dict:
+    """Compile, check and time every peer on one app; returns its row of results."""
+    import numpy as np
+
+    from bench.stencil.apps import APPS
+
+    app = APPS[name]
+    inputs = app.inputs(seed=1, small=args.small)
+    want = app.numpy(*inputs)[0]
+    peers: Peers = {"numpy": lambda a=app, i=inputs: a.numpy(*i)[0]}
+    notes: dict[str, str] = {}
+    add_mlfuse_peers(app, inputs, args.small, peers, notes)
+    if halide_version:
+        add_halide_peers(name, inputs, want, args.threads, peers, notes)
+    errors = check_peers(name, want, peers, notes)
+    load = os.getloadavg()[0]
+    times = time_peers(peers, args.rounds)
+    medians = {label: float(np.median(ts)) * 1e3 for label, ts in times.items()}
+    best = {label: float(np.min(ts)) * 1e3 for label, ts in times.items()}
+    return {"app": name, "description": app.description, "median_ms": medians, "best_ms": best, "errors": errors,
+            "notes": notes, "load_before": load, "load_after": os.getloadavg()[0]}
+
+
+def add_mlfuse_peers(app, inputs: list, small: bool, peers: Peers, notes: dict[str, str]) -> None:
+    """mlfuse's default pipeline and its two stencil pipelines, compiled (the compile time noted)."""
+    from mlfuse import compile as mlfuse_compile
+    from mlfuse import pipelines
+    from mlfuse.api import aligned_empty
+
+    module = app.module(small=small)
+    for label, passes in (
+        ("mlfuse", None),
+        ("mlfuse-taf", pipelines.cpu_stencil_pipeline("tile-after-fuse", app.tile_sizes)),
+        ("mlfuse-ptf", pipelines.cpu_stencil_pipeline("post-tile", app.tile_sizes)),
+    ):
+        t0 = time.perf_counter()
+        fn = mlfuse_compile(module, passes=passes)
+        notes[label] = f"compiled in {time.perf_counter() - t0:.1f} s"
+        out = [aligned_empty(s.shape, s.dtype) for s in fn.outputs]
+        peers[label] = lambda f=fn, i=inputs, o=out: f(*i, out=o)[0]
+
+
+def add_halide_peers(name: str, inputs: list, want, threads: int, peers: Peers, notes: dict[str, str]) -> None:
+    """Halide under each auto-scheduler that schedules and compiles the app (failures noted)."""
+    from bench.stencil import halide_apps
+
+    for sched in halide_apps.AUTOSCHEDULERS:
+        shapes = [a.shape for a in inputs]
+        status = halide_apps.probe(name, shapes, want.shape, sched, threads)
+        if status != "ok":
+            notes[f"halide-{sched}"] = f"failed: {status[:120]}"
+            continue
+        t0 = time.perf_counter()
+        try:
+            run = halide_apps.compile_app(name, shapes, want.shape, sched, threads)
+            run(*inputs)
+        except Exception as e:  # noqa: BLE001 - report and go on
+            notes[f"halide-{sched}"] = f"failed: {str(e).strip().splitlines()[0][:120]}"
+            continue
+        notes[f"halide-{sched}"] = f"scheduled and compiled in {time.perf_counter() - t0:.1f} s"
+        peers[f"halide-{sched}"] = lambda r=run, i=inputs: r(*i)
+
+
+def check_peers(name: str, want, peers: Peers, notes: dict[str, str]) -> dict[str, float]:
+    """Every peer's max relative error against numpy; a peer over the app's tolerance is
+    noted as wrong and dropped from `peers` (not timed)."""
+    import numpy as np
+
+    errors = {}
+    for label, call in list(peers.items()):
+        got = np.asarray(call())
+        err = float(np.max(np.abs(got - want) / np.maximum(1.0, np.abs(want))))
+        errors[label] = err
+        if not np.isfinite(err) or err > TOLERANCE.get(name, 1e-3):
+            notes[label] = f"WRONG (error {err:.2g}), not timed"
+            del peers[label]
+    return errors
+
+
+def time_peers(peers: Peers, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each timed call of every peer."""
+    times: dict[str, list[float]] = {label: [] for label in peers}
+    # Blocks of calls per peer, the blocks interleaved: load changes hit every peer, and
+    # thread pools (libgomp, Halide's, BLAS) do not fight over the cores call by call.
+    blocks = 3
+    per_block = max(1, -(-rounds // blocks))
+    for _ in range(blocks):
+        for label, call in peers.items():
+            call()  # warm this runtime's threads up again
+            for _ in range(per_block):
+                t0 = time.perf_counter()
+                call()
+                times[label].append(time.perf_counter() - t0)
+    return times
 
 
 # Unsharp mask selects the input where |input - blur| < 0.001, else the sharpened value,

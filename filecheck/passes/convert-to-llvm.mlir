@@ -109,6 +109,75 @@ func.func @libm(%x: f64) -> f64 {
 
 // -----
 
+// scf.if with a result and a loop with an iteration argument: cf blocks whose
+// arguments are i64 (index) and f32; no unrealized cast is left.
+// CHECK-LABEL: llvm.func @control(%{{.*}}: i1, %{{.*}}: !llvm.ptr {llvm.noalias}) -> f32
+// CHECK-NOT: unrealized_conversion_cast
+// CHECK: llvm.cond_br %{{.*}}, ^[[THEN:.*]], ^[[ELSE:.*]]
+// CHECK: ^{{.*}}(%{{.*}}: i64, %{{.*}}: f32):
+// CHECK: llvm.fadd
+// CHECK: llvm.return %{{.*}} : f32
+func.func @control(%c: i1, %x: memref<8xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  %start = scf.if %c -> (index) {
+    scf.yield %c1 : index
+  } else {
+    scf.yield %c0 : index
+  }
+  %sum = scf.for %i = %start to %c8 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %x[%i] : memref<8xf32>
+    %s = arith.addf %acc, %v : f32
+    scf.yield %s : f32
+  }
+  func.return %sum : f32
+}
+
+// -----
+
+// The runtime contract (mlfuse.abi): an entry's outputs and arena are 64-byte
+// aligned, inputs are not; the arena size is a global the runtime reads.
+// CHECK: llvm.mlir.global weak_odr constant @entry__arena_bytes(4096 : i64)
+// CHECK-LABEL: llvm.func @entry(%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias, llvm.align = 64 : i64}, %{{.*}}: !llvm.ptr {llvm.noalias, llvm.align = 64 : i64})
+func.func @entry(%x: memref<16xf32>, %y: memref<16xf32>, %arena: memref<4096xi8>) attributes {mlfuse.num_inputs = 1 : i64, mlfuse.arena_bytes = 4096 : i64} {
+  func.return
+}
+
+// -----
+
+// Must not transform: a module already in the llvm dialect is left as it is.
+// CHECK-LABEL: llvm.func @already(%{{.*}}: i64) -> i64
+// CHECK-NEXT:    llvm.return %{{.*}} : i64
+llvm.func @already(%a: i64) -> i64 {
+  llvm.return %a : i64
+}
+
+// -----
+
+// CHECK: convert-to-llvm.mlir:[[# @LINE + 1]]:1: error: @pair: functions with several results are not lowered to LLVM
+func.func @pair(%a: f32) -> (f32, f32) {
+  func.return %a, %a : f32, f32
+}
+
+// -----
+
+func.func @half_exp(%a: f16) -> f16 {
+  // CHECK: convert-to-llvm.mlir:[[# @LINE + 1]]:3: error: 'math.exp' on f16 has no CPU lowering
+  %e = math.exp %a : f16
+  func.return %e : f16
+}
+
+// -----
+
+// CHECK: convert-to-llvm.mlir:[[# @LINE + 1]]:1: error: cannot lower top-level 'memref.alloca_scope' to LLVM
+"memref.alloca_scope"() ({
+  "memref.alloca_scope.return"() : () -> ()
+}) : () -> ()
+
+// -----
+
 // Functions on tensors must be bufferized first; ops with no LLVM lowering are
 // reported with their location.
 // CHECK: convert-to-llvm.mlir:[[# @LINE + 1]]:1: error: @on_tensors works on tensors: bufferize it first (convert-graph-to-loop)

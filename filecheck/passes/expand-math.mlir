@@ -20,15 +20,59 @@ func.func @f32_ops(%x: f32, %y: f32) -> (f32, f32, f32, f32, f32) {
 
 // -----
 
-// exp: clamp, round x*log2(e) with the 1.5*2^23 trick, Cephes polynomial, scale by 2^n.
+// exp: clamp by compare and select (x < lo ? lo : x keeps NaN and is one x86 max), round
+// x*log2(e) with the 1.5*2^23 trick (+254: both scale factors' exponent bias), a polynomial of
+// contractible multiply-adds (FMA where the target has one), 2^n as two factors cut from k's bits.
 // CHECK-LABEL: func.func @exp_shape
-// CHECK: arith.maximumf
-// CHECK: arith.minimumf
-// CHECK: arith.constant 0x4B400000 : f32
+// CHECK: %[[LO:.*]] = arith.cmpf olt, %x, %{{.*}} : f32
+// CHECK: arith.select %[[LO]]
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK: arith.constant 0x4B4000FE : f32
+// CHECK: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK: arith.shrui
 // CHECK: arith.shli
+// CHECK: arith.shli
+// CHECK: arith.mulf
+// CHECK-NEXT: %[[R:.*]] = arith.mulf
+// CHECK-NEXT: func.return %[[R]]
 func.func @exp_shape(%x: f32) -> f32 {
   %e = math.exp %x : f32
   func.return %e : f32
+}
+
+// -----
+
+// No NaN-propagating min/max intrinsics (llvm.minimum/maximum cost fixups on x86) and no
+// special-value selects after the clamps: NaN flows through, the scaling overflows to +inf
+// and rounds to 0 by itself. tanh has no division by a second polynomial, erf clamps its result.
+// CHECK-LABEL: func.func @no_nan_fixups
+// CHECK-NOT: arith.maximumf
+// CHECK-NOT: arith.minimumf
+// CHECK-NOT: arith.maxnumf
+// CHECK-NOT: arith.minnumf
+// CHECK-NOT: cmpf uno
+// CHECK-NOT: math.
+// CHECK: func.return
+func.func @no_nan_fixups(%x: f32) -> (f32, f32) {
+  %e = math.exp %x : f32
+  %r = math.erf %x : f32
+  func.return %e, %r : f32, f32
+}
+
+// -----
+
+// tanh: m / (m + 2) with m = e^(2|x|) - 1 from the same reduction, one division.
+// CHECK-LABEL: func.func @tanh_one_division
+// CHECK: math.absf
+// CHECK: arith.constant 0x4B40007F : f32
+// CHECK: arith.divf
+// CHECK-NOT: arith.divf
+// CHECK: math.copysign
+func.func @tanh_one_division(%x: f32) -> f32 {
+  %t = math.tanh %x : f32
+  func.return %t : f32
 }
 
 // -----

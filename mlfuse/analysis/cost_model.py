@@ -9,7 +9,7 @@ The time of a kernel is
   global memory is written and read back; a value recomputed in a later phase re-reads
   its inputs). Values that stay inside the kernel cost nothing: that is what fusion saves.
 - *launch* is paid per kernel (GPU launch, CPU parallel-region dispatch).
-- *compute* counts elementwise work in light-op units (`op_classes.EXPENSIVE_ELEMENT_COST`)
+- *compute* counts elementwise work in light-op units (the cost of `graph.Elementwise`)
   including recomputation, and GEMM flops at library speed (large) or at a fraction of
   it (fine-grained GEMMs fused with a prologue or epilogue).
 - *efficiency* comes from a simple occupancy model (registers and shared memory per
@@ -210,6 +210,41 @@ def _infeasible(mask: int, category: str, reason: str) -> PatternCost:
     return PatternCost(mask, False, category, reason)
 
 
+@dataclass
+class Boundary:
+    """What crosses a kernel's boundary: value ids read (`inputs`) and written for later
+    kernels (`outputs`), their bytes, and each member's users inside the kernel."""
+
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+    internal_users: dict[int, list[int]] = field(default_factory=dict)
+    bytes: int = 0
+
+
+@dataclass
+class Stitching:
+    """A kernel's stitch scheme: the scheme of each node's result (`stitch`), each
+    node's phase, the phases that start after a grid barrier, and what keeping values
+    costs (shared memory, recomputed work, extra bytes)."""
+
+    stitch: dict[int, str] = field(default_factory=dict)
+    phase: dict[int, int] = field(default_factory=dict)
+    global_phases: set[int] = field(default_factory=set)
+    recompute_flops: float = 0.0
+    extra_bytes: int = 0
+    smem: int = 0
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """Bandwidth efficiency from occupancy, the registers per thread behind it, and
+    why the kernel cannot run at all ("" when it can; a single op runs anyway)."""
+
+    efficiency: float
+    registers: int
+    problem: str = ""
+
+
 class CostModel:
     """Costs of patterns of one `FusionGraph` on one target, memoized by mask."""
 
@@ -259,41 +294,86 @@ class CostModel:
         return sum(self.cost(m).bytes for m in groups)
 
     # --- the model ---------------------------------------------------------------------------
+    #
+    # _cost runs the steps in order; each returns what the next ones need, or says
+    # why the pattern is infeasible:
+    #   feasibility       _mix_problem: op classes that cannot share a kernel
+    #   boundary traffic  _boundary: inputs read, outputs written, in-kernel users
+    #   stitch scheme     _stitching: phases, where each internal value lives, recomputation
+    #   occupancy         _occupancy: registers, threads, shared memory -> efficiency
+    #   time              _time: launch + max(memory, compute) + barriers
 
     def _cost(self, mask: int) -> PatternCost:
-        g, p = self.graph, self.params
-        nodes, values = g.nodes, g.values
+        p, nodes = self.params, self.graph.nodes
         members = list(bits(mask))
         single = len(members) == 1
         if single and not nodes[members[0]].is_kernel:
             return PatternCost(mask, True, time_us=0.0)  # scalar bookkeeping, not a kernel
-
+        if not single and (problem := self._mix_problem(mask, members)) is not None:
+            return problem
+        boundary = self._boundary(mask, members)
+        operands = len(boundary.inputs) + len(boundary.outputs)
+        if not single and operands > p.max_operands:
+            return _infeasible(mask, "resource-limit", f"{operands} kernel operands > limit {p.max_operands}")
+        comps = self.graph.components(mask) if not single else [mask]
+        stitching = Stitching()
         if not single:
-            for i in members:
-                if not nodes[i].fusible:
-                    why = "marked no-fuse" if nodes[i].no_fuse else f"a {nodes[i].info.describe()}"
-                    return _infeasible(mask, "no-fuse" if nodes[i].no_fuse else "op-class",
-                                       f"{g.node_label(i)} is {why}: it runs as its own kernel")
-            contractions = [i for i in members if nodes[i].op_class is OpClass.CONTRACTION]
-            if len(contractions) > 1:
-                return _infeasible(mask, "op-class", "at most one contraction per kernel")
-            if contractions and any(nodes[i].op_class is OpClass.REDUCTION for i in members):
-                return _infeasible(
-                    mask, "op-class",
-                    "a GEMM kernel takes only an elementwise prologue and epilogue (no reductions)",
-                )
-            if p.name == "cpu":
-                from mlfuse.conversion.group_to_loop import structural_problem
+            stitching = self._stitching(mask, members, boundary)
+            if len(comps) > 1 and (problem := self._pack_problem(mask, members, stitching)) is not None:
+                return problem
+        occupancy = self._occupancy(comps, boundary, stitching)
+        if not single and occupancy.problem:
+            return _infeasible(mask, "resource-limit", occupancy.problem)
+        total_bytes = boundary.bytes + stitching.extra_bytes
+        work = sum(self.work[i] for i in members) + stitching.recompute_flops
+        return PatternCost(
+            mask=mask,
+            feasible=True,
+            kind=self._kind(members, comps, stitching.stitch, boundary.inputs),
+            bytes=total_bytes,
+            time_us=self._time(members, comps, total_bytes, work, occupancy.efficiency, len(stitching.global_phases)),
+            stitch=stitching.stitch,
+            inputs=tuple(boundary.inputs),
+            outputs=tuple(boundary.outputs),
+            smem_bytes=stitching.smem,
+            registers=occupancy.registers,
+            flops=work,
+            recompute_flops=stitching.recompute_flops,
+            global_barriers=len(stitching.global_phases),
+        )
 
-                problem = structural_problem([nodes[i].op for i in members])
-                if problem is not None:
-                    return _infeasible(mask, "op-class", f"CPU code generation: {problem}")
+    def _mix_problem(self, mask: int, members: list[int]) -> PatternCost | None:
+        """Feasibility: ops that cannot share one kernel (opaque, no-fuse or large ops,
+        two contractions, a GEMM with a reduction, what the target's code generator
+        cannot stitch); None when the mix is fine."""
+        g, p = self.graph, self.params
+        nodes = g.nodes
+        for i in members:
+            if not nodes[i].fusible:
+                why = "marked no-fuse" if nodes[i].no_fuse else f"a {nodes[i].info.describe()}"
+                return _infeasible(mask, "no-fuse" if nodes[i].no_fuse else "op-class",
+                                   f"{g.node_label(i)} is {why}: it runs as its own kernel")
+        contractions = [i for i in members if nodes[i].op_class is OpClass.CONTRACTION]
+        if len(contractions) > 1:
+            return _infeasible(mask, "op-class", "at most one contraction per kernel")
+        if contractions and any(nodes[i].op_class is OpClass.REDUCTION for i in members):
+            return _infeasible(
+                mask, "op-class",
+                "a GEMM kernel takes only an elementwise prologue and epilogue (no reductions)",
+            )
+        from mlfuse.target import get_target  # what the target's code generator can stitch
 
-        # -- what crosses the kernel boundary
-        inputs: list[int] = []
+        problem = get_target(p.name).structural_problem([nodes[i].op for i in members])
+        if problem is not None:
+            return _infeasible(mask, "op-class", f"{p.name.upper()} code generation: {problem}")
+        return None
+
+    def _boundary(self, mask: int, members: list[int]) -> Boundary:
+        """Boundary traffic: every distinct input read once (splat constants are free),
+        every value used after the kernel written once."""
+        nodes, values = self.graph.nodes, self.graph.values
+        b = Boundary()
         seen: set[int] = set()
-        outputs: list[int] = []
-        internal_users: dict[int, list[int]] = {}
         for i in members:
             for v in nodes[i].operands:
                 val = values[v]
@@ -302,217 +382,224 @@ class CostModel:
                 if val.constant == "splat" or v in seen:
                     continue
                 seen.add(v)
-                inputs.append(v)
+                b.inputs.append(v)
             for r in nodes[i].results:
                 val = values[r]
                 inside = [u for u in val.users if (mask >> u) & 1]
                 if inside:
-                    internal_users[i] = inside
+                    b.internal_users[i] = inside
                 if val.escapes or len(inside) < len(val.users):
-                    outputs.append(r)
-        operands = len(inputs) + len(outputs)
-        if not single and operands > p.max_operands:
-            return _infeasible(mask, "resource-limit",
-                               f"{operands} kernel operands > limit {p.max_operands}")
-        bytes_moved = sum(values[v].nbytes for v in inputs) + sum(values[v].nbytes for v in outputs)
+                    b.outputs.append(r)
+        b.bytes = sum(values[v].nbytes for v in b.inputs) + sum(values[v].nbytes for v in b.outputs)
+        return b
 
-        stitch: dict[int, str] = {}
-        phase: dict[int, int] = {}
-        global_phases: set[int] = set()
-        recompute_flops = 0.0
-        extra_bytes = 0
-        smem = 0
-        comps = g.components(mask) if not single else [mask]
+    def _stitching(self, mask: int, members: list[int], boundary: Boundary) -> Stitching:
+        """Stitch scheme of a multi-op kernel: its phases, where each internal value lives
+        between producer and consumer, and what recomputation and spills add."""
+        s = Stitching()
+        pending = self._phases(mask, members, boundary.internal_users, s)
+        rows, rows_per_block = self._tile_geometry(members)
+        values = self.graph.values
 
-        if not single:
-            # -- phases: a consumer that needs a whole reduction starts a new phase
-            pending: dict[int, ReductionLayout] = {}
-            for i in members:
-                node = nodes[i]
-                cls = node.op_class
-                ph = 0
-                for v in set(node.operands):
-                    pr = values[v].producer
-                    if pr is None or not (mask >> pr) & 1:
-                        continue
-                    stitch.setdefault(pr, REGISTER)
-                    layout = pending.get(v)
-                    if layout is not None and not (cls.elementwise or self.unit_reshape[i]):
-                        need = (
-                            SHARED
-                            if layout is ReductionLayout.ROW
-                            and isinstance(node.op, graph.BroadcastOp)
-                            and node.op.dim_map == tuple(range(len(node.op.dim_map)))
-                            else GLOBAL
-                        )
-                        if SCHEME_ORDER[need] > SCHEME_ORDER[stitch[pr]]:
-                            stitch[pr] = need
-                        ph = max(ph, phase[pr] + 1)
-                        if need == GLOBAL:
-                            global_phases.add(phase[pr] + 1)
-                    else:
-                        ph = max(ph, phase[pr])
-                phase[i] = ph
-                r = self.result[i]
-                if r is None:
-                    continue
-                if cls is OpClass.REDUCTION:
-                    pending[r] = node.info.reduction
-                elif cls.elementwise or self.unit_reshape[i]:
-                    layouts = [pending[v] for v in node.operands if v in pending]
-                    if layouts:
-                        pending[r] = max(layouts, key=lambda lay: lay is not ReductionLayout.ROW)
-            # a value computed from kernel inputs only is computed as late as its users need it
-            for i in reversed(members):
-                r = self.result[i]
-                if nodes[i].op_class is OpClass.REDUCTION or r in pending or i not in internal_users:
-                    continue
-                target = min(phase[u] for u in internal_users[i])
-                if target > phase[i]:
-                    phase[i] = target
-            rows, rows_per_block = self._tile_geometry(members)
+        def tile(v: int) -> int:
+            return max(self.element_size[v], math.ceil(values[v].nbytes * rows_per_block / rows))
 
-            def tile(v: int) -> int:
-                return max(self.element_size[v], math.ceil(values[v].nbytes * rows_per_block / rows))
+        for i, scheme in s.stitch.items():
+            if scheme == SHARED:
+                s.smem += tile(self.result[i])
+        for i in members:
+            r = self.result[i]
+            if i not in boundary.internal_users or r is None:
+                continue
+            users = boundary.internal_users[i]
+            if r in pending:
+                self._keep_reduction(i, r, users, pending[r], s, tile)
+            elif any(s.phase[u] > s.phase[i] for u in users):
+                self._keep_across_phases(i, r, users, mask, s, tile)
+            else:
+                self._keep_broadcast(i, r, users, mask, s, tile)
+        self._gemm_prologues(mask, members, s)
+        return s
 
-            for i, scheme in stitch.items():
-                if scheme == SHARED:
-                    smem += tile(self.result[i])
-            for i in members:
-                r = self.result[i]
-                if i not in internal_users or r is None:
+    def _phases(self, mask: int, members: list[int], internal_users: dict[int, list[int]],
+                s: Stitching) -> dict[int, ReductionLayout]:
+        """Phase of every member: a consumer that needs a whole reduction starts a new
+        phase (SHARED for a row reduction broadcast along its rows, else GLOBAL and a
+        grid barrier). Returns the values that carry a reduction's layout (the reduction
+        and elementwise work on it), which are held by the reducing threads."""
+        nodes, values = self.graph.nodes, self.graph.values
+        pending: dict[int, ReductionLayout] = {}
+        for i in members:
+            node = nodes[i]
+            cls = node.op_class
+            ph = 0
+            for v in set(node.operands):
+                pr = values[v].producer
+                if pr is None or not (mask >> pr) & 1:
                     continue
-                users = internal_users[i]
-                if r in pending:
-                    # a reduction result kept by the reducing threads but needed in a
-                    # later phase must survive the barrier like a stitched value
-                    if stitch[i] == REGISTER and max(phase[u] for u in users) > phase[i]:
-                        stitch[i] = SHARED if pending[r] is ReductionLayout.ROW else GLOBAL
-                        if stitch[i] == SHARED:
-                            smem += tile(r)
-                    continue
-                later = sorted({phase[u] for u in users if phase[u] > phase[i]})
-                if later:
-                    t = tile(r)
-                    if smem + t <= p.onchip_bytes:
-                        stitch[i] = SHARED
-                        smem += t
-                    else:
-                        cone_work, cone_bytes = self._cone(i, mask, stitch)
-                        t_recompute = len(later) * (
-                            cone_work / (p.elementwise_gops * 1e3) + cone_bytes / (p.bandwidth_gbps * 1e3)
-                        )
-                        new_barriers = len([ph for ph in later if ph not in global_phases])
-                        t_global = (2 * values[r].nbytes) / (p.bandwidth_gbps * 1e3) + (
-                            new_barriers * p.global_barrier_us
-                        )
-                        if t_recompute <= t_global:
-                            recompute_flops += len(later) * cone_work
-                            extra_bytes += len(later) * cone_bytes
-                        else:
-                            stitch[i] = GLOBAL
-                            extra_bytes += 2 * values[r].nbytes
-                            global_phases.update(later)
-                    continue
-                reuse = max(
-                    (values[self.result[u]].numel / max(1, values[r].numel)
-                     for u in users if nodes[u].op_class is OpClass.BROADCAST),
-                    default=1.0,
-                )
-                if reuse > 1.0 and stitch[i] == REGISTER:
-                    cone_work, _ = self._cone(i, mask, stitch)
-                    expensive = cone_work > self._light_work(i, mask, stitch)
-                    t = tile(r)
-                    if expensive and smem + t <= p.onchip_bytes:
-                        stitch[i] = SHARED
-                        smem += t
-                    else:
-                        recompute_flops += cone_work * (reuse - 1.0)
-            # prologue of a fused GEMM: recomputed once per output tile that reads it
-            for i in members:
-                if nodes[i].op_class is not OpClass.CONTRACTION:
-                    continue
-                lhs, rhs = graph.shape_of(nodes[i].op.operands[0]), graph.shape_of(nodes[i].op.operands[1])
-                repeats = (math.ceil(rhs[-1] / p.gemm_tile), math.ceil(lhs[-2] / p.gemm_tile))
-                for v, rep in zip(nodes[i].operands[:2], repeats):
-                    pr = values[v].producer
-                    if pr is not None and (mask >> pr) & 1 and rep > 1:
-                        cone_work, _ = self._cone(pr, mask, stitch)
-                        recompute_flops += cone_work * (rep - 1)
+                s.stitch.setdefault(pr, REGISTER)
+                layout = pending.get(v)
+                if layout is not None and not (cls.elementwise or self.unit_reshape[i]):
+                    need = SHARED if layout is ReductionLayout.ROW and self._row_broadcast(node.op) else GLOBAL
+                    if SCHEME_ORDER[need] > SCHEME_ORDER[s.stitch[pr]]:
+                        s.stitch[pr] = need
+                    ph = max(ph, s.phase[pr] + 1)
+                    if need == GLOBAL:
+                        s.global_phases.add(s.phase[pr] + 1)
+                else:
+                    ph = max(ph, s.phase[pr])
+            s.phase[i] = ph
+            r = self.result[i]
+            if r is None:
+                continue
+            if cls is OpClass.REDUCTION:
+                pending[r] = node.info.reduction
+            elif cls.elementwise or self.unit_reshape[i]:
+                layouts = [pending[v] for v in node.operands if v in pending]
+                if layouts:
+                    pending[r] = max(layouts, key=lambda lay: lay is not ReductionLayout.ROW)
+        # a value computed from kernel inputs only is computed as late as its users need it
+        for i in reversed(members):
+            r = self.result[i]
+            if nodes[i].op_class is OpClass.REDUCTION or r in pending or i not in internal_users:
+                continue
+            target = min(s.phase[u] for u in internal_users[i])
+            if target > s.phase[i]:
+                s.phase[i] = target
+        return pending
 
-            if len(comps) > 1:
-                if global_phases:
-                    return _infeasible(mask, "op-class",
-                                       "a horizontal pack cannot contain a grid-wide barrier")
-                if any(nodes[i].op_class is OpClass.CONTRACTION for i in members):
-                    return _infeasible(mask, "op-class", "a horizontal pack cannot contain a GEMM")
+    @staticmethod
+    def _row_broadcast(op) -> bool:
+        """A broadcast that keeps the leading dimensions: a row value along its row."""
+        return isinstance(op, graph.BroadcastOp) and op.dim_map == tuple(range(len(op.dim_map)))
 
-        # -- registers, threads and shared memory: occupancy
-        efficiency = 1.0
+    def _keep_reduction(self, i: int, r: int, users: list[int], layout: ReductionLayout, s: Stitching, tile) -> None:
+        """A reduction result kept by the reducing threads but needed in a later phase
+        must survive the barrier like a stitched value."""
+        if s.stitch[i] == REGISTER and max(s.phase[u] for u in users) > s.phase[i]:
+            s.stitch[i] = SHARED if layout is ReductionLayout.ROW else GLOBAL
+            if s.stitch[i] == SHARED:
+                s.smem += tile(r)
+
+    def _keep_across_phases(self, i: int, r: int, users: list[int], mask: int, s: Stitching, tile) -> None:
+        """A value used in later phases: in shared memory when its tile fits, else
+        recomputed in each later phase or spilled to global memory, whichever is cheaper."""
+        p, values = self.params, self.graph.values
+        later = sorted({s.phase[u] for u in users if s.phase[u] > s.phase[i]})
+        t = tile(r)
+        if s.smem + t <= p.onchip_bytes:
+            s.stitch[i] = SHARED
+            s.smem += t
+            return
+        cone_work, cone_bytes = self._cone(i, mask, s.stitch)
+        t_recompute = len(later) * (cone_work / (p.elementwise_gops * 1e3) + cone_bytes / (p.bandwidth_gbps * 1e3))
+        new_barriers = len([ph for ph in later if ph not in s.global_phases])
+        t_global = (2 * values[r].nbytes) / (p.bandwidth_gbps * 1e3) + new_barriers * p.global_barrier_us
+        if t_recompute <= t_global:
+            s.recompute_flops += len(later) * cone_work
+            s.extra_bytes += len(later) * cone_bytes
+        else:
+            s.stitch[i] = GLOBAL
+            s.extra_bytes += 2 * values[r].nbytes
+            s.global_phases.update(later)
+
+    def _keep_broadcast(self, i: int, r: int, users: list[int], mask: int, s: Stitching, tile) -> None:
+        """A value read through a broadcast is recomputed for every element it is
+        broadcast to; when that repeats expensive work and the tile fits, it is kept in
+        shared memory instead."""
+        nodes, values = self.graph.nodes, self.graph.values
+        reuse = max(
+            (values[self.result[u]].numel / max(1, values[r].numel)
+             for u in users if nodes[u].op_class is OpClass.BROADCAST),
+            default=1.0,
+        )
+        if reuse <= 1.0 or s.stitch[i] != REGISTER:
+            return
+        cone_work, _ = self._cone(i, mask, s.stitch)
+        expensive = cone_work > self._light_work(i, mask, s.stitch)
+        t = tile(r)
+        if expensive and s.smem + t <= self.params.onchip_bytes:
+            s.stitch[i] = SHARED
+            s.smem += t
+        else:
+            s.recompute_flops += cone_work * (reuse - 1.0)
+
+    def _gemm_prologues(self, mask: int, members: list[int], s: Stitching) -> None:
+        """The elementwise prologue of a fused GEMM is recomputed once per output tile
+        that reads it."""
+        p, nodes, values = self.params, self.graph.nodes, self.graph.values
+        for i in members:
+            if nodes[i].op_class is not OpClass.CONTRACTION:
+                continue
+            lhs, rhs = graph.shape_of(nodes[i].op.operands[0]), graph.shape_of(nodes[i].op.operands[1])
+            repeats = (math.ceil(rhs[-1] / p.gemm_tile), math.ceil(lhs[-2] / p.gemm_tile))
+            for v, rep in zip(nodes[i].operands[:2], repeats):
+                pr = values[v].producer
+                if pr is not None and (mask >> pr) & 1 and rep > 1:
+                    cone_work, _ = self._cone(pr, mask, s.stitch)
+                    s.recompute_flops += cone_work * (rep - 1)
+
+    def _pack_problem(self, mask: int, members: list[int], s: Stitching) -> PatternCost | None:
+        """A horizontal pack (several independent components) takes no grid barrier and
+        no GEMM."""
+        if s.global_phases:
+            return _infeasible(mask, "op-class", "a horizontal pack cannot contain a grid-wide barrier")
+        if any(self.graph.nodes[i].op_class is OpClass.CONTRACTION for i in members):
+            return _infeasible(mask, "op-class", "a horizontal pack cannot contain a GEMM")
+        return None
+
+    def _occupancy(self, comps: list[int], boundary: Boundary, s: Stitching) -> Occupancy:
+        """Registers per thread (per component: base + compute ops + live values) and the
+        blocks per SM they, the threads and the shared memory allow -> bandwidth
+        efficiency. Without a register model (CPU) the efficiency is 1."""
+        p, nodes = self.params, self.graph.nodes
+        if not p.registers_per_unit:
+            return Occupancy(1.0, 0)
         registers = 0
-        if p.registers_per_unit:
-            for comp in comps:
-                compute_ops = live = 0
-                for i in bits(comp):
-                    cls = nodes[i].op_class
-                    if cls.elementwise or cls in (OpClass.REDUCTION, OpClass.CONTRACTION):
-                        compute_ops += 1
-                    if len(internal_users.get(i, ())) > 1 or stitch.get(i, REGISTER) != REGISTER:
-                        live += 1
-                registers = max(
-                    registers,
-                    p.base_registers + p.registers_per_op * compute_ops + p.registers_per_live_value * live,
-                )
-            if not single and p.max_registers_per_thread and registers > p.max_registers_per_thread:
-                return _infeasible(mask, "resource-limit",
-                                   f"{registers} registers per thread > limit {p.max_registers_per_thread}")
-            blocks = min(
-                p.max_threads_per_unit // max(1, p.block_threads),
-                p.max_blocks_per_unit,
-                p.registers_per_unit // max(1, registers * p.block_threads),
-                p.onchip_bytes_per_unit // smem if smem else p.max_blocks_per_unit,
+        for comp in comps:
+            compute_ops = live = 0
+            for i in bits(comp):
+                cls = nodes[i].op_class
+                if cls.elementwise or cls in (OpClass.REDUCTION, OpClass.CONTRACTION):
+                    compute_ops += 1
+                if len(boundary.internal_users.get(i, ())) > 1 or s.stitch.get(i, REGISTER) != REGISTER:
+                    live += 1
+            registers = max(
+                registers,
+                p.base_registers + p.registers_per_op * compute_ops + p.registers_per_live_value * live,
             )
-            if blocks == 0:
-                if not single:
-                    return _infeasible(
-                        mask, "resource-limit",
-                        f"no block fits on an SM ({p.block_threads} threads x {registers} registers, "
-                        f"{smem} bytes of shared memory)",
-                    )
-                blocks = 1
-            occupancy = blocks * p.block_threads / p.max_threads_per_unit
-            efficiency = min(1.0, occupancy / p.full_bandwidth_occupancy)
+        problem = ""
+        if p.max_registers_per_thread and registers > p.max_registers_per_thread:
+            problem = f"{registers} registers per thread > limit {p.max_registers_per_thread}"
+        blocks = min(
+            p.max_threads_per_unit // max(1, p.block_threads),
+            p.max_blocks_per_unit,
+            p.registers_per_unit // max(1, registers * p.block_threads),
+            p.onchip_bytes_per_unit // s.smem if s.smem else p.max_blocks_per_unit,
+        )
+        if blocks == 0:
+            problem = problem or (f"no block fits on an SM ({p.block_threads} threads x {registers} registers, "
+                                  f"{s.smem} bytes of shared memory)")
+            blocks = 1  # a single op runs anyway
+        occupancy = blocks * p.block_threads / p.max_threads_per_unit
+        return Occupancy(min(1.0, occupancy / p.full_bandwidth_occupancy), registers, problem)
 
-        # -- time
+    def _time(self, members: list[int], comps: list[int], total_bytes: int, work: float, efficiency: float,
+              barriers: int) -> float:
+        """launch + max(memory time, compute time) + grid barriers, in microseconds; memory
+        runs at a fraction of the bandwidth when the kernel has too little parallelism."""
+        p, nodes = self.params, self.graph.nodes
         parallel = sum(max(nodes[i].domain for i in bits(comp)) for comp in comps)
         utilization = min(1.0, max(1, parallel) / p.saturation_elements)
-        work = sum(self.work[i] for i in members) + recompute_flops
         gemm_time = 0.0
         for i in members:
             info = nodes[i].info
             if info.op_class is OpClass.CONTRACTION:
                 rate = p.gemm_gflops * (1.0 if info.contraction is ContractionSize.LARGE else p.fine_gemm_efficiency)
                 gemm_time += info.gemm_flops / (rate * 1e3)
-        total_bytes = bytes_moved + extra_bytes
         t_mem = total_bytes / (p.bandwidth_gbps * 1e3 * efficiency * utilization)
         t_compute = work / (p.elementwise_gops * 1e3) + gemm_time
-        time_us = p.launch_us + max(t_mem, t_compute) + len(global_phases) * p.global_barrier_us
-
-        return PatternCost(
-            mask=mask,
-            feasible=True,
-            kind=self._kind(members, comps, stitch, inputs),
-            bytes=total_bytes,
-            time_us=time_us,
-            stitch=stitch,
-            inputs=tuple(inputs),
-            outputs=tuple(outputs),
-            smem_bytes=smem,
-            registers=registers,
-            flops=work,
-            recompute_flops=recompute_flops,
-            global_barriers=len(global_phases),
-        )
+        return p.launch_us + max(t_mem, t_compute) + barriers * p.global_barrier_us
 
     # --- helpers ------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator
 
+from mlfuse import abi
 from mlfuse.analysis.op_classes import DEFAULT_FINE_GEMM_FLOPS, OpClass, OpInfo, classify
 from mlfuse.dialects import fusion, graph
 
@@ -64,7 +65,7 @@ class Node:
 def element_bytes(t) -> int:
     if not isinstance(t, TensorType):
         return 0
-    return max(1, (t.get_element_type().bitwidth + 7) // 8)
+    return abi.element_bytes(t.get_element_type())
 
 
 def bits(mask: int) -> Iterator[int]:

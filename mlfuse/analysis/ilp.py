@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
 from scipy.sparse import csr_array
 
 from mlfuse.analysis.fusion_graph import FusionGraph, bits
@@ -127,6 +127,74 @@ class ConflictIndex:
         return pairs
 
 
+@dataclass
+class _Lazy:
+    """The constraints added so far, and the bookkeeping reported in `SolveResult`."""
+
+    pairs: set[tuple[int, int]] = field(default_factory=set)  # conflicting pairs (a < b)
+    expanded: set[int] = field(default_factory=set)  # candidates whose conflicts are in `pairs`
+    cuts: list[list[int]] = field(default_factory=list)  # candidate sets of which one must go
+    rounds: int = 0
+    gap: float | None = None
+
+
+def _cover_entries(masks: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(row, column) entries of the cover constraints: op `row` is in candidate `column`."""
+    cover_rows, cover_cols = [], []
+    for col, m in enumerate(masks):
+        for i in bits(m):
+            cover_rows.append(i)
+            cover_cols.append(col)
+    return cover_rows, cover_cols
+
+
+def _constraints(n: int, k: int, cover: tuple[list[int], list[int]], lazy: _Lazy) -> LinearConstraint:
+    """The cover rows (= 1), then one row per conflicting pair (<= 1) and per cut (<= |C| - 1)."""
+    rows, cols = list(cover[0]), list(cover[1])
+    lower, upper = [1.0] * n, [1.0] * n
+    row = n
+    for a, b in sorted(lazy.pairs):
+        rows += [row, row]
+        cols += [a, b]
+        lower.append(-np.inf)
+        upper.append(1.0)
+        row += 1
+    for cycle in lazy.cuts:
+        rows += [row] * len(cycle)
+        cols += cycle
+        lower.append(-np.inf)
+        upper.append(len(cycle) - 1.0)
+        row += 1
+    matrix = csr_array((np.ones(len(rows)), (rows, cols)), shape=(row, k))
+    return LinearConstraint(matrix, lower, upper)
+
+
+def _add_cuts(lazy: _Lazy, conflicts: ConflictIndex, on_cycle: list[int]) -> None:
+    """Forbid the cycle through candidates `on_cycle`: every conflict of each becomes a
+    pair constraint, and the cycle itself a cut when it is longer than two kernels or
+    brought no new pair."""
+    before = len(lazy.pairs)
+    for col in on_cycle:
+        if col not in lazy.expanded:
+            lazy.expanded.add(col)
+            lazy.pairs.update((min(col, q), max(col, q)) for q in conflicts.conflicts_of(col))
+    if len(on_cycle) > 2 or len(lazy.pairs) == before:
+        lazy.cuts.append(on_cycle)
+
+
+def _no_incumbent(res: OptimizeResult) -> str:
+    """Why HiGHS returned no solution."""
+    return "the time limit ran out without an incumbent" if res.status == 1 else f"HiGHS: {res.message}"
+
+
+def _acyclic_outcome(res: OptimizeResult, gap: float | None) -> tuple[str, str]:
+    """(status, message) for an acyclic solution: optimal, or the incumbent at the time limit."""
+    if res.status == 0:
+        return "optimal", "optimal"
+    return "time-limit", (f"the time limit ran out: best incumbent used (MIP gap "
+                          f"{gap if gap is not None else float('nan'):.3g})")
+
+
 def solve_ilp(
     fgraph: FusionGraph,
     masks: Sequence[int],
@@ -143,77 +211,42 @@ def solve_ilp(
     n, k = len(fgraph), len(masks)
     if n == 0:
         return SolveResult([], 0.0, "optimal", "nothing to plan", 0.0, 0)
-    cover_rows, cover_cols = [], []
-    for col, m in enumerate(masks):
-        for i in bits(m):
-            cover_rows.append(i)
-            cover_cols.append(col)
+    cover = _cover_entries(masks)
     conflicts = ConflictIndex(fgraph, masks)
-    pairs: set[tuple[int, int]] = set()
-    expanded: set[int] = set()
-    cuts: list[list[int]] = []
+    lazy = _Lazy()
     c = np.asarray(costs, dtype=float)
-    rounds = 0
-    gap: float | None = None
 
     def result(groups: list[int], objective: float, status: str, message: str) -> SolveResult:
         return SolveResult(groups, objective, status, message, time.perf_counter() - start,
-                           rounds, k, len(pairs), len(cuts), gap)
+                           lazy.rounds, k, len(lazy.pairs), len(lazy.cuts), lazy.gap)
 
     def fall_back(why: str) -> SolveResult:
         return result(fallback(), float("nan"), "fallback", f"{why}; using the greedy plan")
 
     while True:
-        rounds += 1
-        rows, cols = list(cover_rows), list(cover_cols)
-        lower, upper = [1.0] * n, [1.0] * n
-        row = n
-        for a, b in sorted(pairs):
-            rows += [row, row]
-            cols += [a, b]
-            lower.append(-np.inf)
-            upper.append(1.0)
-            row += 1
-        for cycle in cuts:
-            rows += [row] * len(cycle)
-            cols += cycle
-            lower.append(-np.inf)
-            upper.append(len(cycle) - 1.0)
-            row += 1
-        matrix = csr_array((np.ones(len(rows)), (rows, cols)), shape=(row, k))
+        lazy.rounds += 1
+        constraints = _constraints(n, k, cover, lazy)
         remaining = time_limit - (time.perf_counter() - start)
         if remaining <= 0:
             return fall_back("the time limit ran out before an acyclic plan was found")
         try:
             res = milp(
                 c,
-                constraints=LinearConstraint(matrix, lower, upper),
+                constraints=constraints,
                 integrality=np.ones(k),
                 bounds=Bounds(0, 1),
                 options={"time_limit": remaining, "disp": False},
             )
         except Exception as e:  # HiGHS failure: never silent
             return fall_back(f"HiGHS failed: {type(e).__name__}: {e}")
-        gap = getattr(res, "mip_gap", None)
+        lazy.gap = getattr(res, "mip_gap", None)
         if res.x is None:
-            why = "the time limit ran out without an incumbent" if res.status == 1 else f"HiGHS: {res.message}"
-            return fall_back(why)
+            return fall_back(_no_incumbent(res))
         chosen = [col for col in range(k) if res.x[col] > 0.5]
         groups = [masks[col] for col in chosen]
         cycle = find_kernel_cycle(fgraph, groups)
         if cycle is None:
-            if res.status == 0:
-                return result(groups, float(res.fun), "optimal", "optimal")
-            return result(groups, float(res.fun), "time-limit",
-                          f"the time limit ran out: best incumbent used (MIP gap "
-                          f"{gap if gap is not None else float('nan'):.3g})")
-        if rounds >= MAX_CUT_ROUNDS:
-            return fall_back(f"still cyclic after {rounds} rounds of cycle cuts")
-        on_cycle = [chosen[gi] for gi in cycle]
-        before = len(pairs)
-        for col in on_cycle:
-            if col not in expanded:
-                expanded.add(col)
-                pairs.update((min(col, q), max(col, q)) for q in conflicts.conflicts_of(col))
-        if len(cycle) > 2 or len(pairs) == before:
-            cuts.append(on_cycle)
+            return result(groups, float(res.fun), *_acyclic_outcome(res, lazy.gap))
+        if lazy.rounds >= MAX_CUT_ROUNDS:
+            return fall_back(f"still cyclic after {lazy.rounds} rounds of cycle cuts")
+        _add_cuts(lazy, conflicts, [chosen[gi] for gi in cycle])

@@ -1,19 +1,24 @@
 """Op classes for fusion planning: what kind of kernel an op can take part in.
 
-Every op of a function falls into one class (`classify`):
+Every op of a function falls into one class (`classify`), read off the traits the
+graph dialect attaches to its ops (dialects/graph.py, "op facts"):
 
-- light elementwise: add, sub, mul, max, min, neg, abs, relu, compare, select, cast;
-- expensive elementwise: exp, log, tanh, erf, sigmoid, gelu, pow, div, rem, sqrt, rsqrt,
-  reciprocal (transcendental or iterative on every target; recomputing them is costly);
-- broadcast;
-- injective: transpose, reshape, slice, pad, concat, and the gathers with their
-  indirect index (each output element reads at most one element of each operand);
-- reduction, with its layout: *row* (the reduced axes are the innermost non-unit
-  axes: contiguous), *column* (an outer or middle axis is reduced: strided) or
-  *full* (every non-unit axis is reduced);
-- contraction (matmul, batch_matmul), *fine-grained* when its flop count is at most
-  a threshold (small GEMMs that may take an elementwise prologue and epilogue into
-  their kernel) and *large* otherwise (a library call: never fused);
+- light elementwise: `graph.Elementwise` with cost 1 (add, sub, mul, max, min, neg,
+  abs, relu, compare, select, cast);
+- expensive elementwise: `graph.Elementwise` with a higher cost (exp, log, tanh, erf,
+  sigmoid, gelu, pow, div, rem, sqrt, rsqrt, reciprocal: transcendental or iterative
+  on every target; recomputing them is costly);
+- broadcast: `graph.Broadcast`;
+- injective: `graph.Injective` (transpose, reshape, slice, pad, concat, and the
+  gathers with their indirect index: each output element reads at most one element
+  of each operand);
+- reduction (`graph.Reduction`), with its layout: *row* (the reduced axes are the
+  innermost non-unit axes: contiguous), *column* (an outer or middle axis is
+  reduced: strided) or *full* (every non-unit axis is reduced);
+- contraction (`graph.Contraction`: matmul, batch_matmul), *fine-grained* when its
+  flop count is at most a threshold (small GEMMs that may take an elementwise
+  prologue and epilogue into their kernel) and *large* otherwise (a library call:
+  never fused);
 - constant (graph.constant: materialized inside the kernels that use it);
 - opaque: anything else (unknown ops, existing fusion groups); never fused.
 """
@@ -58,58 +63,6 @@ class ReductionLayout(enum.Enum):
 class ContractionSize(enum.Enum):
     FINE = "fine-grained"
     LARGE = "large"
-
-
-LIGHT_ELEMENTWISE_OPS: tuple[type[Operation], ...] = (
-    graph.AddOp,
-    graph.SubOp,
-    graph.MulOp,
-    graph.MaxOp,
-    graph.MinOp,
-    graph.NegOp,
-    graph.AbsOp,
-    graph.ReluOp,
-    graph.CompareOp,
-    graph.SelectOp,
-    graph.CastOp,
-)
-
-# Relative cost of one element, in light-op units (an add is 1): divisions and roots
-# take several instructions, transcendental functions a polynomial or an SFU round trip.
-EXPENSIVE_ELEMENT_COST: dict[type[Operation], float] = {
-    graph.DivOp: 4.0,
-    graph.RemOp: 6.0,  # a division and a fix-up (floats: a libm fmod call on the CPU)
-    graph.SqrtOp: 4.0,
-    graph.RsqrtOp: 4.0,
-    graph.ReciprocalOp: 4.0,
-    graph.ExpOp: 8.0,
-    graph.LogOp: 8.0,
-    graph.TanhOp: 10.0,
-    graph.ErfOp: 10.0,
-    graph.SigmoidOp: 10.0,
-    graph.PowOp: 16.0,
-    graph.GeluOp: 20.0,
-}
-
-INJECTIVE_OPS: tuple[type[Operation], ...] = (
-    graph.TransposeOp,
-    graph.ReshapeOp,
-    graph.SliceOp,
-    graph.PadOp,
-    graph.ConcatOp,
-    graph.GatherOp,  # an indirect index: one element of the data per output element
-    graph.GatherElementsOp,
-)
-
-REDUCTION_OPS: tuple[type[Operation], ...] = (
-    graph.ReduceSumOp,
-    graph.ReduceMaxOp,
-    graph.ReduceMinOp,
-    graph.ReduceMeanOp,
-    graph.ReduceProdOp,
-)
-
-CONTRACTION_OPS: tuple[type[Operation], ...] = (graph.MatmulOp, graph.BatchMatmulOp)
 
 
 @dataclass(frozen=True)
@@ -162,16 +115,18 @@ def contraction_flops(op: Operation) -> int:
 
 
 def classify(op: Operation, fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS) -> OpInfo:
-    """The `OpInfo` of `op`; a contraction is fine-grained up to `fine_gemm_flops`."""
-    if isinstance(op, LIGHT_ELEMENTWISE_OPS):
-        return OpInfo(OpClass.LIGHT_ELEMENTWISE, element_cost=1.0)
-    if type(op) in EXPENSIVE_ELEMENT_COST:
-        return OpInfo(OpClass.EXPENSIVE_ELEMENTWISE, element_cost=EXPENSIVE_ELEMENT_COST[type(op)])
-    if isinstance(op, graph.BroadcastOp):
+    """The `OpInfo` of `op`, from the facts its dialect attaches to it (graph.Elementwise,
+    graph.Broadcast, graph.Injective, graph.Reduction, graph.Contraction); a
+    contraction is fine-grained up to `fine_gemm_flops`."""
+    cost = graph.elementwise_cost(op)
+    if cost is not None:
+        cls = OpClass.EXPENSIVE_ELEMENTWISE if graph.is_expensive(op) else OpClass.LIGHT_ELEMENTWISE
+        return OpInfo(cls, element_cost=cost)
+    if op.has_trait(graph.Broadcast):
         return OpInfo(OpClass.BROADCAST)
-    if isinstance(op, INJECTIVE_OPS):
+    if op.has_trait(graph.Injective):
         return OpInfo(OpClass.INJECTIVE)
-    if isinstance(op, REDUCTION_OPS):
+    if graph.is_reduction(op):
         assert isinstance(op, graph.ReduceOp)
         shape = graph.shape_of(op.input)
         axes = op.reduce_axes
@@ -181,7 +136,7 @@ def classify(op: Operation, fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS) -> O
             reduction=reduction_layout(shape, axes),
             row_length=math.prod(shape[a] for a in axes),
         )
-    if isinstance(op, CONTRACTION_OPS):
+    if graph.is_contraction(op):
         flops = contraction_flops(op)
         size = ContractionSize.FINE if flops <= fine_gemm_flops else ContractionSize.LARGE
         return OpInfo(OpClass.CONTRACTION, contraction=size, gemm_flops=flops)

@@ -146,50 +146,64 @@ XLA_PRODUCERS = (OpClass.LIGHT_ELEMENTWISE, OpClass.EXPENSIVE_ELEMENTWISE, OpCla
 
 
 def plan_xla(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> RulePlanner:
+    """XLA's instruction fusion (consumers last to first), then sibling multi-output fusion."""
     rp = RulePlanner(fgraph, model, max_group_size)
-    g, part = fgraph, rp.part
-    nodes = g.nodes
+    for c in reversed(range(len(fgraph))):
+        _xla_fuse_producers(rp, c)
+    _xla_fuse_siblings(rp)
+    return rp
 
-    def has(gid: int, cls: OpClass) -> bool:
-        return any(nodes[i].op_class is cls for i in bits(part.mask(gid)))
 
-    for c in reversed(range(len(g))):
-        if not nodes[c].fusible or nodes[c].op_class is OpClass.CONTRACTION:
-            for p in g.preds[c]:
-                rp.refuse((p, c), "planner-rule", f"xla: {nodes[c].info.describe()} consumers are not fused into")
+def _xla_fuse_producers(rp: RulePlanner, c: int) -> None:
+    """Fuse the producers of node c into c's fusion where XLA's rules allow it, recording
+    the rule that refuses each other edge."""
+    g, part = rp.graph, rp.part
+    consumer = g.nodes[c]
+    if not consumer.fusible or consumer.op_class is OpClass.CONTRACTION:
+        for p in g.preds[c]:
+            rp.refuse((p, c), "planner-rule", f"xla: {consumer.info.describe()} consumers are not fused into")
+        return
+    for p in reversed(g.preds[c]):
+        edge = (p, c)
+        cgid, pgid = part.group_of(c), part.group_of(p)
+        if cgid == pgid:
             continue
-        for p in reversed(g.preds[c]):
-            edge = (p, c)
-            cgid, pgid = part.group_of(c), part.group_of(p)
-            if cgid == pgid:
-                continue
-            producer = nodes[p]
-            if producer.op_class is OpClass.REDUCTION:
-                rp.refuse(edge, "planner-rule", "xla: a reduction is only a fusion tail")
-                continue
-            if not producer.fusible or producer.op_class not in XLA_PRODUCERS:
-                rp.refuse(edge, "planner-rule", f"xla: a {producer.info.describe()} does not fuse into consumers")
-                continue
-            if part.mask(pgid) != 1 << p:
-                rp.refuse(edge, "planner-rule", "xla: producer already fused elsewhere (no duplication)")
-                continue
-            cmask = part.mask(cgid)
-            users = {u for r in producer.results for u in g.values[r].users}
-            escapes = any(g.values[r].escapes for r in producer.results)
-            all_inside = not escapes and all((cmask >> u) & 1 for u in users)
-            if not all_inside and not has(cgid, OpClass.REDUCTION):
-                rp.refuse(edge, "planner-rule",
-                          "xla: producer has users outside a loop fusion (no duplication)")
-                continue
-            if producer.op_class is OpClass.EXPENSIVE_ELEMENTWISE and any(
-                nodes[u].op_class is OpClass.BROADCAST for u in users if (cmask >> u) & 1
-            ):
-                rp.refuse(edge, "planner-rule",
-                          "xla: an expensive producer is not fused into a broadcast that repeats it")
-                continue
-            rp.try_merge(pgid, cgid, edge)
+        why = _xla_producer_refusal(rp, p, pgid, cgid)
+        if why is not None:
+            rp.refuse(edge, "planner-rule", why)
+            continue
+        rp.try_merge(pgid, cgid, edge)
 
-    # sibling multi-output fusion: fusions reading one value over the same domain
+
+def _xla_producer_refusal(rp: RulePlanner, p: int, pgid: int, cgid: int) -> str | None:
+    """Why XLA does not fuse producer node p (alone in group pgid) into the fusion cgid,
+    or None when it does."""
+    g, part = rp.graph, rp.part
+    nodes = g.nodes
+    producer = nodes[p]
+    if producer.op_class is OpClass.REDUCTION:
+        return "xla: a reduction is only a fusion tail"
+    if not producer.fusible or producer.op_class not in XLA_PRODUCERS:
+        return f"xla: a {producer.info.describe()} does not fuse into consumers"
+    if part.mask(pgid) != 1 << p:
+        return "xla: producer already fused elsewhere (no duplication)"
+    cmask = part.mask(cgid)
+    users = {u for r in producer.results for u in g.values[r].users}
+    escapes = any(g.values[r].escapes for r in producer.results)
+    all_inside = not escapes and all((cmask >> u) & 1 for u in users)
+    has_reduction = any(nodes[i].op_class is OpClass.REDUCTION for i in bits(cmask))
+    if not all_inside and not has_reduction:
+        return "xla: producer has users outside a loop fusion (no duplication)"
+    if producer.op_class is OpClass.EXPENSIVE_ELEMENTWISE and any(
+        nodes[u].op_class is OpClass.BROADCAST for u in users if (cmask >> u) & 1
+    ):
+        return "xla: an expensive producer is not fused into a broadcast that repeats it"
+    return None
+
+
+def _xla_fuse_siblings(rp: RulePlanner) -> None:
+    """Sibling multi-output fusion: fusions reading one value over the same domain."""
+    g, part = rp.graph, rp.part
     for value in g.values:
         if value.constant == "splat" or value.numel <= 1:
             continue
@@ -197,14 +211,18 @@ def plan_xla(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> Rule
         for a_pos in range(len(gids)):
             for b_pos in range(a_pos + 1, len(gids)):
                 a, b = part.group_of(gids[a_pos]), part.group_of(gids[b_pos])
-                if a == b or not (_xla_sibling_ok(g, part.mask(a)) and _xla_sibling_ok(g, part.mask(b))):
-                    continue
-                if _domain(g, part.mask(a)) != _domain(g, part.mask(b)):
-                    continue
-                if not independent(g, part.mask(a), part.mask(b)):
-                    continue  # a path between them: producer-consumer, not siblings
-                rp.try_merge(a, b, None)
-    return rp
+                if a != b and _xla_siblings_fusable(g, part.mask(a), part.mask(b)):
+                    rp.try_merge(a, b, None)
+
+
+def _xla_siblings_fusable(g: FusionGraph, ma: int, mb: int) -> bool:
+    """Whether two distinct fusions may become one multi-output fusion: both fusible, over
+    the same domain, and with no path between them (that would be producer-consumer)."""
+    if not (_xla_sibling_ok(g, ma) and _xla_sibling_ok(g, mb)):
+        return False
+    if _domain(g, ma) != _domain(g, mb):
+        return False
+    return independent(g, ma, mb)
 
 
 def _xla_sibling_ok(g: FusionGraph, mask: int) -> bool:
@@ -264,85 +282,105 @@ def post_dominators(g: FusionGraph) -> list[int]:
 
 
 def plan_tvm(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> RulePlanner:
+    """Relay's FuseOps: every op fuses with everything up to its immediate post-dominator
+    when the op patterns on the way allow it."""
     rp = RulePlanner(fgraph, model, max_group_size)
-    g, part = fgraph, rp.part
+    g = fgraph
     ipdom = post_dominators(g)
     kind = [tvm_pattern(g, i) for i in range(len(g))]
     for v in range(len(g)):
-        k = kind[v]
-        d = ipdom[v]
-        edges = [(v, s) for s in g.succs[v]]
-        if k == K_OPAQUE:
-            for e in edges:
-                rp.refuse(e, "planner-rule", "tvm: opaque ops do not fuse")
-            continue
-        if k == K_COMM_REDUCE:
-            for e in edges:
-                rp.refuse(e, "planner-rule", "tvm: kCommReduce does not fuse into its consumers")
-            continue
-        if d == -1:
-            for e in edges:
-                rp.refuse(e, "planner-rule", "tvm: no post-dominator (the value leaves the function)")
-            continue
-        path = g.desc[v] & g.anc[d]
-        inner = [kind[i] for i in bits(path)]
-        sink = kind[d]
-        if k == K_OUT_EWISE_FUSABLE:
-            ok = all(x <= K_BROADCAST for x in inner) and sink <= K_ELEMWISE
-        elif k <= K_BROADCAST:
-            ok = all(x <= K_BROADCAST for x in inner) and (
-                sink <= K_BROADCAST or sink in (K_INJECTIVE, K_COMM_REDUCE, K_OUT_EWISE_FUSABLE)
-            )
-        else:  # injective
-            ok = all(x <= K_INJECTIVE for x in inner) and sink <= K_INJECTIVE
-        if not ok:
-            for e in edges:
-                rp.refuse(e, "planner-rule",
-                          f"tvm: the path to the post-dominator {g.node_label(d)} is not fusable")
-            continue
-        members = [v, *bits(path), d]
-        gids = {part.group_of(i) for i in members}
-        union = 0
-        for gid in gids:
-            union |= part.mask(gid)
-        verdict = check_pattern(g, model, union, max_group_size)
-        if not verdict.ok:
-            for e in edges:
-                rp.refuse(e, verdict.category, verdict.reason)
-            continue
-        if part.creates_cycle(*gids):
-            for e in edges:
-                rp.refuse(e, "cycle", "the kernels would wait on each other through a third kernel")
-            continue
-        keep = gids.pop()
-        for gid in gids:
-            keep = part.merge(keep, gid)
+        why = _tvm_rule_refusal(g, kind, v, ipdom[v])
+        if why is None:
+            why = _tvm_fuse_to_post_dominator(rp, v, ipdom[v])
+        if why is not None:
+            for e in [(v, s) for s in g.succs[v]]:
+                rp.refuse(e, *why)
     return rp
 
 
+def _tvm_rule_refusal(g: FusionGraph, kind: list[int], v: int, d: int) -> tuple[str, str] | None:
+    """(category, reason) when TVM's op-pattern rules forbid fusing node v up to its
+    immediate post-dominator d (-1: none), or None when they allow it."""
+    k = kind[v]
+    if k == K_OPAQUE:
+        return "planner-rule", "tvm: opaque ops do not fuse"
+    if k == K_COMM_REDUCE:
+        return "planner-rule", "tvm: kCommReduce does not fuse into its consumers"
+    if d == -1:
+        return "planner-rule", "tvm: no post-dominator (the value leaves the function)"
+    inner = [kind[i] for i in bits(g.desc[v] & g.anc[d])]
+    if not _tvm_path_fusable(k, inner, kind[d]):
+        return "planner-rule", f"tvm: the path to the post-dominator {g.node_label(d)} is not fusable"
+    return None
+
+
+def _tvm_path_fusable(k: int, inner: list[int], sink: int) -> bool:
+    """Whether an op of pattern k fuses through ops of patterns `inner` into a sink of
+    pattern `sink`."""
+    if k == K_OUT_EWISE_FUSABLE:
+        return all(x <= K_BROADCAST for x in inner) and sink <= K_ELEMWISE
+    if k <= K_BROADCAST:
+        return all(x <= K_BROADCAST for x in inner) and (
+            sink <= K_BROADCAST or sink in (K_INJECTIVE, K_COMM_REDUCE, K_OUT_EWISE_FUSABLE)
+        )
+    # injective
+    return all(x <= K_INJECTIVE for x in inner) and sink <= K_INJECTIVE
+
+
+def _tvm_fuse_to_post_dominator(rp: RulePlanner, v: int, d: int) -> tuple[str, str] | None:
+    """Merge the groups of v, its post-dominator d and every node between them; or
+    (category, reason) when the union is not a valid pattern or would make a cycle."""
+    g, part = rp.graph, rp.part
+    members = [v, *bits(g.desc[v] & g.anc[d]), d]
+    gids = {part.group_of(i) for i in members}
+    union = 0
+    for gid in gids:
+        union |= part.mask(gid)
+    verdict = check_pattern(g, rp.model, union, rp.max_group_size)
+    if not verdict.ok:
+        return verdict.category, verdict.reason
+    if part.creates_cycle(*gids):
+        return "cycle", "the kernels would wait on each other through a third kernel"
+    keep = gids.pop()
+    for gid in gids:
+        keep = part.merge(keep, gid)
+    return None
+
+
 def plan_greedy(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> RulePlanner:
+    """Edge contraction by largest modeled gain, while the gain is positive."""
     rp = RulePlanner(fgraph, model, max_group_size)
-    g, part = fgraph, rp.part
+    _greedy_contract(rp)
+    _greedy_refusals(rp)
+    return rp
+
+
+def _greedy_gain(rp: RulePlanner, a: int, b: int) -> float | None:
+    """Modeled time saved by merging groups a and b; None when the union is not a valid pattern."""
+    ma, mb = rp.part.mask(a), rp.part.mask(b)
+    union = ma | mb
+    if union.bit_count() > rp.max_group_size:
+        return None
+    verdict = check_pattern(rp.graph, rp.model, union, rp.max_group_size)
+    if not verdict.ok:
+        return None
+    return rp.model.time(ma) + rp.model.time(mb) - rp.model.time(union)
+
+
+def _greedy_contract(rp: RulePlanner) -> None:
+    """Merge the pair of neighbouring groups (producer-consumer or siblings) with the
+    largest positive gain, skipping merges that would make a cycle, until none is left."""
+    g, part = rp.graph, rp.part
 
     def neighbours(gid: int) -> set[int]:
         m = part.mask(gid)
         return {part.group_of(j) for j in bits(g.neighbourhood(m) & ~m) if g.nodes[j].fusible}
 
-    def gain(a: int, b: int) -> float | None:
-        ma, mb = part.mask(a), part.mask(b)
-        union = ma | mb
-        if union.bit_count() > max_group_size:
-            return None
-        verdict = check_pattern(g, model, union, max_group_size)
-        if not verdict.ok:
-            return None
-        return model.time(ma) + model.time(mb) - model.time(union)
-
     heap: list[tuple[float, int, int, int, int]] = []
 
     def push(a: int) -> None:
         for b in neighbours(a):
-            gv = gain(a, b)
+            gv = _greedy_gain(rp, a, b)
             if gv is not None and gv > 0:
                 heapq.heappush(heap, (-gv, part.mask(a), part.mask(b), a, b))
 
@@ -356,16 +394,20 @@ def plan_greedy(fgraph: FusionGraph, model: CostModel, max_group_size: int) -> R
         if part.creates_cycle(a, b):
             continue
         push(part.merge(a, b))
+
+
+def _greedy_refusals(rp: RulePlanner) -> None:
+    """Record why every edge left between two kernels was not merged."""
+    g, part = rp.graph, rp.part
     for c in range(len(g)):
         for p in g.preds[c]:
             if part.group_of(p) != part.group_of(c):
                 union = part.mask(part.group_of(p)) | part.mask(part.group_of(c))
-                verdict = check_pattern(g, model, union, max_group_size)
+                verdict = check_pattern(g, rp.model, union, rp.max_group_size)
                 if verdict.ok:
                     rp.refuse((p, c), "cost", "greedy: no gain from merging (or a cycle)")
                 else:
                     rp.refuse((p, c), verdict.category, verdict.reason)
-    return rp
 
 
 RULE_PLANNERS = {"none": plan_none, "xla": plan_xla, "tvm": plan_tvm, "greedy": plan_greedy}

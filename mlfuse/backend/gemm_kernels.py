@@ -25,7 +25,7 @@ MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
 AVX2: 6 x 2 of 16 ymm; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
 result does not depend on the blocking or the thread count. Why not BLAS: the
 machines here pin OpenBLAS to its AVX2 kernels (OPENBLAS_CORETYPE=Haswell), while
-LLVM targets the host's AVX-512 (bench/results/gemm.md compares them).
+LLVM targets the host's AVX-512 (the GEMM-bearing graphs of bench/results/latest.md compare them).
 """
 
 from __future__ import annotations

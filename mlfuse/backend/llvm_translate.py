@@ -20,7 +20,6 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from mlfuse.backend.gemm_kernels import GemmShape, define_gemm_kernels
 from mlfuse.backend.streaming import tag_streaming_accesses
 
-
 # constants this large may be left out of the object code (see to_llvmlite's `external`)
 EXTERNAL_CONSTANT_BYTES = 4096
 

@@ -22,10 +22,7 @@ from xdsl.dialects.builtin import FunctionType, IndexType, IntegerAttr, MemRefTy
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from mlfuse.conversion.to_llvm import element_bytes
-
-ALIGNMENT = 64
-ARENA_ATTR = "mlfuse.arena_bytes"
+from mlfuse.abi import ALIGNMENT, ARENA_ATTR, element_bytes
 
 
 @dataclass

@@ -34,11 +34,10 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint
 
+from mlfuse.abi import ALIGNMENT
 from mlfuse.conversion import scalar
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import fusion, graph, loop
-
-ALIGNMENT = 64
 
 
 def memref_of(t: Attribute) -> MemRefType:
@@ -149,14 +148,14 @@ def lower_elementwise(fl: FunctionLowering, op: Operation, out: SSAValue) -> Non
     fl.nest(short_name(op), shape, ins, [out], body, maps=[identity(rank)] * (len(ins) + 1))
 
 
+def source_map(op: Operation, operand: int, rank: int) -> AffineMap:
+    """The access map of `op`'s operand over the result's domain (its index map)."""
+    return AffineMap(rank, 0, tuple(op.source_index(operand, dims(rank), graph.AFFINE)))  # type: ignore[attr-defined]
+
+
 def lower_broadcast(fl: FunctionLowering, op: graph.BroadcastOp, out: SSAValue) -> None:
-    in_shape, out_shape = graph.shape_of(op.input), graph.shape_of(op.result)
-    d = dims(len(out_shape))
-    index = [
-        AffineExpr.constant(0) if in_shape[i] == 1 and out_shape[r] != 1 else d[r]
-        for i, r in enumerate(op.dim_map)
-    ]
-    m = AffineMap(len(out_shape), 0, tuple(index))
+    out_shape = graph.shape_of(op.result)
+    m = source_map(op, 0, len(out_shape))
     fl.nest("broadcast", out_shape, [fl.buffer(op.input)], [out], lambda b, a: [a[0]], maps=[m, identity(len(out_shape))])
 
 
@@ -253,13 +252,13 @@ def lower_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue) 
         and math.prod(out_shape) >= TRANSPOSE_TILE_MIN_ELEMENTS
         and min(out_shape[across], out_shape[-1]) >= TRANSPOSE_TILE
     ):
-        tiled_transpose(fl, op, out, inverse, across)
+        tiled_transpose(fl, op, out, across)
         return
-    m = AffineMap(rank, 0, tuple(AffineExpr.dimension(inverse[j]) for j in range(rank)))
+    m = source_map(op, 0, rank)
     fl.nest("transpose", out_shape, [fl.buffer(op.input)], [out], lambda b, a: [a[0]], maps=[m, identity(rank)])
 
 
-def tiled_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue, inverse: list[int], across: int) -> None:
+def tiled_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue, across: int) -> None:
     """A parallel `loop.band` over the output: blocks of TRANSPOSE_BLOCK along `across`
     and the last dimension (every index of the others), then the tiles of a block;
     inside, one 2-d nest copies a TRANSPOSE_TILE square (bounds take a min at the
@@ -274,7 +273,7 @@ def tiled_transpose(fl: FunctionLowering, op: graph.TransposeOp, out: SSAValue, 
     lower = [AffineMapAttr(AffineMap(0, rank + 2, (start[k],))) for k in tiled]
     upper = [AffineMapAttr(AffineMap(0, rank + 2, (start[k] + tile, AffineExpr.constant(out_shape[k])))) for k in tiled]
     out_index = [d[tiled.index(k)] if k in tiled else s[k] for k in range(rank)]
-    in_index = [out_index[inverse[j]] for j in range(rank)]
+    in_index = op.source_index(0, out_index, graph.AFFINE)
     t = graph.storage_type(graph.element_type_of(op.result))
     body = Block(arg_types=[t, t])
     Builder(InsertPoint.at_end(body)).insert(loop.YieldOp(body.args[0]))
@@ -293,11 +292,8 @@ def copy_nest(fl: FunctionLowering, name: str, src: SSAValue, dst: SSAValue, src
 
 
 def lower_slice(fl: FunctionLowering, op: graph.SliceOp, out: SSAValue) -> None:
-    start, _, step = op.bounds
     shape = graph.shape_of(op.result)
-    d = dims(len(shape))
-    m = AffineMap(len(shape), 0, tuple(d[i] * step[i] + start[i] for i in range(len(shape))))
-    copy_nest(fl, "slice", fl.buffer(op.input), out, m, identity(len(shape)), shape)
+    copy_nest(fl, "slice", fl.buffer(op.input), out, source_map(op, 0, len(shape)), identity(len(shape)), shape)
 
 
 def lower_pad(fl: FunctionLowering, op: graph.PadOp, out: SSAValue) -> None:
@@ -329,22 +325,13 @@ def lower_gather(fl: FunctionLowering, op: graph.GatherBase, out: SSAValue) -> N
     clamped index says."""
     out_shape, data_shape = graph.shape_of(op.result), graph.shape_of(op.data)
     axis, rank = op.gather_axis, len(out_shape)
-    k = len(graph.shape_of(op.indices))
-    d = dims(rank)
-    if isinstance(op, graph.GatherOp):
-        index_map = AffineMap(rank, 0, tuple(d[axis : axis + k]))
-    else:
-        index_map = identity(rank)
+    index_map = source_map(op, 1, rank)
     zeros = AffineMap(rank, 0, tuple(AffineExpr.constant(0) for _ in data_shape))
 
     def body(b: Builder, args: list[SSAValue]) -> list[SSAValue]:
         position = scalar.gather_index(b, args[0], data_shape[axis])
         ivs = [b.insert(loop.IndexOp("dim", i)).result for i in range(rank)]
-        if isinstance(op, graph.GatherOp):
-            at = [*ivs[:axis], position, *ivs[axis + k :]]
-        else:
-            at = [position if i == axis else iv for i, iv in enumerate(ivs)]
-        return [b.insert(loop.ReadOp(args[1], at)).result]
+        return [b.insert(loop.ReadOp(args[1], op.data_index(ivs, position))).result]
 
     fl.nest(short_name(op), out_shape, [fl.buffer(op.indices), fl.buffer(op.data)], [out], body,
             maps=[index_map, zeros, identity(rank)])
@@ -399,14 +386,6 @@ def short_name(op: Operation) -> str:
     return op.name.split(".", 1)[1]
 
 
-ELEMENTWISE = (
-    graph.UnaryElementwiseOp,
-    graph.BinaryElementwiseOp,
-    graph.CompareOp,
-    graph.SelectOp,
-    graph.CastOp,
-)
-
 LOWERINGS = {
     graph.BroadcastOp: lower_broadcast,
     graph.TransposeOp: lower_transpose,
@@ -421,7 +400,7 @@ LOWERINGS = {
 
 
 def lower_op(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
-    if isinstance(op, ELEMENTWISE):
+    if graph.is_elementwise(op):
         lower_elementwise(fl, op, out)
     elif isinstance(op, graph.ReduceOp):
         lower_reduce(fl, op, out)
@@ -696,7 +675,6 @@ def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> Non
 def lower_avg_scale(fl: FunctionLowering, op: graph.AvgPool2dOp, out: SSAValue) -> None:
     """out /= number of input elements per window (a constant, or a per-position table)."""
     import numpy as np
-
     from xdsl.dialects import arith
 
     from mlfuse.reference import windows

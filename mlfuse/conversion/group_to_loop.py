@@ -35,7 +35,8 @@ same thing, but the code decides from the ops so hand-written groups work too):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
@@ -47,23 +48,6 @@ from xdsl.rewriter import InsertPoint
 
 from mlfuse.conversion import scalar
 from mlfuse.dialects import fusion, graph, loop
-
-EXPENSIVE = (
-    graph.ExpOp,
-    graph.LogOp,
-    graph.TanhOp,
-    graph.ErfOp,
-    graph.SigmoidOp,
-    graph.GeluOp,
-    graph.PowOp,
-    graph.DivOp,
-    graph.SqrtOp,
-    graph.RsqrtOp,
-    graph.ReciprocalOp,
-)
-ELEMENTWISE = (graph.UnaryElementwiseOp, graph.BinaryElementwiseOp, graph.CompareOp, graph.SelectOp, graph.CastOp)
-CONTRACTIONS = (graph.MatmulOp, graph.BatchMatmulOp)
-
 
 # Column reductions of at least 2 * COLUMN_BLOCK_MIN_ROWS rows are summed by at most
 # COLUMN_BLOCKS row blocks in parallel (see GroupLowering.lower_column_blocks).
@@ -89,62 +73,17 @@ def const_expr(v: int) -> AffineExpr:
     return AffineExpr.constant(v)
 
 
-def operand_index(op: Operation, operand: int, index: Index) -> Index:
-    """The index of operand `operand` needed to compute `op`'s result at `index`."""
-    if isinstance(op, ELEMENTWISE):
-        return index
-    if isinstance(op, graph.BroadcastOp):
-        in_shape, out_shape = graph.shape_of(op.input), graph.shape_of(op.result)
-        return tuple(
-            const_expr(0) if in_shape[i] == 1 and out_shape[r] != 1 else index[r] for i, r in enumerate(op.dim_map)
-        )
-    if isinstance(op, graph.TransposeOp):
-        perm = op.permutation
-        inverse = [perm.index(j) for j in range(len(perm))]
-        return tuple(index[inverse[j]] for j in range(len(perm)))
-    if isinstance(op, graph.SliceOp):
-        start, _, step = op.bounds
-        return tuple(e * s + a if s != 1 else e + a for e, a, s in zip(index, start, step))
-    if isinstance(op, graph.ReshapeOp):
-        return reshape_index(graph.shape_of(op.result), graph.shape_of(op.input), index)
-    raise Fallback(f"'{op.name}' cannot be recomputed in registers")
+def is_staged(op: Operation | None) -> bool:
+    """Reductions and contractions: their results exist only once their phase is done."""
+    return isinstance(op, Operation) and (graph.is_reduction(op) or graph.is_contraction(op))
 
 
-def reshape_index(src_shape: Sequence[int], dst_shape: Sequence[int], index: Index) -> Index:
-    """The row-major index into `dst_shape` of the element at `index` in `src_shape`.
-
-    Dimensions are matched in groups of equal products, so that merging or
-    splitting neighbours stays a plain multiply-add (or one floordiv/mod) instead
-    of a full linearization: (i, j, k) of 128x12x64 is (i, j * 64 + k) of 128x768.
-    """
-    if 0 in src_shape or 0 in dst_shape:  # empty tensors: any index will do
-        return tuple(const_expr(0) for _ in dst_shape)
-    out: list[AffineExpr] = []
-    i = j = 0
-    while i < len(src_shape) or j < len(dst_shape):
-        gi, gj = [i], [j]
-        pi = src_shape[i] if i < len(src_shape) else 1
-        pj = dst_shape[j] if j < len(dst_shape) else 1
-        i, j = i + 1, j + 1
-        while pi != pj:
-            if pi < pj:
-                pi *= src_shape[i]
-                gi.append(i)
-                i += 1
-            else:
-                pj *= dst_shape[j]
-                gj.append(j)
-                j += 1
-        src_dims = [d for d in gi if d < len(src_shape)]
-        dst_dims = [d for d in gj if d < len(dst_shape)]
-        linear: AffineExpr = const_expr(0)
-        for d in src_dims:
-            linear = linear * src_shape[d] + index[d]
-        for k, d in enumerate(dst_dims):
-            inner = math.prod(dst_shape[e] for e in dst_dims[k + 1 :])
-            e = linear if inner == 1 else linear // inner
-            out.append(e if k == 0 else e % dst_shape[d])
-    return tuple(out)
+def stitchable(op: Operation) -> bool:
+    """Whether the stitched code generator can compute `op` inside a kernel: from the
+    facts on the op (graph.Elementwise, graph.Injective, ...)."""
+    if isinstance(op, graph.ConcatOp):
+        return False  # selects among operands: no branch-free form yet
+    return graph.is_elementwise(op) or op.has_trait(graph.Injective) or is_staged(op)
 
 
 def strides(shape: Sequence[int]) -> list[int]:
@@ -207,18 +146,50 @@ class Stage:
     per_row: bool  # True: one element per row (row scalar); False: a whole row
 
 
+@dataclass
+class RowPhase:
+    """What one phase of a row kernel needs: its number, every value's level, the
+    group's outputs with the phase that writes each, the values kept in row scratch
+    (value -> the phase that stores it) and the row's index (band symbols, d0)."""
+
+    phase: int
+    level: dict[SSAValue, int]
+    outputs: list[tuple[SSAValue, SSAValue]]
+    out_level: dict[SSAValue, int]
+    keep: dict[SSAValue, int]
+    row_index: Index
+
+
 class GroupLowering:
-    def __init__(self, group: fusion.GroupOp, inputs: dict[SSAValue, object], emit_op):
+    """Emits one group as one kernel into a detached block (`self.kernel`), so that a
+    Fallback half-way leaves nothing behind; `lower_group` moves the ops out."""
+
+    def __init__(self, group: fusion.GroupOp, inputs: dict[SSAValue, object]):
         self.group = group
         self.inputs = inputs  # block arg -> graph_to_loop.Operand
         self.ops = [op for op in group.block.ops if not isinstance(op, fusion.YieldOp)]
-        self.emit_op = emit_op  # inserts an op into the kernel being built
+        self.kernel = Block()
+        self.builder = Builder(InsertPoint.at_end(self.kernel))
         self.outer: tuple[int, ...] = ()
         self.row = 0
         self.syms: list[SSAValue] = []
         self.stages: dict[SSAValue, Stage] = {}
         self.phase = 0
         self.constants: dict[SSAValue, object] = {}
+
+    def emit_op(self, op: Operation) -> Operation:
+        """Insert `op` at the builder's insertion point (the kernel, or a band's body)."""
+        return self.builder.insert(op)
+
+    @contextmanager
+    def inserting_at_end(self, block: Block) -> Iterator[None]:
+        """Emit into `block` (a band's body) for the duration of the with-block."""
+        saved = self.builder.insertion_point
+        self.builder.insertion_point = InsertPoint.at_end(block)
+        try:
+            yield
+        finally:
+            self.builder.insertion_point = saved
 
     # --- recomputation by index propagation ----------------------------------------
 
@@ -241,7 +212,7 @@ class GroupLowering:
             return body.read(operand.buffer, index)  # type: ignore[union-attr]
         op = v.owner
         assert isinstance(op, Operation)
-        if stage is not None or isinstance(op, (graph.ReduceOp, *CONTRACTIONS)):
+        if stage is not None or is_staged(op):
             raise Fallback(f"'{op.name}' result is needed before it is complete")
         if isinstance(op, graph.DivOp) and graph.is_float(graph.element_type_of(v)) and self.row_invariant(op.rhs):
             # x / s for a per-row s: one reciprocal per row (LLVM hoists it out of the
@@ -250,14 +221,16 @@ class GroupLowering:
             d = scalar.widen(body.b, self.value(body, op.rhs, index))
             recip = body.b.insert(arith.DivfOp(scalar.const(body.b, 1.0, d.type), d)).result
             return scalar.narrow(body.b, body.b.insert(arith.MulfOp(x, recip)).result, graph.element_type_of(v))
-        if isinstance(op, ELEMENTWISE):
+        if graph.is_elementwise(op):
             args = [self.value(body, o, index) for o in op.operands]
             return scalar.emit_elementwise(body.b, op, args)
         if isinstance(op, graph.PadOp):
             return self.padded(body, op, index)
         if isinstance(op, graph.GatherBase):
             return self.gathered(body, op, index)
-        return self.value(body, op.operands[0], operand_index(op, 0, index))
+        if not graph.is_plain_injective(op):
+            raise Fallback(f"'{op.name}' cannot be recomputed in registers")
+        return self.value(body, op.operands[0], tuple(op.source_index(0, index, graph.AFFINE)))  # type: ignore[attr-defined]
 
     def gathered(self, body: Body, op: graph.GatherBase, index: Index) -> SSAValue:
         """data[index with the axis replaced by the clamped index value]: the index is
@@ -268,18 +241,15 @@ class GroupLowering:
         operand = self.inputs.get(op.data) or self.constants.get(op.data)
         if operand is None or operand.buffer is None:  # type: ignore[union-attr]
             raise Fallback(f"'{op.name}' reads data computed inside the kernel")
-        axis, k = op.gather_axis, len(graph.shape_of(op.indices))
         data_shape = graph.shape_of(op.data)
-        gathered = isinstance(op, graph.GatherOp)
-        idx = self.value(body, op.indices, tuple(index[axis : axis + k]) if gathered else index)
+        idx = self.value(body, op.indices, tuple(op.source_index(1, index, graph.AFFINE)))
         b = body.b
-        position = scalar.gather_index(b, idx, data_shape[axis])
+        position = scalar.gather_index(b, idx, data_shape[op.gather_axis])
         dims = [b.insert(loop.IndexOp("dim", d)).result for d in range(body.rank)]
         syms = [b.insert(loop.IndexOp("sym", s)).result for s in range(body.nsyms)]
-        at = [emit_affine(b, e, dims, syms) for e in (index[:axis] + index[axis + k :] if gathered else index)]
-        at.insert(axis, position)
-        if not gathered:
-            del at[axis + 1]
+        # the data's index with None where the position goes; the rest from `index`
+        where = op.data_index(list(index), None)
+        at = [position if e is None else emit_affine(b, e, dims, syms) for e in where]
         source = body.read(operand.buffer, tuple(const_expr(0) for _ in data_shape))  # type: ignore[union-attr]
         return b.insert(loop.ReadOp(source, at)).result
 
@@ -287,18 +257,18 @@ class GroupLowering:
         """select(inside, operand[(i - low) mod n], value): the wrapped read is always in bounds."""
         from mlfuse.conversion.loop_to_scf import emit_affine
 
-        low, _ = op.padding
-        shape = graph.shape_of(op.input)
-        inner = tuple((e - a) % n if a or graph.shape_of(op.result)[d] != n else e for d, (e, a, n) in enumerate(zip(index, low, shape)))
-        x = self.value(body, op.input, inner)
+        source = op.source_index(0, index, graph.AFFINE)
+        guarded = op.guarded_dims()
+        inner = list(source)
+        for d, n in guarded:
+            inner[d] = source[d] % n
+        x = self.value(body, op.input, tuple(inner))
         b = body.b
         dims = [b.insert(loop.IndexOp("dim", d)).result for d in range(body.rank)]
         syms = [b.insert(loop.IndexOp("sym", s)).result for s in range(body.nsyms)]
         inside: SSAValue | None = None
-        for d, (e, a, n) in enumerate(zip(index, low, shape)):
-            if not a and graph.shape_of(op.result)[d] == n:
-                continue
-            i = emit_affine(b, e - a, dims, syms)
+        for d, n in guarded:
+            i = emit_affine(b, source[d], dims, syms)
             lo_ok = b.insert(arith.CmpiOp(i, b.insert(arith.ConstantOp.from_int_and_width(0, IndexType())).result, "sge")).result
             hi_ok = b.insert(arith.CmpiOp(i, b.insert(arith.ConstantOp.from_int_and_width(n, IndexType())).result, "slt")).result
             both = b.insert(arith.AndIOp(lo_ok, hi_ok)).result
@@ -334,15 +304,13 @@ class GroupLowering:
     # --- planning ---------------------------------------------------------------------
 
     def staged_ops(self) -> list[Operation]:
-        return [op for op in self.ops if isinstance(op, (graph.ReduceOp, *CONTRACTIONS))]
+        return [op for op in self.ops if is_staged(op)]
 
     def levels(self) -> dict[SSAValue, int]:
         level: dict[SSAValue, int] = {a: 0 for a in self.group.block.args}
 
         def avail(v: SSAValue) -> int:
-            owner = v.owner
-            staged = isinstance(owner, (graph.ReduceOp, *CONTRACTIONS))
-            return level[v] + (1 if staged else 0)
+            return level[v] + (1 if is_staged(v.owner) else 0)
 
         for op in self.ops:
             lv = max((avail(o) for o in op.operands), default=0)
@@ -388,7 +356,7 @@ class GroupLowering:
             if isinstance(op, graph.TransposeOp):
                 index = tuple(index[p] for p in op.permutation)
             else:
-                index = reshape_index(graph.shape_of(op.input), graph.shape_of(op.result), index)
+                index = tuple(graph.reshape_index(graph.shape_of(op.input), graph.shape_of(op.result), index, graph.AFFINE))
         return v, index
 
     def is_row_scalar(self, v: SSAValue) -> bool:
@@ -408,7 +376,7 @@ class GroupLowering:
                 where: set[int] = set()
                 for c in consumers.get(r, []):
                     cr = c.results[0]
-                    if isinstance(c, (graph.ReduceOp, *CONTRACTIONS)):
+                    if is_staged(c):
                         where.add(level[cr])
                     elif cr in keep:
                         where.add(keep[cr])
@@ -417,8 +385,7 @@ class GroupLowering:
                 if r in outputs:
                     where.add(outputs[r])
                 phases[r] = where
-                staged = isinstance(op, (graph.ReduceOp, *CONTRACTIONS))
-                if not staged and isinstance(op, EXPENSIVE) and len(where) > 1 and self.is_row_value(r):
+                if graph.is_expensive(op) and len(where) > 1 and self.is_row_value(r):
                     keep[r] = min(where)
         return keep
 
@@ -452,123 +419,148 @@ class GroupLowering:
             self.emit_op(body.finish(self.group.group_name.data, shape, [loop.PARALLEL] * rank, []))
 
     def lower_rows(self, outputs: list[tuple[SSAValue, SSAValue]]) -> None:
+        """Row stitching: a band over the rows, one nest per phase inside, then the
+        row-scalar outputs (see the module docstring)."""
         self.row_shape()
         level = self.levels()
         k = len(self.outer)
+        row_index: Index = (*(AffineExpr.symbol(i) for i in range(k)), AffineExpr.dimension(0))
+        out_level = self.output_phases(outputs, level, row_index)
+        keep = self.plan_materialization(level, out_level)
+        band_block = Block(arg_types=[IndexType()] * k)
+        self.syms = list(band_block.args)
+        last = max([level[op.results[0]] for op in self.staged_ops()] + list(out_level.values()) + list(keep.values()), default=0)
+        with self.inserting_at_end(band_block):
+            for phase in range(last + 1):
+                self.phase = phase
+                self.emit_phase(RowPhase(phase, level, outputs, out_level, keep, row_index))
+            self.phase = last + 1
+            self.emit_row_scalars([(v, b) for v, b in outputs if v not in out_level], row_index[:k])
+        self.emit_op(loop.BandOp(self.group.group_name.data, list(self.outer), Region(band_block)))
+
+    def output_phases(self, outputs: list[tuple[SSAValue, SSAValue]], level: dict[SSAValue, int], row_index: Index) -> dict[SSAValue, int]:
+        """The phase that writes each row-shaped output (row scalars are left out: they
+        are written after the last phase). Outputs that are a transpose or reshape of a
+        row value go to `self.moved`: (the row value, where its elements land)."""
         out_level: dict[SSAValue, int] = {}
-        # outputs that are a transpose/reshape of a row value: (row value, index map)
         self.moved: dict[SSAValue, tuple[SSAValue, Index]] = {}
-        syms_index: Index = tuple(AffineExpr.symbol(i) for i in range(k))
-        row_index: Index = (*syms_index, AffineExpr.dimension(0))
         for value, _ in outputs:
             owner = value.owner
-            if isinstance(owner, graph.ReduceOp):
+            if graph.is_reduction(owner):  # type: ignore[arg-type]
                 continue  # a row scalar: written once the row is done
-            if isinstance(owner, CONTRACTIONS):
+            if graph.is_contraction(owner):  # type: ignore[arg-type]
                 out_level[value] = level[value] + 1  # copied out of its row scratch
             elif self.is_row_value(value):
                 out_level[value] = level[value]
             elif (moved := self.moved_row(value, row_index)) is not None:
                 source, _ = moved
                 self.moved[value] = moved
-                out_level[value] = level[source] + (1 if isinstance(source.owner, CONTRACTIONS) else 0)
+                out_level[value] = level[source] + (1 if graph.is_contraction(source.owner) else 0)  # type: ignore[arg-type]
             elif not self.is_row_scalar(value):
                 raise Fallback(f"output of shape {graph.shape_of(value)} is neither a row nor a row scalar")
-        keep = self.plan_materialization(level, out_level)
+        return out_level
 
-        band_block = Block(arg_types=[IndexType()] * k)
-        self.syms = list(band_block.args)
-        saved_emit = self.emit_op
-        self.emit_op = lambda op: Builder(InsertPoint.at_end(band_block)).insert(op)
-        staged = self.staged_ops()
-        last = max([level[op.results[0]] for op in staged] + list(out_level.values()) + list(keep.values()), default=0)
-        for phase in range(last + 1):
-            self.phase = phase
-            reductions = [op for op in staged if isinstance(op, graph.ReduceOp) and level[op.results[0]] == phase]
-            for op in staged:
-                if isinstance(op, CONTRACTIONS) and level[op.results[0]] == phase:
-                    self.emit_contraction(op)
-            # per-row accumulators, initialized by one one-point nest
-            accs = []
-            for op in reductions:
-                t = graph.element_type_of(op.results[0])
-                acc = self.alloca([1], t)
-                accs.append((op, acc))
-            if accs:
-                self.emit_rank0(
-                    f"init_{phase}",
-                    [(acc, (const_expr(0),), None) for _, acc in accs],
-                    lambda body, args: [
-                        scalar.const(body.b, scalar.identity_of(op.KIND, graph.element_type_of(op.results[0])), graph.element_type_of(op.results[0]))
-                        for op, _ in accs
-                    ],
-                )
-            # long float sums: the nest's d0 runs over blocks, d1 over the row (see ROW_BLOCK)
-            blocks = self.row_blocks([op for op, _ in accs])
-            elem = AffineExpr.dimension(1 if blocks > 1 else 0)
-            at = lambda index: tuple(e.replace_dims_and_symbols([elem], list(syms_index)) for e in index)  # noqa: E731
-            phase_index = at(row_index)
-            targets = self.init_partials(accs, blocks) if blocks > 1 else accs
-            body = Body(2 if blocks > 1 else 1, k)
-            acc_index = (AffineExpr.dimension(0),) if blocks > 1 else (const_expr(0),)
-            acc_args = [(op, body.out(buf, acc_index)) for op, buf in targets]
-            # (value, buffer): outputs complete in this phase, then values kept for later phases
-            writes = [
-                (self.moved[v][0], buf, at(self.moved[v][1])) if v in self.moved else (v, buf, phase_index)
-                for v, buf in outputs
-                if out_level.get(v) == phase
-            ]
-            for value, p in keep.items():
-                if p == phase:
-                    scratch = self.alloca([self.row], graph.element_type_of(value))
-                    writes.append((value, scratch, (elem,)))
-            for _, buf, index in writes:
-                body.out(buf, index)
-            # float max/min: NaN-ignoring maxnum/minnum (llvm.maximum vectorizes badly on
-            # x86); a separate NaN scan of the row (below) restores numpy's NaN result
-            flagged = [op for op, _ in accs if op.KIND in ("max", "min") and graph.is_float(graph.element_type_of(op.results[0]))]
-            for k_out, (op, acc_arg) in enumerate(acc_args):
-                x = scalar.widen(body.b, self.value(body, op.input, phase_index))
-                t = graph.element_type_of(op.results[0])
-                combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x, ignore_nan=op in flagged,
-                                          unsigned=scalar.reduction_unsigned(op))
-                body.set_out(k_out, scalar.narrow(body.b, combined, t))
-            for j, (value, _, _) in enumerate(writes):
-                body.set_out(len(acc_args) + j, self.value(body, value, phase_index))
-            if body.outs:
-                iterators = [loop.REDUCTION if accs else loop.PARALLEL]
-                names = [op.name.split(".")[1] for op, _ in accs] or ["rows"]
-                bounds = self.blocked_bounds(blocks) if blocks > 1 else [self.row]
-                # d0 is not parallel for the row outputs written beside the sums (they use d1 only)
-                iterators = [loop.REDUCTION, loop.REDUCTION] if blocks > 1 else iterators
-                self.emit_op(body.finish(f"{self.group.group_name.data}.{phase}_{'_'.join(names)}", bounds, iterators, self.syms))
-            if blocks > 1:
-                self.combine_partials(targets, accs, flagged)
-            for op, acc in accs:
-                if op in flagged:
-                    self.emit_nan_scan(op, acc, row_index)
-            for op, acc in accs:
-                self.stages[op.results[0]] = Stage(acc, phase, per_row=True)
-                if op.KIND == "mean":
-                    self.emit_mean_scale(op, acc)
-            for value, buf, _ in writes:
-                if keep.get(value) == phase:
-                    self.stages[value] = Stage(buf, phase, per_row=False)
-        # row-scalar outputs, once everything is available
-        self.phase = last + 1
-        syms_index = row_index[:k]
-        scalars = [(v, b) for v, b in outputs if v not in out_level]
-        if scalars:
-            def compute(body: Body, args):
-                return [self.value(body, v, (*syms_index, *([const_expr(0)] * (len(graph.shape_of(v)) - k)))) for v, _ in scalars]
+    def emit_phase(self, ph: RowPhase) -> None:
+        """One dependence level of a row: its GEMMs, then one nest that accumulates the
+        reductions of this level and writes the outputs and kept values complete in it."""
+        for op in self.staged_ops():
+            if graph.is_contraction(op) and ph.level[op.results[0]] == ph.phase:
+                self.emit_contraction(op)
+        reductions = [op for op in self.staged_ops() if graph.is_reduction(op) and ph.level[op.results[0]] == ph.phase]
+        accs = self.init_accumulators(reductions, ph.phase)
+        # long float sums: the nest's d0 runs over blocks, d1 over the row (see ROW_BLOCK)
+        blocks = self.row_blocks([op for op, _ in accs])
+        targets = self.init_partials(accs, blocks) if blocks > 1 else accs
+        # float max/min: NaN-ignoring maxnum/minnum (llvm.maximum vectorizes badly on
+        # x86); a separate NaN scan of the row (below) restores numpy's NaN result
+        flagged = [op for op, _ in accs if op.KIND in ("max", "min") and graph.is_float(graph.element_type_of(op.results[0]))]
+        writes = self.emit_phase_nest(ph, accs, targets, blocks, flagged)
+        if blocks > 1:
+            self.combine_partials(targets, accs, flagged)
+        for op, acc in accs:
+            if op in flagged:
+                self.emit_nan_scan(op, acc, ph.row_index)
+        for op, acc in accs:
+            self.stages[op.results[0]] = Stage(acc, ph.phase, per_row=True)
+            if op.KIND == "mean":
+                self.emit_mean_scale(op, acc)
+        for value, buf, _ in writes:
+            if ph.keep.get(value) == ph.phase:
+                self.stages[value] = Stage(buf, ph.phase, per_row=False)
 
+    def init_accumulators(self, reductions: list[Operation], phase: int) -> list[tuple[Operation, SSAValue]]:
+        """A one-element scratch per reduction (a row scalar), set to its identity by one
+        one-point nest."""
+        accs = [(op, self.alloca([1], graph.element_type_of(op.results[0]))) for op in reductions]
+        if accs:
             self.emit_rank0(
-                "row_outputs",
-                [(b, (*syms_index, *([const_expr(0)] * (len(graph.shape_of(v)) - k))), None) for v, b in scalars],
-                compute,
+                f"init_{phase}",
+                [(acc, (const_expr(0),), None) for _, acc in accs],
+                lambda body, args: [
+                    scalar.const(body.b, scalar.identity_of(op.KIND, graph.element_type_of(op.results[0])), graph.element_type_of(op.results[0]))
+                    for op, _ in accs
+                ],
             )
-        self.emit_op = saved_emit
-        self.emit_op(loop.BandOp(self.group.group_name.data, list(self.outer), Region(band_block)))
+        return accs
+
+    def emit_phase_nest(self, ph: RowPhase, accs, targets, blocks: int, flagged) -> list[tuple[SSAValue, SSAValue, Index]]:
+        """The phase's nest over the row (or over its blocks and their elements): the
+        reductions accumulate into `targets`; returns the (value, buffer, index) written."""
+        k = len(self.outer)
+        elem = AffineExpr.dimension(1 if blocks > 1 else 0)
+        syms = list(ph.row_index[:k])
+        at = lambda index: tuple(e.replace_dims_and_symbols([elem], syms) for e in index)  # noqa: E731
+        phase_index = at(ph.row_index)
+        body = Body(2 if blocks > 1 else 1, k)
+        acc_index = (AffineExpr.dimension(0),) if blocks > 1 else (const_expr(0),)
+        acc_args = [(op, body.out(buf, acc_index)) for op, buf in targets]
+        writes = self.phase_writes(ph, at, phase_index, elem)
+        for _, buf, index in writes:
+            body.out(buf, index)
+        for k_out, (op, acc_arg) in enumerate(acc_args):
+            x = scalar.widen(body.b, self.value(body, op.input, phase_index))
+            t = graph.element_type_of(op.results[0])
+            combined = scalar.combine(body.b, op.KIND, scalar.widen(body.b, acc_arg), x, ignore_nan=op in flagged,
+                                      unsigned=scalar.reduction_unsigned(op))
+            body.set_out(k_out, scalar.narrow(body.b, combined, t))
+        for j, (value, _, _) in enumerate(writes):
+            body.set_out(len(acc_args) + j, self.value(body, value, phase_index))
+        if body.outs:
+            names = [op.name.split(".")[1] for op, _ in accs] or ["rows"]
+            bounds = self.blocked_bounds(blocks) if blocks > 1 else [self.row]
+            # d0 is not parallel for the row outputs written beside the sums (they use d1 only)
+            iterators = [loop.REDUCTION, loop.REDUCTION] if blocks > 1 else [loop.REDUCTION if accs else loop.PARALLEL]
+            self.emit_op(body.finish(f"{self.group.group_name.data}.{ph.phase}_{'_'.join(names)}", bounds, iterators, self.syms))
+        return writes
+
+    def phase_writes(self, ph: RowPhase, at, phase_index: Index, elem: AffineExpr) -> list[tuple[SSAValue, SSAValue, Index]]:
+        """(value, buffer, index): the outputs complete in this phase, then the values
+        kept in a row scratch for later phases."""
+        writes = [
+            (self.moved[v][0], buf, at(self.moved[v][1])) if v in self.moved else (v, buf, phase_index)
+            for v, buf in ph.outputs
+            if ph.out_level.get(v) == ph.phase
+        ]
+        for value, p in ph.keep.items():
+            if p == ph.phase:
+                scratch = self.alloca([self.row], graph.element_type_of(value))
+                writes.append((value, scratch, (elem,)))
+        return writes
+
+    def emit_row_scalars(self, scalars: list[tuple[SSAValue, SSAValue]], syms_index: Index) -> None:
+        """The row-scalar outputs, once everything is available: one one-point nest."""
+        if not scalars:
+            return
+        k = len(syms_index)
+
+        def index_of(v: SSAValue) -> Index:
+            return (*syms_index, *([const_expr(0)] * (len(graph.shape_of(v)) - k)))
+
+        self.emit_rank0(
+            "row_outputs",
+            [(b, index_of(v), None) for v, b in scalars],
+            lambda body, args: [self.value(body, v, index_of(v)) for v, _ in scalars],
+        )
 
     def row_blocks(self, reductions: list[Operation]) -> int:
         """Blocks a row reduction phase sums separately: 1 unless a float sum/mean/prod
@@ -707,37 +699,35 @@ class GroupLowering:
             t = graph.element_type_of(op.results[0])
             partials.append(self.emit_op(memref.AllocOp.get(graph.storage_type(t), 64, [blocks, *rest])).memref)
         band_block = Block(arg_types=[IndexType()])
-        saved_emit = self.emit_op
-        self.emit_op = lambda op: Builder(InsertPoint.at_end(band_block)).insert(op)
-        name = self.group.group_name.data
-        inner = tuple(AffineExpr.dimension(i) for i in range(len(rest)))
-        s0 = AffineExpr.symbol(0)
-        # this block's partials start at the reduction's identity
-        init = Body(len(rest), 1)
-        for op, part in zip(staged, partials):
-            init.out(part, (s0, *inner))
-        for k, op in enumerate(staged):
-            t = graph.element_type_of(op.results[0])
-            init.set_out(k, scalar.const(init.b, scalar.identity_of(op.KIND, t), t))
-        self.emit_op(init.finish(f"{name}.partial_init", rest, [loop.PARALLEL] * len(rest), [band_block.args[0]]))
-        # the block's rows: [s0 * block_rows, min((s0 + 1) * block_rows, rows))
-        rank = len(shape)
-        d = tuple(AffineExpr.dimension(i) for i in range(rank))
-        index = (s0 * block_rows + d[0], *d[1:])
-        body = Body(rank, 1)
-        self.accumulate_columns(body, staged, [(part, (s0, *d[1:])) for part in partials], outputs, index)
-        body.b.insert(loop.YieldOp(*[v for _, _, v in body.outs]))
-        lower = [loop.constant_bound(0)] * rank
-        upper = [AffineMapAttr(AffineMap(0, 1, (const_expr(block_rows), const_expr(rows) - s0 * block_rows)))]
-        upper += [loop.constant_bound(n) for n in rest]
-        self.emit_op(
-            loop.NestOp(
-                f"{name}.blocks", (lower, upper), [loop.REDUCTION] + [loop.PARALLEL] * len(rest),
-                [b for b, _ in body.ins], [b for b, _, _ in body.outs],
-                [m for _, m in body.ins] + [m for _, m, _ in body.outs], Region(body.block), [band_block.args[0]],
+        with self.inserting_at_end(band_block):
+            name = self.group.group_name.data
+            inner = tuple(AffineExpr.dimension(i) for i in range(len(rest)))
+            s0 = AffineExpr.symbol(0)
+            # this block's partials start at the reduction's identity
+            init = Body(len(rest), 1)
+            for part in partials:
+                init.out(part, (s0, *inner))
+            for k, op in enumerate(staged):
+                t = graph.element_type_of(op.results[0])
+                init.set_out(k, scalar.const(init.b, scalar.identity_of(op.KIND, t), t))
+            self.emit_op(init.finish(f"{name}.partial_init", rest, [loop.PARALLEL] * len(rest), [band_block.args[0]]))
+            # the block's rows: [s0 * block_rows, min((s0 + 1) * block_rows, rows))
+            rank = len(shape)
+            d = tuple(AffineExpr.dimension(i) for i in range(rank))
+            index = (s0 * block_rows + d[0], *d[1:])
+            body = Body(rank, 1)
+            self.accumulate_columns(body, staged, [(part, (s0, *d[1:])) for part in partials], outputs, index)
+            body.b.insert(loop.YieldOp(*[v for _, _, v in body.outs]))
+            lower = [loop.constant_bound(0)] * rank
+            upper = [AffineMapAttr(AffineMap(0, 1, (const_expr(block_rows), const_expr(rows) - s0 * block_rows)))]
+            upper += [loop.constant_bound(n) for n in rest]
+            self.emit_op(
+                loop.NestOp(
+                    f"{name}.blocks", (lower, upper), [loop.REDUCTION] + [loop.PARALLEL] * len(rest),
+                    [b for b, _ in body.ins], [b for b, _, _ in body.outs],
+                    [m for _, m in body.ins] + [m for _, m, _ in body.outs], Region(body.block), [band_block.args[0]],
+                )
             )
-        )
-        self.emit_op = saved_emit
         self.emit_op(loop.BandOp(f"{name}.blocks", [blocks], Region(band_block)))
         # combine the partials in block order into the outputs
         for op, part in zip(staged, partials):
@@ -822,15 +812,14 @@ def structural_problem(ops: Sequence[Operation]) -> str | None:
     code generator can emit (lower_group may still fall back on subtler cases,
     e.g. a row value read across rows, and says so).
     """
-    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp, graph.GatherBase, graph.ConstantOp)
     inside = set(ops)
     for op in ops:
-        if not isinstance(op, supported):
+        if not (stitchable(op) or isinstance(op, graph.ConstantOp)):
             return f"'{op.name}' has no stitched CPU lowering"
         if isinstance(op, graph.GatherBase) and isinstance(op.data.owner, Operation) and op.data.owner in inside \
                 and not isinstance(op.data.owner, graph.ConstantOp):
             return f"'{op.name}' reads data computed inside the kernel (a data-dependent read needs it in memory)"
-    reductions = [op for op in ops if isinstance(op, graph.ReduceOp)]
+    reductions = [op for op in ops if graph.is_reduction(op)]
     if not reductions:
         return None
     shapes = {graph.shape_of(op.input) for op in reductions}
@@ -855,22 +844,25 @@ def lower_group(group: fusion.GroupOp, inputs: dict[SSAValue, object], outputs: 
     pairs each yielded value with its destination buffer, `emit_op(op)` inserts
     an op where the kernel goes and `constant(op)` lowers a graph.constant.
     """
-    emitted: list[Operation] = []
-    lowering = GroupLowering(group, inputs, lambda op: emitted.append(op) or op)
-    supported = (*ELEMENTWISE, graph.ReduceOp, *CONTRACTIONS, graph.BroadcastOp, graph.TransposeOp, graph.SliceOp, graph.ReshapeOp, graph.PadOp, graph.GatherBase)
+    lowering = GroupLowering(group, inputs)
     for op in lowering.ops:
-        if not isinstance(op, (graph.ConstantOp, *supported)):
+        if not (stitchable(op) or isinstance(op, graph.ConstantOp)):
             raise Fallback(f"'{op.name}' has no stitched lowering")
     for op in lowering.ops:
         if isinstance(op, graph.ConstantOp):
             lowering.constants[op.result] = constant(op)
     staged = lowering.staged_ops()
-    if not staged:
-        lowering.lower_elementwise(outputs)
-    elif lowering.is_column_group(staged):
-        lowering.lower_columns(staged, outputs)
-    else:
-        lowering.lower_rows(outputs)
-    for op in emitted:
+    try:
+        if not staged:
+            lowering.lower_elementwise(outputs)
+        elif lowering.is_column_group(staged):
+            lowering.lower_columns(staged, outputs)
+        else:
+            lowering.lower_rows(outputs)
+    except Fallback:
+        for op in reversed(list(lowering.kernel.ops)):  # drop their uses of the caller's buffers
+            op.erase(safe_erase=False)
+        raise
+    for op in list(lowering.kernel.ops):
+        op.detach()
         emit_op(op)
-

@@ -41,7 +41,7 @@ from xdsl.ir.affine import (
 )
 from xdsl.rewriter import InsertPoint
 
-from mlfuse.conversion.to_llvm import element_bytes
+from mlfuse.abi import element_bytes
 from mlfuse.dialects import loop
 
 # Outline a nest for threads only if it has at least this many points; smaller

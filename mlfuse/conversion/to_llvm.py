@@ -1,35 +1,37 @@
-"""func/arith/math/scf/memref/loop -> xDSL's `llvm` dialect.
+"""func/arith/math/scf/memref/loop -> xDSL's `llvm` dialect, as composable pattern sets.
 
 xDSL 0.74 has no conversion of these dialects to `llvm` that LLVM can vectorize
-(its ptr lowering computes addresses with ptrtoint arithmetic), so this module
-translates a function in one walk, keeping a value map:
+(its ptr lowering computes addresses with ptrtoint arithmetic), so mlfuse has its
+own patterns, applied the MLIR way:
 
-- a memref of static shape is a bare `!llvm.ptr` (address space = the memref's
-  integer memory space); loads and stores are an inbounds GEP on the row-major
-  linearized index, the form LLVM's loop vectorizer understands;
-- `scf.for` becomes a header/body/exit CFG with block arguments (phis);
-- `memref.alloc` calls `aligned_alloc`, `memref.dealloc` calls `free`;
-- `memref.global` becomes an `llvm.mlir.global` holding the constant's bytes;
-- `loop.parallel_call` packs its arguments into a stack array and calls
-  libgomp's `GOMP_parallel` with a generated wrapper that computes each thread's
-  sub-range (see `emit_parallel_call`);
-- f32 transcendentals should have been expanded by `expand-math`; what is left
-  (f64, f16) calls libm.
+1. `scf` -> `cf` with xDSL's convert-scf-to-cf patterns (`control_flow_patterns`);
+2. every other op by a `RewritePattern` of one of the sets below. A pattern reads
+   its operands in their converted types (`index` -> i64, a memref of static shape
+   -> a bare `!llvm.ptr` in the memref's memory space) through
+   `builtin.unrealized_conversion_cast`s, and casts its results back for users not
+   yet converted; `func.func` converts the signatures of all its blocks the same way;
+3. xDSL's reconcile-unrealized-casts removes the cast pairs; an op left over has
+   no lowering and is reported at its location.
 
-Function arguments that are buffers are `noalias`: the runtime guarantees that
-outputs do not overlap inputs.
+The sets: `arith_math_patterns` (arith, math; f32 transcendentals should have been
+expanded by expand-math, what is left calls libm), `memref_patterns` (loads and
+stores are an inbounds GEP on the row-major linearized index, the form LLVM's loop
+vectorizer understands; alloc/dealloc call aligned_alloc/free), `cf_patterns`,
+`func_patterns` (buffer parameters are `noalias` and carry their proven alignment),
+and in mlfuse.conversion.llvm_runtime `omp_runtime_patterns` (loop.parallel_call on
+libgomp's team) and `gemm_patterns` (loop.gemm). The GPU lowering
+(mlfuse/backend/gpu/lowering.py) adds its kernel-dialect patterns to the same sets.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func, llvm, memref, scf
+from xdsl.dialects import arith, cf, func, llvm, memref, scf
 from xdsl.dialects import math as mathd
-from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseIntOrFPElementsAttr,
@@ -47,19 +49,38 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    UnrealizedConversionCastOp,
     VectorType,
     i1,
     i8,
-    i32,
     i64,
 )
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint
+from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering
+from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPattern
 
+from mlfuse import abi
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import loop
 
 PTR = llvm.LLVMPointerType()
+
+# kept importable from here: other modules size buffers with it
+element_bytes = abi.element_bytes
+# what the runtime guarantees for the outputs and the arena of an entry function
+ENTRY_ALIGNMENT = abi.ALIGNMENT
+
+
+# --- types and casts ------------------------------------------------------------------
 
 
 def memory_space(t: MemRefType) -> int:
@@ -70,6 +91,7 @@ def memory_space(t: MemRefType) -> int:
 
 
 def convert_type(t: Attribute) -> Attribute:
+    """The LLVM type of a value of type `t`: index is i64, a memref a bare pointer."""
     if isinstance(t, IndexType):
         return i64
     if isinstance(t, MemRefType):
@@ -86,6 +108,105 @@ def type_suffix(t: Attribute) -> str:
         return f"i{t.width.data}"
     return {Float16Type: "f16", Float32Type: "f32", Float64Type: "f64"}[type(t)]
 
+
+def element_alignment(t: Attribute) -> int:
+    return abi.element_bytes(t.get_element_type() if isinstance(t, VectorType) else t)
+
+
+class Emitter:
+    """Inserts LLVM ops for a pattern (before the matched op, or at the end of a new
+    block) and reads operands in their converted types."""
+
+    def __init__(self, rewriter: PatternRewriter | Builder, point: InsertPoint | None = None):
+        self.rewriter = rewriter
+        self.point = point
+
+    def __call__(self, op: Operation) -> SSAValue | None:
+        self.rewriter.insert(op, self.point)
+        return op.results[0] if op.results else None
+
+    def at_end(self, block: Block) -> None:
+        self.point = InsertPoint.at_end(block)
+
+    def v(self, value: SSAValue) -> SSAValue:
+        """`value` in its LLVM type: a cast, unless `value` is itself a cast back."""
+        t = convert_type(value.type)
+        if t == value.type:
+            return value
+        owner = value.owner
+        if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1 and owner.inputs[0].type == t:
+            return owner.inputs[0]
+        return self(UnrealizedConversionCastOp.get([value], [t]))  # type: ignore[return-value]
+
+    def const(self, value: int | float, t: Attribute) -> SSAValue:
+        attr = FloatAttr(value, t) if not isinstance(t, IntegerType) else IntegerAttr(value, t)
+        return self(llvm.ConstantOp(attr, t))  # type: ignore[return-value]
+
+    def intrinsic(self, name: str, args: Sequence[SSAValue], result: Attribute) -> SSAValue:
+        return self(llvm.CallIntrinsicOp(f"{name}.{type_suffix(result)}", args, [result]))  # type: ignore[return-value]
+
+    def icmp(self, pred: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self(llvm.ICmpOp(lhs, rhs, IntegerAttr(pred.to_int(), i64)))  # type: ignore[return-value]
+
+
+def replace_op(rewriter: PatternRewriter, op: Operation, value: SSAValue | None = None) -> None:
+    """Replace `op` (its ops already inserted) by `value`, cast back to the old
+    result type for users that are not converted yet."""
+    results: list[SSAValue] = []
+    if op.results:
+        assert value is not None
+        old = op.results[0].type
+        if value.type != old:
+            cast = UnrealizedConversionCastOp.get([value], [old])
+            rewriter.insert(cast)
+            value = cast.results[0]
+        results = [value]
+    rewriter.replace(op, [], results)
+
+
+def convert_block_signatures(rewriter: PatternRewriter, region: Region) -> None:
+    """Give every block argument of `region` its LLVM type; the old-typed uses read
+    it through a cast at the start of the block (removed when its users convert)."""
+    for block in region.blocks:
+        for arg in block.args:
+            t = convert_type(arg.type)
+            if t == arg.type:
+                continue
+            old = arg.type
+            new = rewriter.replace_value_with_new_type(arg, t)
+            cast = UnrealizedConversionCastOp.get([new], [old])
+            rewriter.insert(cast, InsertPoint.at_start(block))
+            new.replace_uses_with_if(cast.results[0], lambda use, cast=cast: use.operation is not cast)
+
+
+@dataclass
+class Declarations:
+    """External functions declared on demand, before the top-level op that calls them."""
+
+    declared: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
+
+    def top_level(self, op: Operation) -> Operation:
+        while not isinstance(op.parent_op(), ModuleOp):
+            op = op.parent_op()  # type: ignore[assignment]
+        return op
+
+    def add(self, rewriter: PatternRewriter, at: Operation, new: Operation) -> None:
+        """Insert the module-level `new` before the top-level op around `at`."""
+        rewriter.insert(new, InsertPoint.before(self.top_level(at)))
+
+    def declare(self, rewriter: PatternRewriter, at: Operation, name: str, result: Attribute | None, args: list[Attribute]) -> None:
+        if name in self.declared:
+            return
+        ftype = llvm.LLVMFunctionType(args, result)
+        self.declared[name] = ftype
+        self.add(rewriter, at, llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+
+    def call(self, e: Emitter, at: Operation, name: str, args: list[SSAValue], result: Attribute | None) -> SSAValue | None:
+        self.declare(e.rewriter, at, name, result, [a.type for a in args])
+        return e(llvm.CallOp(name, *args, return_type=result))
+
+
+# --- arith and math ---------------------------------------------------------------------
 
 # What `fast-math=true` allows on every float op. Not `reassoc`: the f32 expansions
 # of expand-math round with (x + 1.5 * 2^23) - 1.5 * 2^23, which reassociation folds.
@@ -106,7 +227,6 @@ FLOAT_BINARY = {
     arith.SubfOp: llvm.FSubOp,
     arith.MulfOp: llvm.FMulOp,
     arith.DivfOp: llvm.FDivOp,
-    llvm.FRemOp: llvm.FRemOp,  # graph.rem's scalar form (xDSL's arith has no remf)
 }
 INT_BINARY = {
     arith.AddiOp: llvm.AddOp,
@@ -123,6 +243,7 @@ INT_BINARY = {
     arith.ShRUIOp: llvm.LShrOp,
     arith.ShRSIOp: llvm.AShrOp,
 }
+OVERFLOW_FLAGS = {"nsw": llvm.OverflowFlag.NO_SIGNED_WRAP, "nuw": llvm.OverflowFlag.NO_UNSIGNED_WRAP}
 BINARY_INTRINSICS = {
     arith.MaximumfOp: "llvm.maximum",
     arith.MinimumfOp: "llvm.minimum",
@@ -133,6 +254,7 @@ BINARY_INTRINSICS = {
     arith.MaxUIOp: "llvm.umax",
     arith.MinUIOp: "llvm.umin",
     mathd.CopySignOp: "llvm.copysign",
+    mathd.FmaOp: "llvm.fma",
 }
 UNARY_INTRINSICS = {
     mathd.SqrtOp: "llvm.sqrt",
@@ -149,6 +271,7 @@ LIBM = {
     mathd.ErfOp: "erf",
     mathd.PowFOp: "pow",
 }
+LIBM_SUFFIX = {Float32Type: "f", Float64Type: ""}
 CASTS = {
     arith.ExtFOp: llvm.FPExtOp,
     arith.TruncFOp: llvm.FPTruncOp,
@@ -161,310 +284,399 @@ CASTS = {
 
 
 @dataclass
-class ModuleLowering:
-    module: ModuleOp
-    new_ops: list[Operation] = field(default_factory=list)
-    declared: dict[str, llvm.LLVMFunctionType] = field(default_factory=dict)
+class FloatBinaryLowering(RewritePattern):
+    """arith.addf/subf/mulf/divf -> llvm.fadd/... with their (and fast-math's) flags."""
+
     fast_math: bool = False
-    gemm: str = "generated"  # loop.gemm: "generated" kernels (backend/gemm_kernels.py) or "blas"
-    # proven byte alignment of the pointer parameters of outlined kernels (min over call sites)
-    param_alignment: dict[str, list[int]] = field(default_factory=dict)
 
-    def declare(self, name: str, result: Attribute | None, args: list[Attribute]) -> None:
-        if name not in self.declared:
-            ftype = llvm.LLVMFunctionType(args, result)
-            self.declared[name] = ftype
-            self.new_ops.append(llvm.FuncOp(name, ftype, linkage=llvm.LinkageAttr("external")))
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        new = FLOAT_BINARY.get(type(op))
+        if new is not None:
+            e = Emitter(rewriter)
+            replace_op(rewriter, op, e(new(e.v(op.operands[0]), e.v(op.operands[1]), fastmath_of(op, self.fast_math))))
 
 
-class FunctionLowering:
-    """Translates one func.func body into an llvm.func body."""
+@dataclass
+class FRemFastMath(RewritePattern):
+    """llvm.frem (graph.rem's scalar form: xDSL's arith has no remf) gets fast-math's flags."""
 
-    def __init__(self, ml: ModuleLowering, region: Region):
-        self.ml = ml
-        self.region = region
-        self.values: dict[SSAValue, SSAValue] = {}
-        self.block: Block = region.blocks[0] if region.blocks else Block()
-        self.b = Builder(InsertPoint.at_end(self.block))
+    fast_math: bool = False
 
-    # --- helpers ----------------------------------------------------------------------
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: llvm.FRemOp, rewriter: PatternRewriter) -> None:
+        flags = fastmath_of(op, self.fast_math)
+        if self.fast_math and op.properties.get("fastmathFlags") != flags:
+            op.properties["fastmathFlags"] = flags
+            rewriter.notify_op_modified(op)
 
-    def v(self, value: SSAValue) -> SSAValue:
-        return self.values[value]
 
-    def emit(self, op: Operation) -> SSAValue | None:
-        self.b.insert(op)
-        return op.results[0] if op.results else None
+class IntBinaryLowering(RewritePattern):
+    """arith integer binary ops -> llvm, on i64 for index; nsw/nuw carry over."""
 
-    def const(self, value: int | float, t: Attribute) -> SSAValue:
-        attr = FloatAttr(value, t) if not isinstance(t, IntegerType) else IntegerAttr(value, t)
-        return self.emit(llvm.ConstantOp(attr, t))
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        new = INT_BINARY.get(type(op))
+        if new is None:
+            return
+        e = Emitter(rewriter)
+        flags = op.properties.get("overflowFlags")
+        names = [str(f) for f in flags.data] if isinstance(flags, arith.IntegerOverflowAttr) and flags.data else []
+        extra = {"overflow": llvm.OverflowAttr([OVERFLOW_FLAGS[n] for n in names])} if names else {}
+        replace_op(rewriter, op, e(new(e.v(op.operands[0]), e.v(op.operands[1]), **extra)))
 
-    def intrinsic(self, name: str, args: list[SSAValue], result: Attribute) -> SSAValue:
-        return self.emit(llvm.CallIntrinsicOp(f"{name}.{type_suffix(result)}", args, [result]))
 
-    def call(self, name: str, args: list[SSAValue], result: Attribute | None) -> SSAValue | None:
-        self.ml.declare(name, result, [a.type for a in args])
-        return self.emit(llvm.CallOp(name, *args, return_type=result))
+class IntrinsicLowering(RewritePattern):
+    """Ops with an LLVM intrinsic of the same meaning: llvm.maximum, llvm.sqrt, llvm.fma..."""
 
-    def new_block(self, arg_types=()) -> Block:
-        block = Block(arg_types=arg_types)
-        self.region.add_block(block)
-        return block
-
-    def set_block(self, block: Block) -> None:
-        self.block = block
-        self.b = Builder(InsertPoint.at_end(block))
-
-    # --- ops -----------------------------------------------------------------------------
-
-    def lower_block_ops(self, ops) -> None:
-        for op in ops:
-            self.lower_op(op)
-
-    def lower_op(self, op: Operation) -> None:
-        handler = self.handler(op)
-        if handler is None:
-            raise Diagnostic(f"cannot lower '{op.name}' to LLVM", location_of(op))
-        result = handler(op)
-        if result is not None and op.results:
-            self.values[op.results[0]] = result
-
-    def handler(self, op: Operation) -> Callable | None:
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         t = type(op)
-        if t in FLOAT_BINARY:
-            return lambda o: self.emit(FLOAT_BINARY[t](self.v(o.lhs), self.v(o.rhs), fastmath_of(o, self.ml.fast_math)))
-        if t in INT_BINARY:
-            return lambda o: self.emit(INT_BINARY[t](self.v(o.lhs), self.v(o.rhs)))
-        if t in BINARY_INTRINSICS:
-            return lambda o: self.intrinsic(BINARY_INTRINSICS[t], [self.v(x) for x in o.operands], convert_type(o.results[0].type))
-        if t in UNARY_INTRINSICS:
-            return lambda o: self.intrinsic(UNARY_INTRINSICS[t], [self.v(o.operands[0])], o.results[0].type)
-        if t in CASTS:
-            return lambda o: self.emit(CASTS[t](self.v(o.operands[0]), convert_type(o.results[0].type)))
-        if t in LIBM:
-            return self.lower_libm
-        return getattr(self, f"lower_{t.__name__}", None) if t.__module__ in _LOWERED_MODULES else None
+        name = BINARY_INTRINSICS.get(t) or UNARY_INTRINSICS.get(t)
+        if name is not None:
+            e = Emitter(rewriter)
+            replace_op(rewriter, op, e.intrinsic(name, [e.v(x) for x in op.operands], convert_type(op.results[0].type)))
 
-    def lower_libm(self, op: Operation) -> SSAValue:
-        t = op.results[0].type
-        suffix = {Float32Type: "f", Float64Type: ""}.get(type(t))
-        if suffix is None:
-            raise Diagnostic(f"'{op.name}' on {t} has no CPU lowering", location_of(op))
-        return self.call(LIBM[type(op)] + suffix, [self.v(x) for x in op.operands], t)
 
-    # arith
-    def lower_ConstantOp(self, op: arith.ConstantOp) -> SSAValue:
+class CastLowering(RewritePattern):
+    """arith.extf/truncf/sitofp/extsi/extui/trunci/bitcast -> their llvm twins."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        new = CASTS.get(type(op))
+        if new is not None:
+            e = Emitter(rewriter)
+            replace_op(rewriter, op, e(new(e.v(op.operands[0]), convert_type(op.results[0].type))))
+
+
+@dataclass
+class LibmLowering(RewritePattern):
+    """f32/f64 transcendentals left after expand-math call libm (expf, exp...)."""
+
+    declarations: Declarations
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        name = LIBM.get(type(op))
+        t = op.results[0].type if op.results else None
+        if name is None or type(t) not in LIBM_SUFFIX:
+            return  # f16 has no libm function: left over, hence reported
+        e = Emitter(rewriter)
+        result = self.declarations.call(e, op, name + LIBM_SUFFIX[type(t)], [e.v(x) for x in op.operands], t)
+        replace_op(rewriter, op, result)
+
+
+class ConstantLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter) -> None:
         t = convert_type(op.result.type)
         value = op.value
         if isinstance(value, IntegerAttr) and isinstance(op.result.type, IndexType):
             value = IntegerAttr(value.value.data, i64)
-        return self.emit(llvm.ConstantOp(value, t))
+        replace_op(rewriter, op, Emitter(rewriter)(llvm.ConstantOp(value, t)))
 
-    def lower_NegfOp(self, op: arith.NegfOp) -> SSAValue:
-        return self.emit(llvm.FNegOp(self.v(op.operand)))
 
-    def lower_CmpfOp(self, op: arith.CmpfOp) -> SSAValue:
+class NegfLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.NegfOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        replace_op(rewriter, op, e(llvm.FNegOp(e.v(op.operand))))
+
+
+class CmpfLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.CmpfOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
-        return self.emit(llvm.FCmpOp(self.v(op.lhs), self.v(op.rhs), pred))
+        replace_op(rewriter, op, e(llvm.FCmpOp(e.v(op.lhs), e.v(op.rhs), pred)))
 
-    def lower_CmpiOp(self, op: arith.CmpiOp) -> SSAValue:
-        pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-        flag = llvm.ICmpPredicateFlag(pred)
-        return self.emit(llvm.ICmpOp(self.v(op.lhs), self.v(op.rhs), IntegerAttr(flag.to_int(), i64)))
 
-    def lower_SelectOp(self, op: arith.SelectOp) -> SSAValue:
-        return self.emit(llvm.SelectOp(self.v(op.cond), self.v(op.lhs), self.v(op.rhs)))
+class CmpiLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.CmpiOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        pred = llvm.ICmpPredicateFlag(arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data])
+        replace_op(rewriter, op, e.icmp(pred, e.v(op.lhs), e.v(op.rhs)))
 
-    def lower_FPToSIOp(self, op: arith.FPToSIOp) -> SSAValue:
-        x = self.v(op.input)
+
+class SelectLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.SelectOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        replace_op(rewriter, op, e(llvm.SelectOp(e.v(op.cond), e.v(op.lhs), e.v(op.rhs))))
+
+
+class FPToSILowering(RewritePattern):
+    """Saturating, as numpy's casts are on x86 for in-range values and never poison."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.FPToSIOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        x = e.v(op.input)
         result = op.result.type
-        return self.emit(
-            llvm.CallIntrinsicOp(f"llvm.fptosi.sat.{type_suffix(result)}.{type_suffix(x.type)}", [x], [result])
-        )
+        name = f"llvm.fptosi.sat.{type_suffix(result)}.{type_suffix(x.type)}"
+        replace_op(rewriter, op, e(llvm.CallIntrinsicOp(name, [x], [result])))
 
-    def lower_IndexCastOp(self, op: arith.IndexCastOp) -> SSAValue:
-        x = self.v(op.input)
+
+class IndexCastLowering(RewritePattern):
+    """index <-> iN: sign extension or truncation to and from i64, nothing for i64."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.IndexCastOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        x = e.v(op.input)
         target = convert_type(op.result.type)
         w_in, w_out = x.type.width.data, target.width.data  # type: ignore[union-attr]
-        if w_in == w_out:
-            return x
-        return self.emit(llvm.SExtOp(x, target) if w_out > w_in else llvm.TruncOp(x, target))
+        if w_in != w_out:
+            x = e(llvm.SExtOp(x, target) if w_out > w_in else llvm.TruncOp(x, target))  # type: ignore[assignment]
+        replace_op(rewriter, op, x)
 
-    def lower_FloorDivSIOp(self, op: arith.FloorDivSIOp) -> SSAValue:
-        a, b = self.v(op.lhs), self.v(op.rhs)
-        q = self.emit(llvm.SDivOp(a, b))
-        r = self.emit(llvm.SRemOp(a, b))
-        zero = self.const(0, a.type)
-        nonzero = self.emit(llvm.ICmpOp(r, zero, IntegerAttr(llvm.ICmpPredicateFlag.NE.to_int(), i64)))
-        signs_differ = self.emit(llvm.ICmpOp(self.emit(llvm.XOrOp(r, b)), zero, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
-        fix = self.emit(llvm.AndOp(nonzero, signs_differ))
-        return self.emit(llvm.SubOp(q, self.emit(llvm.ZExtOp(fix, a.type))))
 
-    def lower_CeilDivSIOp(self, op: arith.CeilDivSIOp) -> SSAValue:
-        a, b = self.v(op.lhs), self.v(op.rhs)
-        one = self.const(1, a.type)
-        # ceil(a / b) = floor((a + b - 1) / b) for b > 0 (affine divisors are positive)
-        num = self.emit(llvm.SubOp(self.emit(llvm.AddOp(a, b)), one))
-        q = self.emit(llvm.SDivOp(num, b))
-        return q
+class FloorDivSILowering(RewritePattern):
+    """floor(a / b) = a sdiv b, minus one where the remainder is nonzero and its sign differs from b's."""
 
-    # math
-    def lower_RsqrtOp(self, op: mathd.RsqrtOp) -> SSAValue:
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.FloorDivSIOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        a, b = e.v(op.lhs), e.v(op.rhs)
+        q = e(llvm.SDivOp(a, b))
+        r = e(llvm.SRemOp(a, b))
+        zero = e.const(0, a.type)
+        nonzero = e.icmp(llvm.ICmpPredicateFlag.NE, r, zero)
+        signs_differ = e.icmp(llvm.ICmpPredicateFlag.SLT, e(llvm.XOrOp(r, b)), zero)
+        fix = e(llvm.AndOp(nonzero, signs_differ))
+        replace_op(rewriter, op, e(llvm.SubOp(q, e(llvm.ZExtOp(fix, a.type)))))
+
+
+class CeilDivSILowering(RewritePattern):
+    """ceil(a / b) = floor((a + b - 1) / b) for b > 0 (affine divisors are positive)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.CeilDivSIOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        a, b = e.v(op.lhs), e.v(op.rhs)
+        one = e.const(1, a.type)
+        num = e(llvm.SubOp(e(llvm.AddOp(a, b)), one))
+        replace_op(rewriter, op, e(llvm.SDivOp(num, b)))
+
+
+class RsqrtLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mathd.RsqrtOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         t = op.result.type
-        s = self.intrinsic("llvm.sqrt", [self.v(op.operand)], t)
-        return self.emit(llvm.FDivOp(self.const(1.0, t) if not isinstance(t, VectorType) else self._splat(1.0, t), s))
+        s = e.intrinsic("llvm.sqrt", [e.v(op.operand)], t)
+        one = e.const(1.0, t) if not isinstance(t, VectorType) else e(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [1.0]), t))
+        replace_op(rewriter, op, e(llvm.FDivOp(one, s)))
 
-    def _splat(self, v: float, t: VectorType) -> SSAValue:
-        return self.emit(llvm.ConstantOp(DenseIntOrFPElementsAttr.from_list(t, [v]), t))
 
-    def lower_AbsIOp(self, op: mathd.AbsIOp) -> SSAValue:
+class AbsILowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: mathd.AbsIOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         t = op.result.type
-        return self.emit(llvm.CallIntrinsicOp(f"llvm.abs.{type_suffix(t)}", [self.v(op.operand), self.const(0, i1)], [t]))
+        value = e(llvm.CallIntrinsicOp(f"llvm.abs.{type_suffix(t)}", [e.v(op.operand), e.const(0, i1)], [t]))
+        replace_op(rewriter, op, value)
 
-    def lower_FmaOp(self, op: mathd.FmaOp) -> SSAValue:
-        return self.intrinsic("llvm.fma", [self.v(x) for x in op.operands], op.results[0].type)
 
-    # memref
-    def address(self, buf: SSAValue, indices) -> SSAValue:
-        t = buf.type
-        assert isinstance(t, MemRefType)
-        shape = t.get_shape()
-        linear: SSAValue | None = None
-        for d, idx in enumerate(indices):
-            stride = math.prod(shape[d + 1 :])
-            term = self.v(idx)
-            if stride != 1:
-                term = self.emit(llvm.MulOp(term, self.const(stride, i64), overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])))
-            linear = term if linear is None else self.emit(llvm.AddOp(linear, term, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])))
-        if linear is None:
-            return self.v(buf)
-        ptr = self.v(buf)
-        return self.emit(llvm.GEPOp.from_mixed_indices(ptr, [linear], t.get_element_type(), result_type=ptr.type, inbounds=True))
+def arith_math_patterns(fast_math: bool = False) -> list[RewritePattern]:
+    """arith and math ops whose lowering needs no external symbol."""
+    return [
+        FloatBinaryLowering(fast_math),
+        FRemFastMath(fast_math),
+        IntBinaryLowering(),
+        IntrinsicLowering(),
+        CastLowering(),
+        ConstantLowering(),
+        NegfLowering(),
+        CmpfLowering(),
+        CmpiLowering(),
+        SelectLowering(),
+        FPToSILowering(),
+        IndexCastLowering(),
+        FloorDivSILowering(),
+        CeilDivSILowering(),
+        RsqrtLowering(),
+        AbsILowering(),
+    ]
 
-    def lower_LoadOp(self, op: memref.LoadOp) -> SSAValue:
+
+def libm_patterns(declarations: Declarations) -> list[RewritePattern]:
+    """Transcendentals as libm calls (the CPU only: a GPU has no libm)."""
+    return [LibmLowering(declarations)]
+
+
+# --- memref ---------------------------------------------------------------------------------
+
+NSW = llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+
+
+def address(e: Emitter, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    """An inbounds GEP on the row-major linearized index (nsw: it is in bounds)."""
+    t = buf.type
+    assert isinstance(t, MemRefType)
+    shape = t.get_shape()
+    linear: SSAValue | None = None
+    for d, idx in enumerate(indices):
+        stride = math.prod(shape[d + 1 :])
+        term = e.v(idx)
+        if stride != 1:
+            term = e(llvm.MulOp(term, e.const(stride, i64), overflow=NSW))
+        linear = term if linear is None else e(llvm.AddOp(linear, term, overflow=NSW))
+    ptr = e.v(buf)
+    if linear is None:
+        return ptr
+    return e(llvm.GEPOp.from_mixed_indices(ptr, [linear], t.get_element_type(), result_type=ptr.type, inbounds=True))  # type: ignore[return-value]
+
+
+class LoadLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         t = op.res.type
-        load = llvm.LoadOp(self.address(op.memref, op.indices), t, alignment=element_alignment(t))
+        load = llvm.LoadOp(address(e, op.memref, op.indices), t, alignment=element_alignment(t))
         if "mlfuse.prefetch" in op.attributes:  # the translation tags it (backend/streaming.py)
             load.attributes["mlfuse.prefetch"] = UnitAttr()
-        return self.emit(load)
+        replace_op(rewriter, op, e(load))
 
-    def lower_StoreOp(self, op: memref.StoreOp) -> None:
+
+class StoreLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         t = op.value.type
         nontemporal = op.nontemporal is not None and op.nontemporal.value.data != 0
-        self.emit(llvm.StoreOp(
-            self.v(op.value), self.address(op.memref, op.indices), alignment=element_alignment(t), nontemporal=nontemporal
-        ))
+        e(llvm.StoreOp(e.v(op.value), address(e, op.memref, op.indices), alignment=element_alignment(t), nontemporal=nontemporal))
+        replace_op(rewriter, op)
 
-    def lower_AllocOp(self, op: memref.AllocOp) -> SSAValue:
+
+@dataclass
+class AllocLowering(RewritePattern):
+    """memref.alloc -> aligned_alloc (whose size must be a multiple of the alignment)."""
+
+    declarations: Declarations
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         t = op.memref.type
-        nbytes = t.element_count() * element_bytes(t.get_element_type())
-        nbytes = max(64, -(-nbytes // 64) * 64)  # aligned_alloc wants a multiple of the alignment
-        return self.call("aligned_alloc", [self.const(64, i64), self.const(nbytes, i64)], PTR)
+        nbytes = t.element_count() * abi.element_bytes(t.get_element_type())
+        nbytes = max(abi.ALIGNMENT, -(-nbytes // abi.ALIGNMENT) * abi.ALIGNMENT)
+        args = [e.const(abi.ALIGNMENT, i64), e.const(nbytes, i64)]
+        replace_op(rewriter, op, self.declarations.call(e, op, "aligned_alloc", args, PTR))
 
-    def lower_AllocaOp(self, op: memref.AllocaOp) -> SSAValue:
+
+@dataclass
+class DeallocLowering(RewritePattern):
+    declarations: Declarations
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.DeallocOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        self.declarations.call(e, op, "free", [e.v(op.memref)], None)
+        replace_op(rewriter, op)
+
+
+class AllocaLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         t = op.memref.type
-        return self.emit(llvm.AllocaOp(self.const(t.element_count(), i64), t.get_element_type(), alignment=64))
-
-    def lower_DeallocOp(self, op: memref.DeallocOp) -> None:
-        self.call("free", [self.v(op.memref)], None)
-
-    def lower_GetGlobalOp(self, op: memref.GetGlobalOp) -> SSAValue:
-        return self.emit(llvm.AddressOfOp(op.name_.root_reference, PTR))
-
-    def lower_ViewOp(self, op: loop.ViewOp | memref.ViewOp) -> SSAValue:
-        if isinstance(op, memref.ViewOp):  # a byte-offset slice of an i8 buffer
-            return self.emit(llvm.GEPOp.from_mixed_indices(self.v(op.source), [self.v(op.byte_shift)], i8, inbounds=True))
-        return self.v(op.source)
-
-    # scf
-    def lower_ForOp(self, op: scf.ForOp) -> None:
-        lb, ub, step = self.v(op.lb), self.v(op.ub), self.v(op.step)
-        inits = [self.v(x) for x in op.iter_args]
-        carried = [convert_type(x.type) for x in op.iter_args]
-        header = self.new_block([i64, *carried])
-        body = self.new_block()
-        exit_ = self.new_block(carried)
-        self.emit(llvm.BrOp(header, lb, *inits))
-        self.set_block(header)
-        iv, *acc = header.args
-        cond = self.emit(llvm.ICmpOp(iv, ub, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
-        self.emit(llvm.CondBrOp(cond, body, [], exit_, acc))
-        self.set_block(body)
-        body_block = op.body.block
-        self.values[body_block.args[0]] = iv
-        for arg, value in zip(body_block.args[1:], acc):
-            self.values[arg] = value
-        for inner in body_block.ops:
-            if isinstance(inner, scf.YieldOp):
-                nxt = self.emit(llvm.AddOp(iv, step, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])))
-                self.emit(llvm.BrOp(header, nxt, *[self.v(x) for x in inner.arguments]))
-                break
-            self.lower_op(inner)
-        self.set_block(exit_)
-        for res, arg in zip(op.results, exit_.args):
-            self.values[res] = arg
-
-    def lower_IfOp(self, op: scf.IfOp) -> None:
-        result_types = [convert_type(r.type) for r in op.results]
-        then_b, else_b, join = self.new_block(), self.new_block(), self.new_block(result_types)
-        self.emit(llvm.CondBrOp(self.v(op.cond), then_b, [], else_b, []))
-        for region, block in ((op.true_region, then_b), (op.false_region, else_b)):
-            self.set_block(block)
-            yielded: list[SSAValue] = []
-            if region.blocks:
-                for inner in region.block.ops:
-                    if isinstance(inner, scf.YieldOp):
-                        yielded = [self.v(x) for x in inner.arguments]
-                        break
-                    self.lower_op(inner)
-            self.emit(llvm.BrOp(join, *yielded))
-        self.set_block(join)
-        for res, arg in zip(op.results, join.args):
-            self.values[res] = arg
-
-    # func
-    def lower_ReturnOp(self, op: func.ReturnOp) -> None:
-        self.emit(llvm.ReturnOp(self.v(op.arguments[0]) if op.arguments else None))
-
-    def lower_CallOp(self, op: func.CallOp) -> SSAValue | None:
-        result = convert_type(op.res[0].type) if op.res else None
-        return self.emit(llvm.CallOp(op.callee.string_value(), *[self.v(a) for a in op.arguments], return_type=result))
-
-    # loop
-    def lower_ParallelCallOp(self, op: loop.ParallelCallOp) -> None:
-        emit_parallel_call(self, op)
-
-    def lower_GemmOp(self, op: loop.GemmOp) -> None:
-        emit_gemm_call(self, op)
+        alloca = llvm.AllocaOp(e.const(t.element_count(), i64), t.get_element_type(), alignment=abi.ALIGNMENT)
+        replace_op(rewriter, op, e(alloca))
 
 
-_LOWERED_MODULES = {arith.__name__, mathd.__name__, memref.__name__, scf.__name__, func.__name__, loop.__name__}
+class GetGlobalLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GetGlobalOp, rewriter: PatternRewriter) -> None:
+        replace_op(rewriter, op, Emitter(rewriter)(llvm.AddressOfOp(op.name_.root_reference, PTR)))
 
 
-def element_bytes(t: Attribute) -> int:
-    if isinstance(t, IntegerType):
-        return max(1, t.width.data // 8)
-    return {Float16Type: 2, Float32Type: 4, Float64Type: 8}.get(type(t), 2)
+class ViewLowering(RewritePattern):
+    """loop.view reinterprets a buffer (same address); memref.view is a byte offset into an i8 buffer."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.ViewOp | memref.ViewOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        value = e.v(op.source)
+        if isinstance(op, memref.ViewOp):
+            value = e(llvm.GEPOp.from_mixed_indices(value, [e.v(op.byte_shift)], i8, inbounds=True))  # type: ignore[assignment]
+        replace_op(rewriter, op, value)
 
 
-def element_alignment(t: Attribute) -> int:
-    return element_bytes(t.get_element_type() if isinstance(t, VectorType) else t)
+class GlobalLowering(RewritePattern):
+    """memref.global -> an internal constant byte array (`mlfuse.bytes`: the
+    translation writes it in one piece, far cheaper than one attribute per element)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.GlobalOp, rewriter: PatternRewriter) -> None:
+        t = op.type
+        value = op.initial_value
+        if not isinstance(t, MemRefType) or not isinstance(value, DenseIntOrFPElementsAttr):
+            return  # reported as left over
+        nbytes = t.element_count() * abi.element_bytes(t.get_element_type())
+        data = value.data.data
+        if len(data) != nbytes:  # a splat stored once
+            data = data * (nbytes // max(1, len(data)))
+        array = llvm.LLVMArrayType(len(data), i8)
+        g = llvm.GlobalOp(array, op.sym_name, llvm.LinkageAttr("internal"), constant=True, alignment=abi.ALIGNMENT)
+        g.attributes["mlfuse.bytes"] = StringAttr(data.hex())
+        rewriter.replace(op, g)
 
 
-def emit_parallel_call(fl: FunctionLowering, op: loop.ParallelCallOp) -> None:
-    grain = op.grain.value.data if op.grain is not None else 1
-    callee = op.callee.string_value()
-    # the callee's (lo, hi, buffers...) may assume what every call site guarantees
-    known = [1, 1] + [buffer_alignment(a) for a in op.args]
-    seen = fl.ml.param_alignment.setdefault(callee, known)
-    fl.ml.param_alignment[callee] = [min(a, b) for a, b in zip(seen, known)]
-    emit_team_call(fl, callee, op.trip_count.value.data, grain, [fl.v(a) for a in op.args])
+def memref_patterns(declarations: Declarations) -> list[RewritePattern]:
+    return [
+        LoadLowering(),
+        StoreLowering(),
+        AllocLowering(declarations),
+        DeallocLowering(declarations),
+        AllocaLowering(),
+        GetGlobalLowering(),
+        ViewLowering(),
+        GlobalLowering(),
+    ]
 
 
-# The runtime (mlfuse.api) passes outputs and the arena 64-byte aligned to an entry
-# function (one with `mlfuse.num_inputs`); inputs may have any alignment.
-ENTRY_ALIGNMENT = 64
+# --- control flow ---------------------------------------------------------------------------
+
+
+class ForToCfLowering(ForLowering):
+    """xDSL's scf.for -> cf lowering, with `nsw` on the induction variable's step:
+    the loop runs while iv < ub, so the step never wraps, which SCEV relies on."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, for_op: scf.ForOp, rewriter: PatternRewriter) -> None:
+        header = for_op.body.block
+        iv = header.args[0]
+        super().match_and_rewrite(for_op, rewriter)
+        for use in list(iv.uses):
+            step = use.operation
+            latch = [u.operation for u in step.results[0].uses] if isinstance(step, arith.AddiOp) else []
+            if any(isinstance(b, cf.BranchOp) and b.successor is header for b in latch):
+                step.properties["overflowFlags"] = arith.IntegerOverflowAttr([arith.IntegerOverflowFlag.NSW])
+
+
+def control_flow_patterns() -> list[RewritePattern]:
+    """scf.for and scf.if -> cf, applied before the conversion (scf.while has no lowering)."""
+    return [IfLowering(), ForToCfLowering()]
+
+
+class BranchLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        rewriter.replace(op, llvm.BrOp(op.successor, *[e.v(a) for a in op.arguments]))
+
+
+class CondBranchLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cf.ConditionalBranchOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        then_args = [e.v(a) for a in op.then_arguments]
+        else_args = [e.v(a) for a in op.else_arguments]
+        rewriter.replace(op, llvm.CondBrOp(e.v(op.cond), op.then_block, then_args, op.else_block, else_args))
+
+
+def cf_patterns() -> list[RewritePattern]:
+    return [BranchLowering(), CondBranchLowering()]
+
+
+# --- functions ---------------------------------------------------------------------------------
 
 
 def buffer_alignment(value: SSAValue) -> int:
@@ -472,13 +684,13 @@ def buffer_alignment(value: SSAValue) -> int:
     if isinstance(value, BlockArgument):
         fn = value.block.parent_op()
         if isinstance(fn, func.FuncOp) and fn.body.blocks and value.block is fn.body.blocks[0]:
-            n_inputs = fn.attributes.get("mlfuse.num_inputs")
+            n_inputs = fn.attributes.get(abi.NUM_INPUTS_ATTR)
             if isinstance(n_inputs, IntegerAttr) and value.index >= n_inputs.value.data:
-                return ENTRY_ALIGNMENT
+                return abi.ALIGNMENT  # an output or the arena (see mlfuse.abi)
         return 1
     op = value.owner
     if isinstance(op, memref.AllocOp | memref.AllocaOp):
-        return 64
+        return abi.ALIGNMENT
     if isinstance(op, loop.ViewOp):
         return buffer_alignment(op.source)
     if isinstance(op, memref.ViewOp):
@@ -490,6 +702,28 @@ def buffer_alignment(value: SSAValue) -> int:
     return 1
 
 
+def parameter_alignment(module: ModuleOp) -> dict[str, list[list[int]]]:
+    """The proven byte alignment of every function's parameters (analysis on the
+    memref level, before conversion): first what the function itself knows (an entry's
+    outputs and arena), then, for the callees of loop.parallel_call, the minimum over
+    the call sites of (lo, hi, buffers...)."""
+    proven: dict[str, list[list[int]]] = {}
+    calls: dict[str, list[int]] = {}
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
+            continue
+        proven[fn.sym_name.data] = [[buffer_alignment(a) for a in fn.body.block.args]]
+        for op in fn.walk():
+            if isinstance(op, loop.ParallelCallOp):
+                known = [1, 1] + [buffer_alignment(a) for a in op.args]
+                seen = calls.setdefault(op.callee.string_value(), known)
+                calls[op.callee.string_value()] = [min(a, b) for a, b in zip(seen, known)]
+    for name, alignment in calls.items():
+        if name in proven:
+            proven[name].append(alignment)
+    return proven
+
+
 def with_alignment(fn: llvm.FuncOp, alignment: list[int]) -> None:
     """Give the pointer parameters of `fn` their proven alignment (llvm.align)."""
     attrs = [dict(d.data) for d in fn.arg_attrs.data] if fn.arg_attrs else [{} for _ in alignment]
@@ -499,209 +733,126 @@ def with_alignment(fn: llvm.FuncOp, alignment: list[int]) -> None:
     fn.arg_attrs = ArrayAttr([DictionaryAttr(d) for d in attrs])
 
 
-def emit_team_call(fl: FunctionLowering, callee: str, trip: int, grain: int, args: list[SSAValue]) -> None:
-    """Run `@callee(lo, hi, args...)` over [0, trip) on libgomp's thread team.
+@dataclass
+class FuncLowering(RewritePattern):
+    """func.func -> llvm.func: buffer parameters are noalias (the runtime never
+    passes overlapping buffers) and carry their proven alignment; an entry's arena
+    size becomes a global the runtime reads (mlfuse.abi)."""
 
-    The arguments travel in an array of 8-byte slots. The wrapper
-    `@callee__omp(ctx)` runs on every thread and takes chunks of [0, trip) from
-    libgomp's guided schedule (`schedule(guided, grain)` in OpenMP terms): large
-    chunks first, shrinking to `grain`. A static split makes every kernel wait for
-    its last thread, and on a shared machine a thread that slept through an idle
-    gap can start late (bench: row_sum at 65536x1024, 2 threads, 50 ms idle before
-    each call, 1.19x faster guided than static; equal when calls follow each
-    other). Iterations are independent, so which thread runs a chunk never changes
-    a result. The team is no larger than trip / grain, and a single-thread call
-    skips libgomp entirely.
-    """
-    ml = fl.ml
-    # One pointer-sized slot per argument; indices travel as inttoptr'd pointers
-    # (llvmlite types its GEPs, so every slot has the one type `ptr`).
-    slots = fl.emit(llvm.AllocaOp(fl.const(max(1, len(args)), i64), PTR, alignment=8))
-    for k, a in enumerate(args):
-        slot = fl.emit(llvm.GEPOp.from_mixed_indices(slots, [k], PTR, inbounds=True))
-        value = a if isinstance(a.type, llvm.LLVMPointerType) else fl.emit(llvm.IntToPtrOp(a, PTR))
-        fl.emit(llvm.StoreOp(value, slot, alignment=8))
+    alignment: dict[str, list[list[int]]] = field(default_factory=dict)
 
-    wrapper = f"{callee}__omp"
-    if wrapper not in ml.declared:  # one wrapper per callee (a GEMM shape may be called twice)
-        ml.declared[wrapper] = llvm.LLVMFunctionType([PTR], None)
-        ml.new_ops.append(make_omp_wrapper(ml, wrapper, callee, [a.type for a in args], trip, grain))
-
-    # nthreads = clamp(min(max_threads, ceil(trip / grain)), 1, ...)
-    ml.declare("omp_get_max_threads", i32, [])
-    ml.declare("GOMP_parallel", None, [PTR, PTR, i32, i32])
-    max_threads = fl.emit(llvm.CallOp("omp_get_max_threads", return_type=i32))
-    # omp_get_max_threads is an i32: past 2^31 chunks, "more chunks than threads" is all that matters
-    useful = fl.const(min(max(1, -(-trip // grain)), 2**31 - 1), i32)
-    fewer = fl.emit(llvm.ICmpOp(useful, max_threads, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64)))
-    nthreads = fl.emit(llvm.SelectOp(fewer, useful, max_threads))
-    single = fl.emit(llvm.ICmpOp(nthreads, fl.const(1, i32), IntegerAttr(llvm.ICmpPredicateFlag.SLE.to_int(), i64)))
-    serial, team, join = fl.new_block(), fl.new_block(), fl.new_block()
-    fl.emit(llvm.CondBrOp(single, serial, [], team, []))
-    fl.set_block(serial)
-    fl.emit(llvm.CallOp(callee, fl.const(0, i64), fl.const(trip, i64), *args))
-    fl.emit(llvm.BrOp(join))
-    fl.set_block(team)
-    fn_ptr = fl.emit(llvm.AddressOfOp(wrapper, PTR))
-    fl.emit(llvm.CallOp("GOMP_parallel", fn_ptr, slots, nthreads, fl.const(0, i32)))
-    fl.emit(llvm.BrOp(join))
-    fl.set_block(join)
-
-
-def emit_gemm_call(fl: FunctionLowering, op: loop.GemmOp) -> None:
-    """A team call of a generated kernel (mlfuse/backend/gemm_kernels.py: the
-    declaration here, its body written at translation for the target's vectors);
-    with gemm=blas, BLAS (see emit_blas_gemm)."""
-    ta, tb = op.a.type, op.b.type
-    assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType)
-    if fl.ml.gemm == "blas":
-        emit_blas_gemm(fl, op)
-        return
-    from mlfuse.backend.gemm_kernels import GemmShape
-
-    *batch, m, k = ta.get_shape()
-    dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
-    shape = GemmShape(math.prod(batch), m, tb.get_shape()[-1], k, dtype)
-    fl.ml.declare(shape.symbol, None, [i64, i64, PTR, PTR, PTR])
-    emit_team_call(fl, shape.symbol, shape.tasks, 1, [fl.v(op.a), fl.v(op.b), fl.v(op.c)])
-
-
-def emit_blas_gemm(fl: FunctionLowering, op: loop.GemmOp) -> None:
-    """One BLAS ?gemm per matrix of the batch (Fortran, column-major).
-
-    Row-major C = A B is column-major C^T = B^T A^T, so the call passes B first:
-    gemm('N', 'N', n, m, k, 1, B, n, A, k, 0, C, n). The symbols mlfuse_sgemm and
-    mlfuse_dgemm are scipy's BLAS, registered with the JIT by the runtime.
-    """
-    ta, tb = op.a.type, op.b.type
-    assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType)
-    el = ta.get_element_type()
-    *batch, m, k = ta.get_shape()
-    n = tb.get_shape()[-1]
-    name = "mlfuse_sgemm" if isinstance(el, Float32Type) else "mlfuse_dgemm"
-    fl.ml.declare(name, None, [PTR] * 13)
-
-    def cell(value, t: Attribute) -> SSAValue:
-        slot = fl.emit(llvm.AllocaOp(fl.const(1, i64), t, alignment=8))
-        fl.emit(llvm.StoreOp(fl.const(value, t), slot))
-        return slot
-
-    no_trans = cell(ord("N"), i8)
-    dims = [cell(v, i32) for v in (n, m, k, n, k, n)]  # m', n', k', lda, ldb, ldc
-    alpha, beta = cell(1.0, el), cell(0.0, el)
-    a, b, c = fl.v(op.a), fl.v(op.b), fl.v(op.c)
-    for index in range(math.prod(batch)):  # batches are few (heads): straight-line calls
-        at = fl.emit(llvm.GEPOp.from_mixed_indices(a, [index * m * k], el, inbounds=True)) if index else a
-        bt = fl.emit(llvm.GEPOp.from_mixed_indices(b, [index * k * n], el, inbounds=True)) if index else b
-        ct = fl.emit(llvm.GEPOp.from_mixed_indices(c, [index * m * n], el, inbounds=True)) if index else c
-        fl.emit(llvm.CallOp(name, no_trans, no_trans, dims[0], dims[1], dims[2], alpha, bt, dims[3], at, dims[4], beta, ct, dims[5]))
-
-
-def make_omp_wrapper(
-    ml: ModuleLowering, name: str, callee: str, arg_types: list[Attribute], trip: int, grain: int
-) -> llvm.FuncOp:
-    """`@name(ctx)`: unpack the argument slots, then run `@callee(lo, hi, args...)` on
-    each chunk libgomp's guided schedule hands this thread (what GCC emits for
-    `#pragma omp for schedule(guided, grain) nowait`)."""
-    # C's bool comes back in the low byte
-    ml.declare("GOMP_loop_guided_start", i8, [i64, i64, i64, i64, PTR, PTR])
-    ml.declare("GOMP_loop_guided_next", i8, [PTR, PTR])
-    ml.declare("GOMP_loop_end_nowait", None, [])
-    region = Region(Block(arg_types=[PTR]))
-    fl = FunctionLowering(ml, region)
-    ctx = region.blocks[0].args[0]
-    args = []
-    for k, t in enumerate(arg_types):
-        slot = fl.emit(llvm.GEPOp.from_mixed_indices(ctx, [k], PTR, inbounds=True))
-        value = fl.emit(llvm.LoadOp(slot, PTR, alignment=8))
-        args.append(value if isinstance(t, llvm.LLVMPointerType) else fl.emit(llvm.PtrToIntOp(value, t)))
-    start = fl.emit(llvm.AllocaOp(fl.const(1, i64), i64, alignment=8))
-    end = fl.emit(llvm.AllocaOp(fl.const(1, i64), i64, alignment=8))
-    zero8 = fl.const(0, i8)
-    got = fl.emit(llvm.CallOp(
-        "GOMP_loop_guided_start", fl.const(0, i64), fl.const(trip, i64), fl.const(1, i64), fl.const(max(1, grain), i64),
-        start, end, return_type=i8,
-    ))
-    ne = IntegerAttr(llvm.ICmpPredicateFlag.NE.to_int(), i64)
-    work, done = fl.new_block(), fl.new_block()
-    fl.emit(llvm.CondBrOp(fl.emit(llvm.ICmpOp(got, zero8, ne)), work, [], done, []))
-    fl.set_block(work)
-    lo = fl.emit(llvm.LoadOp(start, i64, alignment=8))
-    hi = fl.emit(llvm.LoadOp(end, i64, alignment=8))
-    fl.emit(llvm.CallOp(callee, lo, hi, *args))
-    more = fl.emit(llvm.CallOp("GOMP_loop_guided_next", start, end, return_type=i8))
-    fl.emit(llvm.CondBrOp(fl.emit(llvm.ICmpOp(more, zero8, ne)), work, [], done, []))
-    fl.set_block(done)
-    fl.emit(llvm.CallOp("GOMP_loop_end_nowait"))
-    fl.emit(llvm.ReturnOp())
-    return llvm.FuncOp(name, llvm.LLVMFunctionType([PTR], None), body=region, linkage=llvm.LinkageAttr("internal"))
-
-
-def lower_function(ml: ModuleLowering, fn: func.FuncOp) -> llvm.FuncOp:
-    for t in (*fn.function_type.inputs.data, *fn.function_type.outputs.data):
-        if isinstance(t, TensorType):
-            raise Diagnostic(
-                f"@{fn.sym_name.data} works on tensors: bufferize it first (convert-graph-to-loop)",
-                location_of(fn),
-            )
-    arg_types = [convert_type(t) for t in fn.function_type.inputs.data]
-    outputs = [convert_type(t) for t in fn.function_type.outputs.data]
-    if len(outputs) > 1:
-        raise Diagnostic(f"@{fn.sym_name.data}: functions with several results are not lowered to LLVM", location_of(fn))
-    ftype = llvm.LLVMFunctionType(arg_types, outputs[0] if outputs else None)
-    linkage = llvm.LinkageAttr("internal" if fn.sym_visibility and fn.sym_visibility.data == "private" else "external")
-    if not fn.body.blocks:
-        return llvm.FuncOp(fn.sym_name.data, ftype, linkage=linkage)
-    region = Region(Block(arg_types=arg_types))
-    fl = FunctionLowering(ml, region)
-    for old, new in zip(fn.body.block.args, region.blocks[0].args):
-        fl.values[old] = new
-    fl.lower_block_ops(fn.body.block.ops)
-    new_fn = llvm.FuncOp(fn.sym_name.data, ftype, linkage=linkage, body=region)
-    arena = fn.attributes.get("mlfuse.arena_bytes")
-    if isinstance(arena, IntegerAttr):  # the runtime reads the arena size from the object code
-        ml.new_ops.append(
-            llvm.GlobalOp(i64, f"{fn.sym_name.data}__arena_bytes", "weak_odr", constant=True, value=IntegerAttr(arena.value.data, i64))
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
+        name = fn.sym_name.data
+        arg_types = [convert_type(t) for t in fn.function_type.inputs.data]
+        outputs = [convert_type(t) for t in fn.function_type.outputs.data]
+        ftype = llvm.LLVMFunctionType(arg_types, outputs[0] if outputs else None)
+        private = fn.sym_visibility is not None and fn.sym_visibility.data == "private"
+        linkage = llvm.LinkageAttr("internal" if private else "external")
+        if not fn.body.blocks:
+            rewriter.replace(fn, llvm.FuncOp(name, ftype, linkage=linkage))
+            return
+        convert_block_signatures(rewriter, fn.body)
+        new_fn = llvm.FuncOp(name, ftype, linkage=linkage, body=rewriter.move_region_contents_to_new_regions(fn.body))
+        new_fn.arg_attrs = ArrayAttr(
+            [DictionaryAttr({"llvm.noalias": UnitAttr()} if isinstance(t, llvm.LLVMPointerType) else {}) for t in arg_types]
         )
-    new_fn.arg_attrs = ArrayAttr(
-        [DictionaryAttr({"llvm.noalias": UnitAttr()} if isinstance(t, llvm.LLVMPointerType) else {}) for t in arg_types]
-    )
-    with_alignment(new_fn, [buffer_alignment(a) for a in fn.body.block.args])
-    return new_fn
+        for alignment in self.alignment.get(name, []):
+            with_alignment(new_fn, alignment)
+        arena = fn.attributes.get(abi.ARENA_ATTR)
+        if isinstance(arena, IntegerAttr):
+            value = IntegerAttr(arena.value.data, i64)
+            rewriter.insert(llvm.GlobalOp(i64, abi.arena_symbol(name), "weak_odr", constant=True, value=value), InsertPoint.before(fn))
+        rewriter.replace(fn, new_fn)
 
 
-def lower_global(op: memref.GlobalOp) -> llvm.GlobalOp:
-    t = op.type
-    assert isinstance(t, MemRefType)
-    value = op.initial_value
-    if not isinstance(value, DenseIntOrFPElementsAttr):
-        raise Diagnostic(f"memref.global @{op.sym_name.data} needs a dense initial value", location_of(op))
-    nbytes = t.element_count() * element_bytes(t.get_element_type())
-    data = value.data.data
-    if len(data) != nbytes:  # a splat stored once
-        data = data * (nbytes // max(1, len(data)))
-    array = llvm.LLVMArrayType(len(data), i8)
-    g = llvm.GlobalOp(array, op.sym_name, llvm.LinkageAttr("internal"), constant=True, alignment=64)
-    g.attributes["mlfuse.bytes"] = StringAttr(data.hex())
-    return g
+class ReturnLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        rewriter.replace(op, llvm.ReturnOp(e.v(op.arguments[0]) if op.arguments else None))
+
+
+class CallLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.CallOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        result = convert_type(op.res[0].type) if op.res else None
+        call = e(llvm.CallOp(op.callee.string_value(), *[e.v(a) for a in op.arguments], return_type=result))
+        replace_op(rewriter, op, call)
+
+
+def func_patterns(alignment: dict[str, list[list[int]]] | None = None) -> list[RewritePattern]:
+    """func.func/return/call; `alignment` as computed by `parameter_alignment`."""
+    return [FuncLowering(alignment or {}), ReturnLowering(), CallLowering()]
+
+
+# --- driver ---------------------------------------------------------------------------------------
+
+
+def apply_patterns(root: ModuleOp | Region, patterns: list[RewritePattern]) -> None:
+    """Apply `patterns` greedily to everything under `root` (dead ops are kept: the
+    conversion changes no semantics, and DCE is LLVM's job)."""
+    walker = PatternRewriteWalker(GreedyRewritePatternApplier(patterns, dce_enabled=False))
+    if isinstance(root, ModuleOp):
+        walker.rewrite_module(root)
+    else:
+        walker.rewrite_region(root)
+
+
+def reconcile_casts(root: ModuleOp | Region) -> None:
+    """Remove the cast pairs the patterns left at type boundaries."""
+    apply_patterns(root, [ReconcileUnrealizedCastsPattern()])
+
+
+def check_converted(root: Operation) -> None:
+    """Report the first op that no pattern lowered, at its location (casts are left
+    only around such ops)."""
+    for op in root.walk():
+        if op is root or isinstance(op, ModuleOp | UnrealizedConversionCastOp) or op.dialect_name() == "llvm":
+            continue
+        raise Diagnostic(f"cannot lower '{op.name}' to LLVM", location_of(op))
+
+
+def check_input(module: ModuleOp) -> None:
+    """Located diagnostics for what convert-to-llvm cannot take, before it changes anything."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp):
+            name, ftype = op.sym_name.data, op.function_type
+            if any(isinstance(t, TensorType) for t in (*ftype.inputs.data, *ftype.outputs.data)):
+                raise Diagnostic(f"@{name} works on tensors: bufferize it first (convert-graph-to-loop)", location_of(op))
+            if len(ftype.outputs.data) > 1:
+                raise Diagnostic(f"@{name}: functions with several results are not lowered to LLVM", location_of(op))
+        elif not isinstance(op, memref.GlobalOp | llvm.FuncOp | llvm.GlobalOp):
+            raise Diagnostic(f"cannot lower top-level '{op.name}' to LLVM", location_of(op))
+    for op in module.walk():
+        if type(op) in LIBM and type(op.results[0].type) not in LIBM_SUFFIX:
+            raise Diagnostic(f"'{op.name}' on {op.results[0].type} has no CPU lowering", location_of(op))
+        if isinstance(op, memref.GlobalOp) and not isinstance(op.initial_value, DenseIntOrFPElementsAttr):
+            raise Diagnostic(f"memref.global @{op.sym_name.data} needs a dense initial value", location_of(op))
+
+
+def cpu_patterns(module: ModuleOp, fast_math: bool = False, gemm: str = "generated") -> list[RewritePattern]:
+    """Every pattern convert-to-llvm applies to a module for the CPU."""
+    from mlfuse.conversion.llvm_runtime import gemm_patterns, omp_runtime_patterns
+
+    declarations = Declarations()
+    return [
+        *func_patterns(parameter_alignment(module)),
+        *cf_patterns(),
+        *arith_math_patterns(fast_math),
+        *libm_patterns(declarations),
+        *memref_patterns(declarations),
+        *omp_runtime_patterns(declarations),
+        *gemm_patterns(declarations, gemm),
+    ]
 
 
 def convert_to_llvm(module: ModuleOp, fast_math: bool = False, gemm: str = "generated") -> None:
-    ml = ModuleLowering(module, fast_math=fast_math, gemm=gemm)
-    for op in list(module.ops):
-        if isinstance(op, func.FuncOp):
-            ml.new_ops.append(lower_function(ml, op))
-        elif isinstance(op, memref.GlobalOp):
-            ml.new_ops.append(lower_global(op))
-        elif isinstance(op, llvm.FuncOp | llvm.GlobalOp):
-            ml.new_ops.append(op.clone())
-        else:
-            raise Diagnostic(f"cannot lower top-level '{op.name}' to LLVM", location_of(op))
-    for op in ml.new_ops:
-        if isinstance(op, llvm.FuncOp) and op.sym_name.data in ml.param_alignment and op.body.blocks:
-            with_alignment(op, ml.param_alignment[op.sym_name.data])
-    for op in list(module.ops):
-        op.detach()
-        op.erase(safe_erase=False)
-    for op in ml.new_ops:
-        module.body.block.add_op(op)
+    """Lower a module of func/arith/math/scf/memref/loop ops to the llvm dialect."""
+    check_input(module)
+    patterns = cpu_patterns(module, fast_math, gemm)  # the alignment analysis reads memrefs
+    apply_patterns(module, control_flow_patterns())
+    apply_patterns(module, patterns)
+    reconcile_casts(module)
+    check_converted(module)

@@ -43,8 +43,8 @@ from mlfuse.dialects.graph import fmt_shape
 from mlfuse.frontend.onnx_ops import (
     ELEMENT_TYPES,
     NUMPY_ELEMENT_TYPES,
-    SUPPORTED_NUMPY_TYPES,
     OPS,
+    SUPPORTED_NUMPY_TYPES,
     Node,
     Value,
     dense_from_numpy,
@@ -60,6 +60,8 @@ OUTPUT_NAMES_ATTR = "mlfuse.output_names"
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
 
 ModelSource = str | os.PathLike | bytes | IO[bytes] | ModelProto
+# an input's declared shape: per dimension its size, symbol or None (unknown); None when it declares none
+DeclaredShape = list[int | str | None] | None
 
 
 # --- public API ---------------------------------------------------------------------------
@@ -340,7 +342,26 @@ class OnnxImporter:
 
     def resolve_input_shapes(self, inputs: Sequence[onnx.ValueInfoProto]) -> dict[str, tuple[int, ...]]:
         """Static shapes of the inputs: declared dimensions, `input_shapes`, and symbols bound by either."""
-        names = [vi.name for vi in inputs]
+        self.check_requested_shapes([vi.name for vi in inputs])
+        declared = self.declared_shapes(inputs)
+        bindings: dict[str, tuple[int, str]] = {}  # dimension symbol -> (size, input that set it)
+        shapes: dict[str, tuple[int, ...]] = {}
+        for name, given in self.requested_shapes.items():
+            dims = declared[name]
+            if dims is not None:
+                self.bind_requested_shape(name, dims, given, bindings)
+            shapes[name] = given
+        self.complete_input_shapes(declared, bindings, shapes)
+        for name, shape in shapes.items():
+            if any(d > MAX_DIM for d in shape) or math.prod(shape) > MAX_ELEMENTS:
+                raise self.error(
+                    f"input '{name}' has shape {fmt_shape(shape)}, larger than mlfuse supports "
+                    "(dimensions up to 2^31 - 1, 2^40 elements in all)"
+                )
+        return shapes
+
+    def check_requested_shapes(self, names: list[str]) -> None:
+        """Every shape in `input_shapes` names an input of the model and has dimensions >= 1."""
         for name, shape in self.requested_shapes.items():
             if name not in names:
                 raise self.error(
@@ -349,7 +370,11 @@ class OnnxImporter:
                 )
             if any(d < 1 for d in shape):
                 raise self.error(f"the shape {list(shape)} given for input '{name}' has a dimension < 1")
-        declared: dict[str, list[int | str | None] | None] = {}
+
+    def declared_shapes(self, inputs: Sequence[onnx.ValueInfoProto]) -> dict[str, DeclaredShape]:
+        """The shape each input declares: per dimension its size, symbol or None (unknown);
+        None for the whole shape when the input declares none."""
+        declared: dict[str, DeclaredShape] = {}
         for vi in inputs:
             if not vi.type.HasField("tensor_type"):
                 raise self.error(f"input '{vi.name}' is not a tensor (sequences, maps and optionals are not supported)")
@@ -359,31 +384,41 @@ class OnnxImporter:
                 if t.HasField("shape")
                 else None
             )
-        bindings: dict[str, tuple[int, str]] = {}  # dimension symbol -> (size, input that set it)
-        shapes: dict[str, tuple[int, ...]] = {}
-        for name, given in self.requested_shapes.items():
-            dims = declared[name]
-            if dims is not None:
-                if len(dims) != len(given):
+        return declared
+
+    def bind_requested_shape(
+        self, name: str, dims: list[int | str | None], given: tuple[int, ...], bindings: dict[str, tuple[int, str]]
+    ) -> None:
+        """Check the shape given for input `name` against its declared `dims`, and bind the
+        dimension symbols of `dims` to the given sizes (consistently across inputs)."""
+        if len(dims) != len(given):
+            raise self.error(
+                f"input '{name}' has rank {len(dims)} ({describe(dims)}), but the shape "
+                f"{fmt_shape(given)} given for it has rank {len(given)}"
+            )
+        for axis, (d, g) in enumerate(zip(dims, given)):
+            if isinstance(d, int) and d != g:
+                raise self.error(
+                    f"input '{name}' has size {d} in dimension {axis} ({describe(dims)}), "
+                    f"but the shape given for it is {fmt_shape(given)}"
+                )
+            if isinstance(d, str):
+                if d in bindings and bindings[d][0] != g:
+                    size, other = bindings[d]
                     raise self.error(
-                        f"input '{name}' has rank {len(dims)} ({describe(dims)}), but the shape "
-                        f"{fmt_shape(given)} given for it has rank {len(given)}"
+                        f"inconsistent input shapes: dimension '{d}' is {size} in input '{other}' "
+                        f"but {g} in input '{name}'"
                     )
-                for axis, (d, g) in enumerate(zip(dims, given)):
-                    if isinstance(d, int) and d != g:
-                        raise self.error(
-                            f"input '{name}' has size {d} in dimension {axis} ({describe(dims)}), "
-                            f"but the shape given for it is {fmt_shape(given)}"
-                        )
-                    if isinstance(d, str):
-                        if d in bindings and bindings[d][0] != g:
-                            size, other = bindings[d]
-                            raise self.error(
-                                f"inconsistent input shapes: dimension '{d}' is {size} in input '{other}' "
-                                f"but {g} in input '{name}'"
-                            )
-                        bindings[d] = (g, name)
-            shapes[name] = given
+                bindings[d] = (g, name)
+
+    def complete_input_shapes(
+        self,
+        declared: dict[str, DeclaredShape],
+        bindings: dict[str, tuple[int, str]],
+        shapes: dict[str, tuple[int, ...]],
+    ) -> None:
+        """Add to `shapes` every input not given a shape whose declared dimensions are all
+        sizes or bound symbols; raise, with the `--shape` options to add, when some are not."""
         missing = []
         for name, dims in declared.items():
             if name in shapes:
@@ -407,13 +442,6 @@ class OnnxImporter:
                 f"input shapes are not static ({details}): give them with {example} "
                 "(or input_shapes= in the API)"
             )
-        for name, shape in shapes.items():
-            if any(d > MAX_DIM for d in shape) or math.prod(shape) > MAX_ELEMENTS:
-                raise self.error(
-                    f"input '{name}' has shape {fmt_shape(shape)}, larger than mlfuse supports "
-                    "(dimensions up to 2^31 - 1, 2^40 elements in all)"
-                )
-        return shapes
 
     def infer_shapes(self, shapes: Mapping[str, tuple[int, ...]]) -> None:
         model = ModelProto()

@@ -45,7 +45,6 @@ from mlfuse.frontend.onnx_ops import (
     slice_axis,
 )
 
-
 OPS_DEFINED_HERE: set[str] = set()
 
 

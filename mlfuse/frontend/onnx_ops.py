@@ -32,9 +32,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from mlfuse.diagnostics import Diagnostic
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
-from mlfuse.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
     from mlfuse.frontend.onnx import OnnxImporter

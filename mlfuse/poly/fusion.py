@@ -57,17 +57,19 @@ from mlfuse.poly.islconv import (
     Unsupported,
     accesses,
     band_context,
-    box_bounds,
     bounds_set,
+    box_bounds,
     domain,
-    scan_bounds,
     eval_bounds,
+    scan_bounds,
 )
 from mlfuse.poly.program import (
     cross_tile_conflicts,
     effects,
+    group_of,
     is_intermediate,
     is_tile_band,
+    may_join,
     nests_in,
     ops_between,
     place_deallocs,
@@ -145,7 +147,7 @@ class Unit:
     readers: dict[loop.BandOp, list[loop.NestOp]]
 
 
-def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:
+def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:  # noqa: C901 (issue #17: split it)
     block = fn.body.block
     buffers: list[SSAValue] = [buf]
     ws: list[loop.NestOp] = []
@@ -200,7 +202,7 @@ class Plan:
     tiles: dict[loop.NestOp, list[Bounds]]  # writer -> bounds scanning its tile in this band
 
 
-def plan_band(unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions) -> Plan:
+def plan_band(unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions) -> Plan:  # noqa: C901 (issue #17: split it)
     """The writers' tiles in `band`, after checking the guards that need only the bounds."""
     params = [names.param(a) for a in band.block.args]
     param_pos = {p: k for k, p in enumerate(params)}
@@ -420,8 +422,9 @@ def fuse_buffer(fn: func.FuncOp, buf: SSAValue, names: Names, options: FuseOptio
     return unit
 
 
-def candidates(fn: func.FuncOp) -> list[SSAValue]:
-    """Intermediates read inside tile bands, consumers first (last band first)."""
+def candidates(fn: func.FuncOp, scope: str = "function") -> list[SSAValue]:
+    """Intermediates read inside tile bands, consumers first (last band first); in scope
+    "group", only those that the band's own window group writes and alone reads."""
     block = fn.body.block
     found: list[SSAValue] = []
     for op in reversed(list(block.ops)):
@@ -430,19 +433,29 @@ def candidates(fn: func.FuncOp) -> list[SSAValue]:
         for nest in reversed(nests_in(op)):
             for v in nest.ins:
                 b = root(v)
-                if is_intermediate(b, fn) and b not in found:
+                if is_intermediate(b, fn) and b not in found and _in_scope(b, op, fn, scope):
                     found.append(b)
     return found
 
 
-def post_tile_fuse(fn: func.FuncOp, options: FuseOptions = FuseOptions(), remark: Remark | None = None) -> int:
+def _in_scope(buf: SSAValue, band: Operation, fn: func.FuncOp, scope: str) -> bool:
+    if scope == "function":
+        return True
+    users = [u.operation for u in buf.uses if not isinstance(u.operation, memref.DeallocOp)]
+    tops = {top_ancestor(u, fn.body.block) for u in users}
+    return group_of(band) is not None and may_join([band, *(t for t in tops if t is not None)], scope)
+
+
+def post_tile_fuse(
+    fn: func.FuncOp, options: FuseOptions = FuseOptions(), remark: Remark | None = None, scope: str = "function"
+) -> int:
     """Fuse producers into the tile bands of `fn` until nothing more fuses; returns the count."""
     names = Names()
     fused = 0
     refused: dict[SSAValue, str] = {}
     while True:
         progress = False
-        for buf in candidates(fn):
+        for buf in candidates(fn, scope):
             if buf in refused:
                 continue
             try:

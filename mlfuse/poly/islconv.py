@@ -363,13 +363,13 @@ def _guard_first_dimension(hull: isl.BasicSet, first: Bounds, param_pos: dict[st
     flat = m.wrap().flatten()
     ts = [f"t{k}" for k in range(len(names))]
     xs = [f"x{k}" for k in range(n)]
-    l = first.lower[0]
-    dist = isl.Map(f"{{ [{', '.join(ts + xs)}] -> [x0 - ({expr_text(l, (), ts)})] }}")
+    low = first.lower[0]
+    dist = isl.Map(f"{{ [{', '.join(ts + xs)}] -> [x0 - ({expr_text(low, (), ts)})] }}")
     top = flat.apply(dist).dim_max_val(0)
     if not top.is_int():
         raise Unsupported("unbounded dimension")
     big = max(1, int(top.to_python()) + 1)
-    return Bounds(first.lower, (*first.upper, *(l + (g + 1) * big for g in conditions)))
+    return Bounds(first.lower, (*first.upper, *(low + (g + 1) * big for g in conditions)))
 
 
 def box_bounds(s: isl.Set, param_pos: dict[str, int], context: isl.Set | None = None) -> list[Bounds]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ArrayAttr, IndexType
+from xdsl.dialects.builtin import ArrayAttr, IndexType, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -204,6 +204,37 @@ def new_band(name: str, sizes: Sequence[int], attributes: dict | None = None) ->
 
 
 TILE_ATTR = "tile_sizes"
+
+# The planner's window groups (conv, pooling, stencils) are lowered op by op, every nest
+# tagged with its group's name: post-tiling fusion is their code generator, and in
+# scope "group" the loop passes join only nests of one group (the ILP's decision).
+GROUP_ATTR = "fusion_group"
+SCOPES = ("function", "group")
+
+
+def group_of(op: Operation) -> str | None:
+    """The window group a nest (or a band, by its nests) belongs to; None if untagged."""
+    if isinstance(op, loop.NestOp):
+        attr = op.attributes.get(GROUP_ATTR)
+        return attr.data if isinstance(attr, StringAttr) else None
+    groups = {group_of(n) for n in nests_in(op)}
+    return groups.pop() if len(groups) == 1 else None
+
+
+def check_scope(pass_name: str, scope: str) -> None:
+    if scope not in SCOPES:
+        from mlfuse.diagnostics import Diagnostic
+
+        raise Diagnostic(f"{pass_name}: scope must be one of {', '.join(SCOPES)}, got '{scope}'", "<pass-pipeline>:1:1")
+
+
+def may_join(ops: Iterable[Operation], scope: str) -> bool:
+    """Whether a loop transformation may put `ops` into one computation: always in scope
+    "function"; in scope "group", only nests tagged with one and the same group."""
+    if scope == "function":
+        return True
+    groups = {group_of(op) for op in ops}
+    return len(groups) == 1 and None not in groups
 
 
 def is_tile_band(op: Operation) -> bool:

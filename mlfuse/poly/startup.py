@@ -22,7 +22,14 @@ from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr
 from xdsl.ir import Block, Region, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap, AffineBinaryOpExpr, AffineBinaryOpKind
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.rewriter import InsertPoint
 
 from mlfuse.dialects import loop
@@ -31,13 +38,13 @@ from mlfuse.poly.program import (
     effects,
     erase_buffer,
     is_intermediate,
+    may_join,
     only_deallocs,
     ops_between,
     place_deallocs,
     root,
     writers,
 )
-
 
 # --- copy forwarding ----------------------------------------------------------------------------------
 
@@ -78,7 +85,7 @@ def inverse_of_shifted_permutation(m: AffineMap) -> list[tuple[int, int]] | None
     return inverse  # type: ignore[return-value]
 
 
-def forward_copy(fn: func.FuncOp, nest: loop.NestOp) -> bool:
+def forward_copy(fn: func.FuncOp, nest: loop.NestOp, scope: str = "function") -> bool:
     block = fn.body.block
     if not is_copy(nest):
         return False
@@ -90,6 +97,8 @@ def forward_copy(fn: func.FuncOp, nest: loop.NestOp) -> bool:
         return False
     readers = [u.operation for u in dst.uses if u.operation is not nest and not isinstance(u.operation, memref.DeallocOp)]
     src_root = root(src)
+    if not may_join([nest, *readers], scope):
+        return False
     for r in dict.fromkeys(readers):
         if not isinstance(r, loop.NestOp) or r.parent_block() is not block or dst in r.outs or loop.has_indirect_reads(r):
             return False
@@ -120,7 +129,7 @@ def forward_copy(fn: func.FuncOp, nest: loop.NestOp) -> bool:
 # --- pointwise merging -----------------------------------------------------------------------------------
 
 
-def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp) -> bool:
+def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "function") -> bool:
     """Merge `producer` into the first nest that reads one of its outputs pointwise."""
     block = fn.body.block
     a = producer
@@ -136,6 +145,8 @@ def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp) -> bool:
     if not readers or not isinstance(readers[0], loop.NestOp) or readers[0].parent_block() is not block:
         return False
     b = readers[0]
+    if not may_join([a, b], scope):
+        return False
     if b.syms or b.static_bounds() != a.static_bounds() or loop.has_indirect_reads(a) or loop.has_indirect_reads(b):
         return False
     write_map = dict(zip(a.outs, a.out_maps))
@@ -216,15 +227,16 @@ def build_merged(a: loop.NestOp, b: loop.NestOp, keep: Sequence[SSAValue]) -> lo
     return merged
 
 
-def startup_fuse(fn: func.FuncOp, forward: bool = True, merge: bool = True) -> dict[str, int]:
-    """Forward copies, then merge pointwise producers, each until nothing changes."""
+def startup_fuse(fn: func.FuncOp, forward: bool = True, merge: bool = True, scope: str = "function") -> dict[str, int]:
+    """Forward copies, then merge pointwise producers, each until nothing changes; in scope
+    "group" only within one window group (mlfuse.poly.program.may_join)."""
     block = fn.body.block
     stats = {"forwarded": 0, "merged": 0}
     changed = forward
     while changed:
         changed = False
         for op in list(block.ops):
-            if isinstance(op, loop.NestOp) and forward_copy(fn, op):
+            if isinstance(op, loop.NestOp) and forward_copy(fn, op, scope):
                 stats["forwarded"] += 1
                 changed = True
                 break
@@ -232,7 +244,7 @@ def startup_fuse(fn: func.FuncOp, forward: bool = True, merge: bool = True) -> d
     while changed:
         changed = False
         for op in list(block.ops):
-            if isinstance(op, loop.NestOp) and merge_pointwise(fn, op):
+            if isinstance(op, loop.NestOp) and merge_pointwise(fn, op, scope):
                 stats["merged"] += 1
                 changed = True
                 break

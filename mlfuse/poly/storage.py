@@ -19,16 +19,16 @@ from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
-from mlfuse.conversion.to_llvm import element_bytes
+from mlfuse.abi import element_bytes
 from mlfuse.dialects import loop
 from mlfuse.poly.footprint import scratch_box
 from mlfuse.poly.islconv import Names, Unsupported, access_relation, band_context, domain
 from mlfuse.poly.program import (
+    erase_buffer,
     is_intermediate,
     is_tile_band,
     nests_in,
     only_deallocs,
-    erase_buffer,
     rebuild_nest,
     top_ancestor,
 )
@@ -136,7 +136,7 @@ def reads_covered(band: loop.BandOp, buf: SSAValue, names: Names) -> bool:
                 img = dom.apply(access_relation(nest, m, names.buffer(buf), names))
                 if written is None or not img.is_subset(written):
                     return False
-        for k, (v, m) in enumerate(zip(nest.outs, nest.out_maps)):
+        for v, m in zip(nest.outs, nest.out_maps):
             if v is buf:
                 img = dom.apply(access_relation(nest, m, names.buffer(buf), names))
                 written = img if written is None else written.union(img)

@@ -31,7 +31,7 @@ import os
 from collections.abc import Callable, Sequence
 
 import islpy as isl
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import DenseArrayBase, MemRefType, i64
 from xdsl.ir import SSAValue
 
@@ -41,19 +41,21 @@ from mlfuse.poly.islconv import (
     Unsupported,
     accesses,
     band_context,
+    bounds_exact,
     box_bounds,
     domain,
-    bounds_exact,
     scan_bounds,
 )
 from mlfuse.poly.program import (
-    nests_in,
     TILE_ATTR,
     can_move_down,
     cross_tile_conflicts,
     effects,
     has_views,
+    group_of,
     is_intermediate,
+    may_join,
+    nests_in,
     new_band,
     ops_between,
     place_deallocs,
@@ -235,7 +237,7 @@ def restrict_to_tile(nest: loop.NestOp, buf: SSAValue, tile: isl.Set, names: Nam
     return result.coalesce()
 
 
-def tile_buffer(
+def tile_buffer(  # noqa: C901 (issue #17: split it)
     fn: func.FuncOp,
     buf: SSAValue,
     sizes: Sequence[int],
@@ -392,6 +394,23 @@ def live_out_buffers(fn: func.FuncOp) -> list[SSAValue]:
     return sorted(last, key=last.get)
 
 
+def group_live_out_buffers(fn: func.FuncOp) -> list[SSAValue]:
+    """Buffers that top-level nests of a window group write and that something outside the
+    group reads (or that are function arguments), in the order of their last writer."""
+    block = fn.body.block
+    last: dict[SSAValue, int] = {}
+    for i, op in enumerate(block.ops):
+        group = group_of(op) if isinstance(op, loop.NestOp) else None
+        if group is None:
+            continue
+        for b in {root(v) for v in op.outs}:
+            readers = {u.operation for u in b.uses if not isinstance(u.operation, memref.DeallocOp)}
+            outside = any(group_of(r) != group for r in readers if r is not op)
+            if b in block.args or outside:
+                last[b] = i
+    return sorted(last, key=last.get)
+
+
 def tile_function(
     fn: func.FuncOp,
     sizes: Sequence[int] | None = None,
@@ -400,15 +419,20 @@ def tile_function(
     fuse_aware: bool = True,
     remark: Remark = _no_remark,
     fusible_only: bool = False,
+    scope: str = "function",
 ) -> list[loop.BandOp]:
     """Tile the live-out buffers of `fn` (which="all": every buffer written by top-level nests).
 
     fuse_aware: leave whole the dimensions along which no producer's footprint moves.
     fusible_only: tile a live-out only if its writers read an intermediate that
-    top-level nests produce (something post-tiling fusion could bring into the tiles)."""
+    top-level nests produce (something post-tiling fusion could bring into the tiles).
+    scope="group": the live-outs of the planner's window groups instead (nests tagged
+    with mlfuse.poly.program.GROUP_ATTR), and only their own producers count as fusible."""
     names = Names()
     block = fn.body.block
-    if which == "all":
+    if scope == "group":
+        targets = group_live_out_buffers(fn)
+    elif which == "all":
         targets = []
         for op in list(block.ops):
             if isinstance(op, loop.NestOp):
@@ -424,7 +448,7 @@ def tile_function(
         assert isinstance(t, MemRefType)
         extents = list(t.get_shape())
         resolved, _ = resolve_sizes(extents, sizes)
-        if fusible_only and not has_fusible_input(fn, buf):
+        if fusible_only and not has_fusible_input(fn, buf, scope):
             remark((writers(buf, block) or [fn])[-1], "not tiled: no producer to fuse into its tiles")
             continue
         result = tile_buffer(fn, buf, resolved, names, shape)
@@ -447,13 +471,15 @@ def tile_function(
     return bands
 
 
-def has_fusible_input(fn: func.FuncOp, buf: SSAValue) -> bool:
-    """Do the writers of `buf` read an intermediate written by top-level nests only?"""
+def has_fusible_input(fn: func.FuncOp, buf: SSAValue, scope: str = "function") -> bool:
+    """Do the writers of `buf` read an intermediate written by top-level nests only (in
+    scope "group": by nests of the writers' own group)?"""
     block = fn.body.block
     for w in writers(buf, block) or []:
         for v in w.ins:
             b = root(v)
-            if b is not buf and is_intermediate(b, fn) and writers(b, block):
+            producers = writers(b, block) if b is not buf and is_intermediate(b, fn) else None
+            if producers and may_join([w, *producers], scope):
                 return True
     return False
 

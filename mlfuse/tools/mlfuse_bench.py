@@ -1,9 +1,12 @@
 """mlfuse-bench: mlfuse against numpy and the installed peers, at sizes beyond the last-level cache.
 
-    mlfuse-bench                                   # every workload, 65536x1024 f32, 1 and 2 threads
-    mlfuse-bench --quick                           # a small smoke run (under 2 minutes)
-    mlfuse-bench --graphs layernorm softmax --threads 2 --repeat 11
-    mlfuse-bench --frontends                       # torch.compile / mlfuse.jax.jit paths (bench/frontends.py)
+    python -m bench                                # every workload, 65536x1024 f32, 1 and 2 threads
+    python -m bench --quick                        # a small smoke run (under 2 minutes)
+    python -m bench --graphs layernorm softmax --threads 2 --repeat 11
+    python -m bench --frontends                    # torch.compile / mlfuse.jax.jit paths (bench/frontends.py)
+
+It runs from the repository checkout (`make bench`): its workloads are in bench/, which
+is not part of the installed package, so pip installs no mlfuse-bench command.
 
 Per thread count one worker process runs every workload: mlfuse (preallocated outputs,
 its arena reused), numpy op by op, and each installed peer (numexpr, torch eager,
@@ -95,9 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.peers import PEERS
     from bench.workloads import WORKLOADS
 
-    p = argparse.ArgumentParser(prog="mlfuse-bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n\n".join(__doc__.split("\n\n")[2:]))
+    doc = (__doc__ or "").split("\n\n")
+    p = argparse.ArgumentParser(prog="mlfuse-bench", description=doc[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog="\n\n".join(doc[2:]))
     p.add_argument("--graphs", nargs="+", choices=list(WORKLOADS), metavar="GRAPH",
                    help=f"workloads (default all; --quick: {' '.join(QUICK_GRAPHS)}): {', '.join(WORKLOADS)}")
     p.add_argument("--size", type=parse_size, help="ROWSxCOLS of the memory-bound workloads "
@@ -352,7 +355,7 @@ def run_worker(threads: int, args: argparse.Namespace, argv: list[str]) -> dict:
 
 
 def machine_info() -> dict:
-    info = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    info = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()}
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text()
@@ -524,10 +527,10 @@ def markdown(runs: list[dict], info: dict, png_name: str | None, command: str) -
 
 def plot(runs: list[dict], path: Path, title: str) -> bool:
     try:
-        import matplotlib
+        import matplotlib  # pyright: ignore[reportMissingImports]  (optional)
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # pyright: ignore[reportMissingImports]  (optional)
     except ImportError:
         print("matplotlib not installed: no plot", file=sys.stderr)
         return False

@@ -2,6 +2,7 @@
 
     mlfuse-run model.mlir --check --repeat 10
     mlfuse-run model.onnx --inputs in.npz --outputs out.npz --shape input=2x128x768
+    mlfuse-run model.mlir --target gpu-sim --check
 
 Random inputs are standard normal floats (integers in [-8, 8), booleans at
 random), drawn from --seed. --check compares every output with the numpy
@@ -135,19 +136,26 @@ def compare(got: np.ndarray, want: np.ndarray, reduction_length: int = 1) -> tup
 
 def run(args: argparse.Namespace) -> int:
     import mlfuse
-    from mlfuse.api import compile as compile_module
+    from mlfuse.api import signature
+    from mlfuse.reference import find_function
+    from mlfuse.target import get_target
 
+    try:
+        target = get_target(args.target)  # an unknown name fails before the input is read
+    except Diagnostic as d:
+        raise Diagnostic(f"--target: {d.message}", "<command line>") from None
     shapes = parse_shapes(args.shape)
     module = parse_input(args.file, shapes)
     if args.threads:
         from mlfuse.backend import cpu
 
         cpu.set_num_threads(args.threads)
+    input_specs, output_specs = signature(find_function(module, args.entry))
     start = time.perf_counter()
-    fn = compile_module(module, entry=args.entry, fuse=not args.no_fuse)
+    fn = target.compile(module, args.entry, fuse=not args.no_fuse)
     compile_s = time.perf_counter() - start
     rng = np.random.default_rng(args.seed)
-    inputs = load_inputs(args.inputs, fn.inputs) if args.inputs else [random_input(s, rng) for s in fn.inputs]
+    inputs = load_inputs(args.inputs, input_specs) if args.inputs else [random_input(s, rng) for s in input_specs]
     try:
         outputs = fn(*inputs)
     except ValueError as e:
@@ -160,18 +168,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"compiled @{args.entry} in {compile_s:.3f} s")
     if times:
         print(f"ran {args.repeat} times: median {1e3 * float(np.median(times)):.3f} ms, min {1e3 * min(times):.3f} ms")
-    for spec, out in zip(fn.outputs, outputs):
+    for spec, out in zip(output_specs, outputs):
         stats = f"min {out.min():.6g} max {out.max():.6g}" if out.size and out.dtype != np.bool_ else ""
         print(f"output {spec.name}: {out.dtype}{list(out.shape)} {stats}")
     if args.outputs:
-        np.savez(args.outputs, **{s.name: o for s, o in zip(fn.outputs, outputs)})
+        np.savez(args.outputs, **{s.name: o for s, o in zip(output_specs, outputs)})
         print(f"wrote {args.outputs}")
     if not args.check:
         return 0
     oracle = mlfuse.reference(module, args.entry)
     expected, longest = oracle.widened(*inputs), oracle.longest_reduction()
     status = 0
-    for spec, got, want in zip(fn.outputs, outputs, expected):
+    for spec, got, want in zip(output_specs, outputs, expected):
         ok, abs_err, rel_err = compare(got, want, longest)
         verdict = "ok" if ok else "MISMATCH"
         print(f"check {spec.name}: {verdict} (max abs error {abs_err:.3g}, max rel error {rel_err:.3g}; "
@@ -185,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.error = lambda message: (print(f"mlfuse-run: error: {message}", file=sys.stderr), sys.exit(1))  # type: ignore[method-assign]
     parser.add_argument("file", help=".mlir or .onnx file")
     parser.add_argument("--entry", default="main")
+    parser.add_argument("--target", default="cpu", help="compile target: cpu (default), gpu or gpu-sim (mlfuse.target)")
     parser.add_argument("--inputs", help=".npz with one array per input (by name, argN or arr_N)")
     parser.add_argument("--outputs", help="write the outputs to this .npz, keyed by output name")
     parser.add_argument("--seed", type=int, default=0)

@@ -140,6 +140,9 @@ def prepare() -> None:
     """Import everything a case needs once, in the parent, so that children start warm."""
     os.environ["MLFUSE_CACHE_DIR"] = "off"  # mutated graphs would only fill the cache
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import onnx.reference  # noqa: F401
+    from xdsl.transforms import get_all_passes
+
     import mlfuse  # noqa: F401
     import mlfuse.api  # noqa: F401
     import mlfuse.backend.cpu  # noqa: F401
@@ -148,8 +151,6 @@ def prepare() -> None:
     import mlfuse.reference  # noqa: F401
     import mlfuse.tools.mlfuse_opt  # noqa: F401
     import mlfuse.tools.mlfuse_run  # noqa: F401
-    import onnx.reference  # noqa: F401
-    from xdsl.transforms import get_all_passes
 
     for factory in get_all_passes().values():  # the pass registry imports lazily
         try:

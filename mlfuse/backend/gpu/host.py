@@ -17,6 +17,8 @@ arguments, intermediates between kernels `memref.alloc`s, non-splat constants
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
@@ -24,6 +26,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -39,7 +42,6 @@ from mlfuse.backend.gpu.scalar import IR
 from mlfuse.backend.gpu.targets import GpuTarget
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import fusion, graph, kernel
-from xdsl.dialects.builtin import i32
 
 SCHEDULE_ATTR = "gpu.schedule"
 RESULTS_ATTR = "kernel.results"
@@ -173,9 +175,7 @@ def map_function(fn: func.FuncOp, module: ModuleOp, gpu: GpuTarget, taken: set[s
     ret = fn.body.block.last_op
     assert isinstance(ret, func.ReturnOp)
     results = list(ret.arguments)
-    for t in [*fn.function_type.inputs.data, *fn.function_type.outputs.data]:
-        if not isinstance(t, TensorType):
-            raise Diagnostic(f"@{fn.sym_name.data}: the GPU backend maps functions of tensors, got {t}", location_of(fn))
+    reject_non_tensors(fn)
     host_block = Block(arg_types=[buffer_type(v.type) for v in inputs] + [buffer_type(v.type) for v in results])
     for a, v in zip(host_block.args, inputs):
         a.name_hint = v.name_hint
@@ -184,53 +184,17 @@ def map_function(fn: func.FuncOp, module: ModuleOp, gpu: GpuTarget, taken: set[s
     returned_at: dict[SSAValue, int] = {}
     for p, v in enumerate(results):
         returned_at.setdefault(v, p)
+    placement = ResultBuffers(out_args, returned_at)
     host = IR(host_block)
     new_ops: list[Operation] = []
     for op in fn.body.block.ops:
         if isinstance(op, graph.ConstantOp):
-            name = f"__constant_{len(taken)}"
-            taken.add(name)
-            t = buffer_type(op.result.type)
-            new_ops.append(memref.GlobalOp.get(StringAttr(name), t, op.value, constant=None))
-            buffers[op.result] = host.op(memref.GetGlobalOp(name, t))
+            new_ops.append(host_constant(op, host, buffers, taken))
             continue
         if isinstance(op, func.ReturnOp):
             break
         assert isinstance(op, fusion.GroupOp)
-        schedule = schedule_of(op, gpu)
-        kfunc, roles = build_kernel(op, schedule, kernel_name(op, taken))
-        new_ops.append(kfunc)
-        for r in op.results:
-            if r in returned_at and r not in buffers:
-                buffers[r] = out_args[returned_at[r]]
-            elif r not in buffers:
-                buffers[r] = host.op(memref.AllocOp([], [], buffer_type(r.type)))
-        args: list[SSAValue] = []
-        zeroed: list[SSAValue] = []
-        info = analyze(op)
-        for role in roles:
-            kind, _, k = role.partition(":")
-            if kind == "in":
-                args.append(buffers[op.inputs[int(k)]])
-            elif kind == "out":
-                args.append(buffers[op.results[int(k)]])
-                if schedule.split > 1:
-                    zeroed.append(args[-1])
-            elif kind == "scratch":
-                red = info.reductions[int(k)]
-                buf = host.op(memref.AllocOp([], [], buffer_type(red.result.type)))
-                args.append(buf)
-                if global_split(red, schedule.grid[0] * schedule.block[0]) > 1:
-                    zeroed.append(buf)
-            else:
-                counter = host.op(memref.AllocOp([], [], global_memref([1], i32)))
-                args.append(counter)
-                zeroed.append(counter)
-        for buf in zeroed:
-            host.op(kernel.MemsetOp(buf))
-        launch = kernel.LaunchOp(kfunc.sym_name.data, args, schedule.grid, schedule.block, kfunc.dynamic_shared_bytes)
-        launch.location = op.location
-        host.op(launch)
+        new_ops.append(launch_group(op, host, buffers, placement, gpu, taken))
     for p, v in enumerate(results):
         if buffers[v] is not out_args[p]:
             host.op(memref.CopyOp(buffers[v], out_args[p]))
@@ -240,6 +204,94 @@ def map_function(fn: func.FuncOp, module: ModuleOp, gpu: GpuTarget, taken: set[s
     host_fn.location = fn.location
     new_ops.append(host_fn)
     return new_ops
+
+
+def reject_non_tensors(fn: func.FuncOp) -> None:
+    """The GPU backend maps functions whose arguments and results are all tensors."""
+    for t in [*fn.function_type.inputs.data, *fn.function_type.outputs.data]:
+        if not isinstance(t, TensorType):
+            raise Diagnostic(f"@{fn.sym_name.data}: the GPU backend maps functions of tensors, got {t}", location_of(fn))
+
+
+def host_constant(op: graph.ConstantOp, host: IR, buffers: dict[SSAValue, SSAValue], taken: set[str]) -> Operation:
+    """A tensor constant as a global buffer (returned, for the module) that the host
+    function reads through `memref.get_global` (recorded in `buffers`)."""
+    name = f"__constant_{len(taken)}"
+    taken.add(name)
+    t = buffer_type(op.result.type)
+    global_op = memref.GlobalOp.get(StringAttr(name), t, op.value, constant=None)
+    buffers[op.result] = host.op(memref.GetGlobalOp(name, t))
+    return global_op
+
+
+@dataclass
+class ResultBuffers:
+    """Where the host function's results go: its output arguments, by the first position
+    at which each value is returned."""
+
+    out_args: Sequence[SSAValue]
+    returned_at: dict[SSAValue, int]
+
+    def place(self, op: fusion.GroupOp, host: IR, buffers: dict[SSAValue, SSAValue]) -> None:
+        """A buffer for every result of `op`: the output argument of a returned value, or
+        else a new allocation."""
+        for r in op.results:
+            if r in self.returned_at and r not in buffers:
+                buffers[r] = self.out_args[self.returned_at[r]]
+            elif r not in buffers:
+                buffers[r] = host.op(memref.AllocOp([], [], buffer_type(r.type)))
+
+
+def launch_group(
+    op: fusion.GroupOp,
+    host: IR,
+    buffers: dict[SSAValue, SSAValue],
+    results: ResultBuffers,
+    gpu: GpuTarget,
+    taken: set[str],
+) -> kernel.KernelFuncOp:
+    """Build the kernel of one fusion group and launch it from the host function, after
+    placing its results and zeroing the buffers it accumulates into; `buffers` must
+    hold the group's inputs. Returns the kernel."""
+    schedule = schedule_of(op, gpu)
+    kfunc, roles = build_kernel(op, schedule, kernel_name(op, taken))
+    results.place(op, host, buffers)
+    args, zeroed = kernel_arguments(op, roles, schedule, host, buffers)
+    for buf in zeroed:
+        host.op(kernel.MemsetOp(buf))
+    launch = kernel.LaunchOp(kfunc.sym_name.data, args, schedule.grid, schedule.block, kfunc.dynamic_shared_bytes)
+    launch.location = op.location
+    host.op(launch)
+    return kfunc
+
+
+def kernel_arguments(
+    op: fusion.GroupOp, roles: list[str], schedule: Schedule, host: IR, buffers: dict[SSAValue, SSAValue]
+) -> tuple[list[SSAValue], list[SSAValue]]:
+    """(the buffers passed for each kernel argument role, those to zero before the launch):
+    group inputs and outputs, global scratch for reductions, and the grid barrier's counter."""
+    args: list[SSAValue] = []
+    zeroed: list[SSAValue] = []
+    info = analyze(op)
+    for role in roles:
+        kind, _, k = role.partition(":")
+        if kind == "in":
+            args.append(buffers[op.inputs[int(k)]])
+        elif kind == "out":
+            args.append(buffers[op.results[int(k)]])
+            if schedule.split > 1:
+                zeroed.append(args[-1])
+        elif kind == "scratch":
+            red = info.reductions[int(k)]
+            buf = host.op(memref.AllocOp([], [], buffer_type(red.result.type)))
+            args.append(buf)
+            if global_split(red, schedule.grid[0] * schedule.block[0]) > 1:
+                zeroed.append(buf)
+        else:
+            counter = host.op(memref.AllocOp([], [], global_memref([1], i32)))
+            args.append(counter)
+            zeroed.append(counter)
+    return args, zeroed
 
 
 def reject_unsigned(fn: func.FuncOp) -> None:

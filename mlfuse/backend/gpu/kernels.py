@@ -191,89 +191,157 @@ def build_row(ctx: KernelContext) -> None:
     ir.op(kernel.ReturnOp())
 
 
-def emit_row_body(ctx, ir: IR, row, lane, local_row, prefix, suffix, cache, partials) -> None:
-    s, info = ctx.schedule, ctx.info
-    per_row = s.threads_per_row
-    row_idx = ir.delinearize(row, prefix) if prefix else []
-    full = tuple(prefix + suffix)
-    resolved: dict = {}
-    stored: set[SSAValue] = set()
+@dataclass
+class RowBody:
+    """One row of a row-mapped kernel under construction: what the steps of `emit_row_body` share.
 
-    def reduced_index(shape) -> Index:
-        return list(row_idx) if tuple(shape) == tuple(prefix) else [*row_idx, *[ir.index(0)] * len(suffix)]
+    The row's reduced dimensions (`suffix`) are walked by the `threads_per_row` lanes of
+    the row, strided; `resolved` maps each finished reduction to its value, and `stored`
+    holds the group inputs already in the per-row cache (so later passes read them back).
+    """
 
-    def element(inner: IR, col: SSAValue) -> Index:
-        return [*row_idx, *inner.delinearize(col, suffix)] if suffix else list(row_idx)
+    ctx: KernelContext
+    ir: IR
+    lane: SSAValue
+    local_row: SSAValue
+    prefix: list[int]
+    suffix: list[int]
+    cache: dict[SSAValue, SSAValue]
+    partials: dict[graph.ReduceOp, SSAValue]
+    row_idx: Index
+    resolved: dict = field(default_factory=dict)
+    stored: set[SSAValue] = field(default_factory=set)
+    reg_scalars: list[Scalars] = field(default_factory=list)  # cache "registers": one per element held
+    reg_elements: list[Index] = field(default_factory=list)
 
-    registers = s.cache == "registers"
-    per_thread = s.cols // per_row if registers else 0
-    reg_scalars: list[Scalars] = []
-    reg_elements: list[Index] = []
-    if registers:
-        for k in range(per_thread):
-            reg_elements.append(element(ir, ir.add_const(lane, k * per_row)))
-            reg_scalars.append(Scalars(ir, ctx.buffers, resolved))
+    @property
+    def registers(self) -> bool:
+        """Whether each lane holds its elements of the row in registers."""
+        return self.ctx.schedule.cache == "registers"
 
-    for level in info.levels:
+    def element(self, inner: IR, col: SSAValue) -> Index:
+        """Index of the row's element at (linear) column `col`."""
+        return [*self.row_idx, *inner.delinearize(col, self.suffix)] if self.suffix else list(self.row_idx)
+
+    def reduced_index(self, shape: Sequence[int]) -> Index:
+        """Index of the row in a reduced value of `shape` (kept dimensions only, or reduced ones as 0)."""
+        if tuple(shape) == tuple(self.prefix):
+            return list(self.row_idx)
+        return [*self.row_idx, *[self.ir.index(0)] * len(self.suffix)]
+
+    def cached_scalars(self, inner: IR, col: SSAValue, idx: Index) -> CachedScalars:
+        """Scalars at element `idx` (column `col`) whose input loads go through the row cache."""
+        return CachedScalars(inner, self.ctx.buffers, self.resolved, idx, self.cache, [self.local_row, col],
+                             self.stored)
+
+    def hold_registers(self) -> None:
+        """Cache "registers": the element indices (and their scalar caches) this lane holds."""
+        per_row = self.ctx.schedule.threads_per_row
+        for k in range(self.ctx.schedule.cols // per_row):
+            self.reg_elements.append(self.element(self.ir, self.ir.add_const(self.lane, k * per_row)))
+            self.reg_scalars.append(Scalars(self.ir, self.ctx.buffers, self.resolved))
+
+    def reduce_level(self, level: list[graph.ReduceOp]) -> None:
+        """Reduce one level of independent reductions over the row, combine the lanes'
+        partial results, and resolve each reduction to its finished value."""
+        s, ir = self.ctx.schedule, self.ir
+        per_row = s.threads_per_row
         kinds = [r.KIND for r in level]
         types = [graph.element_type_of(r.result) for r in level]
-        if registers:
-            accs = [ir.scalar(identity(k, t), t) for k, t in zip(kinds, types)]
-            for sc, idx in zip(reg_scalars, reg_elements):
-                accs = [combine(ir, k, a, sc.value(r.input, idx)) for k, a, r in zip(kinds, accs, level)]
-        else:
-            storing: list[set] = []
-
-            def body(inner: IR, col: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
-                idx = element(inner, col)
-                sc = CachedScalars(inner, ctx.buffers, resolved, idx, cache, [local_row, col], stored)
-                out = [combine(inner, k, a, sc.value(r.input, idx)) for k, a, r in zip(kinds, carried, level)]
-                storing.append(sc.storing)
-                return out
-
-            inits = [ir.scalar(identity(k, t), t) for k, t in zip(kinds, types)]
-            accs = ir.for_loop(lane, ir.index(s.cols), ir.index(per_row), inits, body)
-            for st in storing:
-                stored.update(st)
+        inits = [ir.scalar(identity(k, t), t) for k, t in zip(kinds, types)]
+        accs = self.accumulate_registers(level, inits) if self.registers else self.accumulate_loop(level, inits)
         if per_row > 1:
             accs = [warp_allreduce(ir, k, a, min(per_row, 32)) for k, a in zip(kinds, accs)]
         if per_row > 32:
-            accs = block_allreduce(ctx, ir, level, accs, partials)
+            accs = block_allreduce(self.ctx, ir, level, accs, self.partials)
         for r, a in zip(level, accs):
             value = finish(ir, r, a, s.cols)
-            resolved[r.result] = lambda sc, idx, value=value: value
+            self.resolved[r.result] = lambda sc, idx, value=value: value
 
-    row_outputs = [k for k, v in enumerate(info.outputs) if graph.shape_of(v) == full]
-    reduced_outputs = [k for k, v in enumerate(info.outputs) if graph.shape_of(v) != full]
-    if row_outputs:
-        if registers:
-            for sc, idx in zip(reg_scalars, reg_elements):
-                for k in row_outputs:
-                    ctx.store_output(ir, k, sc.value(info.outputs[k], idx), idx)
-        else:
+    def accumulate_registers(self, level: list[graph.ReduceOp], accs: list[SSAValue]) -> list[SSAValue]:
+        """This lane's partial results of `level`, from the elements it holds in registers."""
+        for sc, idx in zip(self.reg_scalars, self.reg_elements):
+            accs = [combine(self.ir, r.KIND, a, sc.value(r.input, idx)) for a, r in zip(accs, level)]
+        return accs
 
-            def write(inner: IR, col: SSAValue, carried) -> list[SSAValue]:
-                idx = element(inner, col)
-                sc = CachedScalars(inner, ctx.buffers, resolved, idx, cache, [local_row, col], stored)
-                for k in row_outputs:
-                    ctx.store_output(inner, k, sc.value(info.outputs[k], idx), idx)
-                return []
+    def accumulate_loop(self, level: list[graph.ReduceOp], inits: list[SSAValue]) -> list[SSAValue]:
+        """This lane's partial results of `level`, from a strided loop over the row's columns;
+        inputs the loop loads are cached for the later passes."""
+        s = self.ctx.schedule
+        storing: list[set[SSAValue]] = []
 
-            ir.for_loop(lane, ir.index(s.cols), ir.index(per_row), [], write)
-    if reduced_outputs:
+        def body(inner: IR, col: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            idx = self.element(inner, col)
+            sc = self.cached_scalars(inner, col, idx)
+            out = [combine(inner, r.KIND, a, sc.value(r.input, idx)) for a, r in zip(carried, level)]
+            storing.append(sc.storing)
+            return out
 
-        def first_lane(inner: IR) -> list[SSAValue]:
-            sc = Scalars(inner, ctx.buffers, resolved)
-            for k in reduced_outputs:
-                shape = graph.shape_of(info.outputs[k])
-                idx = reduced_index(shape)
-                ctx.store_output(inner, k, sc.value(info.outputs[k], idx), idx)
+        accs = self.ir.for_loop(self.lane, self.ir.index(s.cols), self.ir.index(s.threads_per_row), inits, body)
+        for st in storing:
+            self.stored.update(st)
+        return accs
+
+    def store_row_outputs(self, ks: list[int]) -> None:
+        """Store the group outputs `ks` that have the row's full shape, element by element."""
+        s, info = self.ctx.schedule, self.ctx.info
+        if self.registers:
+            for sc, idx in zip(self.reg_scalars, self.reg_elements):
+                for k in ks:
+                    self.ctx.store_output(self.ir, k, sc.value(info.outputs[k], idx), idx)
+            return
+
+        def write(inner: IR, col: SSAValue, carried: list[SSAValue]) -> list[SSAValue]:
+            idx = self.element(inner, col)
+            sc = self.cached_scalars(inner, col, idx)
+            for k in ks:
+                self.ctx.store_output(inner, k, sc.value(info.outputs[k], idx), idx)
             return []
 
-        if per_row > 1:
-            ir.if_then(ir.eq(lane, ir.index(0)), first_lane)
+        self.ir.for_loop(self.lane, self.ir.index(s.cols), self.ir.index(s.threads_per_row), [], write)
+
+    def store_reduced_outputs(self, ks: list[int]) -> None:
+        """Store the reduced group outputs `ks` (one value per row) from the row's first lane."""
+        info = self.ctx.info
+
+        def first_lane(inner: IR) -> list[SSAValue]:
+            sc = Scalars(inner, self.ctx.buffers, self.resolved)
+            for k in ks:
+                idx = self.reduced_index(graph.shape_of(info.outputs[k]))
+                self.ctx.store_output(inner, k, sc.value(info.outputs[k], idx), idx)
+            return []
+
+        if self.ctx.schedule.threads_per_row > 1:
+            self.ir.if_then(self.ir.eq(self.lane, self.ir.index(0)), first_lane)
         else:
-            first_lane(ir)
+            first_lane(self.ir)
+
+
+def emit_row_body(
+    ctx: KernelContext,
+    ir: IR,
+    row: SSAValue,
+    lane: SSAValue,
+    local_row: SSAValue,
+    prefix: list[int],
+    suffix: list[int],
+    cache: dict[SSAValue, SSAValue],
+    partials: dict[graph.ReduceOp, SSAValue],
+) -> None:
+    """The body of one row: every reduction level, then the row-shaped and reduced outputs."""
+    body = RowBody(ctx, ir, lane, local_row, prefix, suffix, cache, partials,
+                   ir.delinearize(row, prefix) if prefix else [])
+    if body.registers:
+        body.hold_registers()
+    for level in ctx.info.levels:
+        body.reduce_level(level)
+    full = tuple(prefix + suffix)
+    row_outputs = [k for k, v in enumerate(ctx.info.outputs) if graph.shape_of(v) == full]
+    reduced_outputs = [k for k, v in enumerate(ctx.info.outputs) if graph.shape_of(v) != full]
+    if row_outputs:
+        body.store_row_outputs(row_outputs)
+    if reduced_outputs:
+        body.store_reduced_outputs(reduced_outputs)
 
 
 def block_allreduce(ctx, ir: IR, level, accs, partials) -> list[SSAValue]:
@@ -487,11 +555,19 @@ def emit_global_reduction(ctx: KernelContext, r: graph.ReduceOp, split: int, res
     grid_stride(ir, threads, outputs * split, item_body)
 
 
+def build_window(ctx: KernelContext) -> None:
+    """Conv/pool groups: mlfuse.backend.gpu.window (imported here: it builds on this module)."""
+    from mlfuse.backend.gpu.window import build_window as build
+
+    build(ctx)
+
+
 BUILDERS = {
     "elementwise": build_elementwise,
     "row": build_row,
     "column": build_column,
     "global": build_global,
+    "window": build_window,
 }
 
 

@@ -1,10 +1,11 @@
 """Kernel dialect -> llvm dialect with NVVM intrinsics.
 
-Kernel bodies are lowered with convert-to-llvm's function lowering
-(mlfuse.conversion.to_llvm.FunctionLowering: a memref is a bare pointer into its
-memory space, scf becomes a CFG), extended with the kernel-dialect ops, which may
-sit anywhere in a body (a shuffle inside an scf.for, a barrier inside an scf.if).
-f32 transcendentals are first expanded to arith by expand-math: a GPU has no libm.
+Kernel bodies are lowered with convert-to-llvm's pattern sets
+(mlfuse.conversion.to_llvm: a memref is a bare pointer into its memory space, scf
+becomes a CFG) plus the kernel-dialect patterns below, which may match anywhere in
+a body (a shuffle inside an scf.for, a barrier inside an scf.if). f32
+transcendentals are first expanded to arith by expand-math: a GPU has no libm, so
+the libm patterns are not in the set.
 
 - `kernel.func` -> `llvm.func` marked `nvvm.kernel` (the ptx_kernel calling
   convention), `nvvm.maxntid` from its block shape, `nvvm.minctasm` from
@@ -26,7 +27,7 @@ f32 transcendentals are first expanded to arith by expand-math: a GPU has no lib
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -34,7 +35,6 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DictionaryAttr,
     Float32Type,
-    IntAttr,
     IntegerAttr,
     MemRefType,
     ModuleOp,
@@ -43,13 +43,30 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern, op_type_rewrite_pattern
 
+from mlfuse import abi
 from mlfuse.conversion.expand_math import expand_math
-from mlfuse.conversion.to_llvm import FunctionLowering, ModuleLowering
+from mlfuse.conversion.to_llvm import (
+    Declarations,
+    Emitter,
+    address,
+    apply_patterns,
+    arith_math_patterns,
+    cf_patterns,
+    check_converted,
+    control_flow_patterns,
+    convert_block_signatures,
+    convert_type,
+    libm_patterns,
+    memref_patterns,
+    reconcile_casts,
+    replace_op,
+)
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import kernel
+
 DYNAMIC_SHARED_SYMBOL = "__mlfuse_dynamic_shared"
 
 SREG = {
@@ -98,144 +115,143 @@ bar.sync 0;
 
 
 
-def pointer_type(memref: Attribute) -> llvm.LLVMPointerType:
-    return llvm.LLVMPointerType(IntAttr(kernel.memory_space(memref) or 0))
+def read_sreg(e: Emitter, intrinsic: str) -> SSAValue:
+    value = e(llvm.CallIntrinsicOp(intrinsic, [], [i32]))
+    return e(llvm.ZExtOp(value, i64))  # type: ignore[return-value]
 
 
-class KernelBodyLowering(FunctionLowering):
-    """convert-to-llvm's function lowering plus the kernel-dialect ops."""
+class IdLowering(RewritePattern):
+    """kernel.thread_id/block_id/block_dim/grid_dim -> the PTX special registers, as i64."""
 
-    def __init__(self, ml: ModuleLowering, region: Region, lowering: KernelLowering, kernel_name: str):
-        super().__init__(ml, region)
-        self.lowering = lowering
-        self.kernel_name = kernel_name
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.IdOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        replace_op(rewriter, op, read_sreg(e, f"llvm.nvvm.read.ptx.sreg.{SREG[type(op)]}.{op.dim.data}"))
 
-    def handler(self, op: Operation) -> Callable | None:
-        if isinstance(op, kernel.IdOp):
-            return lambda o: self.read_sreg(f"llvm.nvvm.read.ptx.sreg.{SREG[type(o)]}.{o.dim.data}")
-        own = {
-            kernel.ReturnOp: self.lower_return,
-            kernel.LaneIdOp: lambda o: self.read_sreg("llvm.nvvm.read.ptx.sreg.laneid"),
-            kernel.BarrierOp: self.lower_barrier,
-            kernel.ShuffleOp: self.lower_shuffle,
-            kernel.SharedAllocOp: self.lower_shared_alloc,
-            kernel.AtomicAddOp: self.lower_atomic_add,
-            kernel.GridSyncOp: self.lower_grid_sync,
-        }.get(type(op))
-        if own is not None:
-            return own
-        if isinstance(op, kernel.LaunchOp | kernel.MemsetOp | kernel.KernelFuncOp):
-            raise Diagnostic(f"'{op.name}' is host code and cannot be inside a kernel", location_of(op))
-        return super().handler(op)
 
-    def lower_return(self, op: kernel.ReturnOp) -> None:
-        self.emit(llvm.ReturnOp())
+class LaneIdLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.LaneIdOp, rewriter: PatternRewriter) -> None:
+        replace_op(rewriter, op, read_sreg(Emitter(rewriter), "llvm.nvvm.read.ptx.sreg.laneid"))
 
-    def read_sreg(self, intrinsic: str) -> SSAValue:
-        value = self.emit(llvm.CallIntrinsicOp(intrinsic, [], [i32]))
-        return self.emit(llvm.ZExtOp(value, i64))
 
-    def lower_barrier(self, op: kernel.BarrierOp) -> None:
-        self.emit(llvm.CallIntrinsicOp("llvm.nvvm.barrier0", [], []))
+class ReturnLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.ReturnOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, llvm.ReturnOp())
 
-    def lower_shuffle(self, op: kernel.ShuffleOp) -> SSAValue:
+
+class BarrierLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.BarrierOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, llvm.CallIntrinsicOp("llvm.nvvm.barrier0", [], []))
+
+
+class ShuffleLowering(RewritePattern):
+    """kernel.shuffle -> llvm.nvvm.shfl.sync.{bfly,down} over the full warp."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.ShuffleOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
         kind = "bfly" if op.mode.data == "xor" else "down"
         suffix = "f32" if isinstance(op.value.type, Float32Type) else "i32"
-        args = [
-            self.const(-1, i32),
-            self.v(op.value),
-            self.const(op.offset.value.data, i32),
-            self.const(kernel.WARP_SIZE - 1, i32),
-        ]
-        return self.emit(llvm.CallIntrinsicOp(f"llvm.nvvm.shfl.sync.{kind}.{suffix}", args, [op.value.type]))
-
-    def lower_shared_alloc(self, op: kernel.SharedAllocOp) -> SSAValue:
-        t = op.buffer_type
-        ptr_type = pointer_type(t)
-        if op.dynamic is not None:
-            self.lowering.has_dynamic_shared = True
-            base = self.emit(llvm.AddressOfOp(DYNAMIC_SHARED_SYMBOL, ptr_type))
-            return self.emit(llvm.GEPOp(base, [op.offset.value.data], i8, result_type=ptr_type, inbounds=True))
-        name = self.lowering.new_shared_global(self.kernel_name, t)
-        return self.emit(llvm.AddressOfOp(name, ptr_type))
-
-    def lower_atomic_add(self, op: kernel.AtomicAddOp) -> None:
-        t = op.buffer.type
-        assert isinstance(t, MemRefType)
-        addr = self.address(op.buffer, op.indices)
-        space = "global" if kernel.memory_space(t) == kernel.GLOBAL_SPACE else "shared"
-        kind, constraint = ("f32", "f") if isinstance(t.get_element_type(), Float32Type) else ("u32", "r")
-        self.emit(
-            llvm.InlineAsmOp(
-                f"red.{space}.add.{kind} [$0], $1;",
-                f"l,{constraint},~{{memory}}",
-                [addr, self.v(op.value)],
-                has_side_effects=True,
-            )
-        )
-
-    def lower_grid_sync(self, op: kernel.GridSyncOp) -> None:
-        self.emit(llvm.InlineAsmOp(GRID_SYNC_PTX, "l,~{memory}", [self.v(op.counter)], has_side_effects=True))
+        args = [e.const(-1, i32), e.v(op.value), e.const(op.offset.value.data, i32), e.const(kernel.WARP_SIZE - 1, i32)]
+        replace_op(rewriter, op, e(llvm.CallIntrinsicOp(f"llvm.nvvm.shfl.sync.{kind}.{suffix}", args, [op.value.type])))
 
 
-class KernelLowering:
-    """Lowers every kernel.func of a module to an `nvvm.kernel` llvm.func (host code is left alone)."""
+@dataclass
+class SharedMemory:
+    """The address-space-3 globals the kernels' shared buffers become."""
 
-    def __init__(self, module: ModuleOp):
-        self.module = module
-        self.ml = ModuleLowering(module)
-        self.shared_globals: list[llvm.GlobalOp] = []
-        self.has_dynamic_shared = False
+    globals: list[llvm.GlobalOp] = field(default_factory=list)
+    dynamic: bool = False
 
-    def new_shared_global(self, kernel_name: str, t: MemRefType) -> str:
-        name = f"__shared_{kernel_name}_{len(self.shared_globals)}"
+    def new_global(self, kernel_name: str, t: MemRefType) -> str:
+        name = f"__shared_{kernel_name}_{len(self.globals)}"
         array = llvm.LLVMArrayType(math.prod(t.get_shape()), t.get_element_type())
-        self.shared_globals.append(
-            llvm.GlobalOp(array, name, "internal", addr_space=kernel.SHARED_SPACE, alignment=16)
-        )
+        self.globals.append(llvm.GlobalOp(array, name, "internal", addr_space=kernel.SHARED_SPACE, alignment=16))
         return name
 
-    def run(self) -> None:
-        kernels = [op for op in self.module.ops if isinstance(op, kernel.KernelFuncOp)]
-        for func in kernels:
-            expand_math(func)
-            declared = len(self.ml.new_ops)
-            lowered = self.lower_kernel(func)
-            if len(self.ml.new_ops) > declared:
-                name = self.ml.new_ops[declared].sym_name.data  # type: ignore[attr-defined]
-                raise Diagnostic(
-                    f"kernel @{func.sym_name.data} calls '{name}', which does not exist on the GPU "
-                    "(only f32 transcendentals are expanded to arith)",
-                    location_of(func),
-                )
-            Rewriter.replace_op(func, lowered, [])
-        block = self.module.body.block
-        globals_: list[Operation] = list(self.shared_globals)
-        if self.has_dynamic_shared:
-            globals_.append(
-                llvm.GlobalOp(
-                    llvm.LLVMArrayType(0, i8),
-                    DYNAMIC_SHARED_SYMBOL,
-                    "external",
-                    addr_space=kernel.SHARED_SPACE,
-                    alignment=16,
-                )
-            )
-        if globals_:
-            if block.first_op is None:
-                block.add_ops(globals_)
-            else:
-                block.insert_ops_before(globals_, block.first_op)
+    def module_ops(self) -> list[Operation]:
+        ops: list[Operation] = list(self.globals)
+        if self.dynamic:
+            array = llvm.LLVMArrayType(0, i8)
+            ops.append(llvm.GlobalOp(array, DYNAMIC_SHARED_SYMBOL, "external", addr_space=kernel.SHARED_SPACE, alignment=16))
+        return ops
 
-    def lower_kernel(self, func: kernel.KernelFuncOp) -> llvm.FuncOp:
-        arg_types = func.function_type.inputs.data
-        ptr_types = [pointer_type(t) for t in arg_types]
-        region = Region(Block(arg_types=ptr_types))
-        body = KernelBodyLowering(self.ml, region, self, func.sym_name.data)
-        for old, new in zip(func.entry.args, region.blocks[0].args):
-            body.values[old] = new
-            new.name_hint = old.name_hint
-        body.lower_block_ops(func.entry.ops)
+
+@dataclass
+class SharedAllocLowering(RewritePattern):
+    """kernel.shared_alloc -> an internal address-space-3 global per buffer, or an
+    offset into the external dynamic-shared array."""
+
+    shared: SharedMemory
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.SharedAllocOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        t = op.buffer_type
+        ptr_type = convert_type(t)
+        if op.dynamic is not None:
+            self.shared.dynamic = True
+            base = e(llvm.AddressOfOp(DYNAMIC_SHARED_SYMBOL, ptr_type))
+            replace_op(rewriter, op, e(llvm.GEPOp(base, [op.offset.value.data], i8, result_type=ptr_type, inbounds=True)))
+            return
+        kernel_fn = Declarations().top_level(op)
+        name = self.shared.new_global(kernel_fn.sym_name.data, t)  # type: ignore[attr-defined]
+        replace_op(rewriter, op, e(llvm.AddressOfOp(name, ptr_type)))
+
+
+class AtomicAddLowering(RewritePattern):
+    """kernel.atomic_add -> PTX `red.{global,shared}.add` (inline asm: xDSL's llvm
+    dialect has no atomicrmw)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.AtomicAddOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        t = op.buffer.type
+        assert isinstance(t, MemRefType)
+        addr = address(e, op.buffer, op.indices)
+        space = "global" if kernel.memory_space(t) == kernel.GLOBAL_SPACE else "shared"
+        kind, constraint = ("f32", "f") if isinstance(t.get_element_type(), Float32Type) else ("u32", "r")
+        asm = f"red.{space}.add.{kind} [$0], $1;"
+        e(llvm.InlineAsmOp(asm, f"l,{constraint},~{{memory}}", [addr, e.v(op.value)], has_side_effects=True))
+        replace_op(rewriter, op)
+
+
+class GridSyncLowering(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: kernel.GridSyncOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        e(llvm.InlineAsmOp(GRID_SYNC_PTX, "l,~{memory}", [e.v(op.counter)], has_side_effects=True))
+        replace_op(rewriter, op)
+
+
+def kernel_body_patterns(shared: SharedMemory) -> list[RewritePattern]:
+    """The kernel-dialect ops of a kernel body."""
+    return [
+        IdLowering(),
+        LaneIdLowering(),
+        ReturnLowering(),
+        BarrierLowering(),
+        ShuffleLowering(),
+        SharedAllocLowering(shared),
+        AtomicAddLowering(),
+        GridSyncLowering(),
+    ]
+
+
+@dataclass
+class KernelFuncLowering(RewritePattern):
+    """kernel.func -> llvm.func marked nvvm.kernel; its buffers are noalias pointers
+    in global memory, aligned as the GPU runtime guarantees (mlfuse.abi)."""
+
+    lowered: list[tuple[llvm.FuncOp, str | None]] = field(default_factory=list)
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, func: kernel.KernelFuncOp, rewriter: PatternRewriter) -> None:
+        ptr_types = [convert_type(t) for t in func.function_type.inputs.data]
+        convert_block_signatures(rewriter, func.body)
         attrs: dict[str, Attribute] = {
             "nvvm.kernel": UnitAttr(),
             "nvvm.maxntid": DenseArrayBase.from_list(i32, list(func.block_size)),
@@ -250,16 +266,55 @@ class KernelLowering:
             func.sym_name.data,
             llvm.LLVMFunctionType(ptr_types),
             linkage=llvm.LinkageAttr("external"),
-            body=region,
+            body=rewriter.move_region_contents_to_new_regions(func.body),
             extra_attrs=attrs,
         )
-        new.arg_attrs = ArrayAttr(
-            [DictionaryAttr({"llvm.noalias": UnitAttr(), "llvm.align": IntegerAttr(16, i64)}) for _ in ptr_types]
-        )
+        param = {"llvm.noalias": UnitAttr(), "llvm.align": IntegerAttr(abi.GPU_ALIGNMENT, i64)}
+        new.arg_attrs = ArrayAttr([DictionaryAttr(param) for _ in ptr_types])
         new.location = func.location
-        return new
+        self.lowered.append((new, location_of(func)))
+        rewriter.replace(func, new)
+
+
+def check_kernel(func: kernel.KernelFuncOp) -> None:
+    for op in func.walk():
+        if op is not func and isinstance(op, kernel.LaunchOp | kernel.MemsetOp | kernel.KernelFuncOp):
+            raise Diagnostic(f"'{op.name}' is host code and cannot be inside a kernel", location_of(op))
 
 
 def lower_kernels(module: ModuleOp) -> None:
-    """Lower every kernel.func of `module` to an nvvm.kernel llvm.func."""
-    KernelLowering(module).run()
+    """Lower every kernel.func of `module` to an nvvm.kernel llvm.func (host code is left alone)."""
+    kernels = [op for op in module.ops if isinstance(op, kernel.KernelFuncOp)]
+    for func in kernels:
+        check_kernel(func)
+        expand_math(func)
+        apply_patterns(func.body, control_flow_patterns())
+    signatures = KernelFuncLowering()
+    PatternRewriteWalker(signatures, apply_recursively=False).rewrite_module(module)
+    shared = SharedMemory()
+    for fn, location in signatures.lowered:
+        declarations = Declarations()
+        patterns = [
+            *kernel_body_patterns(shared),
+            *cf_patterns(),
+            *arith_math_patterns(),
+            *libm_patterns(declarations),
+            *memref_patterns(declarations),
+        ]
+        apply_patterns(fn.body, patterns)
+        if declarations.declared:
+            name = next(iter(declarations.declared))
+            raise Diagnostic(
+                f"kernel @{fn.sym_name.data} calls '{name}', which does not exist on the GPU "
+                "(only f32 transcendentals are expanded to arith)",
+                location,
+            )
+        reconcile_casts(fn.body)
+        check_converted(fn)
+    block = module.body.block
+    globals_ = shared.module_ops()
+    if globals_:
+        if block.first_op is None:
+            block.add_ops(globals_)
+        else:
+            block.insert_ops_before(globals_, block.first_op)

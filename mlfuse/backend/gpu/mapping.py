@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from mlfuse.backend.gpu.scalar import ELEMENTWISE_OPS
+from mlfuse.abi import element_bytes
 from mlfuse.backend.gpu.targets import GpuTarget
 from mlfuse.dialects import fusion, graph
 
@@ -184,9 +184,6 @@ class Schedule:
         )
 
 
-def element_bytes(t: Attribute) -> int:
-    width = t.bitwidth if hasattr(t, "bitwidth") else (t.width.data if isinstance(t, IntegerType) else 32)
-    return max(1, width // 8)
 
 
 def shuffle_type(t: Attribute) -> bool:
@@ -238,7 +235,7 @@ def row_local(info: GroupInfo, g: Geometry) -> str | None:
         if not any(r in dependent for r in op.results) or isinstance(op, graph.ReduceOp):
             continue
         shape = graph.shape_of(op.results[0])
-        if isinstance(op, ELEMENTWISE_OPS) and shape in reduced | {full}:
+        if graph.is_elementwise(op) and shape in reduced | {full}:
             continue
         if isinstance(op, graph.BroadcastOp) and shape == full:
             in_shape = graph.shape_of(op.input)
@@ -265,7 +262,7 @@ def column_local(info: GroupInfo, g: Geometry) -> str | None:
         if not any(r in dependent for r in op.results) or isinstance(op, graph.ReduceOp):
             continue
         shape = graph.shape_of(op.results[0])
-        if isinstance(op, ELEMENTWISE_OPS) and shape in reduced:
+        if graph.is_elementwise(op) and shape in reduced:
             continue
         if isinstance(op, graph.ReshapeOp) and shape in reduced and graph.shape_of(op.input) in reduced:
             continue
@@ -294,12 +291,16 @@ def cdiv(a: int, b: int) -> int:
 
 
 def choose_schedule(info: GroupInfo, gpu: GpuTarget) -> Schedule:
+    if any(graph.is_window_op(op) for op in info.ops):
+        from mlfuse.backend.gpu.window import window_schedule  # conv/pool groups; it imports this module
+
+        return window_schedule(info, gpu)
     if any(isinstance(op, graph.ReduceOp) for op in info.ops):
         g = trailing_geometry(info, leading=False)
-        if g is not None and (why := row_local(info, g)) is None:
+        if g is not None and row_local(info, g) is None:
             return row_schedule(info, g, gpu)
         g = trailing_geometry(info, leading=True)
-        if g is not None and (why := column_local(info, g)) is None:
+        if g is not None and column_local(info, g) is None:
             return column_schedule(info, g, gpu)
         return global_schedule(info, gpu)
     return elementwise_schedule(info, gpu)

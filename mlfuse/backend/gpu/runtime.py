@@ -42,17 +42,17 @@ def _load_driver():
     choice = os.environ.get("MLFUSE_GPU_DRIVER", "")
     if choice in ("", "pycuda"):
         try:
-            import pycuda.driver as cuda
+            import pycuda.driver as cuda  # pyright: ignore[reportMissingImports]  (optional)
 
             return PycudaDriver(cuda)
         except Exception as e:  # not installed, or built against another CUDA
             if choice == "pycuda":
                 raise GpuUnavailable(f"pycuda does not load: {e}") from None
     try:
-        from cuda.bindings import driver as cu  # cuda-python >= 12.6
+        from cuda.bindings import driver as cu  # pyright: ignore[reportMissingImports]  (cuda-python >= 12.6)
     except ImportError:
         try:
-            from cuda import cuda as cu  # older cuda-python
+            from cuda import cuda as cu  # pyright: ignore[reportMissingImports]  (older cuda-python)
         except ImportError:
             raise GpuUnavailable(
                 "no CUDA driver binding: install pycuda (needs CUDA headers and libcuda to build) "

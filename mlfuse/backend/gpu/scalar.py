@@ -93,6 +93,29 @@ class IR:
     def select(self, c: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.op(arith.SelectOp(c, a, b))
 
+    # --- graph.IndexBuilder: the graph ops' index maps on `index` values ---------------
+
+    def constant(self, n: int) -> SSAValue:
+        return self.index(n)
+
+    def plus(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        if constant_index(a) == 0:
+            return b
+        return a if constant_index(b) == 0 else self.add(a, b)
+
+    def shift(self, a: SSAValue, n: int) -> SSAValue:
+        return self.op(arith.SubiOp(a, self.index(-n))) if n < 0 else self.add_const(a, n)
+
+    def times(self, a: SSAValue, n: int) -> SSAValue:
+        c = constant_index(a)  # the index in a size-1 dimension is often the constant 0
+        return self.index(c * n) if c is not None else self.mul_const(a, n)
+
+    def floordiv(self, a: SSAValue, n: int) -> SSAValue:
+        return self.div_const(a, n)
+
+    def mod(self, a: SSAValue, n: int) -> SSAValue:
+        return self.rem_const(a, n)
+
     def delinearize(self, linear: SSAValue, shape: Sequence[int]) -> Index:
         """Row-major multi-index of `linear` (< prod(shape)) in `shape`."""
         idx: Index = []
@@ -226,29 +249,16 @@ class Scalars:
         if not isinstance(op, Operation):
             raise Diagnostic("a fused kernel reads a value that is neither an input nor computed in it")
         el = graph.element_type_of(v)
-        if isinstance(op, ELEMENTWISE_OPS):  # the scalar semantics every backend shares
+        if graph.is_elementwise(op):  # the scalar semantics every backend shares
             return scalar.emit_elementwise(ir.b, op, [self.value(o, idx) for o in op.operands])
+        if graph.is_plain_injective(op):  # broadcast, transpose, slice, reshape
+            return self.value(op.operands[0], op.source_index(0, idx, ir))  # type: ignore[attr-defined]
         match op:
             case graph.ConstantOp():
                 splat = graph.splat_value(op.value)
                 if splat is None:
                     raise Diagnostic("non-splat constant left inside a kernel (it should be an input)", location_of(op))
                 return ir.scalar(splat, el)
-            case graph.BroadcastOp():
-                in_shape = graph.shape_of(op.input)
-                src = [ir.index(0) if in_shape[i] == 1 else idx[d] for i, d in enumerate(op.dim_map)]
-                return self.value(op.input, src)
-            case graph.TransposeOp():
-                src: list = [None] * len(idx)
-                for k, p in enumerate(op.permutation):
-                    src[p] = idx[k]
-                return self.value(op.input, src)
-            case graph.ReshapeOp():
-                return self.value(op.input, reshape_index(ir, idx, graph.shape_of(op.result), graph.shape_of(op.input)))
-            case graph.SliceOp():
-                start, _, step = op.bounds
-                src = [ir.add_const(ir.mul_const(i, s), a) for i, a, s in zip(idx, start, step)]
-                return self.value(op.input, src)
             case graph.PadOp():
                 return self._pad(op, idx, el)
             case graph.ConcatOp():
@@ -260,22 +270,16 @@ class Scalars:
         raise Diagnostic(f"the GPU backend cannot generate code for '{op.name}'", location_of(op))
 
     def _pad(self, op: graph.PadOp, idx: Index, el: Attribute) -> SSAValue:
+        """The operand where the index falls inside it, else the pad value (scf.if)."""
         ir = self.ir
-        low, _ = op.padding
-        shape = graph.shape_of(op.input)
+        src = op.source_index(0, idx, ir)
         inside: SSAValue | None = None
-        src: Index = []
-        for i, a, n in zip(idx, low, shape):
-            if a == 0:
-                src.append(i)
-                within = ir.lt(i, ir.index(n))
-            else:
-                shifted = ir.op(arith.SubiOp(i, ir.index(a)))
-                src.append(shifted)
-                # unsigned compare: i < a wraps around to a huge value
-                within = ir.lt(shifted, ir.index(n))
+        for d, n in op.guarded_dims():
+            # unsigned compare: i - low < 0 wraps around to a huge value
+            within = ir.lt(src[d], ir.index(n))
             inside = within if inside is None else ir.op(arith.AndIOp(inside, within))
-        assert inside is not None
+        if inside is None:
+            return self.value(op.input, src)
 
         def load(body: IR) -> list[SSAValue]:
             return [Scalars(body, self.buffers, self.resolved).value(op.input, src)]
@@ -283,15 +287,11 @@ class Scalars:
         return ir.if_then(inside, load, lambda e: [e.scalar(op.pad_value, el)], [el])[0]
 
     def _concat(self, op: graph.ConcatOp, idx: Index, el: Attribute) -> SSAValue:
-        axis = op.concat_axis
-        offsets = [0]
-        for v in op.inputs:
-            offsets.append(offsets[-1] + graph.shape_of(v)[axis])
+        """A chain of scf.if on the axis index: the operand whose range holds it."""
+        axis, offsets = op.concat_axis, op.offsets
 
         def emit_from(ir: IR, k: int) -> SSAValue:
-            src = list(idx)
-            src[axis] = ir.op(arith.SubiOp(idx[axis], ir.index(offsets[k]))) if offsets[k] else idx[axis]
-            return Scalars(ir, self.buffers, self.resolved).value(op.inputs[k], src)
+            return Scalars(ir, self.buffers, self.resolved).value(op.inputs[k], op.source_index(k, idx, ir))
 
         def choose(ir: IR, k: int) -> SSAValue:
             if k == len(op.inputs) - 1:
@@ -340,25 +340,31 @@ class Scalars:
         return ir.for_loop(ir.index(0), ir.index(k_size), ir.index(1), [ir.scalar(0, el)], body)[0]
 
 
-def reshape_index(ir: IR, idx: Index, out_shape: Sequence[int], in_shape: Sequence[int]) -> Index:
-    out_nonunit = [(i, n) for i, n in zip(idx, out_shape) if n != 1]
-    in_nonunit = [n for n in in_shape if n != 1]
-    if [n for _, n in out_nonunit] == in_nonunit:  # only unit dimensions change
-        it = iter(i for i, _ in out_nonunit)
-        return [next(it) if n != 1 else ir.index(0) for n in in_shape]
-    return ir.delinearize(ir.linearize(idx, out_shape), in_shape)
+def constant_index(v: SSAValue) -> int | None:
+    """The value of an `index` constant, None for any other value."""
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr) and isinstance(op.value.type, IndexType):
+        return op.value.value.data
+    return None
 
 
 # --- scalar ops ------------------------------------------------------------------------
 
-# Elementwise graph ops: their scalar semantics live in mlfuse.conversion.scalar.
-ELEMENTWISE_OPS = (
-    graph.UnaryElementwiseOp,
-    graph.BinaryElementwiseOp,
-    graph.CompareOp,
-    graph.SelectOp,
-    graph.CastOp,
-)
+# Elementwise graph ops (their scalar semantics live in mlfuse.conversion.scalar), for
+# isinstance checks; derived from the dialect's graph.Elementwise trait.
+ELEMENTWISE_OPS = graph.ELEMENTWISE_OPS
+
+
+def can_compute(op: Operation) -> bool:
+    """Whether `Scalars` generates code for `op` (the ops its `_compute` handles)."""
+    trait = graph.injective_trait(op)
+    return (
+        graph.is_elementwise(op)
+        or (trait is not None and not trait.indirect)
+        or graph.is_reduction(op)
+        or graph.is_contraction(op)
+        or isinstance(op, graph.ConstantOp)
+    )
 
 
 def tensor_element(t: Attribute) -> Attribute:
