@@ -50,6 +50,7 @@ class GroupKind(StrEnum):
     GEMM = "gemm"
     HORIZONTAL = "horizontal"
     GLOBAL = "global"
+    WINDOW = "window"
     SINGLE = "single"
 
 
@@ -60,6 +61,7 @@ GROUP_KINDS: dict[GroupKind, str] = {
     GroupKind.GEMM: "small or batched GEMM with elementwise prologue and epilogue",
     GroupKind.HORIZONTAL: "independent ops packed into one kernel",
     GroupKind.GLOBAL: "needs a whole reduction before continuing: phases with a grid barrier",
+    GroupKind.WINDOW: "conv/pooling with epilogue and prologue (chained windows): post-tiling fusion",
     GroupKind.SINGLE: "a single op, not fused",
 }
 

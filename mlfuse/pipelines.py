@@ -36,15 +36,23 @@ def gpu_pipeline(planner: str = "ilp", fuse: bool = True) -> list[str]:
 def cpu_pipeline(
     fuse: bool = True, parallel: bool = True, planner: str = "ilp", post_tile: bool = False, fast_math: bool = False
 ) -> list[str]:
-    """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU.
+    """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU: one pipeline
+    for both of mlfuse's techniques.
 
-    post_tile: after the groups are lowered, tile the live-outs that read what other
-    nests produce and fuse those producers into the tiles (post-tiling fusion, where it
-    pays: stencil groups that stitching lowers op by op); see POST_TILE."""
+    The ILP planner (fusion-plan) groups every op. convert-graph-to-loop stitches the
+    elementwise, reduction and small-GEMM groups (registers, row scratch) and lowers the
+    window groups (conv, pooling, stencils with their epilogues) one nest per op, tagged
+    with the group; WINDOW_GROUPS then runs post-tiling fusion inside each window group:
+    tile its live-outs, fuse its producers into the tiles, shrink its intermediates.
+
+    post_tile: also run post-tiling fusion across the whole function afterwards
+    (POST_TILE, an experiment: it may join nests of different groups)."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
         passes.append(f"fusion-plan{{planner={planner} target=cpu summary=false}}")
     passes.append("convert-graph-to-loop")
+    if fuse:
+        passes += WINDOW_GROUPS
     if post_tile:
         passes += POST_TILE
     passes += [
@@ -65,6 +73,14 @@ def _has_pass(flag: str) -> bool:
 # Post-tiling fusion on whatever convert-graph-to-loop left: start-up fusion, tiles only
 # where a producer can be fused (analytical tile sizes), fusion, tile-local storage.
 POST_TILE = ["loop-startup-fuse", "loop-tile{fusible-only=true}", "loop-post-tile-fuse", "loop-storage-reduce"]
+
+# The same inside each window group of the plan (nests tagged fusion_group), nowhere else.
+WINDOW_GROUPS = [
+    "loop-startup-fuse{scope=group}",
+    "loop-tile{fusible-only=true scope=group}",
+    "loop-post-tile-fuse{scope=group}",
+    "loop-storage-reduce",
+]
 
 STENCIL_STRATEGIES = ("post-tile", "tile-after-fuse", "none")
 
@@ -109,19 +125,3 @@ def cpu_stencil_pipeline(
         "convert-to-llvm",
     ]
     return passes
-
-
-def has_stencils(module) -> bool:
-    """Does a graph module hold ops whose locality post-tiling fusion improves (windows,
-    shifted slices, pads)? A driver can pick cpu_stencil_pipeline for such graphs."""
-    from mlfuse.dialects import graph
-
-    kinds = (graph.Conv2dOp, graph.MaxPool2dOp, graph.AvgPool2dOp, graph.PadOp)
-    slices: dict = {}
-    for op in module.walk():
-        if isinstance(op, kinds):
-            return True
-        if isinstance(op, graph.SliceOp):
-            # two slices of one value at different offsets: a stencil written by hand
-            slices.setdefault(op.input, set()).add(tuple(op.bounds[0]))
-    return any(len(starts) > 1 for starts in slices.values())

@@ -73,10 +73,7 @@ class CpuTarget(Target):
     def pipeline_for(
         self, module: ModuleOp, fuse: bool = True, parallel: bool = True, planner: str = "ilp", fast_math: bool = False
     ) -> list[str]:
-        # windows, pads and shifted slices: post-tiling fusion pays (bench/stencil); to be
-        # replaced by planning convolution groups
-        if fuse and pipelines.has_stencils(module):
-            return pipelines.cpu_stencil_pipeline("post-tile", parallel=parallel)
+        # one pipeline for every graph: the planner's window groups are post-tiled in it
         return self.default_pipeline(fuse, parallel, planner, fast_math)
 
     def structural_problem(self, ops: Sequence[Operation]) -> str | None:

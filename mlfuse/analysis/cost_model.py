@@ -98,6 +98,8 @@ class TargetParams:
     rows_per_block_short: int  # rows per block for short rows (1 for long rows)
     max_operands: int  # kernel inputs + outputs (XLA's fusion budget is 64)
     fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS  # contraction size threshold
+    window_tile: int = 16  # output tile edge of a window group (post-tiling fusion's tiles)
+    max_window_recompute: float = 2.0  # chained windows: the most a producer's work may grow
 
     @staticmethod
     def for_target(target: str, **overrides: float | int) -> TargetParams:
@@ -206,6 +208,18 @@ class PatternCost:
     global_barriers: int = 0
 
 
+def _add_halo(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    n = max(len(a), len(b))
+    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+    return tuple(x + y for x, y in zip(a, b))
+
+
+def _widest(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    n = max(len(a), len(b))
+    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
+    return tuple(max(x, y) for x, y in zip(a, b))
+
+
 def _infeasible(mask: int, category: str, reason: str) -> PatternCost:
     return PatternCost(mask, False, category, reason)
 
@@ -311,6 +325,9 @@ class CostModel:
             return PatternCost(mask, True, time_us=0.0)  # scalar bookkeeping, not a kernel
         if not single and (problem := self._mix_problem(mask, members)) is not None:
             return problem
+        windows = [i for i in members if nodes[i].op_class is OpClass.WINDOW]
+        if windows:  # alone too: one time model for every window kernel
+            return self._window_cost(mask, members, windows)
         boundary = self._boundary(mask, members)
         operands = len(boundary.inputs) + len(boundary.outputs)
         if not single and operands > p.max_operands:
@@ -367,6 +384,59 @@ class CostModel:
         if problem is not None:
             return _infeasible(mask, "op-class", f"{p.name.upper()} code generation: {problem}")
         return None
+
+    def _window_cost(self, mask: int, members: list[int], windows: list[int]) -> PatternCost:
+        """A window group (conv or pooling with its elementwise epilogue and pad prologue;
+        chains of windows): post-tiling fusion on the CPU, one direct kernel on the GPU.
+        Its intermediates stay in tile-local storage; what it costs beyond the boundary
+        traffic is the halo that chained windows recompute per output tile."""
+        p, nodes, values = self.params, self.graph.nodes, self.graph.values
+        for i in windows:
+            for r in nodes[i].results:
+                for u in values[r].users:
+                    if (mask >> u) & 1 and nodes[u].op_class not in (OpClass.LIGHT_ELEMENTWISE,
+                                                                    OpClass.EXPENSIVE_ELEMENTWISE, OpClass.WINDOW):
+                        return _infeasible(mask, "op-class", f"{self.graph.node_label(i)}'s result is read inside "
+                                           f"the kernel by {self.graph.node_label(u)}, in another layout")
+        growth = self._window_recompute(mask, members)
+        worst = max(growth.values(), default=1.0)
+        if worst > p.max_window_recompute:
+            return _infeasible(mask, "resource-limit", f"chained windows recompute {worst:.2f}x of a producer per "
+                               f"tile (halo over a {p.window_tile}-wide tile), above {p.max_window_recompute}")
+        boundary = self._boundary(mask, members)
+        recompute = sum((g - 1.0) * (nodes[i].info.window_flops + self.work[i]) for i, g in growth.items())
+        work = sum(self.work[i] for i in members) + recompute
+        return PatternCost(
+            mask=mask, feasible=True, kind="window" if len(members) > 1 else "single", bytes=boundary.bytes,
+            time_us=self._window_time(members, boundary.bytes, work, recompute),
+            inputs=tuple(boundary.inputs), outputs=tuple(boundary.outputs), flops=work, recompute_flops=recompute,
+        )
+
+    def _window_time(self, members: list[int], total_bytes: int, work: float, recompute: float) -> float:
+        """launch + memory + window arithmetic + epilogue: summed, not overlapped (a direct
+        window loop streams its tile's inputs between bursts of multiply-adds), so a plan
+        that moves fewer bytes wins even when the convolution dominates."""
+        p, nodes = self.params, self.graph.nodes
+        rate = p.gemm_gflops * p.fine_gemm_efficiency * 1e3
+        windows = sum(nodes[i].info.window_flops for i in members) + recompute
+        t_mem = total_bytes / (p.bandwidth_gbps * 1e3)
+        return p.launch_us + t_mem + windows / rate + work / (p.elementwise_gops * 1e3)
+
+    def _window_recompute(self, mask: int, members: list[int]) -> dict[int, float]:
+        """For each member feeding a window inside the group: how much its work grows when
+        every output tile recomputes its halo, prod over axes of (tile + halo) / tile, the
+        halo summed along the windows between it and the group's results."""
+        nodes, values, tile = self.graph.nodes, self.graph.values, self.params.window_tile
+        downstream: dict[int, tuple[int, ...]] = {}
+        for i in reversed(members):  # node indices are in program order
+            halo: tuple[int, ...] = ()
+            for r in nodes[i].results:
+                for u in values[r].users:
+                    if (mask >> u) & 1:
+                        own = nodes[u].info.halo if nodes[u].op_class is OpClass.WINDOW else ()
+                        halo = _widest(halo, _add_halo(downstream.get(u, ()), own))
+            downstream[i] = halo
+        return {i: math.prod((tile + h) / tile for h in halo) for i, halo in downstream.items() if any(halo)}
 
     def _boundary(self, mask: int, members: list[int]) -> Boundary:
         """Boundary traffic: every distinct input read once (splat constants are free),
@@ -597,6 +667,8 @@ class CostModel:
             if info.op_class is OpClass.CONTRACTION:
                 rate = p.gemm_gflops * (1.0 if info.contraction is ContractionSize.LARGE else p.fine_gemm_efficiency)
                 gemm_time += info.gemm_flops / (rate * 1e3)
+            elif info.op_class is OpClass.WINDOW:
+                gemm_time += info.window_flops / (p.gemm_gflops * p.fine_gemm_efficiency * 1e3)
         t_mem = total_bytes / (p.bandwidth_gbps * 1e3 * efficiency * utilization)
         t_compute = work / (p.elementwise_gops * 1e3) + gemm_time
         return p.launch_us + max(t_mem, t_compute) + barriers * p.global_barrier_us

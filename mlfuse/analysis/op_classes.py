@@ -46,6 +46,7 @@ class OpClass(enum.Enum):
     INJECTIVE = "injective"
     REDUCTION = "reduction"
     CONTRACTION = "contraction"
+    WINDOW = "window"  # conv2d, pooling: anchors a post-tiled group with its epilogue
     CONSTANT = "constant"
     OPAQUE = "opaque"
 
@@ -75,6 +76,8 @@ class OpInfo:
     row_length: int = 0  # reduced elements per output element (reductions)
     contraction: ContractionSize | None = None
     gemm_flops: int = 0  # 2 * M * N * K * batch (contractions)
+    window_flops: int = 0  # multiply-adds x 2 (conv) or window reads (pools)
+    halo: tuple[int, ...] = ()  # (dilation * (kernel - 1)) per spatial axis (window ops)
 
     @property
     def fusible(self) -> bool:
@@ -140,6 +143,22 @@ def classify(op: Operation, fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS) -> O
         flops = contraction_flops(op)
         size = ContractionSize.FINE if flops <= fine_gemm_flops else ContractionSize.LARGE
         return OpInfo(OpClass.CONTRACTION, contraction=size, gemm_flops=flops)
+    if graph.is_window_op(op):
+        return window_info(op)
     if isinstance(op, graph.ConstantOp):
         return OpInfo(OpClass.CONSTANT)
     return OpInfo(OpClass.OPAQUE)
+
+
+def window_info(op: Operation) -> OpInfo:
+    """A conv's flops (2 x output elements x Cin/groups x KH x KW) or a pool's window
+    reads, and the halo a producer tile needs around a consumer tile."""
+    geometry = graph.Window.geometry(op)
+    window = math.prod(geometry.kernel)
+    outputs = math.prod(graph.shape_of(op.results[0]))
+    if isinstance(op, graph.Conv2dOp):
+        flops = 2 * outputs * graph.shape_of(op.operands[1])[1] * window
+    else:
+        flops = outputs * window
+    halo = tuple(d * (k - 1) for k, d in zip(geometry.kernel, geometry.dilations))
+    return OpInfo(OpClass.WINDOW, window_flops=flops, halo=halo)

@@ -74,6 +74,7 @@ class FunctionLowering:
     prefix: str = ""
     stitch: bool = True
     fallbacks: list[str] = field(default_factory=list)
+    group_tag: str | None = None  # the window group whose nests are being emitted
 
     # --- buffers -----------------------------------------------------------------
 
@@ -122,6 +123,10 @@ class FunctionLowering:
             maps,
             Region(block),
         )
+        if self.group_tag is not None:
+            from mlfuse.poly.program import GROUP_ATTR
+
+            op.attributes[GROUP_ATTR] = StringAttr(self.group_tag)
         return self.builder.insert(op)
 
 
@@ -454,8 +459,12 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
                 if res in results_into and yielded not in inner and yielded not in fl.values:
                     inner[yielded] = results_into[res]
             saved, fl.prefix = fl.prefix, op.group_name.data + "."
+            from mlfuse.conversion.group_to_loop import is_window_group
+
+            if fl.stitch and is_window_group(list(op.block.ops)):
+                fl.group_tag = op.group_name.data  # post-tiling fusion's, in the loop-* passes
             lower_block(fl, op.block, inner)
-            fl.prefix = saved
+            fl.prefix, fl.group_tag = saved, None
             for res, yielded in zip(op.outputs, op.yield_op.values):
                 fl.values[res] = fl.values[yielded]
             continue
@@ -477,11 +486,13 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
 
 def lower_stitched(fl: FunctionLowering, group: fusion.GroupOp, results_into: dict[SSAValue, SSAValue]) -> bool:
     """Lower `group` as one stitched kernel; False (nothing emitted) if it has no such lowering."""
-    from mlfuse.conversion.group_to_loop import Fallback, lower_group
+    from mlfuse.conversion.group_to_loop import Fallback, is_window_group, lower_group
 
     ops = list(group.block.ops)
     if len(ops) <= 2 and not isinstance(ops[0], graph.ReduceOp):
         return False  # one op and the yield: nothing to stitch (a lone reduction still gains one pass)
+    if is_window_group(ops):
+        return False  # lowered op by op and tagged: post-tiling fusion is its code generator
     inputs = {arg: fl.values[v] for arg, v in zip(group.block.args, group.inputs)}
     start = len(fl.allocated)
     outputs: list[tuple[SSAValue, SSAValue]] = []

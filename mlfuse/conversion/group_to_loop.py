@@ -805,13 +805,43 @@ class GroupLowering:
         self.stages[op.results[0]] = Stage(crow, self.phase, per_row=False)
 
 
+# What a window group may hold besides its window ops: per-element work and the
+# index shifts that post-tiling fusion handles as affine accesses.
+AROUND_WINDOWS = (graph.BroadcastOp, graph.PadOp, graph.SliceOp, graph.ConstantOp)
+
+
+def is_window_group(ops: Sequence[Operation]) -> bool:
+    """A group that post-tiling fusion lowers (convert-graph-to-loop emits its ops one nest
+    each, tagged with the group; the loop-* passes in scope "group" fuse them into tiles):
+    it holds a window op (conv, pooling), or reads one value at several offsets (a stencil
+    written with slices), where stitching would recompute every neighbour in registers."""
+    if any(graph.is_window_op(op) for op in ops):
+        return True
+    offsets: dict[SSAValue, set[tuple[int, ...]]] = {}
+    for op in ops:
+        if isinstance(op, graph.SliceOp):
+            offsets.setdefault(op.input, set()).add(tuple(op.bounds[0]))
+    return any(len(starts) > 1 for starts in offsets.values())
+
+
+def window_group_problem(ops: Sequence[Operation]) -> str | None:
+    """Why `ops` (holding a window op) cannot be one post-tiled CPU kernel; None if they can."""
+    for op in ops:
+        if not (graph.is_window_op(op) or graph.is_elementwise(op) or isinstance(op, AROUND_WINDOWS)):
+            return f"'{op.name}' cannot join a window group (post-tiling fusion takes windows, elementwise ops, pads and slices)"
+    return None
+
+
 def structural_problem(ops: Sequence[Operation]) -> str | None:
     """Why a set of graph ops cannot be one stitched CPU kernel, from their structure alone.
 
     The fusion planner asks this for target=cpu so that it plans only kernels this
     code generator can emit (lower_group may still fall back on subtler cases,
-    e.g. a row value read across rows, and says so).
+    e.g. a row value read across rows, and says so). Groups with window ops are
+    post-tiled rather than stitched (window_group_problem).
     """
+    if any(graph.is_window_op(op) for op in ops):
+        return window_group_problem(ops)
     inside = set(ops)
     for op in ops:
         if not (stitchable(op) or isinstance(op, graph.ConstantOp)):

@@ -28,7 +28,7 @@ func.func @softmax_row(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 }
 
 // GENERIC-LABEL: "func.func"() <{sym_name = "softmax_row"
-// GENERIC: %e = "fusion.group"(%x, %m) <{group_name = "fused_broadcast_sub_exp", kind = "loop"}> ({
+// GENERIC: %e = "fusion.group"(%x, %m) <{group_name = "fused_broadcast_sub_exp", kind = #fusion<group_kind "loop">}> ({
 // GENERIC: "fusion.yield"(%ex) : (tensor<4x8xf32>) -> ()
 // GENERIC: }) {modeled_bytes = 256 : i64} : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 

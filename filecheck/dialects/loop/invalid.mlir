@@ -1,7 +1,8 @@
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 func.func @bad_iterator(%x: memref<4xf32>) {
-  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loop.nest' iterator must be parallel or reduction, got 'window'
+  // iterator kinds are enum attributes: a value outside them is a parse error at the value
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:48: error: 'loop.nest' iterator must be parallel or reduction, got 'window'
   loop.nest "n" lower [0] upper [4] iterators ["window"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
   ^bb0(%o: f32):
     loop.yield %o : f32
@@ -92,6 +93,18 @@ func.func @index_range(%x: memref<4xf32>) {
   ^bb0(%o: f32):
     // CHECK: error: 'loop.index' dim 1 is out of range (1)
     %i = loop.index dim 1
+    loop.yield %o : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @index_kind(%x: memref<4xf32>) {
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    // CHECK: invalid.mlir:[[# @LINE + 1]]:21: error: 'loop.index' kind must be dim or sym, got 'row'
+    %i = loop.index row 0
     loop.yield %o : f32
   }
   func.return

@@ -1,5 +1,10 @@
 // RUN: mlfuse-opt %s | mlfuse-opt | filecheck %s
 // RUN: mlfuse-opt %s --print-op-generic | mlfuse-opt | filecheck %s
+// RUN: mlfuse-opt %s --print-op-generic | filecheck %s --check-prefix=GENERIC
+
+// Iterator and index kinds are enum attributes (#loop<iterator_kind ...>, #loop<index_kind ...>)
+// GENERIC: "loop.nest"(%x, %y) <{nest_name = "sum", {{.*}} iterators = [#loop<iterator_kind parallel>, #loop<iterator_kind reduction>],
+// GENERIC: "loop.index"() <{kind = #loop<index_kind dim>, position = 0 : i64}> : () -> index
 
 // CHECK-LABEL: func.func @nests
 func.func @nests(%x: memref<4x8xf32>, %y: memref<4xf32>, %n: index) {
