@@ -23,7 +23,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.graphs import SUITE, entry_function  # noqa: E402
+from bench.graphs import SUITE, WINDOW_SUITE, entry_function  # noqa: E402
+
+GRAPHS = {**SUITE, **WINDOW_SUITE}
 from mlfuse.analysis.cost_model import CostModel, TargetParams  # noqa: E402
 from mlfuse.analysis.fusion_graph import FusionGraph  # noqa: E402
 from mlfuse.analysis.planners import PLANNERS, plan_function  # noqa: E402
@@ -36,7 +38,7 @@ SOLVE_BUDGET_S = 2.0  # the ILP must plan the BERT layer and the 500-op stack wi
 def run(names: list[str], target: str, time_limit: float) -> list[dict]:
     rows = []
     for name in names:
-        fgraph = FusionGraph.from_function(entry_function(SUITE[name].build()))
+        fgraph = FusionGraph.from_function(entry_function(GRAPHS[name].build()))
         model = CostModel(fgraph, TargetParams.for_target(target))
         for planner in ORDER:
             start = time.perf_counter()
@@ -109,8 +111,8 @@ def print_tables(rows: list[dict], target: str, out=sys.stdout) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", choices=("gpu", "cpu", "both"), default="gpu")
-    parser.add_argument("--graphs", nargs="*", default=list(SUITE), choices=list(SUITE), metavar="GRAPH",
-                        help=f"graphs to plan (default all: {', '.join(SUITE)})")
+    parser.add_argument("--graphs", nargs="*", default=list(GRAPHS), choices=list(GRAPHS), metavar="GRAPH",
+                        help=f"graphs to plan (default all: {', '.join(GRAPHS)})")
     parser.add_argument("--time-limit", type=float, default=10.0, help="ILP time limit in seconds")
     parser.add_argument("--json", type=str, default=None, help="also write the rows as JSON")
     args = parser.parse_args(argv)

@@ -161,7 +161,7 @@ EXPECTED = {
     **{f"reduce_{k}": (OpClass.REDUCTION, 1.0) for k in ("sum", "max", "min", "mean", "prod")},
     "matmul": (OpClass.CONTRACTION, 0.0), "batch_matmul": (OpClass.CONTRACTION, 0.0),
     "constant": (OpClass.CONSTANT, 0.0),
-    **{n: (OpClass.OPAQUE, 0.0) for n in ("conv2d", "max_pool2d", "avg_pool2d")},
+    **{n: (OpClass.WINDOW, 0.0) for n in ("conv2d", "max_pool2d", "avg_pool2d")},
 }
 
 
@@ -206,6 +206,10 @@ def test_window_facts():
     assert graph.is_window_op(conv) and not graph.is_window_op(last_op(lambda b: b.exp(b.input("x", (4,)))))
     geometry = graph.Window.geometry(conv)
     assert geometry == graph.WindowGeometry((3, 3), (2, 2), (1, 1, 1, 1), (1, 1))
+    info = classify(conv)  # 1x4x4x4 outputs, each 2 x 3 x 3 multiply-adds; a 2-wide halo
+    assert (info.op_class, info.window_flops, info.halo, info.fusible) == (OpClass.WINDOW, 2 * 64 * 18, (2, 2), True)
+    pool = last_op(lambda b: b.max_pool2d(b.input("x", (1, 2, 8, 8)), (3, 3), dilations=(2, 2)))
+    assert (classify(pool).window_flops, classify(pool).halo) == (2 * 4 * 4 * 9, (4, 4))
 
 
 def test_index_maps_agree_across_builders():

@@ -160,3 +160,21 @@ def test_cpu_pipeline_with_post_tile(app):
 
     a = APPS[app]
     check(a.module(small=True), a.inputs(seed=4, small=True), cpu_pipeline(post_tile=True), SUMS.get(app, 2e-6))
+
+
+@pytest.mark.parametrize("app", list(APPS))
+def test_default_pipeline(app):
+    """mlfuse.compile's one pipeline: the planner's window groups (convs, stencils
+    written with slices) post-tiled inside it, everything else stitched."""
+    a = APPS[app]
+    check(a.module(small=True), a.inputs(seed=6, small=True), None, SUMS.get(app, 2e-6))
+
+
+def test_post_tile_leaves_a_writer_tiled_by_another_band():
+    """gemver at its benchmark size: two live-outs share a producer; once one band has
+    taken it, the other refuses it (it used to be an internal error)."""
+    from mlfuse.api import run_pipeline
+
+    module = APPS["gemver"].module(small=False)
+    passes = cpu_stencil_pipeline("post-tile")
+    run_pipeline(module, passes[: passes.index("assign-buffers")])

@@ -107,12 +107,15 @@ def test_lit_test_replays_the_default_gpu_pipeline() -> None:
 # --- pipeline selection --------------------------------------------------------------------
 
 
-def test_cpu_target_picks_the_stencil_pipeline() -> None:
+def test_cpu_target_has_one_pipeline_for_every_graph() -> None:
+    """Stencils, pads and convs go through the planner like everything else (their
+    window groups are post-tiled inside the default pipeline)."""
     cpu = get_target("cpu")
-    assert cpu.pipeline_for(parse(PAD)) == pipelines.cpu_stencil_pipeline("post-tile")
-    assert cpu.pipeline_for(parse(PAD), parallel=False) == pipelines.cpu_stencil_pipeline("post-tile", parallel=False)
+    assert cpu.pipeline_for(parse(PAD)) == pipelines.cpu_pipeline()
+    assert cpu.pipeline_for(parse(PAD), parallel=False) == pipelines.cpu_pipeline(parallel=False)
     assert cpu.pipeline_for(parse(PAD), fuse=False) == pipelines.cpu_pipeline(fuse=False)
     assert cpu.pipeline_for(parse(SMALL), fast_math=True) == pipelines.cpu_pipeline(fast_math=True)
+    assert "loop-post-tile-fuse{scope=group}" in pipelines.cpu_pipeline()
     assert get_target("gpu").pipeline_for(parse(PAD)) == pipelines.gpu_pipeline()
 
 

@@ -53,6 +53,19 @@ SUITE: dict[str, SuiteGraph] = {
 }
 
 
+# Window graphs (convolutions, pooling): planned by the ILP into window groups that
+# post-tiling fusion lowers. Kept apart from SUITE, whose graphs every GPU and
+# simulator test also runs.
+WINDOW_SUITE: dict[str, SuiteGraph] = {
+    g.name: g
+    for g in (
+        SuiteGraph("resnet_block", models.resnet_block, "ResNet basic block, 64x56x56 (conv-BN-ReLU x2, residual)"),
+        SuiteGraph("conv_layernorm", models.conv_layernorm, "3x3 conv-BN-ReLU, then LayerNorm over 96 channels"),
+        SuiteGraph("conv_pool", models.conv_pool, "conv-BN-ReLU then 3x3/2 max pool, 64x112x112"),
+    )
+}
+
+
 def entry_function(module: ModuleOp) -> func.FuncOp:
     return next(op for op in module.ops if isinstance(op, func.FuncOp))
 

@@ -186,3 +186,45 @@ def layernorm_backward(rows: int = SEQ, cols: int = HIDDEN) -> ModuleOp:
                  - xhat * b.mean(dxhat * xhat, axis=-1, keepdims=True))
     b.output(dx, dgamma, dbeta)
     return b.module()
+
+
+# --- window graphs: convolutions and pooling with their epilogues ---------------------------------
+
+
+def _conv_bn_relu(b: GraphBuilder, x, channels: int, name: str, relu: bool = True):
+    """3x3 conv (pad 1) + inference batch norm as a per-channel scale and shift (+ ReLU)."""
+    w = b.input(f"{name}_w", (channels, channels, 3, 3))
+    scale, shift = b.input(f"{name}_scale", (channels,)), b.input(f"{name}_shift", (channels,))
+    y = b.conv2d(x, w, pads=[1, 1, 1, 1])
+    y = y * b.reshape(scale, (1, channels, 1, 1)) + b.reshape(shift, (1, channels, 1, 1))
+    return b.relu(y) if relu else y
+
+
+def resnet_block(channels: int = 64, size: int = 56) -> ModuleOp:
+    """ResNet-18's basic block: conv-BN-ReLU-conv-BN, residual add, ReLU."""
+    b = GraphBuilder()
+    x = b.input("x", (1, channels, size, size))
+    y = _conv_bn_relu(b, x, channels, "c1")
+    y = _conv_bn_relu(b, y, channels, "c2", relu=False)
+    b.output(b.relu(y + x))
+    return b.module()
+
+
+def conv_layernorm(channels: int = 96, size: int = 56) -> ModuleOp:
+    """A ConvNeXt-style stem: 3x3 conv, then LayerNorm over channels (NHWC)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, channels, size, size))
+    y = _conv_bn_relu(b, x, channels, "c1")
+    t = b.transpose(y, [0, 2, 3, 1])
+    gamma, beta = b.input("gamma", (channels,)), b.input("beta", (channels,))
+    b.output(_layernorm(b, t, gamma, beta))
+    return b.module()
+
+
+def conv_pool(channels: int = 64, size: int = 112) -> ModuleOp:
+    """ResNet's stem tail: conv-BN-ReLU then a 3x3 stride-2 max pool."""
+    b = GraphBuilder()
+    x = b.input("x", (1, channels, size, size))
+    y = _conv_bn_relu(b, x, channels, "c1")
+    b.output(b.max_pool2d(y, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1)))
+    return b.module()

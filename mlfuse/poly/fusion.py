@@ -239,7 +239,8 @@ def plan_band(unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions)
         except Unsupported as e:
             raise Refused(f"the extension of '{w.nest_name.data}' has no affine bounds ({e})") from None
         static = w.static_bounds()
-        assert static is not None
+        if static is None:  # a writer already tiled elsewhere (gemver: two live-outs share it)
+            raise Refused(f"'{w.nest_name.data}' is already tiled (bounds depend on another band)")
         if not bounds_set(shape, names.stmt(w), params).intersect_params(ctx).is_subset(domain(w, names)):
             # the hull of a non-convex extension may stick out of the domain: clamp it
             shape = [Bounds((*b.lower, AffineExpr.constant(lo)), (*b.upper, AffineExpr.constant(hi)))
