@@ -5,7 +5,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import json
+import math
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -178,6 +180,10 @@ class CompiledFunction:
     # Free arenas kept between calls; more concurrent calls than this allocate
     # arenas of their own and drop them afterwards.
     MAX_POOLED_ARENAS = 8
+    # Results of allocating calls that are watched for reuse (see _recycled_outputs),
+    # for functions whose outputs take at least RECYCLE_MIN_BYTES.
+    RECYCLED_OUTPUT_SETS = 2
+    RECYCLE_MIN_BYTES = 1 << 20
 
     def __init__(self, jit, entry: str, inputs: list[TensorSpec], outputs: list[TensorSpec]):
         from mlfuse.backend import cpu
@@ -192,6 +198,8 @@ class CompiledFunction:
         # needs no lock (and a fork can never leave one held in the child).
         self.arena_bytes = jit.global_int(f"{entry}__arena_bytes")
         self._arenas = [self._new_arena()] if self.arena_bytes else []
+        self._issued: list[tuple[np.ndarray, ...]] = []  # recent allocating calls' results
+        self._recycle = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in outputs) >= self.RECYCLE_MIN_BYTES
         self._sync_threads = cpu.sync_num_threads
         n_args = len(inputs) + len(outputs) + (self.arena_bytes > 0)
         self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(address)
@@ -243,8 +251,34 @@ class CompiledFunction:
             checked.append(np.ascontiguousarray(a))
         return checked
 
+    def _recycled_outputs(self) -> tuple[np.ndarray, ...] | None:
+        """The results of an earlier allocating call that nobody holds any more, or None.
+
+        A loop `y = f(x)` drops the previous y right after the call that makes the next
+        one, so with two sets in rotation every call writes warm memory: fresh pages
+        would cost a page fault and the kernel's zeroing each (LayerNorm at 65536x1024:
+        about as long as the kernel itself). A set is free when its arrays and their
+        memory are referenced by the set alone (no array, view or torch tensor of them
+        left). list.pop and append are atomic, so concurrent calls never take one set twice."""
+        for _ in range(len(self._issued)):
+            try:
+                candidate = self._issued.pop(0)
+            except IndexError:
+                return None
+            if _held_by_tuple_only(candidate):
+                return candidate
+            self._issued.append(candidate)
+        return None
+
+    def _issue(self, outputs: tuple[np.ndarray, ...]) -> None:
+        if len(self._issued) < self.RECYCLED_OUTPUT_SETS:
+            self._issued.append(outputs)
+
     def _outputs(self, out: Sequence[np.ndarray] | np.ndarray | None, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if out is None:
+            recycled = self._recycled_outputs() if self._recycle else None
+            if recycled is not None:
+                return list(recycled)
             return [aligned_empty(s.shape, s.dtype) for s in self.outputs]
         if isinstance(out, np.ndarray):
             out = [out]
@@ -292,7 +326,19 @@ class CompiledFunction:
             self._give_arena(arena)
         for i, copy in staged.items():
             np.copyto(outputs[i], copy)
-        return tuple(outputs)
+        results = tuple(outputs)
+        if out is None and self._recycle:
+            self._issue(tuple(outputs))  # a tuple of its own: the caller may keep `results`
+        return results
+
+
+def _held_by_tuple_only(arrays: tuple[np.ndarray, ...]) -> bool:
+    """Whether each array is referenced by `arrays` alone, and its memory (its .base) by
+    the array alone: 2 = that one reference + getrefcount's argument. Indexing keeps
+    no name bound to an array (a loop variable would be a third reference)."""
+    return all(
+        sys.getrefcount(arrays[i]) == 2 and sys.getrefcount(arrays[i].base) == 2 for i in range(len(arrays))
+    )
 
 
 # Compiled modules by key, least recently used first; bounded, since each holds

@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -228,3 +229,49 @@ def test_multiprocessing_fork_pool(fn, team_of_two):
     for (got, threads), want in zip(answers, expected):
         assert threads == 1
         assert all(np.array_equal(g, e) for g, e in zip(got, want))
+
+
+# --- recycled outputs of allocating calls --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def big_fn():
+    """A function whose output (1 MiB) is large enough to be recycled."""
+    src = """func.func @main(%x: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %y = graph.exp %x : tensor<512x512xf32>
+  func.return %y : tensor<512x512xf32>
+}"""
+    return mlfuse.compile(src)
+
+
+def test_dropped_results_are_recycled(big_fn):
+    x = np.random.default_rng(11).standard_normal((512, 512)).astype(np.float32)
+    addresses = set()
+    for _ in range(6):
+        (y,) = big_fn(x)  # the previous y is dropped only after this call
+        addresses.add(y.ctypes.data)
+    assert len(addresses) == 2  # two sets in rotation: warm memory, no page faults
+    np.testing.assert_allclose(y, np.exp(x), rtol=2e-7)
+
+
+def test_held_results_and_views_are_never_overwritten(big_fn):
+    rng = np.random.default_rng(12)
+    xs = [rng.standard_normal((512, 512)).astype(np.float32) for _ in range(5)]
+    kept = [big_fn(xs[0])[0], big_fn(xs[1])[0][3:]]  # an array, and a view of one
+    as_tuple = big_fn(xs[2])  # the whole result tuple
+    for x in xs[3:]:
+        big_fn(x)  # dropped at once: these may reuse each other's memory, not the ones above
+    np.testing.assert_allclose(kept[0], np.exp(xs[0]), rtol=2e-7)
+    np.testing.assert_allclose(kept[1], np.exp(xs[1])[3:], rtol=2e-7)
+    np.testing.assert_allclose(as_tuple[0], np.exp(xs[2]), rtol=2e-7)
+
+
+def test_recycling_from_threads(big_fn):
+    """Concurrent allocating calls never get the same output memory."""
+    rng = np.random.default_rng(13)
+    xs = [rng.standard_normal((512, 512)).astype(np.float32) for _ in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        for _ in range(3):
+            results = list(pool.map(lambda x: big_fn(x)[0], xs))
+            for x, y in zip(xs, results):
+                np.testing.assert_allclose(y, np.exp(x), rtol=2e-7)
