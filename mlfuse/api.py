@@ -199,6 +199,11 @@ class CompiledFunction:
         self.arena_bytes = jit.global_int(f"{entry}__arena_bytes")
         self._arenas = [self._new_arena()] if self.arena_bytes else []
         self._issued: list[tuple[np.ndarray, ...]] = []  # recent allocating calls' results
+        # A loader of this function compiled for outputs aligned to 16 bytes only (what
+        # np.empty gives), set by load_cpu; the compiled variant once loaded.
+        self.loose_outputs: Any = None
+        self._loose: CompiledFunction | None = None
+        self.output_alignment = ALIGNMENT  # what the compiled code assumes of outputs
         self._recycle = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in outputs) >= self.RECYCLE_MIN_BYTES
         self._sync_threads = cpu.sync_num_threads
         n_args = len(inputs) + len(outputs) + (self.arena_bytes > 0)
@@ -311,11 +316,26 @@ class CompiledFunction:
         if out is not None and len(outputs) > 1:
             self._check_disjoint(outputs, addresses)
         # compiled code may assume outputs are ALIGNMENT-byte aligned (aligned vector and
-        # non-temporal stores): a misaligned out= array is written through a copy,
-        # one per call, so concurrent calls never share it
+        # non-temporal stores): out= arrays aligned to 16 bytes go to a variant compiled
+        # for that (no copy); others are written through a copy, one per call, so
+        # concurrent calls never share it
+        if any(a % ALIGNMENT for a in addresses) and all(a % 16 == 0 for a in addresses):
+            loose = self._loose_variant()
+            if loose is not None:
+                return loose._run(inputs, outputs, addresses)
+        return self._run(inputs, outputs, addresses, issue=out is None)
+
+    def _loose_variant(self) -> CompiledFunction | None:
+        if self._loose is None and self.loose_outputs is not None:
+            self._loose = self.loose_outputs()  # two threads may both compile: the cache makes it cheap
+        return self._loose
+
+    def _run(self, inputs: list[np.ndarray], outputs: list[np.ndarray], addresses: list[int],
+             issue: bool = False) -> tuple[np.ndarray, ...]:
+        """Call the compiled code on checked arrays."""
         staged = {}
         for i, address in enumerate(addresses):
-            if address % ALIGNMENT:
+            if address % self.output_alignment:
                 staged[i] = aligned_empty(outputs[i].shape, outputs[i].dtype)
                 addresses[i] = staged[i].ctypes.data
         self._sync_threads()
@@ -327,7 +347,7 @@ class CompiledFunction:
         for i, copy in staged.items():
             np.copyto(outputs[i], copy)
         results = tuple(outputs)
-        if out is None and self._recycle:
+        if issue and self._recycle:
             self._issue(tuple(outputs))  # a tuple of its own: the caller may keep `results`
         return results
 
@@ -421,7 +441,28 @@ def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunc
     if jit is None:
         jit = cpu.JitModule(*_object_and_constants(module, steps, key))
         _memory_put(key, jit)
-    return CompiledFunction(jit, entry, inputs, outputs)
+    fn = CompiledFunction(jit, entry, inputs, outputs)
+    variant = with_output_alignment(steps, 16)
+    if variant is not None:  # compiled on the first out= array numpy aligned to 16 bytes only
+        fn.loose_outputs = lambda: _with_alignment(load_cpu(module, entry, variant), 16)
+    return fn
+
+
+def _with_alignment(fn: CompiledFunction, alignment: int) -> CompiledFunction:
+    fn.output_alignment = alignment
+    return fn
+
+
+def with_output_alignment(steps: Sequence[str], alignment: int) -> list[str] | None:
+    """`steps` with convert-to-llvm told that outputs are `alignment`-byte aligned; None if
+    the pipeline has no plain convert-to-llvm step to tell."""
+    out = list(steps)
+    for i, step in enumerate(out):
+        if step == "convert-to-llvm" or (step.startswith("convert-to-llvm{") and "output-alignment" not in step):
+            options = step[len("convert-to-llvm{") : -1] if "{" in step else ""
+            out[i] = f"convert-to-llvm{{{' '.join(filter(None, [options, f'output-alignment={alignment}']))}}}"
+            return out
+    return None
 
 
 def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> tuple[bytes, dict[str, bytes]]:

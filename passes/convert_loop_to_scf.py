@@ -9,7 +9,8 @@ threads; smaller nests stay inline. With `streaming=true` (the default), pure
 unit-stride writes to buffers of 32 MiB or more become `memref.store
 {nontemporal = true}` (streaming stores, made non-temporal after LLVM vectorizes),
 and unit-stride loads of such buffers inside a `loop.band` get `mlfuse.prefetch`
-(software prefetches a few rows ahead, added after LLVM vectorizes).
+(software prefetches a few rows ahead, added after LLVM vectorizes). The
+rewrite is xDSL patterns (mlfuse.conversion.loop_to_scf.loop_to_scf_patterns).
 
 Before:
     loop.nest "exp" lower [0] upper [8] iterators ["parallel"]

@@ -43,9 +43,16 @@ class ConvertToLlvmPass(ModulePass):
     gemm: str = "generated"
     """How loop.gemm runs: `generated` kernels or `blas` (scipy's BLAS)."""
 
+    output_alignment: int = 64
+    """Bytes to which the entry's outputs are aligned (a power of two from 16: the runtime
+    compiles a 16-byte variant for out= arrays from np.empty)."""
+
     def __post_init__(self) -> None:
         if self.gemm not in ("generated", "blas"):
             raise ValueError(f"convert-to-llvm: gemm must be 'generated' or 'blas', got '{self.gemm}'")
+        a = self.output_alignment
+        if a < 16 or a & (a - 1):
+            raise ValueError(f"convert-to-llvm: output-alignment must be a power of two >= 16, got {a}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_to_llvm(op, self.fast_math, self.gemm)
+        convert_to_llvm(op, self.fast_math, self.gemm, self.output_alignment)

@@ -374,3 +374,40 @@ def test_usage_errors():
         x = b.input("x", (2,))
         if x > 0:
             pass
+
+
+# --- the shared broadcasting and dtype table (also used by the ONNX importer) ---------------
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [((4, 1), (3,)), ((0, 1), (1, 5)), ((), (2, 3)), ((2, 1, 3), (4, 1)), ((1,), (0,))],
+)
+def test_broadcast_shapes_is_numpys(shapes):
+    from mlfuse.frontend.builder import broadcast_shapes
+
+    assert broadcast_shapes(*shapes) == np.broadcast_shapes(*shapes)
+
+
+def test_broadcast_shapes_and_op_refuse_what_numpy_refuses():
+    from xdsl.dialects.builtin import TensorType, f32
+    from xdsl.ir import Block
+
+    from mlfuse.frontend.builder import broadcast_op, broadcast_shapes
+
+    with pytest.raises(ValueError):
+        broadcast_shapes((4, 8), (3,))
+    x = Block(arg_types=[TensorType(f32, [3, 1])]).args[0]
+    assert broadcast_op(x, (3, 1)) is None
+    op = broadcast_op(x, (2, 3, 5))
+    assert op is not None and list(op.dims.get_values()) == [1, 2] and graph.shape_of(op.result) == (2, 3, 5)
+    with pytest.raises(ValueError, match=r"cannot broadcast shape \(3, 1\) to \(2, 5\)"):
+        broadcast_op(x, (2, 5))
+
+
+def test_one_dtype_table_derived_from_the_graph_dialect():
+    from mlfuse.frontend import builder
+
+    assert builder.NUMPY_ELEMENT_TYPES == {dtype: t for t, dtype in graph.ELEMENT_TYPES.values()}
+    for name, (t, dtype) in graph.ELEMENT_TYPES.items():
+        assert builder.element_type(name) == builder.element_type(dtype) == t

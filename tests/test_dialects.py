@@ -22,7 +22,7 @@ from xdsl.transforms.canonicalize import CanonicalizePass
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.utils.exceptions import VerifyException
 
-from mlfuse.dialects import fusion, graph
+from mlfuse.dialects import fusion, graph, loop
 from mlfuse.dialects.graph_canonicalize import MAX_FOLDED_ELEMENTS
 from mlfuse.ir import make_context, parse_module
 from mlfuse.reference import reference
@@ -237,12 +237,46 @@ def test_fusion_group_verifier_messages():
         return fusion.GroupOp(name, kind, [x], [X48], Region(body))
 
     group().verify()
-    with pytest.raises(VerifyException, match="kind must be one of loop, stitch"):
-        group(kind="fused").verify()
+    with pytest.raises(ValueError, match="kind must be one of loop, stitch"):
+        group(kind="fused")  # an enum attribute: the IR cannot hold another kind
     with pytest.raises(VerifyException, match="needs a non-empty name"):
         group(name="").verify()
     with pytest.raises(VerifyException, match=r"'fusion.yield' types \(tensor<8xf32>\) do not match"):
         group(yield_types_match=False).verify()
+
+
+def test_kinds_are_enum_attributes_that_compare_as_strings():
+    """Iterator, index and group kinds are EnumAttributes; the Python API still sees strings."""
+    buf = Block(arg_types=[tensor_type((4,))]).args[0]  # any value: the nest is not verified
+    body = Block(arg_types=[f32, f32])
+    body.add_op(loop.YieldOp(body.args[1]))
+    nest = loop.NestOp("n", [4, 8], ["parallel", loop.REDUCTION], [buf], [buf], [], Region(body))
+    assert all(isinstance(a, loop.IteratorKindAttr) for a in nest.iterators.data)
+    assert nest.iterator_kinds == ["parallel", "reduction"] and loop.PARALLEL == "parallel"
+    assert {"parallel": 1}[nest.iterator_kinds[0]] == 1 and f"{nest.iterator_kinds[1]}" == "reduction"
+    with pytest.raises(ValueError, match="'loop.nest' iterator must be parallel or reduction, got 'window'"):
+        loop.NestOp("n", [4], ["window"], [], [buf], [], Region(Block()))
+    with pytest.raises(ValueError, match="'loop.index' kind must be dim or sym, got 'row'"):
+        loop.IndexOp("row", 0)
+    assert loop.IndexOp("sym", 1).kind.data == "sym"
+    g = fusion.GroupOp("g", "stitch", [], [], Region(Block()))
+    assert isinstance(g.kind, fusion.GroupKindAttr) and g.kind.data == "stitch" and "stitch" in fusion.GROUP_KINDS
+
+
+def test_enum_attributes_round_trip_in_generic_form():
+    text = '''func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %r = fusion.group "g" kind = "reduce" (%x) : (tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    fusion.yield %a : tensor<8xf32>
+  }
+  func.return %r : tensor<8xf32>
+}'''
+    module = parse_module(text)
+    out = StringIO()
+    Printer(stream=out, print_generic_format=True).print_op(module)
+    assert 'kind = #fusion<group_kind "reduce">' in out.getvalue()
+    again = parse_module(out.getvalue())
+    assert str(again) == str(module)
 
 
 # --- canonicalization ----------------------------------------------------------------------

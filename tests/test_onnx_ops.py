@@ -524,3 +524,32 @@ def test_rejected_nodes_give_a_located_diagnostic(op_type, inputs, consts, opset
         import_onnx(model)
     assert info.value.location == f"the_{op_type.lower()}"
     assert str(info.value).startswith(f"the_{op_type.lower()}: error: {op_type}: ")
+
+
+def test_the_importer_shares_the_builders_broadcasting_and_dtype_table():
+    """One broadcasting implementation and one numpy dtype table for both frontends."""
+    from mlfuse.frontend import builder, onnx_ops
+
+    assert onnx_ops.broadcast_shapes is builder.broadcast_shapes
+    assert onnx_ops.broadcast_op is builder.broadcast_op
+    assert onnx_ops.NUMPY_ELEMENT_TYPES is builder.NUMPY_ELEMENT_TYPES
+
+
+def test_operands_that_do_not_broadcast_are_a_diagnostic_at_the_node():
+    """(ONNX shape inference usually says so first; the importer's own check stays located.)"""
+    from xdsl.dialects.builtin import TensorType, f32
+    from xdsl.ir import Block
+
+    from mlfuse.frontend import onnx_ops
+
+    class FakeNode:
+        def error(self, message: str) -> Diagnostic:
+            return Diagnostic(f"Add: {message}", "the_add")
+
+    node = FakeNode()
+    assert onnx_ops.broadcast_shape(node, (4, 1), (3,)) == (4, 3)
+    with pytest.raises(Diagnostic, match=r"Add: operand shapes 4x8, 3 do not broadcast"):
+        onnx_ops.broadcast_shape(node, (4, 8), (3,))
+    x = Block(arg_types=[TensorType(f32, [3])]).args[0]
+    with pytest.raises(Diagnostic, match=r"Add: cannot broadcast 3 to 4x8"):
+        onnx_ops.broadcast_to(node, x, (4, 8))

@@ -234,6 +234,14 @@ def test_multiprocessing_fork_pool(fn, team_of_two):
 # --- recycled outputs of allocating calls --------------------------------------------------------
 
 
+# expand-math's exp is within 0.9 ulp of the exact value: 2 ulps of f32 against float64
+EXP_RTOL = 2 * 2.0**-23
+
+
+def exact_exp(x: np.ndarray) -> np.ndarray:
+    return np.exp(x.astype(np.float64))
+
+
 @pytest.fixture(scope="module")
 def big_fn():
     """A function whose output (1 MiB) is large enough to be recycled."""
@@ -251,7 +259,7 @@ def test_dropped_results_are_recycled(big_fn):
         (y,) = big_fn(x)  # the previous y is dropped only after this call
         addresses.add(y.ctypes.data)
     assert len(addresses) == 2  # two sets in rotation: warm memory, no page faults
-    np.testing.assert_allclose(y, np.exp(x), rtol=2e-7)
+    np.testing.assert_allclose(y, exact_exp(x), rtol=EXP_RTOL)
 
 
 def test_held_results_and_views_are_never_overwritten(big_fn):
@@ -261,9 +269,9 @@ def test_held_results_and_views_are_never_overwritten(big_fn):
     as_tuple = big_fn(xs[2])  # the whole result tuple
     for x in xs[3:]:
         big_fn(x)  # dropped at once: these may reuse each other's memory, not the ones above
-    np.testing.assert_allclose(kept[0], np.exp(xs[0]), rtol=2e-7)
-    np.testing.assert_allclose(kept[1], np.exp(xs[1])[3:], rtol=2e-7)
-    np.testing.assert_allclose(as_tuple[0], np.exp(xs[2]), rtol=2e-7)
+    np.testing.assert_allclose(kept[0], exact_exp(xs[0]), rtol=EXP_RTOL)
+    np.testing.assert_allclose(kept[1], exact_exp(xs[1])[3:], rtol=EXP_RTOL)
+    np.testing.assert_allclose(as_tuple[0], exact_exp(xs[2]), rtol=EXP_RTOL)
 
 
 def test_recycling_from_threads(big_fn):
@@ -274,4 +282,30 @@ def test_recycling_from_threads(big_fn):
         for _ in range(3):
             results = list(pool.map(lambda x: big_fn(x)[0], xs))
             for x, y in zip(xs, results):
-                np.testing.assert_allclose(y, np.exp(x), rtol=2e-7)
+                np.testing.assert_allclose(y, exact_exp(x), rtol=EXP_RTOL)
+
+
+def test_out_arrays_aligned_to_16_bytes_need_no_copy(big_fn):
+    """np.empty gives 16-byte alignment: such out= arrays run a variant compiled for it
+    (written in place, no staged copy); anything less aligned is still staged."""
+    x = np.random.default_rng(14).standard_normal((512, 512)).astype(np.float32)
+    raw = np.empty(512 * 512 * 4 + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + 16  # 16-byte aligned, not 64
+    out = raw[start : start + 512 * 512 * 4].view(np.float32).reshape(512, 512)
+    out.fill(np.nan)
+    (y,) = big_fn(x, out=[out])
+    assert y is out and big_fn._loose is not None and big_fn._loose.output_alignment == 16
+    np.testing.assert_allclose(out, exact_exp(x), rtol=EXP_RTOL)
+    odd = raw[start + 4 : start + 4 + 512 * 512 * 4].view(np.float32).reshape(512, 512)  # 4-byte aligned
+    odd.fill(np.nan)
+    big_fn(x, out=[odd])
+    np.testing.assert_allclose(odd, exact_exp(x), rtol=EXP_RTOL)
+
+
+def test_with_output_alignment_rewrites_the_llvm_step():
+    from mlfuse.api import with_output_alignment
+
+    assert with_output_alignment(["cse", "convert-to-llvm"], 16) == ["cse", "convert-to-llvm{output-alignment=16}"]
+    assert with_output_alignment(["convert-to-llvm{fast-math=true}"], 16) == [
+        "convert-to-llvm{fast-math=true output-alignment=16}"]
+    assert with_output_alignment(["convert-to-llvm{output-alignment=32}"], 16) is None

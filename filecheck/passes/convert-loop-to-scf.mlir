@@ -89,3 +89,37 @@ func.func @untouched() {
 // An invalid option value is rejected before anything runs.
 // RUN: not mlfuse-opt %s -p 'convert-loop-to-scf{parallel=maybe}' 2>&1 | filecheck %s --check-prefix=OPTION
 // OPTION: <pass-pipeline>:1:1: error: invalid pass pipeline
+
+// -----
+
+// Kernels are numbered per function in walk order (the k of @<fn>__<k>_<name>),
+// the small ones included; each outlined function goes right after its caller,
+// so the module lists the last kernel first. A band's nests are the band's.
+// CHECK-LABEL: func.func @several
+// CHECK: loop.parallel_call @several__0_first(
+// CHECK: scf.for
+// CHECK: loop.parallel_call @several__2_rows(
+// CHECK: func.func private @several__2_rows(
+// CHECK: func.func private @several__0_first(
+// CHECK-NOT: loop.
+// SERIAL-LABEL: func.func @several
+// SERIAL-NOT: loop.
+func.func @several(%x: memref<256x256xf32>, %y: memref<256x256xf32>, %s: memref<8xf32>) {
+  loop.nest "first" lower [0, 0] upper [256, 256] iterators ["parallel", "parallel"] ins(%x : memref<256x256xf32>) outs(%y : memref<256x256xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  loop.nest "small" lower [0] upper [8] iterators ["parallel"] ins(%s : memref<8xf32>) outs(%s : memref<8xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  loop.band "rows" upper [256] {
+  ^bb0(%r: index):
+    loop.nest "row" syms(%r) lower [0] upper [256] iterators ["parallel"] ins(%x : memref<256x256xf32>) outs(%y : memref<256x256xf32>) maps [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> (s0, d0)>] {
+    ^bb0(%a: f32, %o: f32):
+      %e = math.exp %a : f32
+      loop.yield %e : f32
+    }
+  }
+  func.return
+}

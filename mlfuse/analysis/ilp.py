@@ -166,7 +166,8 @@ def _constraints(n: int, k: int, cover: tuple[list[int], list[int]], lazy: _Lazy
         upper.append(len(cycle) - 1.0)
         row += 1
     matrix = csr_array((np.ones(len(rows)), (rows, cols)), shape=(row, k))
-    return LinearConstraint(matrix, lower, upper)
+    # scipy takes a bound per row; pyright reads the type of its default (a float)
+    return LinearConstraint(matrix, lower, upper)  # pyright: ignore[reportArgumentType]
 
 
 def _add_cuts(lazy: _Lazy, conflicts: ConflictIndex, on_cycle: list[int]) -> None:

@@ -106,7 +106,9 @@ def apply_streaming(text: str, triple: str) -> str:
         return text
     numbered = [int(n) for n in re.findall(r"^!(\d+) = ", text, re.M)]
     nt = f"!{1 + max(numbered)}"
-    store = re.compile(r"^(\s+store <(\d+) x (float|double)> .*, align (\d+), !tbaa (!\d+))(.*)$")
+    # integer vectors too: instcombine stores a float built by bit operations (tanh's
+    # sign) as the integers it was computed in
+    store = re.compile(r"^(\s+store <(\d+) x (float|double|i32|i64)> .*, align (\d+), !tbaa (!\d+))(.*)$")
     load = re.compile(r"^\s+%[\w.]+ = load <\d+ x (?:float|double)>, ptr (%[\w.]+), align \d+, !tbaa (!\d+)")
     out, in_function, fence, converted, prefetches = [], False, False, 0, 0
     for line in text.split("\n"):
@@ -116,8 +118,9 @@ def apply_streaming(text: str, triple: str) -> str:
         if in_function and m and m.group(5) in store_tags:
             lanes, element, align = int(m.group(2)), m.group(3), int(m.group(4))
             # x86 has no unaligned vector non-temporal store: LLVM would split it
-            # into 8-byte pieces, so only stores proven aligned stream
-            if align >= lanes * (4 if element == "float" else 8):
+            # into 8-byte pieces, so only stores proven aligned stream; 16 bytes is
+            # enough (a wider store becomes 16-byte movntps pieces: outputs from np.empty)
+            if align >= min(16, lanes * (4 if element in ("float", "i32") else 8)):
                 line = f"{m.group(1)}, !nontemporal {nt}{m.group(6)}"
                 fence = True
                 converted += 1

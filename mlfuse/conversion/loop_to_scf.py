@@ -18,6 +18,11 @@ unit-stride writes to buffers of at least NONTEMPORAL_MIN_BYTES, which no later
 reader finds in cache anyway; loads that stream into the nests of a row band get
 `mlfuse.prefetch` (see PREFETCH_ATTR). mlfuse/backend/streaming.py makes the stores
 non-temporal and adds the prefetches after LLVM has vectorized them.
+
+The conversion is two xDSL patterns, `BandToScf` and `NestToScf`, applied in one
+`PatternRewriteWalker` pass after an analysis step: the streaming marks (which
+look at whole nests) and the numbering of each function's kernels (the `k` in
+the outlined names).
 """
 
 from __future__ import annotations
@@ -25,10 +30,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import ArrayAttr, BoolAttr, IndexType, IntAttr, IntegerAttr, MemRefType, ModuleOp, UnitAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BoolAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    UnitAttr,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
@@ -38,6 +54,13 @@ from xdsl.ir.affine import (
     AffineExpr,
     AffineMap,
     AffineSymExpr,
+)
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
 
@@ -249,7 +272,16 @@ def symbol_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", text)
 
 
-def outline_nest(module: ModuleOp, fn: func.FuncOp, nest: loop.NestOp, k: int, plan: tuple[int, int, int]) -> None:
+def outlined_function(fn: func.FuncOp, k: int, name: str, block: Block) -> func.FuncOp:
+    """The private function `@<fn>__<k>_<name>` around `block` (which takes lo, hi, operands)."""
+    symbol = f"{fn.sym_name.data}__{k}_{symbol_name(name)}"
+    outlined = func.FuncOp(symbol, (list(block.arg_types), []), Region(block), visibility="private")
+    outlined.attributes["mlfuse.kernel"] = StringAttr(name)
+    return outlined
+
+
+def outline_nest(fn: func.FuncOp, nest: loop.NestOp, k: int, plan: tuple[int, int, int]) -> tuple[func.FuncOp, loop.ParallelCallOp]:
+    """The function running `nest` over [lo, hi) of its dimension `plan[0]`, and the call replacing it."""
     dim, trip, grain = plan
     # Unique buffers only: the same buffer read and written is one parameter.
     operands = list(dict.fromkeys([*nest.syms, *nest.ins, *nest.outs]))
@@ -269,21 +301,8 @@ def outline_nest(module: ModuleOp, fn: func.FuncOp, nest: loop.NestOp, k: int, p
         override={dim: (lo, hi)},
     )
     b.insert(func.ReturnOp())
-    name = f"{fn.sym_name.data}__{k}_{symbol_name(nest.nest_name.data)}"
-    outlined = func.FuncOp(name, (list(block.arg_types), []), Region(block), visibility="private")
-    outlined.attributes["mlfuse.kernel"] = nest.nest_name
-    module.body.block.insert_op_after(outlined, fn)
-    call = loop.ParallelCallOp(name, trip, operands, grain)
-    Builder(InsertPoint.before(nest)).insert(call)
-    nest.detach()
-    nest.erase()
-
-
-def inline_nest(nest: loop.NestOp) -> None:
-    b = Builder(InsertPoint.before(nest))
-    emit_nest_loops(b, nest, list(nest.syms), [*nest.ins, *nest.outs])
-    nest.detach()
-    nest.erase()
+    outlined = outlined_function(fn, k, nest.nest_name.data, block)
+    return outlined, loop.ParallelCallOp(outlined.sym_name.data, trip, operands, grain)
 
 
 def nest_points(nest: loop.NestOp) -> int:
@@ -369,49 +388,105 @@ def captured_values(band: loop.BandOp) -> list[SSAValue]:
     return list(captured)
 
 
-def outline_band(module: ModuleOp, fn: func.FuncOp, band: loop.BandOp, k: int) -> None:
+def outline_band(fn: func.FuncOp, band: loop.BandOp, k: int) -> tuple[func.FuncOp, loop.ParallelCallOp]:
+    """The function running [lo, hi) of the band's collapsed iterations, and the call replacing it."""
     operands = captured_values(band)
     block = Block(arg_types=[IndexType(), IndexType(), *[v.type for v in operands]])
     lo, hi, *params = block.args
     b = Builder(InsertPoint.at_end(block))
     emit_band(b, band, dict(zip(operands, params)), linear=(lo, hi))
     b.insert(func.ReturnOp())
-    name = f"{fn.sym_name.data}__{k}_{symbol_name(band.band_name.data)}"
-    outlined = func.FuncOp(name, (list(block.arg_types), []), Region(block), visibility="private")
-    outlined.attributes["mlfuse.kernel"] = band.band_name
-    module.body.block.insert_op_after(outlined, fn)
+    outlined = outlined_function(fn, k, band.band_name.data, block)
     # all the band's dimensions are split across threads as one collapsed range
     iterations = math.prod(band.sizes)
     per_iteration = band_work(band) // max(1, iterations)
     grain = max(1, -(-GRAIN_POINTS // max(1, per_iteration)))
-    Builder(InsertPoint.before(band)).insert(loop.ParallelCallOp(name, iterations, operands, grain))
-    band.detach()
-    band.erase()
+    return outlined, loop.ParallelCallOp(outlined.sym_name.data, iterations, operands, grain)
 
 
-def inline_band(band: loop.BandOp) -> None:
-    emit_band(Builder(InsertPoint.before(band)), band, {})
-    band.detach()
-    band.erase()
+def band_is_parallel(band: loop.BandOp) -> bool:
+    """A band directly in a function, of 2+ iterations and enough work for the thread team."""
+    return (
+        isinstance(band.parent_op(), func.FuncOp)
+        and math.prod(band.sizes) >= 2
+        and band_work(band) >= PARALLEL_MIN_POINTS
+    )
+
+
+def replace_by_call(
+    rewriter: PatternRewriter, op: Operation, fn: func.FuncOp, outlined: func.FuncOp, call: loop.ParallelCallOp
+) -> None:
+    """`outlined` goes right after `fn` (so the module lists the last kernel first, as it
+    always has), and `call` in place of `op`."""
+    rewriter.insert(outlined, InsertPoint.after(fn))
+    rewriter.replace(op, call)
+
+
+@dataclass
+class NestToScf(RewritePattern):
+    """A loop.nest outside any band -> scf.for loops in place, or, with `parallel` and
+    enough work (`parallel_plan`), an outlined function called by loop.parallel_call.
+
+    `kernels` numbers each function's kernels in walk order (the k of the outlined
+    names, see `number_kernels`); a nest without a number stays inline."""
+
+    kernels: dict[Operation, int]
+    parallel: bool = True
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.NestOp, rewriter: PatternRewriter) -> None:
+        fn, k = op.parent_op(), self.kernels.get(op)
+        if isinstance(fn, loop.BandOp):
+            return  # BandToScf emits the nests of a band
+        plan = parallel_plan(op) if self.parallel and k is not None and isinstance(fn, func.FuncOp) else None
+        if plan is not None and k is not None and isinstance(fn, func.FuncOp):
+            replace_by_call(rewriter, op, fn, *outline_nest(fn, op, k, plan))
+            return
+        emit_nest_loops(rewriter, op, list(op.syms), [*op.ins, *op.outs])
+        rewriter.erase(op)
+
+
+@dataclass
+class BandToScf(RewritePattern):
+    """A loop.band -> its loops in place (scratch allocas first), or, with `parallel`
+    and enough work (`band_is_parallel`), an outlined function over its iterations."""
+
+    kernels: dict[Operation, int]
+    parallel: bool = True
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.BandOp, rewriter: PatternRewriter) -> None:
+        fn, k = op.parent_op(), self.kernels.get(op)
+        if self.parallel and k is not None and isinstance(fn, func.FuncOp) and band_is_parallel(op):
+            replace_by_call(rewriter, op, fn, *outline_band(fn, op, k))
+            return
+        emit_band(rewriter, op, {})
+        rewriter.erase(op)
+
+
+def number_kernels(fn: func.FuncOp) -> dict[Operation, int]:
+    """The function's kernels (bands, and nests outside bands) numbered in walk order."""
+    kernels = [
+        op
+        for op in fn.walk()
+        if isinstance(op, loop.BandOp) or (isinstance(op, loop.NestOp) and not isinstance(op.parent_op(), loop.BandOp))
+    ]
+    return {op: k for k, op in enumerate(kernels)}
+
+
+def loop_to_scf_patterns(kernels: dict[Operation, int], parallel: bool = True) -> list[RewritePattern]:
+    return [BandToScf(kernels, parallel), NestToScf(kernels, parallel)]
 
 
 def convert_loop_to_scf(module: ModuleOp, parallel: bool = True, streaming: bool = True) -> None:
-    for fn in list(module.ops):
-        if not isinstance(fn, func.FuncOp):
-            continue
-        if streaming:
-            mark_streaming_accesses(fn)
-        kernels = [op for op in fn.walk() if isinstance(op, loop.BandOp) or (isinstance(op, loop.NestOp) and not isinstance(op.parent_op(), loop.BandOp))]
-        for k, op in enumerate(kernels):
-            if isinstance(op, loop.BandOp):
-                top = op.parent_op() is fn
-                if parallel and top and math.prod(op.sizes) >= 2 and band_work(op) >= PARALLEL_MIN_POINTS:
-                    outline_band(module, fn, op, k)
-                else:
-                    inline_band(op)
-            else:
-                plan = parallel_plan(op) if parallel and op.parent_op() is fn else None
-                if plan is not None:
-                    outline_nest(module, fn, op, k, plan)
-                else:
-                    inline_nest(op)
+    """Mark the streaming accesses (an analysis of whole nests, before any is lowered),
+    number the kernels, then lower every band and nest in one walk of the patterns
+    (no DCE: an unused constant stays, as it always has; LLVM removes it)."""
+    kernels: dict[Operation, int] = {}
+    for fn in module.ops:
+        if isinstance(fn, func.FuncOp):
+            if streaming:
+                mark_streaming_accesses(fn)
+            kernels.update(number_kernels(fn))
+    applier = GreedyRewritePatternApplier(loop_to_scf_patterns(kernels, parallel), dce_enabled=False)
+    PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(module)

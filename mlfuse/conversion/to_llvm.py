@@ -679,30 +679,38 @@ def cf_patterns() -> list[RewritePattern]:
 # --- functions ---------------------------------------------------------------------------------
 
 
-def buffer_alignment(value: SSAValue) -> int:
-    """Bytes to which a memref's address is known to be aligned (1 when unknown)."""
+def buffer_alignment(value: SSAValue, outputs: int = abi.ALIGNMENT) -> int:
+    """Bytes to which a memref's address is known to be aligned (1 when unknown); an
+    entry's outputs are taken to be `outputs`-byte aligned, its arena ALIGNMENT."""
     if isinstance(value, BlockArgument):
-        fn = value.block.parent_op()
-        if isinstance(fn, func.FuncOp) and fn.body.blocks and value.block is fn.body.blocks[0]:
-            n_inputs = fn.attributes.get(abi.NUM_INPUTS_ATTR)
-            if isinstance(n_inputs, IntegerAttr) and value.index >= n_inputs.value.data:
-                return abi.ALIGNMENT  # an output or the arena (see mlfuse.abi)
-        return 1
+        return _argument_alignment(value, outputs)
     op = value.owner
     if isinstance(op, memref.AllocOp | memref.AllocaOp):
         return abi.ALIGNMENT
     if isinstance(op, loop.ViewOp):
-        return buffer_alignment(op.source)
+        return buffer_alignment(op.source, outputs)
     if isinstance(op, memref.ViewOp):
         shift = op.byte_shift.owner
         if isinstance(shift, arith.ConstantOp) and isinstance(shift.value, IntegerAttr):
             offset = shift.value.value.data
-            base = buffer_alignment(op.source)
+            base = buffer_alignment(op.source, outputs)
             return base if offset % base == 0 else offset & -offset
     return 1
 
 
-def parameter_alignment(module: ModuleOp) -> dict[str, list[list[int]]]:
+def _argument_alignment(value: BlockArgument, outputs: int) -> int:
+    fn = value.block.parent_op()
+    if not (isinstance(fn, func.FuncOp) and fn.body.blocks and value.block is fn.body.blocks[0]):
+        return 1
+    n_inputs = fn.attributes.get(abi.NUM_INPUTS_ATTR)
+    if not isinstance(n_inputs, IntegerAttr) or value.index < n_inputs.value.data:
+        return 1  # an input: whatever numpy gave
+    if abi.ARENA_ATTR in fn.attributes and value.index == len(value.block.args) - 1:
+        return abi.ALIGNMENT  # the arena, allocated by the runtime
+    return outputs  # an output (see mlfuse.abi)
+
+
+def parameter_alignment(module: ModuleOp, outputs: int = abi.ALIGNMENT) -> dict[str, list[list[int]]]:
     """The proven byte alignment of every function's parameters (analysis on the
     memref level, before conversion): first what the function itself knows (an entry's
     outputs and arena), then, for the callees of loop.parallel_call, the minimum over
@@ -712,10 +720,10 @@ def parameter_alignment(module: ModuleOp) -> dict[str, list[list[int]]]:
     for fn in module.ops:
         if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
             continue
-        proven[fn.sym_name.data] = [[buffer_alignment(a) for a in fn.body.block.args]]
+        proven[fn.sym_name.data] = [[buffer_alignment(a, outputs) for a in fn.body.block.args]]
         for op in fn.walk():
             if isinstance(op, loop.ParallelCallOp):
-                known = [1, 1] + [buffer_alignment(a) for a in op.args]
+                known = [1, 1] + [buffer_alignment(a, outputs) for a in op.args]
                 seen = calls.setdefault(op.callee.string_value(), known)
                 calls[op.callee.string_value()] = [min(a, b) for a, b in zip(seen, known)]
     for name, alignment in calls.items():
@@ -832,13 +840,15 @@ def check_input(module: ModuleOp) -> None:
             raise Diagnostic(f"memref.global @{op.sym_name.data} needs a dense initial value", location_of(op))
 
 
-def cpu_patterns(module: ModuleOp, fast_math: bool = False, gemm: str = "generated") -> list[RewritePattern]:
+def cpu_patterns(
+    module: ModuleOp, fast_math: bool = False, gemm: str = "generated", output_alignment: int = abi.ALIGNMENT
+) -> list[RewritePattern]:
     """Every pattern convert-to-llvm applies to a module for the CPU."""
     from mlfuse.conversion.llvm_runtime import gemm_patterns, omp_runtime_patterns
 
     declarations = Declarations()
     return [
-        *func_patterns(parameter_alignment(module)),
+        *func_patterns(parameter_alignment(module, output_alignment)),
         *cf_patterns(),
         *arith_math_patterns(fast_math),
         *libm_patterns(declarations),
@@ -848,10 +858,13 @@ def cpu_patterns(module: ModuleOp, fast_math: bool = False, gemm: str = "generat
     ]
 
 
-def convert_to_llvm(module: ModuleOp, fast_math: bool = False, gemm: str = "generated") -> None:
-    """Lower a module of func/arith/math/scf/memref/loop ops to the llvm dialect."""
+def convert_to_llvm(
+    module: ModuleOp, fast_math: bool = False, gemm: str = "generated", output_alignment: int = abi.ALIGNMENT
+) -> None:
+    """Lower a module of func/arith/math/scf/memref/loop ops to the llvm dialect; entry
+    outputs are assumed `output_alignment`-byte aligned."""
     check_input(module)
-    patterns = cpu_patterns(module, fast_math, gemm)  # the alignment analysis reads memrefs
+    patterns = cpu_patterns(module, fast_math, gemm, output_alignment)  # the alignment analysis reads memrefs
     apply_patterns(module, control_flow_patterns())
     apply_patterns(module, patterns)
     reconcile_casts(module)

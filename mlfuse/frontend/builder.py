@@ -45,7 +45,8 @@ from mlfuse.dialects import graph
 # numpy dtype: the CPU backend rejects it, see mlfuse.diagnostics.reject_bf16).
 ELEMENT_TYPES: dict[str, Attribute] = {name: t for name, (t, _) in graph.ELEMENT_TYPES.items()} | {"bf16": bf16}
 
-NUMPY_TO_DTYPE = {dtype: name for name, (_, dtype) in graph.ELEMENT_TYPES.items()}
+# numpy dtype -> element type, from the same table; the ONNX importer uses it too.
+NUMPY_ELEMENT_TYPES: dict[np.dtype, Attribute] = {dtype: t for t, dtype in graph.ELEMENT_TYPES.values()}
 
 Scalar = bool | int | float | np.generic
 Operand = Any  # a Tensor, a Python/numpy scalar or an array
@@ -63,12 +64,32 @@ def element_type(dtype: str | np.dtype | type | Attribute) -> Attribute:
         np_dtype = np.dtype(dtype)
     except TypeError:
         np_dtype = None
-    if np_dtype is not None and np_dtype in NUMPY_TO_DTYPE:
-        return ELEMENT_TYPES[NUMPY_TO_DTYPE[np_dtype]]
+    if np_dtype is not None and np_dtype in NUMPY_ELEMENT_TYPES:
+        return NUMPY_ELEMENT_TYPES[np_dtype]
     raise ValueError(
         f"unsupported dtype {dtype!r} (expected one of {', '.join(ELEMENT_TYPES)} "
         "or the matching numpy dtype)"
     )
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy's broadcast of several shapes; ValueError when they do not broadcast.
+
+    The one implementation of implicit broadcasting, for the builder and the ONNX importer."""
+    return tuple(int(d) for d in np.broadcast_shapes(*(tuple(s) for s in shapes)))
+
+
+def broadcast_op(value: SSAValue, shape: Sequence[int]) -> graph.BroadcastOp | None:
+    """numpy's broadcast_to of `value` as an explicit graph.broadcast (leading dimensions
+    are new, size-1 dimensions stretch); None when `value` has `shape` already, ValueError
+    when it cannot be broadcast to it."""
+    src, shape = graph.shape_of(value), tuple(int(d) for d in shape)
+    if src == shape:
+        return None
+    offset = len(shape) - len(src)
+    if offset < 0 or any(n not in (1, shape[offset + i]) for i, n in enumerate(src)):
+        raise ValueError(f"cannot broadcast shape {src} to {shape}")
+    return graph.BroadcastOp(value, range(offset, len(shape)), shape)
 
 
 def dtype_name(t: Attribute) -> str:
@@ -346,7 +367,7 @@ class GraphBuilder:
 
     def _broadcast_all(self, tensors: list[Tensor], what: str) -> list[Tensor]:
         try:
-            shape = np.broadcast_shapes(*(t.shape for t in tensors))
+            shape = broadcast_shapes(*(t.shape for t in tensors))
         except ValueError:
             shapes = " and ".join(str(t.shape) for t in tensors)
             raise ValueError(f"{what}: shapes {shapes} cannot be broadcast together") from None
@@ -477,16 +498,11 @@ class GraphBuilder:
     def broadcast_to(self, x: Tensor, shape: Sequence[int]) -> Tensor:
         """numpy's broadcast_to: leading dimensions are new, size-1 dimensions stretch."""
         x = self._own(x, "graph.broadcast")
-        shape = tuple(int(d) for d in shape)
-        if x.shape == shape:
-            return x
-        offset = len(shape) - x.ndim
-        if offset < 0 or any(
-            n not in (1, shape[offset + i]) for i, n in enumerate(x.shape)
-        ):
-            raise ValueError(f"graph.broadcast: cannot broadcast shape {x.shape} to {shape}")
-        dims = range(offset, len(shape))
-        return self._emit(graph.BroadcastOp(x.value, dims, shape))
+        try:
+            op = broadcast_op(x.value, shape)
+        except ValueError as e:
+            raise ValueError(f"graph.broadcast: {e}") from None
+        return x if op is None else self._emit(op)
 
     def _axes(self, x: Tensor, axis: int | Sequence[int] | None, what: str) -> list[int]:
         if axis is None:
@@ -679,7 +695,7 @@ class GraphBuilder:
             rows = self.reshape(a, (-1, a.shape[-1]))
             return self.reshape(self.matmul(rows, b), (*a.shape[:-1], b.shape[-1]))
         try:
-            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
         except ValueError:
             raise ValueError(
                 f"matmul: batch dimensions {a.shape[:-2]} and {b.shape[:-2]} cannot be broadcast"

@@ -40,9 +40,9 @@ from xdsl.utils.exceptions import VerifyException
 from mlfuse.diagnostics import MAX_DIM, MAX_ELEMENTS, Diagnostic, verify_located
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import fmt_shape
+from mlfuse.frontend.builder import NUMPY_ELEMENT_TYPES
 from mlfuse.frontend.onnx_ops import (
     ELEMENT_TYPES,
-    NUMPY_ELEMENT_TYPES,
     OPS,
     SUPPORTED_NUMPY_TYPES,
     Node,

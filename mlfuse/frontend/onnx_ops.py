@@ -35,6 +35,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
+from mlfuse.frontend.builder import NUMPY_ELEMENT_TYPES, broadcast_op, broadcast_shapes
 
 if TYPE_CHECKING:
     from mlfuse.frontend.onnx import OnnxImporter
@@ -43,10 +44,10 @@ Value = SSAValue | np.ndarray
 
 # --- element types ---------------------------------------------------------------
 
-# Derived from the one table of element types (graph.ELEMENT_TYPES) through the numpy
-# dtype onnx maps each data type to. BFLOAT16, the float8 and 4-bit types and strings
-# have no entry there, so they are rejected at import, with the node or value named.
-NUMPY_ELEMENT_TYPES: dict[np.dtype, Attribute] = {dtype: t for t, dtype in graph.ELEMENT_TYPES.values()}
+# Derived from the one table of element types (graph.ELEMENT_TYPES, as the builder's
+# NUMPY_ELEMENT_TYPES) through the numpy dtype onnx maps each data type to. BFLOAT16, the
+# float8 and 4-bit types and strings have no entry there, so they are rejected at import,
+# with the node or value named.
 
 
 def _onnx_element_types() -> dict[int, Attribute]:
@@ -215,29 +216,20 @@ def onnx_op(*names: str, attributes: Sequence[str] = (), static_inputs: Sequence
 
 
 def broadcast_shape(node: Node, *shapes: Sequence[int]) -> tuple[int, ...]:
-    """numpy's broadcast of several shapes, or a Diagnostic naming them."""
-    rank = max(len(s) for s in shapes)
-    out = []
-    for d in range(rank):
-        sizes = {s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0}
-        sizes.discard(1)
-        if len(sizes) > 1:
-            raise node.error(
-                "operand shapes " + ", ".join(fmt_shape(s) for s in shapes) + " do not broadcast"
-            )
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
+    """numpy's broadcast of several shapes (the builder's), or a Diagnostic naming them."""
+    try:
+        return broadcast_shapes(*shapes)
+    except ValueError:
+        raise node.error("operand shapes " + ", ".join(fmt_shape(s) for s in shapes) + " do not broadcast") from None
 
 
 def broadcast_to(node: Node, v: SSAValue, shape: Sequence[int]) -> SSAValue:
     """Unidirectional (numpy) broadcast of `v` to `shape` as an explicit graph.broadcast."""
-    src, shape = shape_of(v), tuple(shape)
-    if src == shape:
-        return v
-    offset = len(shape) - len(src)
-    if offset < 0 or any(a not in (1, b) for a, b in zip(src, shape[offset:])):
-        raise node.error(f"cannot broadcast {fmt_shape(src)} to {fmt_shape(shape)}")
-    return node.emit(graph.BroadcastOp(v, range(offset, len(shape)), shape))
+    try:
+        op = broadcast_op(v, shape)
+    except ValueError:
+        raise node.error(f"cannot broadcast {fmt_shape(shape_of(v))} to {fmt_shape(shape)}") from None
+    return v if op is None else node.emit(op)
 
 
 def broadcast_all(node: Node, *values: SSAValue) -> list[SSAValue]:

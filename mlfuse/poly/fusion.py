@@ -46,7 +46,7 @@ import islpy as isl
 import numpy as np
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import MemRefType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineExpr, AffineSymExpr
 
 from mlfuse.dialects import loop
@@ -147,7 +147,10 @@ class Unit:
     readers: dict[loop.BandOp, list[loop.NestOp]]
 
 
-def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:  # noqa: C901 (issue #17: split it)
+def unit_closure(fn: func.FuncOp, buf: SSAValue) -> tuple[list[SSAValue], list[loop.NestOp]]:
+    """The unit's buffers (`buf` first) and writers (in program order): every top-level nest
+    writing one of the buffers, and every buffer such a nest writes; Refused where a buffer
+    is not a private intermediate, is written otherwise, or a writer gathers."""
     block = fn.body.block
     buffers: list[SSAValue] = [buf]
     ws: list[loop.NestOp] = []
@@ -169,7 +172,14 @@ def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:  # noqa: C901 (issue #17:
                     if root(v) not in buffers:
                         buffers.append(root(v))
     ws.sort(key=block.get_operation_index)
-    unit_set = set(buffers)
+    return buffers, ws
+
+
+def band_readers(
+    block: Block, buffers: Sequence[SSAValue], ws: Sequence[loop.NestOp]
+) -> dict[loop.BandOp, list[loop.NestOp]]:
+    """The nests other than the unit's writers that use the unit's buffers, per tile band
+    (deallocations aside); Refused where one is not a nest inside a tile band."""
     readers: dict[loop.BandOp, list[loop.NestOp]] = {}
     for b in buffers:
         for use in b.uses:
@@ -183,11 +193,25 @@ def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:  # noqa: C901 (issue #17:
             lst = readers.setdefault(band, [])
             if op not in lst:
                 lst.append(op)
+    return readers
+
+
+def check_pointwise_reads(ws: Sequence[loop.NestOp], buffers: Sequence[SSAValue]) -> None:
+    """A writer may read a unit buffer only at the element it writes (init/accumulate, in-place
+    scale); Refused otherwise."""
+    unit_set = set(buffers)
     for w in ws:
         write_maps = {root(v): m for v, m in zip(w.outs, w.out_maps)}
         for v, m in zip(w.ins, w.in_maps):
             if root(v) in unit_set and write_maps.get(root(v)) != m:
                 raise Refused(f"'{w.nest_name.data}' reads a fused buffer at elements it does not write")
+
+
+def find_unit(fn: func.FuncOp, buf: SSAValue) -> Unit:
+    """The unit to fuse for intermediate `buf` (see the module docstring), or raise Refused."""
+    buffers, ws = unit_closure(fn, buf)
+    readers = band_readers(fn.body.block, buffers, ws)
+    check_pointwise_reads(ws, buffers)
     if not readers:
         raise Refused("no tile band reads it")
     return Unit(buffers, ws, readers)
@@ -202,12 +226,28 @@ class Plan:
     tiles: dict[loop.NestOp, list[Bounds]]  # writer -> bounds scanning its tile in this band
 
 
-def plan_band(unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions) -> Plan:  # noqa: C901 (issue #17: split it)
-    """The writers' tiles in `band`, after checking the guards that need only the bounds."""
-    params = [names.param(a) for a in band.block.args]
-    param_pos = {p: k for k, p in enumerate(params)}
-    ctx = band_context(params, band.sizes)
-    unit_bufs = set(unit.buffers)
+@dataclass(frozen=True)
+class TileIndices:
+    """A band's tile indices as isl parameters: their names, their positions, the context that
+    bounds them, and the tiles per band dimension."""
+
+    params: list[str]
+    pos: dict[str, int]
+    ctx: isl.Set
+    sizes: tuple[int, ...]
+
+    @staticmethod
+    def of(band: loop.BandOp, names: Names) -> TileIndices:
+        params = [names.param(a) for a in band.block.args]
+        sizes = tuple(band.sizes)
+        return TileIndices(params, {p: k for k, p in enumerate(params)}, band_context(params, sizes), sizes)
+
+
+def band_footprints(
+    unit_bufs: set[SSAValue], band: loop.BandOp, names: Names, ctx: isl.Set
+) -> dict[SSAValue, isl.Set | None]:
+    """Per unit buffer read in `band`: the upwards-exposed footprint of a tile (step 1); Refused
+    where a nest in the band has other symbols than tile indices or writes a unit buffer."""
     reads: dict[SSAValue, list] = {}
     for nest in nests_in(band):
         if any(s not in band.block.args for s in nest.syms):
@@ -219,51 +259,84 @@ def plan_band(unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions)
                 reads.setdefault(b, []).append((dom, acc.relation))
             if b in unit_bufs and acc.is_write:
                 raise Refused(f"'{nest.nest_name.data}' in the band writes a buffer the producer writes")
-    fps = {b: footprint(r) for b, r in reads.items()}
+    return {b: footprint(r) for b, r in reads.items()}
+
+
+def writer_extension(
+    w: loop.NestOp, fps: dict[SSAValue, isl.Set | None], names: Names, ctx: isl.Set
+) -> isl.Set | None:
+    """`{ p : write(p) in footprint(T) }` over the footprints of what `w` writes (step 2); None
+    where the band reads nothing `w` computes."""
+    rels, targets = [], []
+    for acc in accesses(w, names, root):
+        b = root(acc.buffer)
+        target = fps.get(b)
+        if acc.is_write and target is not None:
+            rels.append(acc.relation)
+            targets.append(target)
+    if not rels:
+        return None
+    ext = extension(domain(w, names), rels, targets).intersect_params(ctx)
+    return None if ext.is_empty() else ext
+
+
+def extension_bounds(
+    w: loop.NestOp, ext: isl.Set, names: Names, idx: TileIndices
+) -> tuple[list[Bounds], list[Bounds], list[tuple[int, int]]]:
+    """For writer `w` and its extension: the rectangular hull (for the guards), the bounds that
+    run (an overlapped box or a parallelogram, clamped to the domain), and `w`'s static bounds."""
+    try:
+        bounds = box_bounds(ext, idx.pos, idx.ctx)  # the rectangular hull, for the guards
+        shape = scan_bounds(ext, idx.pos, idx.ctx)  # what runs: overlapped box, or a parallelogram
+    except Unsupported as e:
+        raise Refused(f"the extension of '{w.nest_name.data}' has no affine bounds ({e})") from None
+    static = w.static_bounds()
+    if static is None:  # a writer already tiled elsewhere (gemver: two live-outs share it)
+        raise Refused(f"'{w.nest_name.data}' is already tiled (bounds depend on another band)")
+    if not bounds_set(shape, names.stmt(w), idx.params).intersect_params(idx.ctx).is_subset(domain(w, names)):
+        # the hull of a non-convex extension may stick out of the domain: clamp it
+        shape = [Bounds((*b.lower, AffineExpr.constant(lo)), (*b.upper, AffineExpr.constant(hi)))
+                 for b, (lo, hi) in zip(shape, static)]
+    return bounds, shape, static
+
+
+def check_tile_guards(
+    w: loop.NestOp, bounds: Sequence[Bounds], static: Sequence[tuple[int, int]], idx: TileIndices, options: FuseOptions
+) -> None:
+    """The guards on a writer's tile hull: reduction dimensions stay whole, enough parallel
+    dimensions follow the tiles, the recomputation stays within the limit; Refused otherwise."""
+    partitioned = 0
+    for d, (kind, b) in enumerate(zip(w.iterator_kinds, bounds)):
+        moves = depends_on_symbols(b)
+        if kind == loop.REDUCTION and (moves or eval_bounds(b, [0] * len(idx.params)) != static[d]):
+            raise Refused(f"tiles would split reduction dimension {d} of '{w.nest_name.data}'")
+        if kind == loop.PARALLEL and moves:
+            partitioned += 1
+    needed = min(options.parallel_dims, len(idx.sizes))
+    if partitioned < needed:
+        raise Refused(
+            f"parallelism guard: only {partitioned} parallel dimension(s) of '{w.nest_name.data}' follow "
+            f"the tiles, the band needs {needed}"
+        )
+    work = math.prod(hi - lo for lo, hi in static)
+    total = int(tile_volumes(bounds, idx.sizes).sum())
+    if work and total > options.max_recompute * work:
+        raise Refused(
+            f"'{w.nest_name.data}' would be recomputed {total / work:.2f}x (limit {options.max_recompute}x)"
+        )
+
+
+def plan_band(unit: Unit, band: loop.BandOp, names: Names, options: FuseOptions) -> Plan:
+    """The writers' tiles in `band`, after checking the guards that need only the bounds."""
+    idx = TileIndices.of(band, names)
+    fps = band_footprints(set(unit.buffers), band, names, idx.ctx)
     tiles: dict[loop.NestOp, list[Bounds]] = {}
     for w in unit.writers:
-        rels, targets = [], []
-        for acc in accesses(w, names, root):
-            b = root(acc.buffer)
-            if acc.is_write and fps.get(b) is not None:
-                rels.append(acc.relation)
-                targets.append(fps[b])
-        if not rels:
+        ext = writer_extension(w, fps, names, idx.ctx)
+        if ext is None:
             continue  # nothing this writer computes is read in this band
-        ext = extension(domain(w, names), rels, targets).intersect_params(ctx)
-        if ext.is_empty():
-            continue
-        try:
-            bounds = box_bounds(ext, param_pos, ctx)  # the rectangular hull, for the guards
-            shape = scan_bounds(ext, param_pos, ctx)  # what runs: overlapped box, or a parallelogram
-        except Unsupported as e:
-            raise Refused(f"the extension of '{w.nest_name.data}' has no affine bounds ({e})") from None
-        static = w.static_bounds()
-        if static is None:  # a writer already tiled elsewhere (gemver: two live-outs share it)
-            raise Refused(f"'{w.nest_name.data}' is already tiled (bounds depend on another band)")
-        if not bounds_set(shape, names.stmt(w), params).intersect_params(ctx).is_subset(domain(w, names)):
-            # the hull of a non-convex extension may stick out of the domain: clamp it
-            shape = [Bounds((*b.lower, AffineExpr.constant(lo)), (*b.upper, AffineExpr.constant(hi)))
-                     for b, (lo, hi) in zip(shape, static)]
-        partitioned = 0
-        for d, (kind, b) in enumerate(zip(w.iterator_kinds, bounds)):
-            moves = depends_on_symbols(b)
-            if kind == loop.REDUCTION and (moves or eval_bounds(b, [0] * len(params)) != static[d]):
-                raise Refused(f"tiles would split reduction dimension {d} of '{w.nest_name.data}'")
-            if kind == loop.PARALLEL and moves:
-                partitioned += 1
-        needed = min(options.parallel_dims, len(band.sizes))
-        if partitioned < needed:
-            raise Refused(
-                f"parallelism guard: only {partitioned} parallel dimension(s) of '{w.nest_name.data}' follow "
-                f"the tiles, the band needs {needed}"
-            )
-        work = math.prod(hi - lo for lo, hi in static)
-        total = int(tile_volumes(bounds, band.sizes).sum())
-        if work and total > options.max_recompute * work:
-            raise Refused(
-                f"'{w.nest_name.data}' would be recomputed {total / work:.2f}x (limit {options.max_recompute}x)"
-            )
+        bounds, shape, static = extension_bounds(w, ext, names, idx)
+        check_tile_guards(w, bounds, static, idx, options)
         tiles[w] = shape
     if not tiles:
         raise Refused("no writer computes what the band reads")

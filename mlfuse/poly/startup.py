@@ -129,24 +129,32 @@ def forward_copy(fn: func.FuncOp, nest: loop.NestOp, scope: str = "function") ->
 # --- pointwise merging -----------------------------------------------------------------------------------
 
 
-def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "function") -> bool:
-    """Merge `producer` into the first nest that reads one of its outputs pointwise."""
+def pointwise_outputs(fn: func.FuncOp, a: loop.NestOp) -> list[SSAValue] | None:
+    """The buffers `a` writes, if it may merge into a consumer at all: static, all parallel, and
+    the only writer of distinct private intermediates; else None."""
     block = fn.body.block
-    a = producer
     if a.syms or a.static_bounds() is None or any(k != loop.PARALLEL for k in a.iterator_kinds):
-        return False
+        return None
     outs = [root(v) for v in a.outs]
     if len(set(outs)) != len(outs) or not all(is_intermediate(o, fn) and writers(o, block) == [a] for o in outs):
-        return False
+        return None
+    return outs
+
+
+def first_consumer(block: Block, a: loop.NestOp, outs: Sequence[SSAValue]) -> loop.NestOp | None:
+    """The first op that reads one of `outs` (deallocations aside), if it is a top-level nest."""
     readers = sorted(
         {u.operation for o in outs for u in o.uses if u.operation is not a and not isinstance(u.operation, memref.DeallocOp)},
         key=lambda op: block.get_operation_index(op) if op.parent_block() is block else -1,
     )
     if not readers or not isinstance(readers[0], loop.NestOp) or readers[0].parent_block() is not block:
-        return False
-    b = readers[0]
-    if not may_join([a, b], scope):
-        return False
+        return None
+    return readers[0]
+
+
+def reads_pointwise(block: Block, a: loop.NestOp, b: loop.NestOp, outs: Sequence[SSAValue]) -> bool:
+    """Whether consumer `b` runs over a's domain, reads a's outputs at the iteration that wrote
+    them (dependence distance zero) and writes none of what `a` touches, and `a` can move down to it."""
     if b.syms or b.static_bounds() != a.static_bounds() or loop.has_indirect_reads(a) or loop.has_indirect_reads(b):
         return False
     write_map = dict(zip(a.outs, a.out_maps))
@@ -157,13 +165,32 @@ def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "functi
             return False  # a shifted read: a stencil, not pointwise
     if effects(b).writes & (effects(a).reads | set(outs)):
         return False
-    if not can_move_down(a, ops_between(block, a, b)):
-        return False
-    # an output stays if anything after the merge still reads it
+    return can_move_down(a, ops_between(block, a, b))
+
+
+def kept_outputs(a: loop.NestOp, b: loop.NestOp) -> list[SSAValue] | None:
+    """The outputs of `a` that something after the merge still reads (the merged nest writes
+    them too); None if `a` reads the old value of an output that would vanish."""
     keep = [o for o in a.outs if any(u.operation not in (a, b) and not isinstance(u.operation, memref.DeallocOp) for u in o.uses)]
     for k, o in enumerate(a.outs):
         if o not in keep and a.block.args[len(a.ins) + k].uses:
-            return False  # the producer reads the old value of an output that would vanish
+            return None  # the producer reads the old value of an output that would vanish
+    return keep
+
+
+def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "function") -> bool:
+    """Merge `producer` into the first nest that reads one of its outputs pointwise."""
+    block = fn.body.block
+    a = producer
+    outs = pointwise_outputs(fn, a)
+    if outs is None:
+        return False
+    b = first_consumer(block, a, outs)
+    if b is None or not may_join([a, b], scope) or not reads_pointwise(block, a, b, outs):
+        return False
+    keep = kept_outputs(a, b)
+    if keep is None:
+        return False
     merged = build_merged(a, b, keep)
     block.insert_op_before(merged, b)
     for op in (b, a):

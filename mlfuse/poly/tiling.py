@@ -29,11 +29,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import islpy as isl
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import DenseArrayBase, MemRefType, i64
-from xdsl.ir import SSAValue
+from xdsl.ir import Block, SSAValue
 
 from mlfuse.dialects import loop
 from mlfuse.poly.islconv import (
@@ -51,8 +52,8 @@ from mlfuse.poly.program import (
     can_move_down,
     cross_tile_conflicts,
     effects,
-    has_views,
     group_of,
+    has_views,
     is_intermediate,
     may_join,
     nests_in,
@@ -237,15 +238,9 @@ def restrict_to_tile(nest: loop.NestOp, buf: SSAValue, tile: isl.Set, names: Nam
     return result.coalesce()
 
 
-def tile_buffer(  # noqa: C901 (issue #17: split it)
-    fn: func.FuncOp,
-    buf: SSAValue,
-    sizes: Sequence[int],
-    names: Names,
-    shape: str = "rect",
-) -> loop.BandOp | str:
-    """Tile the writers of `buf` into one band; the band, or why not."""
-    block = fn.body.block
+def tileable_writers(buf: SSAValue, block: Block) -> list[loop.NestOp] | str:
+    """The top-level nests writing `buf`, or why they cannot be tiled (views of the buffer,
+    other writers, symbolic bounds, data-dependent reads)."""
     if has_views(buf):
         return "the buffer is viewed with another shape"
     ws = writers(buf, block)
@@ -255,50 +250,80 @@ def tile_buffer(  # noqa: C901 (issue #17: split it)
         return "a writer has symbolic bounds"
     if any(loop.has_indirect_reads(w) for w in ws):
         return "a writer reads data-dependently (a gather): its accesses are not affine"
-    t = buf.type
-    assert isinstance(t, MemRefType)
-    extents = list(t.get_shape())
-    tiled = [(d, s) for d, s in enumerate(sizes) if 0 < s < extents[d]]
-    if not tiled:
-        return "the tile covers the whole buffer"
+    return ws
+
+
+def gather_refusal(block: Block, ws: Sequence[loop.NestOp]) -> str | None:
+    """Why the writers cannot all move down to the last one (the band's place); None if they can."""
     last = ws[-1]
     for w in ws[:-1]:
         between = [o for o in ops_between(block, w, last) if o not in ws]
         if not can_move_down(w, between):
             return f"'{w.nest_name.data}' cannot move past the ops between it and '{last.nest_name.data}'"
-    planes: list[list[int]] = []
-    if shape == "parallelogram":
-        # Where writers depend on each other across elements, cut along hyperplanes that
-        # no dependence crosses (skewed, if need be); without dependences, rectangles.
-        deltas = dependence_distances(ws, buf, names)
-        if deltas is None:
-            return "its dependences are not uniform, no tile shape keeps them inside tiles"
-        if deltas:
-            planes = orthogonal_planes(deltas, len(extents))
-            if not planes:
-                return "every direction carries a dependence: tiles would depend on each other"
-    if planes:
-        given = [s for s in sizes if s > 0][-len(planes):]
-        plane_sizes = [64] * (len(planes) - len(given)) + given
-        counts = [plane_tiles(extents, h, size)[1] for h, size in zip(planes, plane_sizes)]
-        attrs = {TILE_ATTR: DenseArrayBase.from_list(i64, plane_sizes),
-                 "tile_planes": DenseArrayBase.from_list(i64, [c for p in planes for c in p])}
-        band = new_band(f"{last.nest_name.data}.tiles", counts, attrs)
-    else:
-        counts = [-(-extents[d] // s) for d, s in tiled]
-        band = new_band(
-            f"{last.nest_name.data}.tiles",
-            counts,
-            {TILE_ATTR: DenseArrayBase.from_list(i64, [s if 0 < s < e else 0 for s, e in zip(sizes, extents)])},
-        )
+    return None
+
+
+def cut_planes(ws: Sequence[loop.NestOp], buf: SSAValue, names: Names, rank: int) -> list[list[int]] | str:
+    """For shape="parallelogram": where writers depend on each other across elements, the
+    hyperplanes that no dependence crosses (skewed, if need be); [] without dependences
+    (rectangles); or why no tile shape works."""
+    deltas = dependence_distances(ws, buf, names)
+    if deltas is None:
+        return "its dependences are not uniform, no tile shape keeps them inside tiles"
+    if not deltas:
+        return []
+    planes = orthogonal_planes(deltas, rank)
+    if not planes:
+        return "every direction carries a dependence: tiles would depend on each other"
+    return planes
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How a buffer of `extents` is cut into tiles: along `planes` with `plane_sizes`
+    (parallelograms), or, without planes, by the `tiled` (dimension, size) pairs (rectangles)."""
+
+    extents: list[int]
+    sizes: list[int]
+    tiled: list[tuple[int, int]]
+    planes: list[list[int]]
+
+    @property
+    def plane_sizes(self) -> list[int]:
+        """Tile size per hyperplane: the trailing sizes given, 64 for the others."""
+        given = [s for s in self.sizes if s > 0][-len(self.planes):]
+        return [64] * (len(self.planes) - len(given)) + given
+
+    def counts(self) -> list[int]:
+        """Tiles per band dimension."""
+        if self.planes:
+            return [plane_tiles(self.extents, h, size)[1] for h, size in zip(self.planes, self.plane_sizes)]
+        return [-(-self.extents[d] // s) for d, s in self.tiled]
+
+    def band(self, name: str) -> loop.BandOp:
+        """An empty band over the tile indices, its tile sizes (and hyperplanes) as attributes."""
+        if self.planes:
+            attrs = {TILE_ATTR: DenseArrayBase.from_list(i64, self.plane_sizes),
+                     "tile_planes": DenseArrayBase.from_list(i64, [c for p in self.planes for c in p])}
+        else:
+            sizes = [s if 0 < s < e else 0 for s, e in zip(self.sizes, self.extents)]
+            attrs = {TILE_ATTR: DenseArrayBase.from_list(i64, sizes)}
+        return new_band(name, self.counts(), attrs)
+
+    def tile(self, buf_name: str, params: Sequence[str]) -> isl.Set:
+        """`[T] -> { B[x] : x in tile T }`."""
+        if self.planes:
+            return skewed_tile_set(buf_name, self.extents, self.planes, self.plane_sizes, params)
+        return tile_set(buf_name, self.extents, self.tiled, params)
+
+
+def fill_band(band: loop.BandOp, ws: Sequence[loop.NestOp], buf: SSAValue, tile: isl.Set, names: Names) -> str | None:
+    """Add to `band` each writer restricted to the instances that write `tile`; None, or why
+    a writer's tile has no exact affine bounds."""
     args = list(band.block.args)
     params = [names.param(a) for a in args]
     param_pos = {p: k for k, p in enumerate(params)}
-    ctx = band_context(params, counts)
-    if planes:
-        tile = skewed_tile_set(names.buffer(buf), extents, planes, plane_sizes, params)
-    else:
-        tile = tile_set(names.buffer(buf), extents, tiled, params)
+    ctx = band_context(params, band.sizes)
     nb = len(args)
     for w in ws:
         part = restrict_to_tile(w, buf, tile, names)
@@ -312,6 +337,40 @@ def tile_buffer(  # noqa: C901 (issue #17: split it)
         upper = [b.maps(nb, k)[1] for k, b in enumerate(bounds)]
         maps = [with_symbols(m, nb) for m in w.access_maps]
         band.block.add_op(rebuild_nest(w, args, lower, upper, maps))
+    return None
+
+
+def tile_buffer(
+    fn: func.FuncOp,
+    buf: SSAValue,
+    sizes: Sequence[int],
+    names: Names,
+    shape: str = "rect",
+) -> loop.BandOp | str:
+    """Tile the writers of `buf` into one band; the band, or why not."""
+    block = fn.body.block
+    ws = tileable_writers(buf, block)
+    if isinstance(ws, str):
+        return ws
+    t = buf.type
+    assert isinstance(t, MemRefType)
+    extents = list(t.get_shape())
+    tiled = [(d, s) for d, s in enumerate(sizes) if 0 < s < extents[d]]
+    if not tiled:
+        return "the tile covers the whole buffer"
+    why = gather_refusal(block, ws)
+    if why is not None:
+        return why
+    planes = cut_planes(ws, buf, names, len(extents)) if shape == "parallelogram" else []
+    if isinstance(planes, str):
+        return planes
+    last = ws[-1]
+    cut = Cut(extents, list(sizes), tiled, planes)
+    band = cut.band(f"{last.nest_name.data}.tiles")
+    params = [names.param(a) for a in band.block.args]
+    why = fill_band(band, ws, buf, cut.tile(names.buffer(buf), params), names)
+    if why is not None:
+        return why
     try:
         problems = cross_tile_conflicts(band, names)
     except Unsupported as e:

@@ -10,8 +10,8 @@
 // CHECK: load <8 x float>
 // CHECK: fmul contract <8 x float>
 // CHECK: fdiv <8 x float>
-// CHECK: @llvm.copysign.v8f32
-// CHECK: store <8 x float>
+// CHECK: or <8 x i32>
+// CHECK: store <8 x i32>
 // CHECK: ret void
 // CHECK-NOT: @llvm.minimum
 // CHECK-NOT: @llvm.maximum

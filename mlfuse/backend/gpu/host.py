@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     IntegerAttr,
+    MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -47,9 +48,16 @@ SCHEDULE_ATTR = "gpu.schedule"
 RESULTS_ATTR = "kernel.results"
 
 
-def buffer_type(t) -> object:
+def buffer_type(t) -> MemRefType:
     assert isinstance(t, TensorType)
     return global_memref(t.get_shape(), t.get_element_type())
+
+
+def emit(host: IR, op: Operation) -> SSAValue:
+    """Insert `op`, an op with a result, and return its (first) result."""
+    value = host.op(op)
+    assert value is not None
+    return value
 
 
 def wrap_singletons(fn: func.FuncOp) -> None:
@@ -220,7 +228,7 @@ def host_constant(op: graph.ConstantOp, host: IR, buffers: dict[SSAValue, SSAVal
     taken.add(name)
     t = buffer_type(op.result.type)
     global_op = memref.GlobalOp.get(StringAttr(name), t, op.value, constant=None)
-    buffers[op.result] = host.op(memref.GetGlobalOp(name, t))
+    buffers[op.result] = emit(host, memref.GetGlobalOp(name, t))
     return global_op
 
 
@@ -239,7 +247,7 @@ class ResultBuffers:
             if r in self.returned_at and r not in buffers:
                 buffers[r] = self.out_args[self.returned_at[r]]
             elif r not in buffers:
-                buffers[r] = host.op(memref.AllocOp([], [], buffer_type(r.type)))
+                buffers[r] = emit(host, memref.AllocOp([], [], buffer_type(r.type)))
 
 
 def launch_group(
@@ -283,12 +291,12 @@ def kernel_arguments(
                 zeroed.append(args[-1])
         elif kind == "scratch":
             red = info.reductions[int(k)]
-            buf = host.op(memref.AllocOp([], [], buffer_type(red.result.type)))
+            buf = emit(host, memref.AllocOp([], [], buffer_type(red.result.type)))
             args.append(buf)
             if global_split(red, schedule.grid[0] * schedule.block[0]) > 1:
                 zeroed.append(buf)
         else:
-            counter = host.op(memref.AllocOp([], [], global_memref([1], i32)))
+            counter = emit(host, memref.AllocOp([], [], global_memref([1], i32)))
             args.append(counter)
             zeroed.append(counter)
     return args, zeroed
