@@ -238,6 +238,7 @@ class TileIndices:
 
     @staticmethod
     def of(band: loop.BandOp, names: Names) -> TileIndices:
+        """The tile indices of `band` (names its block arguments in order)."""
         params = [names.param(a) for a in band.block.args]
         sizes = tuple(band.sizes)
         return TileIndices(params, {p: k for k, p in enumerate(params)}, band_context(params, sizes), sizes)
