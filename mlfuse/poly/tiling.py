@@ -370,6 +370,7 @@ def tile_buffer(
     params = [names.param(a) for a in band.block.args]
     why = fill_band(band, ws, buf, cut.tile(names.buffer(buf), params), names)
     if why is not None:
+        band.erase(safe_erase=False)  # its rebuilt nests would keep using the buffers
         return why
     try:
         problems = cross_tile_conflicts(band, names)
