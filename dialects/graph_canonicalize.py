@@ -171,6 +171,9 @@ def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
         return None
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
+    moved = moved_constant(op)
+    if moved is not None:
+        return graph.dense_attr(evaluate(op, [moved.to_numpy()]), result_type.get_element_type())
     splat = math.prod(result_type.get_shape()) > MAX_FOLDED_ELEMENTS
     # a broadcast rank-0 constant stands for its (large) splat
     constants = [defining(v, graph.ConstantOp) or (scalar_under_broadcast(v) if splat else None) for v in op.operands]
@@ -204,10 +207,23 @@ def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
     return graph.dense_attr(result, result_type.get_element_type())
 
 
+def moved_constant(op: Operation) -> graph.ConstantOp | None:
+    """The dense constant that `op` only transposes or reshapes, if nothing else uses it:
+    such a fold of any size moves the bytes once at compile time, and the constant it
+    replaces goes away (a frozen linear layer's transposed weight)."""
+    if not isinstance(op, graph.TransposeOp | graph.ReshapeOp):
+        return None
+    c = defining(op.operands[0], graph.ConstantOp)
+    if c is None or not c.result.has_one_use() or not graph.shape_of(c.result):
+        return None
+    return c
+
+
 class FoldConstantOperands(RewritePattern):
     """An op whose operands are all constants becomes a `graph.constant`.
 
-    Applies to ops with at most `MAX_FOLDED_ELEMENTS` result elements, and to ops of
+    Applies to ops with at most `MAX_FOLDED_ELEMENTS` result elements, to transposes
+    and reshapes of any size of a dense constant used by them alone, and to ops of
     any size whose operands are all splats (their result is a splat too); a large
     splat result is written as the broadcast of a rank-0 constant, because xDSL
     stores a dense attribute's every element.

@@ -401,6 +401,30 @@ def test_folding_stops_at_the_size_limit(rng):
     assert op_names(canonicalized(make_module([], build(rows + 1)))) == ["graph.constant", "graph.broadcast"]
 
 
+def test_a_large_constant_moved_by_its_only_user_folds(rng):
+    """A frozen weight's transpose (any size) folds when nothing else reads the weight;
+    with a second user both would be kept, so it does not."""
+    w = random_array(rng, (24, 16))
+    module = make_module([t((16, 24))], lambda x: [c := const(w), tr := graph.TransposeOp(c.result, [1, 0]),
+                                                   graph.AddOp(x, tr.result)])
+    after = canonicalized(module)
+    assert op_names(after) == ["graph.constant", "graph.add"]
+    assert_same_values(module, after, [random_array(np.random.default_rng(3), (16, 24))])
+
+    square = random_array(rng, (16, 16))
+
+    def shared(x):
+        c = const(square)
+        tr = graph.TransposeOp(c.result, [1, 0])
+        a = graph.AddOp(x, c.result)
+        return [c, tr, a, graph.AddOp(a.result, tr.result)]
+
+    module = make_module([t((16, 16))], shared)
+    kept = canonicalized(module)
+    assert "graph.transpose" in op_names(kept)
+    assert_same_values(module, kept, [random_array(np.random.default_rng(4), (16, 16))])
+
+
 def test_folding_keeps_a_large_splat_a_splat():
     module = make_module([], lambda: [c := const(1.5), b := graph.BroadcastOp(c.result, [], (128, 128)), graph.ExpOp(b.result)])
     after = canonicalized(module)
