@@ -214,7 +214,7 @@ def moved_constant(op: Operation) -> graph.ConstantOp | None:
     if not isinstance(op, graph.TransposeOp | graph.ReshapeOp):
         return None
     c = defining(op.operands[0], graph.ConstantOp)
-    if c is None or not c.result.has_one_use() or not graph.shape_of(c.result):
+    if not isinstance(c, graph.ConstantOp) or not c.result.has_one_use() or not graph.shape_of(c.result):
         return None
     return c
 

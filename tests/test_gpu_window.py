@@ -275,7 +275,7 @@ CONV_BN_RELU = """func.func @main(%x: tensor<1x4x8x8xf32>, %w: tensor<8x4x3x3xf3
 def test_compile_conv_bn_relu_on_gpu_sim() -> None:
     """The GPU planner puts the conv and its epilogue in one window group: one kernel."""
     exe = mlfuse.compile(CONV_BN_RELU, target="gpu-sim")
-    assert len(exe.programs) == 1
+    assert len(exe.programs) == 1  # pyright: ignore[reportAttributeAccessIssue] (a SimulatedExecutable)
     arrays = random_inputs(CONV_BN_RELU, seed=40)
     (y,) = exe(*arrays)
     (want,) = reference(CONV_BN_RELU)(*arrays)

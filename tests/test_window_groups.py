@@ -14,6 +14,8 @@ import pytest
 
 import mlfuse
 from mlfuse.api import parse, run_pipeline
+from mlfuse.dialects import fusion, loop
+from mlfuse.pipelines import cpu_pipeline
 
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
@@ -51,7 +53,7 @@ def test_basic_block_plans_two_window_groups(basic_block):
     path, _ = basic_block
     module = parse(path)
     run_pipeline(module, ["canonicalize", "cse", "fusion-plan{target=cpu summary=false}"])
-    groups = [op for op in module.walk() if op.name == "fusion.group"]
+    groups = [op for op in module.walk() if isinstance(op, fusion.GroupOp)]
     assert len(groups) <= 2
     for group in groups:
         assert group.kind.data == "window"
@@ -75,9 +77,9 @@ def test_window_group_nests_are_post_tiled(basic_block):
     tiles of its epilogue's output), intermediates in tile-local storage."""
     path, _ = basic_block
     module = parse(path)
-    run_pipeline(module, mlfuse.pipelines.cpu_pipeline()[:8])
-    bands = [op for op in module.walk() if op.name == "loop.band"]
+    run_pipeline(module, cpu_pipeline()[:8])
+    bands = [op for op in module.walk() if isinstance(op, loop.BandOp)]
     assert bands
     for band in bands:
-        nests = [op.nest_name.data.rsplit(".", 1)[-1] for op in band.walk() if op.name == "loop.nest"]
+        nests = [op.nest_name.data.rsplit(".", 1)[-1] for op in band.walk() if isinstance(op, loop.NestOp)]
         assert "conv2d" in nests and "relu" in nests, nests

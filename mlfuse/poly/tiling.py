@@ -461,14 +461,14 @@ def group_live_out_buffers(fn: func.FuncOp) -> list[SSAValue]:
     last: dict[SSAValue, int] = {}
     for i, op in enumerate(block.ops):
         group = group_of(op) if isinstance(op, loop.NestOp) else None
-        if group is None:
+        if group is None or not isinstance(op, loop.NestOp):
             continue
         for b in {root(v) for v in op.outs}:
             readers = {u.operation for u in b.uses if not isinstance(u.operation, memref.DeallocOp)}
             outside = any(group_of(r) != group for r in readers if r is not op)
             if b in block.args or outside:
                 last[b] = i
-    return sorted(last, key=last.get)
+    return sorted(last, key=lambda b: last[b])
 
 
 def tile_function(
