@@ -92,6 +92,10 @@ class IteratorKind(StrEnum):
 PARALLEL = IteratorKind.PARALLEL
 REDUCTION = IteratorKind.REDUCTION
 
+# Discardable attribute of a loop.nest: the planner's window group it was lowered from
+# (convert-graph-to-loop sets it; the loop-* passes in scope "group" read it).
+GROUP_ATTR = "fusion_group"
+
 
 @irdl_attr_definition
 class IteratorKindAttr(EnumAttribute[IteratorKind], SpacedOpaqueSyntaxAttribute):

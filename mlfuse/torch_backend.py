@@ -1061,17 +1061,10 @@ def _frozen_arguments(gm: fx.GraphModule, call: fx.Node) -> dict[int, torch.Tens
     constants = {}
     for i, arg in enumerate(call.args):
         if isinstance(arg, fx.Node) and arg.op == "get_attr":
-            value = _fetch_attr(gm, arg.target)
+            value = operator.attrgetter(arg.target)(gm)
             if isinstance(value, torch.Tensor):
                 constants[i] = value
     return constants
-
-
-def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
-    value: Any = gm
-    for name in target.split("."):
-        value = getattr(value, name)
-    return value
 
 
 def _has_symbolic_shapes(gm: fx.GraphModule) -> bool:
@@ -1223,7 +1216,7 @@ def _with_constants(gm: fx.GraphModule, constants: dict[int, torch.Tensor]) -> f
         else:
             env[node] = graph.node_copy(node, lambda n: env[n])
             if node.op == "get_attr":
-                setattr(root, node.target, _fetch_attr(gm, node.target))
+                setattr(root, node.target, operator.attrgetter(node.target)(gm))
         placeholders += node.op == "placeholder"
     return fx.GraphModule(root, graph)
 

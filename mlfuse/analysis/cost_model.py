@@ -52,6 +52,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from itertools import zip_longest
 
 from mlfuse.analysis.fusion_graph import FusionGraph, bits
 from mlfuse.analysis.op_classes import (
@@ -206,18 +207,6 @@ class PatternCost:
     flops: float = 0.0
     recompute_flops: float = 0.0
     global_barriers: int = 0
-
-
-def _add_halo(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    n = max(len(a), len(b))
-    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
-    return tuple(x + y for x, y in zip(a, b))
-
-
-def _widest(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    n = max(len(a), len(b))
-    a, b = a + (0,) * (n - len(a)), b + (0,) * (n - len(b))
-    return tuple(max(x, y) for x, y in zip(a, b))
 
 
 def _infeasible(mask: int, category: str, reason: str) -> PatternCost:
@@ -434,7 +423,8 @@ class CostModel:
                 for u in values[r].users:
                     if (mask >> u) & 1:
                         own = nodes[u].info.halo if nodes[u].op_class is OpClass.WINDOW else ()
-                        halo = _widest(halo, _add_halo(downstream.get(u, ()), own))
+                        through_u = [x + y for x, y in zip_longest(downstream.get(u, ()), own, fillvalue=0)]
+                        halo = tuple(max(x, y) for x, y in zip_longest(halo, through_u, fillvalue=0))
             downstream[i] = halo
         return {i: math.prod((tile + h) / tile for h in halo) for i, halo in downstream.items() if any(halo)}
 
@@ -667,8 +657,6 @@ class CostModel:
             if info.op_class is OpClass.CONTRACTION:
                 rate = p.gemm_gflops * (1.0 if info.contraction is ContractionSize.LARGE else p.fine_gemm_efficiency)
                 gemm_time += info.gemm_flops / (rate * 1e3)
-            elif info.op_class is OpClass.WINDOW:
-                gemm_time += info.window_flops / (p.gemm_gflops * p.fine_gemm_efficiency * 1e3)
         t_mem = total_bytes / (p.bandwidth_gbps * 1e3 * efficiency * utilization)
         t_compute = work / (p.elementwise_gops * 1e3) + gemm_time
         return p.launch_us + max(t_mem, t_compute) + barriers * p.global_barrier_us

@@ -124,9 +124,7 @@ class FunctionLowering:
             Region(block),
         )
         if self.group_tag is not None:
-            from mlfuse.poly.program import GROUP_ATTR
-
-            op.attributes[GROUP_ATTR] = StringAttr(self.group_tag)
+            op.attributes[loop.GROUP_ATTR] = StringAttr(self.group_tag)
         return self.builder.insert(op)
 
 
@@ -449,24 +447,8 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
         if isinstance(op, graph.ConstantOp):
             fl.values[op.result] = lower_constant(fl, op)
             continue
-        if isinstance(op, fusion.GroupOp) and fl.stitch and lower_stitched(fl, op, results_into):
-            continue
         if isinstance(op, fusion.GroupOp):
-            inner: dict[SSAValue, SSAValue] = {}
-            for arg, v in zip(op.block.args, op.inputs):
-                fl.values[arg] = fl.values[v]
-            for res, yielded in zip(op.outputs, op.yield_op.values):
-                if res in results_into and yielded not in inner and yielded not in fl.values:
-                    inner[yielded] = results_into[res]
-            saved, fl.prefix = fl.prefix, op.group_name.data + "."
-            from mlfuse.conversion.group_to_loop import is_window_group
-
-            if fl.stitch and is_window_group(list(op.block.ops)):
-                fl.group_tag = op.group_name.data  # post-tiling fusion's, in the loop-* passes
-            lower_block(fl, op.block, inner)
-            fl.prefix, fl.group_tag = saved, None
-            for res, yielded in zip(op.outputs, op.yield_op.values):
-                fl.values[res] = fl.values[yielded]
+            lower_group_op(fl, op, results_into)
             continue
         if isinstance(op, graph.BroadcastOp | graph.ReshapeOp) and fl.values[op.input].splat is not None:
             fl.values[op.results[0]] = Operand(splat=fl.values[op.input].splat)  # still one scalar
@@ -484,15 +466,36 @@ def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue,
         fl.values[result] = Operand(buffer=out)
 
 
+def lower_group_op(fl: FunctionLowering, group: fusion.GroupOp, results_into: dict[SSAValue, SSAValue]) -> None:
+    """A fusion group: one stitched kernel when it has such a lowering; else op by op, and
+    a window group's nests tagged with its name (post-tiling fusion, in the loop-* passes,
+    is its code generator)."""
+    from mlfuse.conversion.group_to_loop import is_window_group
+
+    window = fl.stitch and is_window_group(list(group.block.ops))
+    if fl.stitch and not window and lower_stitched(fl, group, results_into):
+        return
+    inner: dict[SSAValue, SSAValue] = {}
+    for arg, v in zip(group.block.args, group.inputs):
+        fl.values[arg] = fl.values[v]
+    for res, yielded in zip(group.outputs, group.yield_op.values):
+        if res in results_into and yielded not in inner and yielded not in fl.values:
+            inner[yielded] = results_into[res]
+    saved, fl.prefix = fl.prefix, group.group_name.data + "."
+    fl.group_tag = group.group_name.data if window else None
+    lower_block(fl, group.block, inner)
+    fl.prefix, fl.group_tag = saved, None
+    for res, yielded in zip(group.outputs, group.yield_op.values):
+        fl.values[res] = fl.values[yielded]
+
+
 def lower_stitched(fl: FunctionLowering, group: fusion.GroupOp, results_into: dict[SSAValue, SSAValue]) -> bool:
     """Lower `group` as one stitched kernel; False (nothing emitted) if it has no such lowering."""
-    from mlfuse.conversion.group_to_loop import Fallback, is_window_group, lower_group
+    from mlfuse.conversion.group_to_loop import Fallback, lower_group
 
     ops = list(group.block.ops)
     if len(ops) <= 2 and not isinstance(ops[0], graph.ReduceOp):
         return False  # one op and the yield: nothing to stitch (a lone reduction still gains one pass)
-    if is_window_group(ops):
-        return False  # lowered op by op and tagged: post-tiling fusion is its code generator
     inputs = {arg: fl.values[v] for arg, v in zip(group.block.args, group.inputs)}
     start = len(fl.allocated)
     outputs: list[tuple[SSAValue, SSAValue]] = []

@@ -208,7 +208,7 @@ TILE_ATTR = "tile_sizes"
 # The planner's window groups (conv, pooling, stencils) are lowered op by op, every nest
 # tagged with its group's name: post-tiling fusion is their code generator, and in
 # scope "group" the loop passes join only nests of one group (the ILP's decision).
-GROUP_ATTR = "fusion_group"
+GROUP_ATTR = loop.GROUP_ATTR
 SCOPES = ("function", "group")
 
 
