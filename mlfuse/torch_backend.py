@@ -1060,7 +1060,7 @@ def _frozen_arguments(gm: fx.GraphModule, call: fx.Node) -> dict[int, torch.Tens
     """The arguments of a kernel call that are frozen parameters (get_attr tensors), by position."""
     constants = {}
     for i, arg in enumerate(call.args):
-        if isinstance(arg, fx.Node) and arg.op == "get_attr":
+        if isinstance(arg, fx.Node) and arg.op == "get_attr" and isinstance(arg.target, str):
             value = operator.attrgetter(arg.target)(gm)
             if isinstance(value, torch.Tensor):
                 constants[i] = value
