@@ -8,6 +8,8 @@ that read them. Reshapes are views (`loop.view`), not copies. A `fusion.group`
 becomes one stitched kernel (mlfuse/conversion/group_to_loop.py: one nest with
 everything in registers, or a `loop.band` over rows with per-row scratch); groups
 it cannot stitch, and every group with `stitch=false`, are lowered op by op.
+The conversion is a set of rewrite patterns, one per kind of op (signature,
+constant, view, group, other graph ops, return), applied in one in-order walk.
 
 Before:
     func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {

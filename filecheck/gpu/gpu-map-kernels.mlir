@@ -105,3 +105,79 @@ func.func @main(%x: tensor<1024x4xf32>) -> (tensor<1024x4xf32>, tensor<1024x4xf3
 func.func @scalar(%a: i32) -> i32 {
   func.return %a : i32
 }
+
+// -----
+
+// Only functions with tensor arguments are mapped: a function of scalars and a host function
+// mapped before (with its kernel) stay as they are, so mapping twice changes nothing; no
+// conversion cast is left behind.
+// CHECK-NOT:  unrealized_conversion_cast
+// CHECK:      kernel.func @done(%{{.*}}: memref<4xf32, 1 : i64>) attributes {block = array<i64: 32, 1, 1>} {
+// CHECK-NEXT:   kernel.return
+// CHECK:      func.func @scalar(%a: f32) -> f32 {
+// CHECK-NEXT:   %{{.*}} = arith.negf %a : f32
+// CHECK:      func.func @host(%x: memref<4xf32, 1 : i64>) attributes {kernel.results = 0 : i64} {
+// CHECK-NEXT:   kernel.launch @done(%x) {grid = array<i64: 1, 1, 1>, block = array<i64: 32, 1, 1>, dynamic_shared = 0 : i64}
+// CHECK-NEXT:   func.return
+// CHECK:      kernel.func @graph_neg
+// CHECK:      func.func @main(%y: memref<4xf32, 1 : i64>, %[[OUT:.*]]: memref<4xf32, 1 : i64>) attributes {kernel.results = 1 : i64} {
+// CHECK-NEXT:   kernel.launch @graph_neg(%y, %[[OUT]])
+// CHECK-NEXT:   func.return
+// CHECK-NOT:  unrealized_conversion_cast
+kernel.func @done(%x: memref<4xf32, 1>) attributes {block = array<i64: 32, 1, 1>} {
+  kernel.return
+}
+func.func @scalar(%a: f32) -> f32 {
+  %n = arith.negf %a : f32
+  func.return %n : f32
+}
+func.func @host(%x: memref<4xf32, 1>) attributes {kernel.results = 0 : i64} {
+  kernel.launch @done(%x) {grid = array<i64: 1, 1, 1>, block = array<i64: 32, 1, 1>, dynamic_shared = 0 : i64} : memref<4xf32, 1>
+  func.return
+}
+func.func @main(%y: tensor<4xf32>) -> tensor<4xf32> {
+  %z = graph.neg %y : tensor<4xf32>
+  func.return %z : tensor<4xf32>
+}
+
+// -----
+
+// Invalid inputs: each is reported at its location, before the module changes.
+// CHECK: {{.*}}gpu-map-kernels.mlir:[[# @LINE + 3]]:3: error: the GPU backend cannot map 'arith.constant' outside a fusion group
+// CHECK-NOT: kernel.func
+func.func @foreign(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = arith.constant 1.0 : f32
+  %y = graph.exp %x : tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: {{.*}}gpu-map-kernels.mlir:[[# @LINE + 2]]:3: error: the GPU backend does not support unsigned integer tensors (ui32) yet
+func.func @unsigned(%x: tensor<4xui32>) -> tensor<4xui32> {
+  %y = graph.neg %x : tensor<4xui32>
+  func.return %y : tensor<4xui32>
+}
+
+// -----
+
+// CHECK: {{.*}}gpu-map-kernels.mlir:[[# @LINE + 1]]:1: error: @mixed: the GPU backend maps functions of tensors, got i32
+func.func @mixed(%x: tensor<4xf32>, %n: i32) -> tensor<4xf32> {
+  func.return %x : tensor<4xf32>
+}
+
+// -----
+
+// CHECK: {{.*}}gpu-map-kernels.mlir:[[# @LINE + 1]]:1: error: @declared: the GPU backend maps functions with a body of one block
+func.func private @declared(tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+// Code generation can still fail, inside the conversion: the error is the pattern's own,
+// at the op's location, and nothing is printed for the chunk.
+// CHECK: {{.*}}gpu-map-kernels.mlir:[[# @LINE + 3]]:3: error: the GPU backend cannot generate code for 'graph.gather'
+// CHECK-NOT: func.func
+func.func @gather(%x: tensor<8x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  %y = graph.gather %x, %i {axis = 0 : i64} : (tensor<8x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  func.return %y : tensor<3x4xf32>
+}

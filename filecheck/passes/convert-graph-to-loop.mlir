@@ -181,3 +181,41 @@ func.func @unsigned(%x: tensor<8xui8>, %y: tensor<8xui8>) -> (tensor<8xui8>, ten
   %c = graph.compare lt, %x, %y : tensor<8xui8>
   func.return %d, %c : tensor<8xui8>, tensor<8xi1>
 }
+
+// -----
+
+// Returns: a value is computed into the first output that returns it; the second
+// place it is returned, a view of it, an argument and a splat are copied there.
+// CHECK-LABEL: func.func @returns(%0: memref<4x8xf32>, %1: memref<4x8xf32>, %2: memref<4x8xf32>, %3: memref<32xf32>, %4: memref<4x8xf32>, %5: memref<2x4x8xf32>)
+// CHECK-NEXT:    loop.nest "exp" {{.*}} ins(%0 : memref<4x8xf32>) outs(%1 : memref<4x8xf32>)
+// CHECK:         %[[V:.*]] = loop.view %1 : memref<4x8xf32> to memref<32xf32>
+// CHECK:         loop.nest "copy_result" {{.*}} ins(%1 : memref<4x8xf32>) outs(%2 : memref<4x8xf32>)
+// CHECK:         loop.nest "copy_result" {{.*}} ins(%[[V]] : memref<32xf32>) outs(%3 : memref<32xf32>)
+// CHECK:         loop.nest "copy_result" {{.*}} ins(%0 : memref<4x8xf32>) outs(%4 : memref<4x8xf32>)
+// CHECK:         %[[S:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x4x8xf32>
+// CHECK-NEXT:    loop.nest "fill" {{.*}} outs(%[[S]] : memref<2x4x8xf32>)
+// CHECK:         arith.constant 2.000000e+00 : f32
+// CHECK:         loop.nest "copy_result" {{.*}} ins(%[[S]] : memref<2x4x8xf32>) outs(%5 : memref<2x4x8xf32>)
+// CHECK:         memref.dealloc %[[S]] : memref<2x4x8xf32>
+// CHECK-NEXT:    func.return
+// CHECK-NOT:     unrealized_conversion_cast
+func.func @returns(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<32xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>) {
+  %c = graph.constant dense<2.0> : tensor<8xf32>
+  %b = graph.broadcast %c {dims = array<i64: 2>} : tensor<8xf32> -> tensor<2x4x8xf32>
+  %e = graph.exp %x : tensor<4x8xf32>
+  %r = graph.reshape %e : tensor<4x8xf32> -> tensor<32xf32>
+  func.return %e, %e, %r, %x, %b : tensor<4x8xf32>, tensor<4x8xf32>, tensor<32xf32>, tensor<4x8xf32>, tensor<2x4x8xf32>
+}
+
+// -----
+
+// An op of another dialect inside a group that is lowered op by op is an error at its location.
+// CHECK: convert-graph-to-loop.mlir:[[# @LINE + 4]]:5: error: 'arith.addf' cannot be lowered to loops yet
+func.func @unsupported_in_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = fusion.group "g0" kind = "loop" (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %s = arith.addf %a, %a : tensor<4xf32>
+    fusion.yield %s : tensor<4xf32>
+  }
+  func.return %y : tensor<4xf32>
+}

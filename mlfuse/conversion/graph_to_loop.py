@@ -4,9 +4,13 @@ The function `@f(tensors...) -> (tensors...)` becomes `@f(in buffers..., out
 buffers...)`: results are written into caller-provided buffers (destination
 passing), intermediates are `memref.alloc`ed 64-byte aligned and freed after their
 last use, dense constants become `memref.global`s, and splat constants become
-scalars inside the nests that read them. A `fusion.group` lowers op by op (its
-nests keep the group's name); stitching them into one kernel is the job of the
-group code generators.
+scalars inside the nests that read them. A `fusion.group` becomes one stitched kernel
+(group_to_loop.py) or is lowered op by op, its nests keeping the group's name.
+
+The conversion is a set of xDSL rewrite patterns (see "the conversion" below),
+applied in one walk by mlfuse.conversion.patterns.apply_once; the per-op
+lowerings (`lower_elementwise`, `lower_conv2d`, ...) are plain functions of a
+`FunctionLowering`, the state the patterns of one function share.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
+    FunctionType,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -28,14 +34,21 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    UnrealizedConversionCastOp,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint
 
 from mlfuse.abi import ALIGNMENT
 from mlfuse.conversion import scalar
+from mlfuse.conversion.patterns import apply_once, is_tensor_function
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import fusion, graph, loop
 
@@ -64,19 +77,54 @@ class Operand:
 
 @dataclass
 class FunctionLowering:
-    """State of lowering one function: value -> buffer, and the ops emitted so far."""
+    """State of lowering one function: its buffers, and where the ops go.
+
+    `builder` is the pattern rewriter, its insertion point just before the op being
+    lowered; `scopes` gives the ops inlined from a fusion group their nests' name
+    prefix and, in a window group, their group tag.
+    """
 
     module: ModuleOp
     builder: Builder
-    values: dict[SSAValue, Operand] = field(default_factory=dict)
+    fn: func.FuncOp
+    num_inputs: int
+    taken: set[str]
     allocated: list[SSAValue] = field(default_factory=list)
+    splat_buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    scopes: dict[Operation, tuple[str, str | None]] = field(default_factory=dict)
     globals_made: int = 0
     prefix: str = ""
     stitch: bool = True
     fallbacks: list[str] = field(default_factory=list)
     group_tag: str | None = None  # the window group whose nests are being emitted
 
+    def enter(self, op: Operation, rewriter: Builder) -> None:
+        """Start lowering `op`: emit before it, named after its group."""
+        self.builder = rewriter
+        self.prefix, self.group_tag = self.scopes.get(op, ("", None))
+
+    @property
+    def out_args(self) -> Sequence[SSAValue]:
+        return self.fn.body.block.args[self.num_inputs :]
+
     # --- buffers -----------------------------------------------------------------
+
+    def operand(self, v: SSAValue) -> Operand:
+        """How nests read the graph value `v`: the buffer behind its cast, or a splat."""
+        owner = v.owner
+        if isinstance(owner, UnrealizedConversionCastOp):
+            return Operand(buffer=owner.inputs[0])
+        if isinstance(owner, graph.ConstantOp) and (splat := graph.splat_value(owner.value)) is not None:
+            return Operand(buffer=self.splat_buffers.get(v), splat=splat)
+        raise Diagnostic(f"internal error: {v.name_hint or 'a value'} read before it was lowered", location_of(owner))  # type: ignore[arg-type]
+
+    def destination(self, result: SSAValue) -> SSAValue:
+        """Where `result` is computed: the caller's buffer when it is returned (at the
+        first place it is returned), else a new intermediate."""
+        ret = self.fn.body.block.last_op
+        if any(use.operation is ret for use in result.uses):
+            return self.out_args[list(ret.operands).index(result)]  # type: ignore[union-attr]
+        return self.alloc(result.type)
 
     def alloc(self, t: Attribute) -> SSAValue:
         buf = self.builder.insert(
@@ -87,13 +135,13 @@ class FunctionLowering:
 
     def buffer(self, v: SSAValue) -> SSAValue:
         """The buffer holding `v`, materializing a splat when a buffer is needed."""
-        operand = self.values[v]
+        operand = self.operand(v)
         if operand.buffer is not None:
             return operand.buffer
         buf = self.alloc(v.type)
         shape = graph.shape_of(v)
         self.nest("fill", shape, [], [buf], lambda b, args: [scalar.const(b, operand.splat, graph.element_type_of(v))], [], [identity(len(shape))])
-        operand.buffer = buf
+        self.splat_buffers[v] = buf
         return buf
 
     # --- nests ----------------------------------------------------------------------
@@ -132,7 +180,7 @@ def lower_elementwise(fl: FunctionLowering, op: Operation, out: SSAValue) -> Non
     shape = graph.shape_of(op.results[0])
     ins, splats = [], []
     for v in op.operands:
-        operand = fl.values[v]
+        operand = fl.operand(v)
         if operand.buffer is None:
             splats.append((v, operand.splat))
         else:
@@ -416,10 +464,10 @@ def lower_op(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
 def unique_constant_name(fl: FunctionLowering) -> str:
     """`__constant_N` not yet taken in the module: globals are module-wide, and every
     function (or an earlier run of this pass) numbers its constants from 0."""
-    taken = {g.sym_name.data for g in fl.module.body.block.ops if isinstance(g, memref.GlobalOp)}
-    while (name := f"__constant_{fl.prefix}{fl.globals_made}") in taken:
+    while (name := f"__constant_{fl.prefix}{fl.globals_made}") in fl.taken:
         fl.globals_made += 1
     fl.globals_made += 1
+    fl.taken.add(name)
     return name
 
 
@@ -439,137 +487,233 @@ def lower_constant(fl: FunctionLowering, op: graph.ConstantOp) -> Operand:
     return Operand(buffer=fl.builder.insert(memref.GetGlobalOp(name, t)).memref)
 
 
-def lower_block(fl: FunctionLowering, block: Block, results_into: dict[SSAValue, SSAValue]) -> None:
-    """Lower the ops of `block`; `results_into` names destination buffers for some values."""
-    for op in block.ops:
-        if isinstance(op, func.ReturnOp | fusion.YieldOp):
-            continue
+# --- the conversion: one pattern per kind of op ----------------------------------------------
+#
+# The walk goes through each function once, in order (pre-order, not recursive): the
+# function's signature first, then its ops. A lowered op is replaced by an
+# `unrealized_conversion_cast` of its buffer to the old tensor type, so the IR stays
+# valid half-way; its users find the buffer behind the cast (`FunctionLowering.operand`).
+# The return, the last op, copies what is not yet in the caller's buffers, and
+# `finish_function` then drops the casts and places the deallocs.
+
+
+def lowering_of(op: Operation, state: dict[Operation, FunctionLowering]) -> FunctionLowering | None:
+    """The lowering of the function `op` sits in, if that function is being converted."""
+    parent = op.parent_op()
+    return state.get(parent) if parent is not None else None
+
+
+def replace_with_buffer(rewriter: PatternRewriter, op: Operation, buffer: SSAValue) -> None:
+    """Replace `op`'s one result by `buffer`, cast back to the tensor type for its users."""
+    cast = UnrealizedConversionCastOp.get([buffer], [op.results[0].type])
+    rewriter.replace_op(op, cast)
+
+
+@dataclass
+class BufferizeSignature(RewritePattern):
+    """`@f(tensors) -> tensors` becomes `@f(in buffers, out buffers)`; the body reads
+    the input buffers through casts until its ops are lowered."""
+
+    module: ModuleOp
+    state: dict[Operation, FunctionLowering]
+    stitch: bool
+    taken: set[str]  # the module's global names
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
+        if not (is_tensor_function(fn) and fn.body.blocks):
+            return
+        inputs = [memref_of(t) for t in fn.function_type.inputs.data]
+        outputs = [memref_of(t) for t in fn.function_type.outputs.data]
+        old_block = fn.body.block
+        if not isinstance(old_block.last_op, func.ReturnOp):
+            raise Diagnostic(f"function '@{fn.sym_name.data}' does not end in func.return", location_of(fn))
+        new_block = Block(arg_types=[*inputs, *outputs])
+        casts = [UnrealizedConversionCastOp.get([arg], [t]) for arg, t in zip(new_block.args, fn.function_type.inputs.data)]
+        new_block.add_ops(casts)
+        rewriter.inline_block(old_block, InsertPoint.at_end(new_block), [c.results[0] for c in casts])
+        fn.body.add_block(new_block)  # inline_block erased the old one
+        fn.function_type = FunctionType.from_lists([*inputs, *outputs], [])
+        for name in ("arg_attrs", "res_attrs"):  # they described the tensor signature
+            fn.properties.pop(name, None)
+        fn.attributes["mlfuse.num_inputs"] = IntegerAttr(len(inputs), i64)
+        fn.attributes["mlfuse.num_outputs"] = IntegerAttr(len(outputs), i64)
+        rewriter.notify_op_modified(fn)
+        self.state[fn] = FunctionLowering(self.module, rewriter, fn, len(inputs), self.taken, stitch=self.stitch)
+
+
+@dataclass
+class LowerConstant(RewritePattern):
+    """A dense constant becomes a `memref.global`; splats stay, read as scalars."""
+
+    state: dict[Operation, FunctionLowering]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ConstantOp, rewriter: PatternRewriter) -> None:
+        if (fl := lowering_of(op, self.state)) is None or graph.splat_value(op.value) is not None:
+            return
+        fl.enter(op, rewriter)
+        replace_with_buffer(rewriter, op, lower_constant(fl, op).buffer)  # type: ignore[arg-type]
+
+
+@dataclass
+class LowerView(RewritePattern):
+    """A reshape is a `loop.view` of its input's buffer; a broadcast or reshape of a
+    splat is a splat of the new shape (still one scalar)."""
+
+    state: dict[Operation, FunctionLowering]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.BroadcastOp | graph.ReshapeOp, rewriter: PatternRewriter) -> None:
+        if (fl := lowering_of(op, self.state)) is None:
+            return
+        fl.enter(op, rewriter)
+        source = fl.operand(op.input)
+        if source.splat is not None:
+            rewriter.replace_op(op, graph.ConstantOp(splat_like(op.input, op.result.type)))
+        elif isinstance(op, graph.ReshapeOp):
+            replace_with_buffer(rewriter, op, rewriter.insert(loop.ViewOp(fl.buffer(op.input), memref_of(op.result.type))).result)
+
+
+@dataclass
+class LowerGraphOp(RewritePattern):
+    """Any other graph op: its nests write a new buffer, or the caller's buffer when the
+    op's result is returned."""
+
+    state: dict[Operation, FunctionLowering]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if (fl := lowering_of(op, self.state)) is None or op.dialect_name() != "graph":
+            return
         if isinstance(op, graph.ConstantOp):
-            fl.values[op.result] = lower_constant(fl, op)
-            continue
-        if isinstance(op, fusion.GroupOp):
-            lower_group_op(fl, op, results_into)
-            continue
-        if isinstance(op, graph.BroadcastOp | graph.ReshapeOp) and fl.values[op.input].splat is not None:
-            fl.values[op.results[0]] = Operand(splat=fl.values[op.input].splat)  # still one scalar
-            continue
-        if isinstance(op, graph.ReshapeOp):
-            src = fl.buffer(op.input)
-            view = fl.builder.insert(loop.ViewOp(src, memref_of(op.result.type))).result
-            fl.values[op.result] = Operand(buffer=view)
-            continue
-        if not op.results:
+            return  # a splat: it stays, and the nests that read it take the scalar
+        if len(op.results) != 1:
             raise Diagnostic(f"'{op.name}' cannot be lowered to loops", location_of(op))
-        result = op.results[0]
-        out = results_into.get(result) or fl.alloc(result.type)
+        fl.enter(op, rewriter)
+        out = fl.destination(op.results[0])
         lower_op(fl, op, out)
-        fl.values[result] = Operand(buffer=out)
+        replace_with_buffer(rewriter, op, out)
 
 
-def lower_group_op(fl: FunctionLowering, group: fusion.GroupOp, results_into: dict[SSAValue, SSAValue]) -> None:
-    """A fusion group: one stitched kernel when it has such a lowering; else op by op, and
-    a window group's nests tagged with its name (post-tiling fusion, in the loop-* passes,
-    is its code generator)."""
-    from mlfuse.conversion.group_to_loop import is_window_group
+@dataclass
+class LowerGroup(RewritePattern):
+    """A fusion group: one stitched kernel when it has such a lowering; else its ops are
+    inlined and lowered one by one with the group's name (and a window group's nests
+    tagged with it: post-tiling fusion, in the loop-* passes, is its code generator)."""
 
-    window = fl.stitch and is_window_group(list(group.block.ops))
-    if fl.stitch and not window and lower_stitched(fl, group, results_into):
-        return
-    inner: dict[SSAValue, SSAValue] = {}
-    for arg, v in zip(group.block.args, group.inputs):
-        fl.values[arg] = fl.values[v]
-    for res, yielded in zip(group.outputs, group.yield_op.values):
-        if res in results_into and yielded not in inner and yielded not in fl.values:
-            inner[yielded] = results_into[res]
-    saved, fl.prefix = fl.prefix, group.group_name.data + "."
-    fl.group_tag = group.group_name.data if window else None
-    lower_block(fl, group.block, inner)
-    fl.prefix, fl.group_tag = saved, None
-    for res, yielded in zip(group.outputs, group.yield_op.values):
-        fl.values[res] = fl.values[yielded]
+    state: dict[Operation, FunctionLowering]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, group: fusion.GroupOp, rewriter: PatternRewriter) -> None:
+        from mlfuse.conversion.group_to_loop import is_window_group
+
+        if (fl := lowering_of(group, self.state)) is None:
+            return
+        fl.enter(group, rewriter)
+        window = fl.stitch and is_window_group(list(group.block.ops))
+        if fl.stitch and not window and (buffers := lower_stitched(fl, group)) is not None:
+            casts = [UnrealizedConversionCastOp.get([b], [r.type]) for b, r in zip(buffers, group.outputs)]
+            rewriter.replace_op(group, casts, [c.results[0] for c in casts])
+            return
+        scope = (group.group_name.data + ".", group.group_name.data if window else None)
+        for inner in group.block.ops:
+            fl.scopes[inner] = scope
+        rewriter.inline_block(group.block, InsertPoint.before(group), group.inputs)
+        yield_op = group.prev_op
+        assert isinstance(yield_op, fusion.YieldOp)
+        rewriter.replace_op(group, [], list(yield_op.values))
+        rewriter.erase(yield_op)
 
 
-def lower_stitched(fl: FunctionLowering, group: fusion.GroupOp, results_into: dict[SSAValue, SSAValue]) -> bool:
-    """Lower `group` as one stitched kernel; False (nothing emitted) if it has no such lowering."""
+@dataclass
+class ReturnIntoOutputs(RewritePattern):
+    """The return: what is not yet in its out buffer (an argument, a view, a constant, a
+    value returned twice) is copied there; then the function is finished."""
+
+    state: dict[Operation, FunctionLowering]
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, ret: func.ReturnOp, rewriter: PatternRewriter) -> None:
+        if (fl := lowering_of(ret, self.state)) is None:
+            return
+        fl.enter(ret, rewriter)
+        for value, out in zip(ret.arguments, fl.out_args):
+            src = fl.operand(value)
+            if src.buffer is out:
+                continue
+            shape = graph.shape_of(value)
+            copy_nest(fl, "copy_result", fl.buffer(value), out, identity(len(shape)), identity(len(shape)), shape)
+        rewriter.replace_op(ret, func.ReturnOp())
+        finish_function(fl)
+
+
+@dataclass
+class RejectOtherOps(RewritePattern):
+    """An op of another dialect inside a converted function has no lowering here."""
+
+    state: dict[Operation, FunctionLowering]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if lowering_of(op, self.state) is not None and op.dialect_name() not in ("graph", "fusion", "func"):
+            raise Diagnostic(f"'{op.name}' cannot be lowered to loops yet", location_of(op))
+
+
+def splat_like(v: SSAValue, t: Attribute) -> DenseIntOrFPElementsAttr:
+    """The splat constant behind `v`, reshaped to the tensor type `t`."""
+    source = v.owner
+    while not isinstance(source, graph.ConstantOp):
+        source = source.operands[0].owner  # type: ignore[union-attr]
+    width = source.value.get_element_type().compile_time_size  # type: ignore[union-attr]
+    return DenseIntOrFPElementsAttr(t, BytesAttr(source.value.data.data[:width]))  # type: ignore[arg-type]
+
+
+def lower_stitched(fl: FunctionLowering, group: fusion.GroupOp) -> list[SSAValue] | None:
+    """Lower `group` as one stitched kernel and return its result buffers; None
+    (nothing emitted) if it has no such lowering."""
     from mlfuse.conversion.group_to_loop import Fallback, lower_group
 
     ops = list(group.block.ops)
     if len(ops) <= 2 and not isinstance(ops[0], graph.ReduceOp):
-        return False  # one op and the yield: nothing to stitch (a lone reduction still gains one pass)
-    inputs = {arg: fl.values[v] for arg, v in zip(group.block.args, group.inputs)}
+        return None  # one op and the yield: nothing to stitch (a lone reduction still gains one pass)
+    inputs = {arg: fl.operand(v) for arg, v in zip(group.block.args, group.inputs)}
     start = len(fl.allocated)
     outputs: list[tuple[SSAValue, SSAValue]] = []
-    buffers: dict[SSAValue, SSAValue] = {}
     for res, yielded in zip(group.outputs, group.yield_op.values):
-        if yielded in buffers or yielded in group.block.args:
+        if yielded in dict(outputs) or yielded in group.block.args:
             return _undo_allocs(fl, start)
-        out = results_into.get(res) or fl.alloc(res.type)
-        buffers[yielded] = out
-        outputs.append((yielded, out))
+        outputs.append((yielded, fl.destination(res)))
     try:
         lower_group(group, inputs, outputs, fl.builder.insert, lambda c: lower_constant(fl, c))
     except Fallback as e:
         fl.fallbacks.append(f"{group.group_name.data}: {e}")
         return _undo_allocs(fl, start)
-    for res, (_, out) in zip(group.outputs, outputs):
-        fl.values[res] = Operand(buffer=out)
-    return True
+    return [out for _, out in outputs]
 
 
-def _undo_allocs(fl: FunctionLowering, start: int) -> bool:
+def _undo_allocs(fl: FunctionLowering, start: int) -> None:
     for buf in fl.allocated[start:]:
         op = buf.owner
         op.detach()
         op.erase()
     del fl.allocated[start:]
-    return False
 
 
-def bufferize_function(module: ModuleOp, fn: func.FuncOp, stitch: bool = True) -> func.FuncOp:
-    """Replace `fn` by its destination-passing, loop-level version."""
-    inputs = [memref_of(t) for t in fn.function_type.inputs.data]
-    outputs = [memref_of(t) for t in fn.function_type.outputs.data]
-    new_block = Block(arg_types=[*inputs, *outputs])
-    builder = Builder(InsertPoint.at_end(new_block))
-    fl = FunctionLowering(module, builder, stitch=stitch)
-    old_block = fn.body.block
-    for arg, new in zip(old_block.args, new_block.args):
-        fl.values[arg] = Operand(buffer=new)
-    ret = old_block.last_op
-    assert isinstance(ret, func.ReturnOp)
-    out_args = new_block.args[len(inputs) :]
-
-    # Results are computed straight into the caller's buffers when they can be.
-    results_into: dict[SSAValue, SSAValue] = {}
-    for value, out in zip(ret.arguments, out_args):
-        if value not in results_into:
-            results_into[value] = out
-    lower_block(fl, old_block, results_into)
-
-    # Anything returned that is not already in its out buffer (arguments, views,
-    # constants, a value returned twice) is copied there.
-    for value, out in zip(ret.arguments, out_args):
-        src = fl.values[value]
-        if src.buffer is out:
-            continue
-        shape = graph.shape_of(value)
-        src_buf = fl.buffer(value)
-        copy_nest(fl, "copy_result", src_buf, out, identity(len(shape)), identity(len(shape)), shape)
-
+def finish_function(fl: FunctionLowering) -> None:
+    """Drop the materialization casts and the splats, now unused, and free every
+    intermediate right after its last use."""
+    block = fl.fn.body.block
+    for op in reversed(list(block.ops)):
+        if isinstance(op, UnrealizedConversionCastOp | graph.ConstantOp):
+            if any(r.uses for r in op.results):
+                raise Diagnostic(f"internal error: '{op.name}' still used after convert-graph-to-loop", location_of(op))
+            op.detach()
+            op.erase()
+    ret = block.last_op
     for buf in fl.allocated:
-        builder.insert(memref.DeallocOp.get(buf))
-    builder.insert(func.ReturnOp())
-    place_deallocs(new_block, fl.allocated)
-
-    new_fn = func.FuncOp(fn.sym_name.data, ([*inputs, *outputs], []), Region(new_block))
+        block.insert_op_before(memref.DeallocOp.get(buf), ret)  # type: ignore[arg-type]
+    place_deallocs(block, fl.allocated)
     if fl.fallbacks:  # observability: which groups were not stitched, and why
-        new_fn.attributes["mlfuse.unstitched"] = ArrayAttr([StringAttr(r) for r in fl.fallbacks])
-    new_fn.attributes["mlfuse.num_inputs"] = IntegerAttr(len(inputs), i64)
-    new_fn.attributes["mlfuse.num_outputs"] = IntegerAttr(len(outputs), i64)
-    for name in ("mlfuse.input_names", "mlfuse.output_names"):
-        if name in fn.attributes:
-            new_fn.attributes[name] = fn.attributes[name]
-    return new_fn
+        fl.fn.attributes["mlfuse.unstitched"] = ArrayAttr([StringAttr(r) for r in fl.fallbacks])
 
 
 def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
@@ -589,14 +733,19 @@ def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
 
 
 def convert_graph_to_loop(module: ModuleOp, stitch: bool = True) -> None:
-    for fn in list(module.ops):
-        if isinstance(fn, func.FuncOp) and fn.body.blocks and any(
-            isinstance(t, TensorType) for t in (*fn.function_type.inputs.data, *fn.function_type.outputs.data)
-        ):
-            new_fn = bufferize_function(module, fn, stitch)
-            module.body.block.insert_op_before(new_fn, fn)
-            fn.detach()
-            fn.erase()
+    """Apply the conversion patterns to every function on tensors in `module`."""
+    state: dict[Operation, FunctionLowering] = {}
+    taken = {g.sym_name.data for g in module.body.block.ops if isinstance(g, memref.GlobalOp)}
+    patterns = [
+        BufferizeSignature(module, state, stitch, taken),
+        LowerConstant(state),
+        LowerView(state),
+        LowerGroup(state),
+        ReturnIntoOutputs(state),
+        LowerGraphOp(state),
+        RejectOtherOps(state),
+    ]
+    apply_once(module, patterns)
 
 
 # --- stencils: conv2d and pooling --------------------------------------------------------------

@@ -12,14 +12,44 @@ arguments, intermediates between kernels `memref.alloc`s, non-splat constants
       kernel.launch @fused_sub_exp(%x, %out0) {grid = ..., block = ..., dynamic_shared = 0 : i64} : ...
       func.return
     }
+
+`map_module` is a dialect conversion in MLIR's manner: RewritePatterns that
+xDSL's PatternRewriteWalker applies, in three walks, once `check_function` has
+reported whatever cannot be mapped (before anything changes):
+
+1. legalize (`legalize_patterns`, over each tensor function's body): `WrapSingleton`
+   puts a graph op outside a group into a fusion.group of kind single,
+   `HoistConstant` makes a non-splat constant inside a group an input of the group;
+2. convert (`conversion_patterns`, over the module; the walker visits an op before
+   the ops inside it, so a function before its body, and its body in order):
+   `ConvertSignature` makes a tensor function a host function (tensor arguments ->
+   `memref<..., 1>` buffers, results -> trailing output arguments, `RESULTS_ATTR`
+   counts them); `ConvertConstant` makes a graph.constant a `memref.global` read by
+   `memref.get_global`; `ConvertGroup` builds a group's kernel.func (before the
+   host function) and replaces the group by its launch, after the buffers of its
+   results (an output argument for a returned value, else a `memref.alloc`) and the
+   memsets of what it accumulates into; `ConvertReturn` copies into the output
+   arguments that no kernel wrote and returns nothing. A converted value reaches
+   the ops not converted yet as a `builtin.unrealized_conversion_cast` of its
+   buffer to its tensor type, and a pattern finds an operand's buffer through that
+   cast (`buffer_of`): the value -> buffer map is the IR itself;
+3. xDSL's reconcile-unrealized-casts pattern removes the casts, all unused by
+   then; one left would be a tensor whose producer was not converted (reported
+   at its user).
+
+`MappingState` holds what the patterns share: the target, the names taken by
+kernels and globals, and the host functions made. Code generation can still
+reject an op (mlfuse/backend/gpu/scalar.py): the walk (`apply_once`, in
+mlfuse/conversion/patterns.py) raises that Diagnostic as it is.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     IntegerAttr,
@@ -27,10 +57,18 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnrealizedConversionCastOp,
     i32,
     i64,
 )
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPattern
 
 from mlfuse.backend.gpu.kernels import (
     KernelContext,
@@ -41,6 +79,7 @@ from mlfuse.backend.gpu.kernels import (
 from mlfuse.backend.gpu.mapping import Schedule, analyze, choose_schedule
 from mlfuse.backend.gpu.scalar import IR
 from mlfuse.backend.gpu.targets import GpuTarget
+from mlfuse.conversion.patterns import apply_once, is_tensor_function
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import fusion, graph, kernel
 
@@ -53,20 +92,59 @@ def buffer_type(t) -> MemRefType:
     return global_memref(t.get_shape(), t.get_element_type())
 
 
-def emit(host: IR, op: Operation) -> SSAValue:
+def emit(host: Builder, op: Operation) -> SSAValue:
     """Insert `op`, an op with a result, and return its (first) result."""
-    value = host.op(op)
-    assert value is not None
-    return value
+    host.insert(op)
+    return op.results[0]
 
 
-def wrap_singletons(fn: func.FuncOp) -> None:
-    """Put every graph op outside a group (constants aside) into a fusion.group of kind single."""
-    for op in list(fn.body.block.ops):
-        if isinstance(op, fusion.GroupOp | func.ReturnOp | graph.ConstantOp):
-            continue
-        if op.dialect_name() != "graph":
+# --- checks, before anything changes -----------------------------------------------------------
+
+
+def check_function(fn: func.FuncOp) -> None:
+    """Report, at its location, the first thing in `fn` that the GPU backend cannot map."""
+    if len(fn.body.blocks) != 1:
+        raise Diagnostic(f"@{fn.sym_name.data}: the GPU backend maps functions with a body of one block", location_of(fn))
+    reject_unsigned(fn)
+    reject_foreign_ops(fn)
+    reject_non_tensors(fn)
+
+
+def reject_unsigned(fn: func.FuncOp) -> None:
+    """Unsigned tensors are CPU-only: the GPU kernels would compare, divide and reduce
+    them with the signed forms (their reductions and shuffles are not told the signedness)."""
+    for op in fn.walk():
+        for v in (*op.operands, *op.results):
+            if isinstance(v.type, TensorType) and graph.is_unsigned(v.type.get_element_type()):
+                raise Diagnostic(
+                    f"the GPU backend does not support unsigned integer tensors ({v.type.get_element_type()}) yet",
+                    location_of(op) or location_of(fn),
+                )
+
+
+def reject_foreign_ops(fn: func.FuncOp) -> None:
+    """Outside groups, a function to map holds graph ops and its func.return only."""
+    for op in fn.body.block.ops:
+        if not isinstance(op, fusion.GroupOp | func.ReturnOp) and op.dialect_name() != "graph":
             raise Diagnostic(f"the GPU backend cannot map '{op.name}' outside a fusion group", location_of(op))
+
+
+def reject_non_tensors(fn: func.FuncOp) -> None:
+    """The GPU backend maps functions whose arguments and results are all tensors."""
+    for t in [*fn.function_type.inputs.data, *fn.function_type.outputs.data]:
+        if not isinstance(t, TensorType):
+            raise Diagnostic(f"@{fn.sym_name.data}: the GPU backend maps functions of tensors, got {t}", location_of(fn))
+
+
+# --- legalization: every kernel a group, every non-splat constant outside groups ------------------
+
+
+class WrapSingleton(RewritePattern):
+    """A graph op outside a group (constants aside) -> a fusion.group of kind single around it."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if op.dialect_name() != "graph" or isinstance(op, graph.ConstantOp) or not isinstance(op.parent_op(), func.FuncOp):
+            return
         operands = list(dict.fromkeys(op.operands))
         block = Block(arg_types=[v.type for v in operands])
         inner = op.clone()
@@ -76,24 +154,42 @@ def wrap_singletons(fn: func.FuncOp) -> None:
         block.add_op(fusion.YieldOp(*inner.results))
         group = fusion.GroupOp(op.name.replace(".", "_"), "single", operands, [r.type for r in op.results], Region(block))
         group.location = op.location
-        fn.body.block.insert_op_before(group, op)
+        rewriter.insert(group, InsertPoint.before(op))
         for old, new in zip(op.results, group.results):
-            old.replace_all_uses_with(new)
-        fn.body.block.erase_op(op)
+            rewriter.replace_all_uses_with(old, new)
+        rewriter.erase(op)
+
+
+class HoistConstant(RewritePattern):
+    """A non-splat constant inside a group -> an input of the group (uploaded by the host),
+    the constant moving before the group."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ConstantOp, rewriter: PatternRewriter) -> None:
+        group = op.parent_op()
+        if not isinstance(group, fusion.GroupOp) or graph.splat_value(op.value) is not None:
+            return
+        outer = rewriter.insert(op.clone(), InsertPoint.before(group))
+        arg = rewriter.insert_block_argument(group.block, len(group.block.args), op.result.type)
+        rewriter.replace_all_uses_with(op.result, arg)
+        rewriter.erase(op)
+        group.operands = [*group.operands, outer.result]
+        rewriter.notify_op_modified(group)
+
+
+def legalize_patterns() -> list[RewritePattern]:
+    return [WrapSingleton(), HoistConstant()]
+
+
+def wrap_singletons(fn: func.FuncOp) -> None:
+    """Put every graph op outside a group (constants aside) into a fusion.group of kind single."""
+    reject_foreign_ops(fn)
+    apply_once(fn.body, [WrapSingleton()])
 
 
 def hoist_constants(group: fusion.GroupOp) -> None:
     """Non-splat constants inside a group become group inputs (uploaded by the host)."""
-    for op in list(group.block.ops):
-        if isinstance(op, graph.ConstantOp) and graph.splat_value(op.value) is None:
-            outer = op.clone()
-            parent = group.parent_block()
-            assert parent is not None
-            parent.insert_op_before(outer, group)
-            arg = group.block.insert_arg(op.result.type, len(group.block.args))
-            op.result.replace_all_uses_with(arg)
-            group.block.erase_op(op)
-            group.operands = [*group.operands, outer.result]
+    apply_once(group.body, [HoistConstant()])
 
 
 def schedule_of(group: fusion.GroupOp, gpu: GpuTarget) -> Schedule:
@@ -110,6 +206,9 @@ def annotate(module: ModuleOp, gpu: GpuTarget) -> None:
         for group in [op for op in fn.body.block.ops if isinstance(op, fusion.GroupOp)]:
             hoist_constants(group)
             group.attributes[SCHEDULE_ATTR] = choose_schedule(analyze(group), gpu).to_attr()
+
+
+# --- kernels -------------------------------------------------------------------------------------
 
 
 def kernel_name(group: fusion.GroupOp, taken: set[str]) -> str:
@@ -173,63 +272,49 @@ def build_kernel(group: fusion.GroupOp, schedule: Schedule, name: str) -> tuple[
     return kfunc, roles
 
 
-def map_function(fn: func.FuncOp, module: ModuleOp, gpu: GpuTarget, taken: set[str]) -> list[Operation]:
-    """Kernels and the host function for one tensor function; returns the new top-level ops."""
-    reject_unsigned(fn)
-    wrap_singletons(fn)
-    for group in [op for op in fn.body.block.ops if isinstance(op, fusion.GroupOp)]:
-        hoist_constants(group)
-    inputs = list(fn.body.block.args)
-    ret = fn.body.block.last_op
-    assert isinstance(ret, func.ReturnOp)
-    results = list(ret.arguments)
-    reject_non_tensors(fn)
-    host_block = Block(arg_types=[buffer_type(v.type) for v in inputs] + [buffer_type(v.type) for v in results])
-    for a, v in zip(host_block.args, inputs):
-        a.name_hint = v.name_hint
-    out_args = host_block.args[len(inputs) :]
-    buffers: dict[SSAValue, SSAValue] = dict(zip(inputs, host_block.args))
-    returned_at: dict[SSAValue, int] = {}
-    for p, v in enumerate(results):
-        returned_at.setdefault(v, p)
-    placement = ResultBuffers(out_args, returned_at)
-    host = IR(host_block)
-    new_ops: list[Operation] = []
-    for op in fn.body.block.ops:
-        if isinstance(op, graph.ConstantOp):
-            new_ops.append(host_constant(op, host, buffers, taken))
-            continue
-        if isinstance(op, func.ReturnOp):
-            break
-        assert isinstance(op, fusion.GroupOp)
-        new_ops.append(launch_group(op, host, buffers, placement, gpu, taken))
-    for p, v in enumerate(results):
-        if buffers[v] is not out_args[p]:
-            host.op(memref.CopyOp(buffers[v], out_args[p]))
-    host.op(func.ReturnOp())
-    host_fn = func.FuncOp(fn.sym_name.data, ([a.type for a in host_block.args], []), Region(host_block))
-    host_fn.attributes[RESULTS_ATTR] = IntegerAttr(len(results), i64)
-    host_fn.location = fn.location
-    new_ops.append(host_fn)
-    return new_ops
+# --- the host function ---------------------------------------------------------------------------
 
 
-def reject_non_tensors(fn: func.FuncOp) -> None:
-    """The GPU backend maps functions whose arguments and results are all tensors."""
-    for t in [*fn.function_type.inputs.data, *fn.function_type.outputs.data]:
-        if not isinstance(t, TensorType):
-            raise Diagnostic(f"@{fn.sym_name.data}: the GPU backend maps functions of tensors, got {t}", location_of(fn))
+def output_arguments(fn: func.FuncOp) -> Sequence[SSAValue]:
+    """The trailing arguments of a host function that receive its results."""
+    count = fn.attributes[RESULTS_ATTR]
+    assert isinstance(count, IntegerAttr)
+    args = fn.body.block.args
+    return args[len(args) - count.value.data :]
 
 
-def host_constant(op: graph.ConstantOp, host: IR, buffers: dict[SSAValue, SSAValue], taken: set[str]) -> Operation:
-    """A tensor constant as a global buffer (returned, for the module) that the host
-    function reads through `memref.get_global` (recorded in `buffers`)."""
+def as_tensor(buffer: SSAValue, t: Attribute) -> UnrealizedConversionCastOp:
+    """The materialization of a converted value for the users not converted yet: the
+    tensor of type `t` that `buffer` holds."""
+    return UnrealizedConversionCastOp.get([buffer], [t])
+
+
+def replace_by_buffers(rewriter: PatternRewriter, op: Operation, buffers: Sequence[SSAValue]) -> None:
+    """Replace `op` by the buffers of its results, read as tensors through casts. The
+    casts take no names (xDSL passes a replaced value's name on, and reconcile-unrealized-casts
+    would pass it on to the buffer): a buffer keeps its own."""
+    for r, buffer in zip(op.results, buffers):
+        cast = rewriter.insert(as_tensor(buffer, r.type))
+        rewriter.replace_all_uses_with(r, cast.results[0])
+        cast.results[0].name_hint = None
+    rewriter.erase(op)
+
+
+def buffer_of(value: SSAValue, rewriter: PatternRewriter) -> SSAValue:
+    """The buffer that holds the tensor `value`: the input of the cast that stands for a
+    converted value, or else (a value no pattern converted) a cast the other way, which
+    reconcile-unrealized-casts cannot remove."""
+    owner = value.owner
+    if isinstance(owner, UnrealizedConversionCastOp) and isinstance(owner.inputs[0].type, MemRefType):
+        return owner.inputs[0]
+    return emit(rewriter, UnrealizedConversionCastOp.get([value], [buffer_type(value.type)]))
+
+
+def host_constant(op: graph.ConstantOp, taken: set[str]) -> memref.GlobalOp:
+    """A tensor constant as a global buffer, which the runtime uploads."""
     name = f"__constant_{len(taken)}"
     taken.add(name)
-    t = buffer_type(op.result.type)
-    global_op = memref.GlobalOp.get(StringAttr(name), t, op.value, constant=None)
-    buffers[op.result] = emit(host, memref.GetGlobalOp(name, t))
-    return global_op
+    return memref.GlobalOp.get(StringAttr(name), buffer_type(op.result.type), op.value, constant=None)
 
 
 @dataclass
@@ -240,7 +325,18 @@ class ResultBuffers:
     out_args: Sequence[SSAValue]
     returned_at: dict[SSAValue, int]
 
-    def place(self, op: fusion.GroupOp, host: IR, buffers: dict[SSAValue, SSAValue]) -> None:
+    @staticmethod
+    def of(fn: func.FuncOp) -> ResultBuffers:
+        """The output arguments of host function `fn`, for the values its func.return
+        (not converted yet) returns."""
+        ret = fn.body.block.last_op
+        assert isinstance(ret, func.ReturnOp)
+        returned_at: dict[SSAValue, int] = {}
+        for p, v in enumerate(ret.arguments):
+            returned_at.setdefault(v, p)
+        return ResultBuffers(output_arguments(fn), returned_at)
+
+    def place(self, op: fusion.GroupOp, host: Builder, buffers: dict[SSAValue, SSAValue]) -> None:
         """A buffer for every result of `op`: the output argument of a returned value, or
         else a new allocation."""
         for r in op.results:
@@ -252,7 +348,7 @@ class ResultBuffers:
 
 def launch_group(
     op: fusion.GroupOp,
-    host: IR,
+    host: Builder,
     buffers: dict[SSAValue, SSAValue],
     results: ResultBuffers,
     gpu: GpuTarget,
@@ -266,15 +362,15 @@ def launch_group(
     results.place(op, host, buffers)
     args, zeroed = kernel_arguments(op, roles, schedule, host, buffers)
     for buf in zeroed:
-        host.op(kernel.MemsetOp(buf))
+        host.insert(kernel.MemsetOp(buf))
     launch = kernel.LaunchOp(kfunc.sym_name.data, args, schedule.grid, schedule.block, kfunc.dynamic_shared_bytes)
     launch.location = op.location
-    host.op(launch)
+    host.insert(launch)
     return kfunc
 
 
 def kernel_arguments(
-    op: fusion.GroupOp, roles: list[str], schedule: Schedule, host: IR, buffers: dict[SSAValue, SSAValue]
+    op: fusion.GroupOp, roles: list[str], schedule: Schedule, host: Builder, buffers: dict[SSAValue, SSAValue]
 ) -> tuple[list[SSAValue], list[SSAValue]]:
     """(the buffers passed for each kernel argument role, those to zero before the launch):
     group inputs and outputs, global scratch for reductions, and the grid barrier's counter."""
@@ -302,23 +398,135 @@ def kernel_arguments(
     return args, zeroed
 
 
-def reject_unsigned(fn: func.FuncOp) -> None:
-    """Unsigned tensors are CPU-only: the GPU kernels would compare, divide and reduce
-    them with the signed forms (their reductions and shuffles are not told the signedness)."""
-    for op in fn.walk():
-        for v in (*op.operands, *op.results):
-            if isinstance(v.type, TensorType) and graph.is_unsigned(v.type.get_element_type()):
-                raise Diagnostic(
-                    f"the GPU backend does not support unsigned integer tensors ({v.type.get_element_type()}) yet",
-                    location_of(op) or location_of(fn),
-                )
+# --- conversion patterns ---------------------------------------------------------------------------
+
+
+@dataclass
+class MappingState:
+    """What the conversion patterns share."""
+
+    gpu: GpuTarget
+    taken: set[str] = field(default_factory=set)
+    """symbol names given to kernels and globals so far"""
+    hosts: list[func.FuncOp] = field(default_factory=list)
+    """the host functions made so far, whose bodies the other patterns convert"""
+
+    def host_of(self, op: Operation) -> func.FuncOp | None:
+        """The host function that `op` is directly in, if one is being converted."""
+        fn = op.parent_op()
+        return fn if isinstance(fn, func.FuncOp) and fn in self.hosts else None
+
+
+def materialize_tensor(rewriter: PatternRewriter, buffer: SSAValue, t: Attribute, point: InsertPoint) -> None:
+    """Let the uses of `buffer` read it as the tensor of type `t`, through a cast at `point`."""
+    cast = rewriter.insert(as_tensor(buffer, t), point)
+    rewriter.replace_uses_with_if(buffer, cast.results[0], lambda use: use.operation is not cast)
+
+
+@dataclass
+class ConvertSignature(RewritePattern):
+    """A tensor function -> a host function on buffers: each tensor argument a
+    `memref<..., 1>` (read as the tensor by the ops not converted yet), each result a
+    trailing output argument; `RESULTS_ATTR` counts those."""
+
+    state: MappingState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
+        if not is_tensor_function(fn):
+            return
+        results = fn.function_type.outputs.data
+        body = rewriter.move_region_contents_to_new_regions(fn.body)
+        block = body.block
+        for arg in list(block.args):
+            new = rewriter.replace_value_with_new_type(arg, buffer_type(arg.type))
+            materialize_tensor(rewriter, new, arg.type, InsertPoint.at_start(block))
+        for t in results:
+            rewriter.insert_block_argument(block, len(block.args), buffer_type(t))
+        host_fn = func.FuncOp(fn.sym_name.data, ([a.type for a in block.args], []), body)
+        host_fn.attributes[RESULTS_ATTR] = IntegerAttr(len(results), i64)
+        host_fn.location = fn.location
+        self.state.hosts.append(host_fn)
+        rewriter.replace(fn, host_fn)
+
+
+@dataclass
+class ConvertConstant(RewritePattern):
+    """A graph.constant in a host function -> a `memref.global` (before the function)
+    that the function reads with `memref.get_global`."""
+
+    state: MappingState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ConstantOp, rewriter: PatternRewriter) -> None:
+        fn = self.state.host_of(op)
+        if fn is None:
+            return
+        global_op = rewriter.insert(host_constant(op, self.state.taken), InsertPoint.before(fn))
+        buffer = emit(rewriter, memref.GetGlobalOp(global_op.sym_name.data, global_op.type))
+        replace_by_buffers(rewriter, op, [buffer])
+
+
+@dataclass
+class ConvertGroup(RewritePattern):
+    """A fusion.group in a host function -> its kernel.func (before the function) and a
+    `kernel.launch` of it on the buffers of the group's operands and results."""
+
+    state: MappingState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: fusion.GroupOp, rewriter: PatternRewriter) -> None:
+        fn = self.state.host_of(op)
+        if fn is None:
+            return
+        buffers = {v: buffer_of(v, rewriter) for v in op.inputs}
+        kfunc = launch_group(op, rewriter, buffers, ResultBuffers.of(fn), self.state.gpu, self.state.taken)
+        rewriter.insert(kfunc, InsertPoint.before(fn))
+        replace_by_buffers(rewriter, op, [buffers[r] for r in op.results])
+
+
+@dataclass
+class ConvertReturn(RewritePattern):
+    """The func.return of a host function -> a return of nothing, after copying each
+    returned value that is not in its output argument yet (an input, a constant, a value
+    returned twice)."""
+
+    state: MappingState
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter) -> None:
+        fn = self.state.host_of(op)
+        if fn is None or not op.arguments:
+            return
+        for value, out in zip(op.arguments, output_arguments(fn)):
+            buffer = buffer_of(value, rewriter)
+            if buffer is not out:
+                rewriter.insert(memref.CopyOp(buffer, out))
+        rewriter.replace(op, func.ReturnOp())
+
+
+def conversion_patterns(state: MappingState) -> list[RewritePattern]:
+    return [ConvertSignature(state), ConvertConstant(state), ConvertGroup(state), ConvertReturn(state)]
+
+
+def remove_casts(fn: func.FuncOp) -> None:
+    """Remove the casts the conversion left in host function `fn`; one that stays means
+    a tensor that no pattern gave a buffer, reported at its user."""
+    apply_once(fn.body, [ReconcileUnrealizedCastsPattern()])
+    for op in fn.body.block.ops:
+        if isinstance(op, UnrealizedConversionCastOp):
+            user = next((use.operation for use in op.results[0].uses), op)
+            raise Diagnostic(f"the GPU backend found no buffer for an operand of '{user.name}'", location_of(user))
 
 
 def map_module(module: ModuleOp, gpu: GpuTarget) -> None:
     """gpu-map-kernels: every tensor function -> kernels + host function."""
-    taken: set[str] = set()
-    for op in list(module.ops):
-        if isinstance(op, func.FuncOp) and any(isinstance(t, TensorType) for t in op.function_type.inputs.data):
-            for new in map_function(op, module, gpu, taken):
-                module.body.block.insert_op_before(new, op)
-            module.body.block.erase_op(op)
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp) and is_tensor_function(op)]
+    for fn in functions:
+        check_function(fn)
+    for fn in functions:
+        apply_once(fn.body, legalize_patterns())
+    state = MappingState(gpu)
+    apply_once(module, conversion_patterns(state))
+    for fn in state.hosts:
+        remove_casts(fn)
