@@ -44,13 +44,15 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
-    ModuleOp,
     VectorType,
     f32,
     i32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from mlfuse.conversion.patterns import apply_once
 
 EXPANDED = (mathd.ExpOp, mathd.LogOp, mathd.TanhOp, mathd.ErfOp, mathd.PowFOp)
 
@@ -287,8 +289,15 @@ def expand(op: Operation) -> SSAValue | None:
     return None
 
 
-def expand_math(module: ModuleOp) -> None:
-    for op in list(module.walk()):
+class ExpandF32Math(RewritePattern):
+    """An f32 exp, log, tanh, erf or pow (scalar or vector) -> its arith expansion."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         value = expand(op)
         if value is not None:
-            Rewriter.replace_op(op, [], [value])
+            rewriter.replace_op(op, [], [value])
+
+
+def expand_math(module: Operation) -> None:
+    """Expand every f32 transcendental under `module` (a module or a kernel function)."""
+    apply_once(module.regions[0], [ExpandF32Math()])
