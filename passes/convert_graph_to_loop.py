@@ -8,6 +8,10 @@ that read them. Reshapes are views (`loop.view`), not copies. A `fusion.group`
 becomes one stitched kernel (mlfuse/conversion/group_to_loop.py: one nest with
 everything in registers, or a `loop.band` over rows with per-row scratch); groups
 it cannot stitch, and every group with `stitch=false`, are lowered op by op.
+A dense conv (conv=gemm, the default) becomes patches @ weights: an im2col nest,
+the weights transposed once at compile time (kernel taps that read only padding
+left out), a product (`loop.gemm` when large) and an unpack nest into NCHW that
+the epilogue fuses into; conv=direct keeps one window nest for post-tiling fusion.
 The conversion is a set of rewrite patterns, one per kind of op (signature,
 constant, view, group, other graph ops, return), applied in one in-order walk.
 
@@ -43,6 +47,9 @@ class ConvertGraphToLoopPass(ModulePass):
 
     stitch: bool = True
     """Lower each fusion.group as one stitched kernel (see group_to_loop); false: op by op."""
+    conv: str = "gemm"
+    """Dense convs as a product of patches and (pre-transposed) weights, a `loop.gemm`
+    when large ("gemm"), or as one window nest that post-tiling fusion tiles ("direct")."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_graph_to_loop(op, self.stitch)
+        convert_graph_to_loop(op, self.stitch, self.conv)

@@ -11,6 +11,7 @@ import io
 
 import numpy as np
 import pytest
+from xdsl.dialects import func
 
 import mlfuse
 from mlfuse.api import parse, run_pipeline
@@ -72,12 +73,32 @@ def test_basic_block_matches_onnxruntime(basic_block):
     np.testing.assert_allclose(out, want, rtol=0, atol=2e-6 * np.abs(want).max())
 
 
-def test_window_group_nests_are_post_tiled(basic_block):
-    """The conv and its epilogue end in one tile band per group (the conv fused into the
-    tiles of its epilogue's output), intermediates in tile-local storage."""
+def loop_steps(conv: str) -> list[str]:
+    """The CPU pipeline up to the loop level, with dense convs lowered `conv`."""
+    steps = cpu_pipeline()[:8]
+    assert steps[3] == "convert-graph-to-loop", steps
+    return [*steps[:3], f"convert-graph-to-loop{{conv={conv}}}", *steps[4:]]
+
+
+def test_dense_convs_are_products_with_their_epilogue_fused(basic_block):
+    """By default a dense conv is patches @ weights; its epilogue (bias, BN, ReLU,
+    residual) fuses into the nest that unpacks the product into NCHW, and the first
+    conv's whole epilogue into the padding copy of the second conv's input."""
     path, _ = basic_block
     module = parse(path)
-    run_pipeline(module, cpu_pipeline()[:8])
+    run_pipeline(module, loop_steps("gemm"))
+    fn = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    names = [op.nest_name.data.rsplit(".", 1)[-1] for op in fn.body.block.ops if isinstance(op, loop.NestOp)]
+    assert names.count("conv_matmul") == 2, names
+    assert set(names) == {"pad_fill", "pad_copy", "conv_patches", "conv_matmul_init", "conv_matmul", "relu"}, names
+
+
+def test_window_group_nests_are_post_tiled(basic_block):
+    """With conv=direct, the conv and its epilogue end in one tile band per group (the
+    conv fused into the tiles of its epilogue's output), intermediates in tile-local storage."""
+    path, _ = basic_block
+    module = parse(path)
+    run_pipeline(module, loop_steps("direct"))
     bands = [op for op in module.walk() if isinstance(op, loop.BandOp)]
     assert bands
     for band in bands:

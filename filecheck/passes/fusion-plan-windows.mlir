@@ -1,5 +1,5 @@
 // RUN: mlfuse-opt %s --split-input-file -p "canonicalize,cse,fusion-plan{target=cpu summary=false}" | filecheck %s
-// RUN: mlfuse-opt %s --split-input-file -p "canonicalize,cse,fusion-plan{target=cpu summary=false},convert-graph-to-loop,loop-startup-fuse{scope=group},loop-tile{fusible-only=true scope=group},loop-post-tile-fuse{scope=group},loop-storage-reduce" | filecheck %s --check-prefix=LOOP
+// RUN: mlfuse-opt %s --split-input-file -p "canonicalize,cse,fusion-plan{target=cpu summary=false},convert-graph-to-loop{conv=direct},loop-startup-fuse{scope=group},loop-tile{fusible-only=true scope=group},loop-post-tile-fuse{scope=group},loop-storage-reduce" | filecheck %s --check-prefix=LOOP
 // One pipeline for convs and LayerNorms: the conv is its own window group, lowered by
 // post-tiling fusion (a tile band over its output channels, the conv fused into it);
 // the LayerNorm over channels (after the NHWC transpose) is row-stitched.

@@ -1,10 +1,26 @@
-// RUN: mlfuse-opt %s --split-input-file -p convert-graph-to-loop | filecheck %s
+// RUN: mlfuse-opt %s --split-input-file -p 'convert-graph-to-loop{conv=direct}' | filecheck %s
+// RUN: mlfuse-opt %s --split-input-file -p convert-graph-to-loop | filecheck %s --check-prefix=GEMM
+// RUN: not mlfuse-opt %s -p 'convert-graph-to-loop{conv=winograd}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // The stencil ops' lowering in convert-graph-to-loop (mlfuse/conversion/graph_to_loop.py,
 // lower_conv2d / lower_pool2d): padding is a pad nest pair into a padded intermediate
 // (fill, then copy of the interior), and the window nest reads it with shifted
-// affine accesses, no guards. A convolution iterates (n, o, oh, c, kh, kw, ow): the
-// window position along W is innermost and unit-stride.
+// affine accesses, no guards. With conv=direct a convolution iterates
+// (n, o, oh, c, kh, kw, ow): the window position along W is innermost and unit-stride.
+// By default (conv=gemm) a dense conv is patches @ weights: an im2col nest, the weights
+// transposed to (c, kh, kw) x o, a product, and an unpack into NCHW.
+
+// BAD: error: convert-graph-to-loop: conv='winograd': expected one of gemm, direct
+
+// GEMM-LABEL: func.func @conv
+// GEMM: loop.nest "pad_copy"
+// GEMM: %[[PATCHES:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x3x6x2x3x3xf32>
+// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0, 0] upper [1, 3, 6, 2, 3, 3] {{.*}} outs(%[[PATCHES]] : memref<1x3x6x2x3x3xf32>) maps [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, ((d1 * 2) + d4), (d2 + d5))>
+// GEMM: %[[A:.*]] = loop.view %[[PATCHES]] : memref<1x3x6x2x3x3xf32> to memref<18x18xf32>
+// GEMM: loop.nest "conv_weights" lower [0, 0, 0, 0] upper [2, 3, 3, 4] {{.*}} maps [affine_map<(d0, d1, d2, d3) -> (d3, d0, d1, d2)>
+// GEMM: loop.nest "conv_matmul" lower [0, 0, 0] upper [18, 18, 4] iterators ["parallel", "reduction", "parallel"] ins(%[[A]], %{{.*}} : memref<18x18xf32>, memref<18x4xf32>)
+// GEMM: loop.nest "conv_unpack" lower [0, 0, 0, 0] upper [1, 4, 3, 6] {{.*}} maps [affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+// GEMM-NOT: loop.nest "conv2d"
 
 // CHECK-LABEL: func.func @conv
 // CHECK: loop.nest "conv_init" lower [0, 0, 0, 0] upper [1, 4, 3, 6]
@@ -21,7 +37,11 @@ func.func @conv(%x: tensor<1x2x5x6xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x
 
 // -----
 
-// Groups: output channel o reads input channels (o floordiv (O/G)) * C/G + c.
+// Groups: output channel o reads input channels (o floordiv (O/G)) * C/G + c. A grouped
+// conv stays one window nest with conv=gemm too.
+// GEMM-LABEL: func.func @depthwise
+// GEMM-NOT: conv_patches
+// GEMM: loop.nest "conv2d" lower [0, 0, 0, 0, 0, 0, 0] upper [1, 8, 3, 1, 3, 3, 4]
 // CHECK-LABEL: func.func @depthwise
 // CHECK: loop.nest "conv2d" lower [0, 0, 0, 0, 0, 0, 0] upper [1, 8, 3, 1, 3, 3, 4] {{.*}} maps [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, ((d1 floordiv 2) + d3), (d2 + d4), (d6 + d5))>,
 func.func @depthwise(%x: tensor<1x4x5x6xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x3x4xf32> {
@@ -59,4 +79,22 @@ func.func @maxpool(%x: tensor<1x2x5x6xf32>) -> tensor<1x2x3x3xf32> {
 func.func @avgpool(%x: tensor<1x2x5x6xf32>) -> tensor<1x2x3x3xf32> {
   %y = graph.avg_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 0>} : tensor<1x2x5x6xf32> -> tensor<1x2x3x3xf32>
   func.return %y : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// A 3x3 conv over a 1x1 image: only the center tap reads the image, so the patches and
+// the weights hold that tap alone. The constant weights are sliced and transposed at
+// compile time into a new global; the original global, unread, is dropped.
+// GEMM: "memref.global"() <{sym_name = "{{[^"]*}}", type = memref<2x3xf32>, initial_value = dense<{{\[}}[4.000000e+00, 2.200000e+01, 4.000000e+01], [1.300000e+01, 3.100000e+01, 4.900000e+01]]>
+// GEMM-NOT: memref<3x2x3x3xf32>
+// GEMM-LABEL: func.func @one_pixel
+// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0, 0] upper [1, 1, 1, 2, 1, 1] {{.*}} maps [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, (d1 + (d4 + 1)), (d2 + (d5 + 1)))>
+// GEMM: loop.nest "conv_matmul" lower [0, 0, 0] upper [1, 2, 3]
+// CHECK-LABEL: func.func @one_pixel
+// CHECK: loop.nest "conv2d" lower [0, 0, 0, 0, 0, 0, 0] upper [1, 3, 1, 2, 3, 3, 1]
+func.func @one_pixel(%x: tensor<1x2x1x1xf32>) -> tensor<1x3x1x1xf32> {
+  %w = graph.constant dense<[[[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]], [[9.0, 10.0, 11.0], [12.0, 13.0, 14.0], [15.0, 16.0, 17.0]]], [[[18.0, 19.0, 20.0], [21.0, 22.0, 23.0], [24.0, 25.0, 26.0]], [[27.0, 28.0, 29.0], [30.0, 31.0, 32.0], [33.0, 34.0, 35.0]]], [[[36.0, 37.0, 38.0], [39.0, 40.0, 41.0], [42.0, 43.0, 44.0]], [[45.0, 46.0, 47.0], [48.0, 49.0, 50.0], [51.0, 52.0, 53.0]]]]> : tensor<3x2x3x3xf32>
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x1x1xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x1x1xf32>
+  func.return %y : tensor<1x3x1x1xf32>
 }
