@@ -295,7 +295,7 @@ class ExpandF32Math(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         value = expand(op)
         if value is not None:
-            rewriter.replace_op(op, [], [value])
+            rewriter.replace(op, [], [value])
 
 
 def expand_math(module: Operation) -> None:

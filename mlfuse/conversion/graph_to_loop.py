@@ -517,7 +517,7 @@ def lowering_of(op: Operation, state: dict[Operation, FunctionLowering]) -> Func
 def replace_with_buffer(rewriter: PatternRewriter, op: Operation, buffer: SSAValue) -> None:
     """Replace `op`'s one result by `buffer`, cast back to the tensor type for its users."""
     cast = UnrealizedConversionCastOp.get([buffer], [op.results[0].type])
-    rewriter.replace_op(op, cast)
+    rewriter.replace(op, cast)
 
 
 @dataclass
@@ -582,7 +582,7 @@ class LowerView(RewritePattern):
         fl.enter(op, rewriter)
         source = fl.operand(op.input)
         if source.splat is not None:
-            rewriter.replace_op(op, graph.ConstantOp(splat_like(op.input, op.result.type)))
+            rewriter.replace(op, graph.ConstantOp(splat_like(op.input, op.result.type)))
         elif isinstance(op, graph.ReshapeOp):
             replace_with_buffer(rewriter, op, rewriter.insert(loop.ViewOp(fl.buffer(op.input), memref_of(op.result.type))).result)
 
@@ -625,7 +625,7 @@ class LowerGroup(RewritePattern):
         window = fl.stitch and is_window_group(list(group.block.ops))
         if fl.stitch and not window and (buffers := lower_stitched(fl, group)) is not None:
             casts = [UnrealizedConversionCastOp.get([b], [r.type]) for b, r in zip(buffers, group.outputs)]
-            rewriter.replace_op(group, casts, [c.results[0] for c in casts])
+            rewriter.replace(group, casts, [c.results[0] for c in casts])
             return
         scope = (group.group_name.data + ".", group.group_name.data if window else None)
         for inner in group.block.ops:
@@ -633,7 +633,7 @@ class LowerGroup(RewritePattern):
         rewriter.inline_block(group.block, InsertPoint.before(group), group.inputs)
         yield_op = group.prev_op
         assert isinstance(yield_op, fusion.YieldOp)
-        rewriter.replace_op(group, [], list(yield_op.values))
+        rewriter.replace(group, [], list(yield_op.values))
         rewriter.erase(yield_op)
 
 
@@ -655,7 +655,7 @@ class ReturnIntoOutputs(RewritePattern):
                 continue
             shape = graph.shape_of(value)
             copy_nest(fl, "copy_result", fl.buffer(value), out, identity(len(shape)), identity(len(shape)), shape)
-        rewriter.replace_op(ret, func.ReturnOp())
+        rewriter.replace(ret, func.ReturnOp())
         finish_function(fl)
 
 
