@@ -11,6 +11,8 @@ mlfuse-bench), each graph or model runs through every path at once:
   torch eager       the torch module, under torch.no_grad()
   inductor          torch.compile(module) (default mode)
   mlfuse backend    torch.compile(module, backend="mlfuse"): AOTAutograd, core ATen, mlfuse kernels
+  dynamo floor      models only: torch.compile with a backend that returns outputs computed once,
+                    so a call is dynamo's own work (guards, frames), which any backend pays
   mlfuse onnx       the same module exported to ONNX (bench.models.export: legacy exporter,
                     the dynamo one if that fails), mlfuse.compile(path), called on numpy views
   onnxruntime       the same ONNX file (CPU provider, intra-op threads = N)
@@ -61,7 +63,7 @@ SIZE = (16384, 1024)
 QUICK_SIZE = (1024, 256)
 QUICK_GRAPHS = ["layernorm", "softmax"]
 QUICK_MODELS = ["mlp_mixer"]
-ORDER = ["torch eager", "inductor", "mlfuse backend", "mlfuse onnx", "onnxruntime", "jax.jit", "mlfuse.jax.jit",
+ORDER = ["torch eager", "inductor", "mlfuse backend", "dynamo floor", "mlfuse onnx", "onnxruntime", "jax.jit", "mlfuse.jax.jit",
          "mlfuse graph"]
 TOLERANCE = 1e-3
 
@@ -211,6 +213,32 @@ def torch_paths(module, inputs: tuple, threads: int) -> list[tuple[str, Callable
 
     return [("torch eager", eager), ("inductor", compiled("inductor", "inductor")),
             ("mlfuse backend", compiled("mlfuse", "mlfuse backend"))]
+
+
+def dynamo_floor(module, inputs: tuple) -> tuple[str, Callable[[], Contender]]:
+    """torch.compile with a backend that runs nothing: its graph's outputs, computed once at
+    compile time, are returned on every call. What a call costs is dynamo's alone (guard
+    checks, frame and wrapper entry), a floor under every torch.compile backend."""
+    import torch
+
+    def backend(gm, example_inputs):
+        with torch.no_grad():
+            outputs = tuple(gm(*example_inputs))
+        return lambda *args: outputs
+
+    def make() -> Contender:
+        def floor(*args):  # a code object of its own: no dynamo cache entries shared with the other paths
+            return module(*args)
+
+        fn = torch.compile(floor, backend=backend, dynamic=False)
+
+        def call():
+            with torch.no_grad():
+                return fn(*inputs)
+
+        return Contender("dynamo floor", call, note="outputs computed at compile time")
+
+    return ("dynamo floor", make)
 
 
 def export_onnx(name: str, module, inputs: tuple, input_names: tuple, folder: str) -> tuple[Path, str, float]:
@@ -430,7 +458,7 @@ def run_model(name: str, args: argparse.Namespace, threads: int, folder: str) ->
     record: dict = {"name": name, "kind": "model", "size": args.model_size,
                     "input_shapes": [list(t.shape) for t in inputs],
                     "parameters": int(sum(p.numel() for p in module.parameters()))}
-    makers = torch_paths(module, inputs, threads)
+    makers = torch_paths(module, inputs, threads) + [dynamo_floor(module, inputs)]
     try:
         onnx, exporter, export_s = export_onnx(name, module, inputs, model.input_names, folder)
         record.update(exporter=exporter, export_s=export_s)
@@ -503,7 +531,8 @@ RATIOS = {
                ("backend / onnx", "mlfuse backend", "mlfuse onnx"), ("backend / graph", "mlfuse backend", "mlfuse graph"),
                ("mlfuse.jax.jit / jax.jit", "mlfuse.jax.jit", "jax.jit")],
     "models": [("backend / inductor", "mlfuse backend", "inductor"), ("backend / eager", "mlfuse backend", "torch eager"),
-               ("backend / onnx", "mlfuse backend", "mlfuse onnx"), ("onnx / ort", "mlfuse onnx", "onnxruntime")],
+               ("backend / onnx", "mlfuse backend", "mlfuse onnx"), ("floor / onnx", "dynamo floor", "mlfuse onnx"),
+               ("onnx / ort", "mlfuse onnx", "onnxruntime")],
 }
 
 
@@ -580,7 +609,18 @@ def verdict_lines(run: dict) -> list[str]:
         within = [n for n, v in vs_onnx if v <= 1.2]
         out.append(f"whole models: the mlfuse backend is within 1.2x of mlfuse's ONNX path on {len(within)}/{len(vs_onnx)} "
                    f"({', '.join(f'{n} {v:.2f}x' for n, v in vs_onnx)})")
+        above = [(r["name"], _above_floor(r["paths"])) for r in models]
+        above = [(n, v) for n, v in above if v is not None]
+        if above:
+            out.append("whole models, less dynamo's floor (the backend's time minus that of a torch.compile whose "
+                       f"backend runs nothing, over mlfuse onnx): {', '.join(f'{n} {v:.2f}x' for n, v in above)}")
     return out
+
+
+def _above_floor(ps: dict) -> float | None:
+    if all(k in ps for k in ("mlfuse backend", "dynamo floor", "mlfuse onnx")) and ps["mlfuse onnx"]["median_s"] > 0:
+        return (ps["mlfuse backend"]["median_s"] - ps["dynamo floor"]["median_s"]) / ps["mlfuse onnx"]["median_s"]
+    return None
 
 
 def format_run(run: dict) -> list[str]:

@@ -186,7 +186,7 @@ class CompiledFunction:
     RECYCLE_MIN_BYTES = 1 << 20
 
     def __init__(self, jit, entry: str, inputs: list[TensorSpec], outputs: list[TensorSpec]):
-        from mlfuse.backend import cpu
+        from mlfuse.backend.team import TeamSizer
 
         self.jit = jit
         self.entry = entry
@@ -205,7 +205,7 @@ class CompiledFunction:
         self._loose: CompiledFunction | None = None
         self.output_alignment = ALIGNMENT  # what the compiled code assumes of outputs
         self._recycle = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in outputs) >= self.RECYCLE_MIN_BYTES
-        self._sync_threads = cpu.sync_num_threads
+        self._team = TeamSizer()  # the full team or one thread, by the calls' times
         n_args = len(inputs) + len(outputs) + (self.arena_bytes > 0)
         self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(address)
 
@@ -325,6 +325,17 @@ class CompiledFunction:
                 return loose._run(inputs, outputs, addresses)
         return self._run(inputs, outputs, addresses, issue=out is None)
 
+    def run_addresses(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
+        """The compiled code on raw addresses, nothing checked: the caller guarantees
+        C-contiguous memory of the signature's shapes and dtypes, outputs aligned to
+        `output_alignment` and disjoint from everything else (the torch backend checks
+        that once at compile time instead of on every call)."""
+        arena = self._take_arena()
+        try:
+            self._team.call(self._fn, [*inputs, *outputs, *([arena[1]] if arena else [])])
+        finally:
+            self._give_arena(arena)
+
     def _loose_variant(self) -> CompiledFunction | None:
         if self._loose is None and self.loose_outputs is not None:
             self._loose = self.loose_outputs()  # two threads may both compile: the cache makes it cheap
@@ -338,10 +349,9 @@ class CompiledFunction:
             if address % self.output_alignment:
                 staged[i] = aligned_empty(outputs[i].shape, outputs[i].dtype)
                 addresses[i] = staged[i].ctypes.data
-        self._sync_threads()
         arena = self._take_arena()
         try:
-            self._fn(*[a.ctypes.data for a in inputs], *addresses, *([arena[1]] if arena else []))
+            self._team.call(self._fn, [*[a.ctypes.data for a in inputs], *addresses, *([arena[1]] if arena else [])])
         finally:
             self._give_arena(arena)
         for i, copy in staged.items():
@@ -465,29 +475,59 @@ def with_output_alignment(steps: Sequence[str], alignment: int) -> list[str] | N
     return None
 
 
-def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> tuple[bytes, dict[str, bytes]]:
-    """The object code of a module and the large constants it leaves out, from the disk cache
-    (every entry checked against its header) or compiled anew and stored. A module without
-    such constants has one entry, `graph-KEY`; one with them `graphc-KEY` and `constants-KEY`."""
+def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> tuple[list[bytes], dict[str, bytes]]:
+    """The object code of a module (one object per kernel, see cpu.compile_units) and the
+    large constants it leaves out, from the disk cache (every entry checked against its
+    header) or compiled anew and stored. A module without such constants has a graph
+    entry `graph-KEY`; one with them `graphc-KEY` and `constants-KEY`. A graph entry lists
+    the cache keys of its objects; if any of them is gone or bad, the graph is compiled
+    again (its intact kernels come from the cache)."""
     from mlfuse.backend import cpu
 
-    obj = cache.load_object("graph-" + key)
-    if obj is not None:
-        return obj, {}
-    obj, packed = cache.load_object("graphc-" + key), cache.load_object("constants-" + key)
-    if obj is not None and packed is not None:
-        return obj, unpack_constants(packed)
+    objects = _cached_objects(cache.load_object("graph-" + key))
+    if objects is not None:
+        return objects, {}
+    objects, packed = _cached_objects(cache.load_object("graphc-" + key)), cache.load_object("constants-" + key)
+    if objects is not None and packed is not None:
+        return objects, unpack_constants(packed)
     lowered = module.clone()
     run_pipeline(lowered, steps)
     from mlfuse.backend.llvm_translate import to_llvmlite
 
     constants: dict[str, bytes] = {}
     with internal_errors("LLVM translation", lowered):
-        obj = cpu.compile_object(to_llvmlite(lowered, external=constants))
+        objects, keys = cpu.compile_units(to_llvmlite(lowered, external=constants), keep=_public_functions(module))
     if constants:
         cache.store_object("constants-" + key, pack_constants(constants))
-    cache.store_object(("graphc-" if constants else "graph-") + key, obj)
-    return obj, constants
+    cache.store_object(("graphc-" if constants else "graph-") + key, json.dumps({"objects": keys}).encode())
+    return objects, constants
+
+
+def _cached_objects(listing: bytes | None) -> list[bytes] | None:
+    """The objects a graph entry lists, each from its own cache entry; None if the entry
+    is missing, or any object is (a bad one is discarded and reported by the cache)."""
+    if listing is None:
+        return None
+    try:
+        keys = json.loads(listing)["objects"]
+    except (ValueError, KeyError, TypeError):
+        return None  # a valid entry of another format: compiled again, then replaced
+    objects = []
+    for k in keys:
+        obj = cache.load_object(k) if isinstance(k, str) else None
+        if obj is None:
+            return None
+        objects.append(obj)
+    return objects
+
+
+def _public_functions(module: ModuleOp) -> set[str]:
+    """The functions of a graph module callers may look up by name (not private)."""
+    return {
+        op.sym_name.data
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and (op.sym_visibility is None or op.sym_visibility.data != "private")
+    }
 
 
 def pack_constants(constants: Mapping[str, bytes]) -> bytes:

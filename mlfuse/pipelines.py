@@ -34,7 +34,12 @@ def gpu_pipeline(planner: str = "ilp", fuse: bool = True) -> list[str]:
 
 
 def cpu_pipeline(
-    fuse: bool = True, parallel: bool = True, planner: str = "ilp", post_tile: bool = False, fast_math: bool = False
+    fuse: bool = True,
+    parallel: bool = True,
+    planner: str = "ilp",
+    post_tile: bool = False,
+    fast_math: bool = False,
+    outline_serial: bool = True,
 ) -> list[str]:
     """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU: one pipeline
     for both of mlfuse's techniques.
@@ -46,7 +51,11 @@ def cpu_pipeline(
     tile its live-outs, fuse its producers into the tiles, shrink its intermediates.
 
     post_tile: also run post-tiling fusion across the whole function afterwards
-    (POST_TILE, an experiment: it may join nests of different groups)."""
+    (POST_TILE, an experiment: it may join nests of different groups).
+
+    outline_serial: every kernel becomes a function, those too small for threads too, so
+    that LLVM's work is bounded per kernel and the backend compiles and caches each on its
+    own, repeated kernels once (mlfuse/backend/kernels.py)."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
         passes.append(f"fusion-plan{{planner={planner} target=cpu summary=false}}")
@@ -55,9 +64,10 @@ def cpu_pipeline(
         passes += WINDOW_GROUPS
     if post_tile:
         passes += POST_TILE
+    outline = " outline-serial=true" if outline_serial else ""
     passes += [
         "assign-buffers",
-        f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}}}",
+        f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
         "expand-math",
         "convert-to-llvm{fast-math=true}" if fast_math else "convert-to-llvm",
     ]

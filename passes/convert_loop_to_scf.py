@@ -5,7 +5,9 @@ of every input and output element and memref.store of the yielded values. With
 `parallel=true` (the default), a nest with a parallel dimension and at least
 2^15 points is outlined into a private function over a sub-range of that
 dimension and called through `loop.parallel_call`, which splits the range across
-threads; smaller nests stay inline. With `streaming=true` (the default), pure
+threads; smaller nests stay inline (with `outline-serial=true`, they and serial
+bands become private functions called directly: one function per kernel, which the
+CPU backend compiles and caches on its own). With `streaming=true` (the default), pure
 unit-stride writes to buffers of 32 MiB or more become `memref.store
 {nontemporal = true}` (streaming stores, made non-temporal after LLVM vectorizes),
 and unit-stride loads of such buffers inside a `loop.band` get `mlfuse.prefetch`
@@ -44,6 +46,9 @@ class ConvertLoopToScfPass(ModulePass):
     parallel: bool = True
     streaming: bool = True
     """Mark streaming stores and prefetched loads of large buffers (see above)."""
+    outline_serial: bool = False
+    """Outline the kernels that stay serial too, each into a function of its own called
+    directly (see mlfuse.conversion.loop_to_scf.outline_serial)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_loop_to_scf(op, self.parallel, self.streaming)
+        convert_loop_to_scf(op, self.parallel, self.streaming, self.outline_serial)

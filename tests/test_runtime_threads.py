@@ -18,6 +18,7 @@ import pytest
 import mlfuse
 from mlfuse.api import aligned_empty
 from mlfuse.backend import cpu
+from mlfuse.backend.team import PROBE_EVERY, WINDOW, TeamSizer
 
 # two GEMMs and a row reduction: several kernels, intermediates in the arena
 GRAPH = """
@@ -52,7 +53,7 @@ def fn():
 @pytest.fixture
 def team_of_two():
     """A real team (2 threads) even on a 1-core machine; the old setting afterwards."""
-    before = cpu.get_max_threads()
+    before = cpu.team_size()
     cpu.set_num_threads(2)
     yield
     cpu.set_num_threads(before)
@@ -124,12 +125,38 @@ def test_set_num_threads_reaches_other_threads(team_of_two):
     seen = []
 
     def worker(i):
-        cpu.sync_num_threads()  # what every call does first
+        cpu.use_threads(cpu.team_size())  # a call runs on this team or on one thread
         seen.append(cpu.get_max_threads())
 
     cpu.set_num_threads(1)
     run_threads(worker, 2)
     assert seen == [1, 1]
+
+
+def test_team_sizer_runs_the_faster_choice_and_probes_the_other():
+    """Times are given, not measured: the choice follows them, whatever the machine."""
+    sizer = TeamSizer()
+    assert sizer.choose(1) == 1  # one thread allowed: nothing to choose
+    first = [sizer.choose(2) for _ in range(2)]
+    assert first == [2, 2]  # no times yet: the full team first
+    for t in (5.0, 5.0):
+        sizer.record(2, t)
+    assert sizer.choose(2) == 1  # then one thread, to compare
+    for t in (1.0, 1.0):
+        sizer.record(1, t)
+    choices = [sizer.choose(2) for _ in range(PROBE_EVERY * 2)]
+    assert choices.count(2) == 2 and choices.count(1) == 2 * PROBE_EVERY - 2  # a busy neighbour: one thread
+    for t in (0.5,) * WINDOW:  # the neighbour is gone: the team is faster again
+        sizer.record(2, t)
+    assert [sizer.choose(2) for _ in range(PROBE_EVERY)].count(2) == PROBE_EVERY - 1
+
+
+def test_calls_record_their_team(team_of_two):
+    fn = mlfuse.compile(PAIR)
+    args = [np.ones(s.shape, s.dtype) for s in fn.inputs]
+    for _ in range(8):
+        fn(*args)
+    assert set(fn._team.times) == {1, 2} and all(fn._team.times.values())
 
 
 # --- argument checks -----------------------------------------------------------------
@@ -209,7 +236,7 @@ def test_forked_child_completes_its_call(fn, team_of_two):
             os._exit(code)
     assert wait_child(pid) == 0, "the child's results differ (2) or it failed (1)"
     # the parent keeps its team
-    assert cpu.get_max_threads() == 2
+    assert cpu.team_size() == 2
     assert all(np.array_equal(g, e) for g, e in zip(fn(*args), expected))
 
 

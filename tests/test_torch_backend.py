@@ -300,18 +300,59 @@ def test_grad_required_falls_back_to_eager():
 # --- the runtime: no copies --------------------------------------------------------------------
 
 
-def test_kernels_take_views_and_return_aligned_torch_tensors():
+def _one_kernel(fn, *inputs):
     from torch.fx.experimental.proxy_tensor import make_fx
 
+    compiled = tb.compile_fx_graph(make_fx(fn, tracing_mode="fake")(*inputs), list(inputs))
+    (kernel,) = [m for m in compiled.modules() if isinstance(m, tb.MlfuseKernel)]
+    return compiled, kernel
+
+
+def test_kernels_take_addresses_and_return_aligned_torch_tensors():
+    def f(x):
+        return (x - x.mean(-1, keepdim=True)).exp()
+
     x = torch.randn(64, 128)
-    gm = make_fx(lambda x: (x - x.mean(-1, keepdim=True)).exp(), tracing_mode="fake")(x)
-    compiled = tb.compile_fx_graph(gm, [x])
-    kernels = [m for m in compiled.modules() if isinstance(m, tb.MlfuseKernel)]
-    assert len(kernels) == 1
-    (y,) = kernels[0](x)
+    compiled, kernel = _one_kernel(f, x)
+    assert kernel.direct  # by address: no numpy views or checks per call
+    (y,) = kernel(x)
     assert isinstance(y, torch.Tensor) and y.data_ptr() % 64 == 0  # no staging copy in the runtime
+    assert_close(y, f(x))
+    assert_close(compiled(x), f(x))
+    assert_close(compiled.forward(x), f(x))  # what the backend hands to AOTAutograd
+
+
+def test_a_strided_input_is_made_contiguous_for_the_kernel():
+    def f(x):
+        return torch.tanh(x) * 2
+
+    x = torch.randn(32, 48)
+    compiled, kernel = _one_kernel(f, x)
+    strided = torch.randn(48, 32).t()  # same shape, column-major
+    assert not strided.is_contiguous()
+    assert_close(kernel(strided)[0], f(strided))
+    assert_close(compiled(strided), f(strided))
+
+
+def test_kernel_without_the_address_call_goes_through_numpy():
+    """A compiled function that only takes numpy arrays (the generic call) still works."""
+
+    class NumpyOnly:
+        def __init__(self, fn):
+            self.fn, self.inputs, self.outputs = fn, fn.inputs, fn.outputs
+
+        def __call__(self, *arrays, out=None):
+            return self.fn(*arrays, out=out)
+
+    def f(x):
+        return x.softmax(-1)
+
+    x = torch.randn(8, 16)
+    _, kernel = _one_kernel(f, x)
+    plain = tb.MlfuseKernel(NumpyOnly(kernel.fn), kernel.output_specs)
+    assert not plain.direct
+    assert_close(plain(x)[0], f(x))
     assert np.shares_memory(tb._as_numpy(x), x.numpy())
-    assert_close(compiled(x), (x - x.mean(-1, keepdim=True)).exp())
 
 
 # --- frozen parameters -------------------------------------------------------------------------
@@ -351,6 +392,8 @@ def test_in_place_parameter_update_recompiles():
         model.bn.running_var.fill_(3.0)
         assert_close(compiled(x), model(x))
         model.load_state_dict(LinearBatchNorm().state_dict())
+        assert_close(compiled(x), model(x))
+        model.fc.weight = torch.nn.Parameter(torch.randn(32, 16))  # a new tensor object
         assert_close(compiled(x), model(x))
 
 

@@ -160,15 +160,19 @@ def exhaustive_patterns(pool: CandidatePool, fusible: list[int]) -> None:
 
 def absorb_producers(fgraph: FusionGraph, mask: int, max_size: int) -> int:
     """Add fusible producers whose every user is already in the pattern (stays convex)."""
+    # fgraph.external_preds(mask), kept up to date as producers join rather than taken
+    # again from every op of the pattern (MobileNetV2: 52k recomputations, half of planning)
+    external = fgraph.external_preds(mask)
     changed = True
     while changed and mask.bit_count() < max_size:
         changed = False
-        for p in bits(fgraph.external_preds(mask)):
+        for p in bits(external):
             node = fgraph.nodes[p]
             if not node.fusible or any(fgraph.values[r].escapes for r in node.results):
                 continue
             if all(all((mask >> u) & 1 for u in fgraph.values[r].users) for r in node.results):
                 mask |= 1 << p
+                external = (external | fgraph.pred_mask[p]) & ~mask
                 changed = True
                 if mask.bit_count() >= max_size:
                     break

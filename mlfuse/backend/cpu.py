@@ -12,6 +12,9 @@
 - Stores marked streaming become non-temporal after O3 (mlfuse/backend/streaming.py).
 - Object code is cached on disk, keyed by the LLVM IR and the host CPU, so the
   same graph does not go through LLVM twice (see mlfuse/cache.py for the keys).
+  A graph is compiled as one object per kernel (`compile_units`, see
+  mlfuse/backend/kernels.py): identical kernels once, each cached on its own, all
+  linked in one engine.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import hashlib
 import os
 import threading
 import warnings
+from collections.abc import Collection, Sequence
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -121,10 +125,26 @@ def set_num_threads(n: int) -> None:
 
 def sync_num_threads() -> None:
     """Apply the latest set_num_threads to the calling thread (a getattr when it has)."""
+    use_threads(team_size())
+
+
+@functools.cache
+def _default_team() -> int:
+    return int(_gomp().omp_get_max_threads())  # asked before any omp_set_num_threads of ours
+
+
+def team_size() -> int:
+    """The most threads a call may use: the latest set_num_threads, else libgomp's
+    default (OMP_NUM_THREADS, or the cores)."""
     request = _requested
-    if request is not None and getattr(_applied, "request", None) is not request:
-        _gomp().omp_set_num_threads(request[0])
-        _applied.request = request
+    return request[0] if request is not None else _default_team()
+
+
+def use_threads(n: int) -> None:
+    """Run the calling thread's next team calls on `n` threads (libgomp's ICV is per thread)."""
+    if getattr(_applied, "threads", None) != n:
+        _gomp().omp_set_num_threads(n)
+        _applied.threads = n
 
 
 def _after_fork_in_child() -> None:
@@ -185,16 +205,18 @@ _BIND_LOCK = threading.Lock()
 
 
 class JitModule:
-    """Machine code loaded into an execution engine; functions by name.
+    """Machine code loaded into an execution engine; functions by name. `object_code` is
+    one object, or several (the units of mlfuse.backend.kernels) linked in the engine.
 
     `constants` are the bytes of the constants the object declares but does not hold
     (llvm_translate.to_llvmlite's `external`): each is copied into a 64-byte aligned
     buffer that lives as long as this module, and the object's references are bound to
     it when the engine resolves relocations (finalize_object)."""
 
-    def __init__(self, object_code: bytes, constants: dict[str, bytes] | None = None):
+    def __init__(self, object_code: bytes | Sequence[bytes], constants: dict[str, bytes] | None = None):
         _init()
-        if b"mlfuse_sgemm" in object_code or b"mlfuse_dgemm" in object_code:
+        objects = [object_code] if isinstance(object_code, bytes) else list(object_code)
+        if any(b"mlfuse_sgemm" in obj or b"mlfuse_dgemm" in obj for obj in objects):
             _register_blas()
         self.constants = {name: _aligned_copy(data) for name, data in (constants or {}).items()}
         # the engine takes ownership of its target machine and frees it with itself:
@@ -203,7 +225,8 @@ class JitModule:
         with _BIND_LOCK:
             for name, buffer in self.constants.items():
                 llvm.add_symbol(name, buffer.ctypes.data)
-            self.engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+            for obj in objects:  # the engine links the calls between them (one unit per kernel)
+                self.engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self.engine.finalize_object()
         self.object_code = object_code
 
@@ -227,10 +250,32 @@ def _aligned_copy(data: bytes) -> np.ndarray:
     return buffer
 
 
+def object_key(text: str) -> str:
+    """The cache key of the object code of LLVM IR `text` on this host."""
+    return hashlib.sha256(f"{host_key()}|{llvm.llvm_version_info}\n{text}".encode()).hexdigest()
+
+
 def compile_object(ir_module: ir.Module | str) -> bytes:
     """Optimize at O3 for the host and emit an object file, through the disk cache."""
     text = str(ir_module)
-    key = hashlib.sha256(f"{host_key()}|{llvm.llvm_version_info}\n{text}".encode()).hexdigest()
+    return _cached_object(text, object_key(text))
+
+
+def compile_units(ir_module: ir.Module | str, keep: Collection[str]) -> tuple[list[bytes], list[str]]:
+    """The module as one object per kernel (mlfuse.backend.kernels: identical kernels once;
+    the functions in `keep` under their names, the others renamed), each object through
+    the disk cache under its unit's text; the objects and their cache keys. A module the
+    splitter does not take is one object."""
+    from mlfuse.backend.kernels import split_units
+
+    text = str(ir_module)
+    units = split_units(text, keep)
+    texts = [u.text for u in units] if units is not None else [text]
+    keys = [object_key(t) for t in texts]
+    return [_cached_object(t, k) for t, k in zip(texts, keys)], keys
+
+
+def _cached_object(text: str, key: str) -> bytes:
     from mlfuse import cache
 
     cached = cache.load_object(key)

@@ -5,7 +5,9 @@ chose for contiguous innermost accesses). A nest with a parallel dimension and
 enough work is outlined into a private function `@<fn>__<k>_<name>(lo, hi,
 buffers...)` that runs its first parallel dimension over [lo, hi); the call site
 becomes a `loop.parallel_call`, which splits the range across threads. Nests too
-small to pay for threads stay inline. Bounds of a dimension that use outer
+small to pay for threads stay inline, or, with `outline_serial` (the CPU pipeline's
+choice), become functions `@<fn>__<k>_<name>(operands...)` of their own, called
+directly, with the loops they would have inline. Bounds of a dimension that use outer
 dimensions (parallelogram tiles) are computed inside the enclosing loop.
 
 A `loop.band` with enough work is outlined the same way, over all its iterations
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -413,8 +415,24 @@ def band_is_parallel(band: loop.BandOp) -> bool:
     )
 
 
+def outline_serial(
+    fn: func.FuncOp, k: int, name: str, operands: Sequence[SSAValue], emit: Callable[[Builder, dict[SSAValue, SSAValue]], None]
+) -> tuple[func.FuncOp, func.CallOp]:
+    """The function `@<fn>__<k>_<name>(operands...)` running a kernel too small for threads,
+    its loops exactly as they would be inline (`emit` writes them, given the parameter of
+    each operand), and the call replacing it. Each kernel is then a function of its own,
+    which LLVM optimizes and the CPU backend compiles and caches on its own (repeated
+    kernels once), and whose buffers are noalias parameters."""
+    block = Block(arg_types=[v.type for v in operands])
+    b = Builder(InsertPoint.at_end(block))
+    emit(b, dict(zip(operands, block.args)))
+    b.insert(func.ReturnOp())
+    outlined = outlined_function(fn, k, name, block)
+    return outlined, func.CallOp(outlined.sym_name.data, list(operands), [])
+
+
 def replace_by_call(
-    rewriter: PatternRewriter, op: Operation, fn: func.FuncOp, outlined: func.FuncOp, call: loop.ParallelCallOp
+    rewriter: PatternRewriter, op: Operation, fn: func.FuncOp, outlined: func.FuncOp, call: loop.ParallelCallOp | func.CallOp
 ) -> None:
     """`outlined` goes right after `fn` (so the module lists the last kernel first, as it
     always has), and `call` in place of `op`."""
@@ -432,6 +450,7 @@ class NestToScf(RewritePattern):
 
     kernels: dict[Operation, int]
     parallel: bool = True
+    outline_serial: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.NestOp, rewriter: PatternRewriter) -> None:
@@ -441,6 +460,14 @@ class NestToScf(RewritePattern):
         plan = parallel_plan(op) if self.parallel and k is not None and isinstance(fn, func.FuncOp) else None
         if plan is not None and k is not None and isinstance(fn, func.FuncOp):
             replace_by_call(rewriter, op, fn, *outline_nest(fn, op, k, plan))
+            return
+        if self.outline_serial and k is not None and isinstance(fn, func.FuncOp):
+            operands = list(dict.fromkeys([*op.syms, *op.ins, *op.outs]))
+
+            def emit(b: Builder, param: dict[SSAValue, SSAValue]) -> None:
+                emit_nest_loops(b, op, [param[v] for v in op.syms], [param[v] for v in (*op.ins, *op.outs)])
+
+            replace_by_call(rewriter, op, fn, *outline_serial(fn, k, op.nest_name.data, operands, emit))
             return
         emit_nest_loops(rewriter, op, list(op.syms), [*op.ins, *op.outs])
         rewriter.erase(op)
@@ -453,12 +480,17 @@ class BandToScf(RewritePattern):
 
     kernels: dict[Operation, int]
     parallel: bool = True
+    outline_serial: bool = False
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.BandOp, rewriter: PatternRewriter) -> None:
         fn, k = op.parent_op(), self.kernels.get(op)
         if self.parallel and k is not None and isinstance(fn, func.FuncOp) and band_is_parallel(op):
             replace_by_call(rewriter, op, fn, *outline_band(fn, op, k))
+            return
+        if self.outline_serial and k is not None and isinstance(fn, func.FuncOp):
+            emit = lambda b, param: emit_band(b, op, dict(param))  # noqa: E731
+            replace_by_call(rewriter, op, fn, *outline_serial(fn, k, op.band_name.data, captured_values(op), emit))
             return
         emit_band(rewriter, op, {})
         rewriter.erase(op)
@@ -474,19 +506,22 @@ def number_kernels(fn: func.FuncOp) -> dict[Operation, int]:
     return {op: k for k, op in enumerate(kernels)}
 
 
-def loop_to_scf_patterns(kernels: dict[Operation, int], parallel: bool = True) -> list[RewritePattern]:
-    return [BandToScf(kernels, parallel), NestToScf(kernels, parallel)]
+def loop_to_scf_patterns(
+    kernels: dict[Operation, int], parallel: bool = True, outline_serial: bool = False
+) -> list[RewritePattern]:
+    return [BandToScf(kernels, parallel, outline_serial), NestToScf(kernels, parallel, outline_serial)]
 
 
-def convert_loop_to_scf(module: ModuleOp, parallel: bool = True, streaming: bool = True) -> None:
+def convert_loop_to_scf(module: ModuleOp, parallel: bool = True, streaming: bool = True, outline_serial: bool = False) -> None:
     """Mark the streaming accesses (an analysis of whole nests, before any is lowered),
     number the kernels, then lower every band and nest in one walk of the patterns
-    (no DCE: an unused constant stays, as it always has; LLVM removes it)."""
+    (no DCE: an unused constant stays, as it always has; LLVM removes it). With
+    `outline_serial`, kernels too small for threads become functions too (`outline_serial`)."""
     kernels: dict[Operation, int] = {}
     for fn in module.ops:
         if isinstance(fn, func.FuncOp):
             if streaming:
                 mark_streaming_accesses(fn)
             kernels.update(number_kernels(fn))
-    applier = GreedyRewritePatternApplier(loop_to_scf_patterns(kernels, parallel), dce_enabled=False)
+    applier = GreedyRewritePatternApplier(loop_to_scf_patterns(kernels, parallel, outline_serial), dce_enabled=False)
     PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(module)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from xdsl.builder import Builder
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
@@ -34,16 +34,17 @@ from xdsl.rewriter import InsertPoint
 
 from mlfuse.dialects import loop
 from mlfuse.poly.program import (
+    block_positions,
     can_move_down,
     effects,
     erase_buffer,
     is_intermediate,
+    is_sole_writer,
     may_join,
     only_deallocs,
     ops_between,
     place_deallocs,
     root,
-    writers,
 )
 
 # --- copy forwarding ----------------------------------------------------------------------------------
@@ -87,10 +88,10 @@ def inverse_of_shifted_permutation(m: AffineMap) -> list[tuple[int, int]] | None
 
 def forward_copy(fn: func.FuncOp, nest: loop.NestOp, scope: str = "function") -> bool:
     block = fn.body.block
-    if not is_copy(nest):
+    if not is_copy(nest) or not may_join([nest], scope):  # an untagged nest joins nothing in scope "group"
         return False
     dst, src = nest.outs[0], nest.ins[0]
-    if not is_intermediate(dst, fn) or writers(dst, block) != [nest]:
+    if not is_intermediate(dst, fn) or not is_sole_writer(nest, dst, block):
         return False
     inverse = inverse_of_shifted_permutation(nest.out_maps[0])
     if inverse is None:
@@ -136,20 +137,21 @@ def pointwise_outputs(fn: func.FuncOp, a: loop.NestOp) -> list[SSAValue] | None:
     if a.syms or a.static_bounds() is None or any(k != loop.PARALLEL for k in a.iterator_kinds):
         return None
     outs = [root(v) for v in a.outs]
-    if len(set(outs)) != len(outs) or not all(is_intermediate(o, fn) and writers(o, block) == [a] for o in outs):
+    if len(set(outs)) != len(outs) or not all(is_intermediate(o, fn) and is_sole_writer(a, o, block) for o in outs):
         return None
     return outs
 
 
-def first_consumer(block: Block, a: loop.NestOp, outs: Sequence[SSAValue]) -> loop.NestOp | None:
-    """The first op that reads one of `outs` (deallocations aside), if it is a top-level nest."""
-    readers = sorted(
-        {u.operation for o in outs for u in o.uses if u.operation is not a and not isinstance(u.operation, memref.DeallocOp)},
-        key=lambda op: block.get_operation_index(op) if op.parent_block() is block else -1,
-    )
-    if not readers or not isinstance(readers[0], loop.NestOp) or readers[0].parent_block() is not block:
-        return None
-    return readers[0]
+def first_consumer(block: Block, a: loop.NestOp, outs: Sequence[SSAValue],
+                   position: dict[Operation, int] | None = None) -> loop.NestOp | None:
+    """The first op that reads one of `outs` (deallocations aside), if it is a top-level nest.
+    `position`: the index of every top-level op of `block`, if the caller has it."""
+    readers = {u.operation for o in outs for u in o.uses if u.operation is not a and not isinstance(u.operation, memref.DeallocOp)}
+    if not readers or any(r.parent_block() is not block for r in readers):
+        return None  # no reader, or the first one is not a top-level op
+    position = position if position is not None else block_positions(block)
+    first = min(readers, key=position.__getitem__)
+    return first if isinstance(first, loop.NestOp) else None
 
 
 def reads_pointwise(block: Block, a: loop.NestOp, b: loop.NestOp, outs: Sequence[SSAValue]) -> bool:
@@ -178,14 +180,18 @@ def kept_outputs(a: loop.NestOp, b: loop.NestOp) -> list[SSAValue] | None:
     return keep
 
 
-def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "function") -> bool:
-    """Merge `producer` into the first nest that reads one of its outputs pointwise."""
+def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "function",
+                    position: dict[Operation, int] | None = None) -> bool:
+    """Merge `producer` into the first nest that reads one of its outputs pointwise
+    (`position`: the index of every top-level op, if the caller has it)."""
     block = fn.body.block
     a = producer
+    if not may_join([a], scope):  # an untagged nest joins nothing in scope "group"
+        return False
     outs = pointwise_outputs(fn, a)
     if outs is None:
         return False
-    b = first_consumer(block, a, outs)
+    b = first_consumer(block, a, outs, position)
     if b is None or not may_join([a, b], scope) or not reads_pointwise(block, a, b, outs):
         return False
     keep = kept_outputs(a, b)
@@ -270,8 +276,9 @@ def startup_fuse(fn: func.FuncOp, forward: bool = True, merge: bool = True, scop
     changed = merge
     while changed:
         changed = False
+        position = block_positions(block)  # valid until the first merge, which ends the scan
         for op in list(block.ops):
-            if isinstance(op, loop.NestOp) and merge_pointwise(fn, op, scope):
+            if isinstance(op, loop.NestOp) and merge_pointwise(fn, op, scope, position):
                 stats["merged"] += 1
                 changed = True
                 break

@@ -1,0 +1,60 @@
+"""How many threads each call of a compiled function runs on: the full team, or one.
+
+libgomp ends every parallel region at a barrier that waits for each thread of the
+team. When another process holds one of the cores, a team thread that is not
+running holds up every region of the call for a scheduler time slice: ResNet-18
+(32x32, 2 threads, with a test suite running beside it) took 300 ms a call, against
+3 ms on one thread and 12 ms for onnxruntime. One thread never waits for another.
+
+So each compiled function keeps the times of its recent calls with the full team
+and with one thread, runs the faster (by median), and tries the other choice every
+`PROBE_EVERY`th call to follow the machine's load. On a quiet machine the full team
+wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on the
+choice: team calls split only independent iterations (see llvm_runtime).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+from mlfuse.backend import cpu
+
+PROBE_EVERY = 32
+WINDOW = 5  # calls per choice whose median decides
+
+
+class TeamSizer:
+    """The thread count of one compiled function's calls, chosen by their times.
+
+    Calls may come from several threads at once: the sample windows are deques
+    (appends are atomic) and a lost update of the counter only moves a probe."""
+
+    def __init__(self) -> None:
+        self.times: dict[int, deque[float]] = {}
+        self.calls = 0
+
+    def choose(self, team: int) -> int:
+        if team <= 1:
+            return 1
+        self.calls += 1
+        one, full = self.times.get(1), self.times.get(team)
+        if not full or len(full) < 2:
+            return team
+        if not one or len(one) < 2:
+            return 1
+        best, other = (1, team) if statistics.median(one) < statistics.median(full) else (team, 1)
+        return other if self.calls % PROBE_EVERY == 0 else best
+
+    def record(self, threads: int, seconds: float) -> None:
+        self.times.setdefault(threads, deque(maxlen=WINDOW)).append(seconds)
+
+    def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
+        """Run `fn(*args)` on the chosen number of threads, and time it."""
+        threads = self.choose(cpu.team_size())
+        cpu.use_threads(threads)
+        start = time.perf_counter()
+        fn(*args)
+        self.record(threads, time.perf_counter() - start)

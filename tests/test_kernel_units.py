@@ -1,0 +1,114 @@
+"""One object per kernel (mlfuse/backend/kernels.py) and serial kernels outlined
+(convert-loop-to-scf{outline-serial=true}): the same results, identical kernels
+compiled once, objects shared between graphs through the cache."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import mlfuse
+from mlfuse import api, cache, pipelines
+from mlfuse.backend import cpu, kernels
+
+# two layers of the same shape: their kernels are identical up to their buffers
+TWO_LAYERS = """
+func.func @main(%x: tensor<16x64xf32>, %a: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<16x64xf32> {
+  %ab = graph.broadcast %a {dims = array<i64: 1>} : tensor<64xf32> -> tensor<16x64xf32>
+  %y = graph.mul %x, %ab : tensor<16x64xf32>
+  %m = graph.reduce_max %y {axes = array<i64: 1>, keepdims} : tensor<16x64xf32> -> tensor<16x1xf32>
+  %mb = graph.broadcast %m {dims = array<i64: 0, 1>} : tensor<16x1xf32> -> tensor<16x64xf32>
+  %z = graph.sub %y, %mb : tensor<16x64xf32>
+  %bb = graph.broadcast %b {dims = array<i64: 1>} : tensor<64xf32> -> tensor<16x64xf32>
+  %y2 = graph.mul %z, %bb : tensor<16x64xf32>
+  %m2 = graph.reduce_max %y2 {axes = array<i64: 1>, keepdims} : tensor<16x64xf32> -> tensor<16x1xf32>
+  %mb2 = graph.broadcast %m2 {dims = array<i64: 0, 1>} : tensor<16x1xf32> -> tensor<16x64xf32>
+  %z2 = graph.sub %y2, %mb2 : tensor<16x64xf32>
+  func.return %z2 : tensor<16x64xf32>
+}
+"""
+
+
+def inputs() -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    return [rng.standard_normal(s).astype(np.float32) for s in ((16, 64), (64,), (64,))]
+
+
+def expected(last=np.subtract) -> np.ndarray:
+    """TWO_LAYERS in numpy (`last`: the final op)."""
+    x, a, b = inputs()
+    y = x * a
+    y2 = (y - y.max(axis=1, keepdims=True)) * b
+    return last(y2, y2.max(axis=1, keepdims=True))
+
+
+@pytest.fixture
+def cache_root(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(api, "_MEMORY_CACHE", OrderedDict())
+    monkeypatch.setattr(cache, "_reported", set())
+    return tmp_path / "cache"
+
+
+@pytest.mark.parametrize("outline", [False, True])
+def test_results_match_the_reference(cache_root, outline):
+    f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(outline_serial=outline))
+    (got,) = f(*inputs())
+    np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
+
+
+def llvm_text(source: str, fuse: bool = True) -> str:
+    from mlfuse.backend.llvm_translate import to_llvmlite
+
+    module = api.parse(source)
+    api.run_pipeline(module, pipelines.cpu_pipeline(fuse=fuse))
+    return str(to_llvmlite(module, external={}))
+
+
+def test_repeated_kernels_are_one_unit():
+    text = llvm_text(TWO_LAYERS, fuse=False)  # an op per kernel: the layers' are alike
+    units = kernels.split_units(text, keep={"main"})
+    assert units is not None
+    names = [u.name for u in units]
+    assert names[-1] == "main" and len(set(names)) == len(names)
+    kernels_in_ir = [line for line in text.split("\n") if line.startswith('define void @"main__')]
+    assert len(units) - 1 < len(kernels_in_ir), "the second layer's kernels are the first's"
+    entry = units[-1].text
+    assert all(f'@"{u.name}"' in entry for u in units[:-1] if u.name.startswith(kernels.PREFIX))
+
+
+def test_units_are_modules_of_their_own():
+    for unit in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []:
+        cpu.prepare(unit.text)  # parses and verifies alone
+
+
+def test_a_module_the_splitter_does_not_know_is_compiled_whole():
+    text = llvm_text(TWO_LAYERS) + "\n$unused = comdat any\n"
+    assert kernels.split_units(text, keep={"main"}) is None
+    objects, keys = cpu.compile_units(text, keep={"main"})
+    assert len(objects) == len(keys) == 1
+
+
+def test_kernels_are_cached_on_their_own(cache_root, monkeypatch):
+    """A second graph holding the first one's kernels compiles only what is new: the
+    kernel that changed, and the entry that calls it."""
+    unfused = pipelines.cpu_pipeline(fuse=False)  # an op per kernel
+    mlfuse.compile(TWO_LAYERS, passes=unfused)
+    compiled: list[str] = []
+    original = cpu._cached_object
+
+    def record(text: str, key: str) -> bytes:
+        if cache.load_object(key) is None:
+            compiled.append(text)
+        return original(text, key)
+
+    monkeypatch.setattr(cpu, "_cached_object", record)
+    api._MEMORY_CACHE.clear()
+    other = TWO_LAYERS.replace("%z2 = graph.sub %y2, %mb2", "%z2 = graph.add %y2, %mb2")
+    f = mlfuse.compile(other, passes=unfused)
+    (got,) = f(*inputs())
+    np.testing.assert_allclose(got, expected(np.add), rtol=1e-6, atol=1e-6)
+    units = kernels.split_units(llvm_text(other, fuse=False), keep={"main"}) or []
+    assert len(compiled) == 2 < len(units)
