@@ -45,6 +45,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.traits import SymbolTable
 
 from mlfuse.abi import ALIGNMENT
 from mlfuse.conversion import scalar
@@ -853,8 +854,8 @@ def transposed_weights(fl: FunctionLowering, weight: SSAValue, rows: range, cols
     source = fl.buffer(weight)
     get = source.owner
     if isinstance(get, memref.GetGlobalOp):
-        glob = next(g for g in fl.module.body.block.ops if isinstance(g, memref.GlobalOp) and g.sym_name == get.name_.root_reference)
-        if isinstance(glob.initial_value, DenseIntOrFPElementsAttr):
+        glob = SymbolTable.lookup_symbol(fl.module, get.name_)
+        if isinstance(glob, memref.GlobalOp) and isinstance(glob.initial_value, DenseIntOrFPElementsAttr):
             data = graph.dense_to_numpy(glob.initial_value)[:, :, rows.start : rows.stop, cols.start : cols.stop]
             data = data.reshape(o, c * kh * kw).T.copy()
             return lower_constant(fl, graph.ConstantOp.from_numpy(data, el)).buffer  # type: ignore[return-value]
