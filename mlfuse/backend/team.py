@@ -7,7 +7,7 @@ running holds up every region of the call for a scheduler time slice: ResNet-18
 3 ms on one thread and 12 ms for onnxruntime. One thread never waits for another.
 
 So each compiled function keeps the times of its recent calls with the full team
-and with one thread, runs the faster (by median), and tries the other choice every
+and with one thread, runs one thread only when its median is clearly (`ONE_THREAD_MARGIN`) faster, and tries the other choice every
 `PROBE_EVERY`th call to follow the machine's load. On a quiet machine the full team
 wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on the
 choice: team calls split only independent iterations (see llvm_runtime).
@@ -24,6 +24,9 @@ from mlfuse.backend import cpu
 
 PROBE_EVERY = 32
 WINDOW = 5  # calls per choice whose median decides
+# One thread must beat the team by this factor: on a quiet machine noise alone must not
+# move a memory-bound kernel onto one thread (a stalled team is 2-100x slower).
+ONE_THREAD_MARGIN = 0.7
 
 
 class TeamSizer:
@@ -35,6 +38,7 @@ class TeamSizer:
     def __init__(self) -> None:
         self.times: dict[int, deque[float]] = {}
         self.calls = 0
+        self.warmed: set[int] = set()  # team sizes whose first (cold) call has run
 
     def choose(self, team: int) -> int:
         if team <= 1:
@@ -45,7 +49,8 @@ class TeamSizer:
             return team
         if not one or len(one) < 2:
             return 1
-        best, other = (1, team) if statistics.median(one) < statistics.median(full) else (team, 1)
+        faster_alone = statistics.median(one) < ONE_THREAD_MARGIN * statistics.median(full)
+        best, other = (1, team) if faster_alone else (team, 1)
         return other if self.calls % PROBE_EVERY == 0 else best
 
     def record(self, threads: int, seconds: float) -> None:
@@ -57,4 +62,7 @@ class TeamSizer:
         cpu.use_threads(threads)
         start = time.perf_counter()
         fn(*args)
-        self.record(threads, time.perf_counter() - start)
+        if threads in self.warmed:
+            self.record(threads, time.perf_counter() - start)
+        else:  # page faults and the team's start: a first call would decide for a long time
+            self.warmed.add(threads)
