@@ -76,7 +76,8 @@ def test_symbol_round_trip():
 @pytest.mark.parametrize("isa", sorted(FEATURES))
 @pytest.mark.parametrize(
     "dims",
-    [(1, 1, 1, 1), (1, 8, 48, 256), (2, 13, 50, 17), (1, 20, 97, 300), (3, 9, 7, 513), (1, 64, 144, 40)],
+    [(1, 1, 1, 1), (1, 8, 48, 256), (2, 13, 50, 17), (1, 20, 97, 300), (3, 9, 7, 513), (1, 64, 144, 40),
+     (1, 131, 49, 70), (2, 77, 20, 33)],
 )
 def test_kernel_matches_numpy(isa, dims, dtype):
     shape = GemmShape(*dims, dtype)
@@ -85,14 +86,26 @@ def test_kernel_matches_numpy(isa, dims, dtype):
     check(c, a, b)
 
 
-def test_tasks_split_anywhere():
+def test_tall_narrow_products_slice_rows():
+    """Too few column slices for a team: rows are sliced too, in multiples of every MR,
+    and the tasks cover every row exactly once (the last slice takes the remainder)."""
+    assert GemmShape(12, 128, 64, 128).row_tasks == 1  # batches and columns give enough tasks
+    shape = GemmShape(1, 512, 49, 4608)  # w @ patches of a 512-channel 7x7 conv
+    assert (shape.column_tasks, shape.row_tasks, shape.tasks) == (2, 4, 8)
+    assert shape.slice_rows % 24 == 0 and shape.slice_rows * (shape.row_tasks - 1) < shape.m
+    assert GemmShape(1, 30, 10, 5).row_tasks == 2  # slices of 24 rows and 6
+
+
+@pytest.mark.parametrize("dims", [(2, 11, 150, 300), (1, 131, 49, 70)])
+def test_tasks_split_anywhere(dims):
     """Any partition of the task range (what threads get) computes the same bits."""
-    shape = GemmShape(2, 11, 150, 300)
+    shape = GemmShape(*dims)
     a, b, whole = operands(np.random.default_rng(7), shape)
     run = kernel(shape, FEATURES["avx512"])
     run(0, shape.tasks, a.ctypes.data, b.ctypes.data, whole.ctypes.data)
     pieces = np.full_like(whole, np.nan)
     cuts = [0, 1, 3, 4, shape.tasks]
+    assert shape.tasks > 4
     for lo, hi in zip(cuts, cuts[1:]):
         run(lo, hi, a.ctypes.data, b.ctypes.data, pieces.ctypes.data)
     np.testing.assert_array_equal(pieces, whole)

@@ -104,3 +104,37 @@ def test_window_group_nests_are_post_tiled(basic_block):
     for band in bands:
         nests = [op.nest_name.data.rsplit(".", 1)[-1] for op in band.walk() if isinstance(op, loop.NestOp)]
         assert "conv2d" in nests and "relu" in nests, nests
+
+
+@pytest.mark.parametrize(
+    "image, out_channels, kernel, stride, pads, constant_weight",
+    [
+        ((1, 32, 16, 16), 64, 1, 1, 0, True),  # pointwise: the input is the patches
+        ((1, 32, 16, 16), 128, 3, 2, 1, True),  # 8x8 outputs <= 128 channels
+        ((1, 32, 1, 64), 64, 3, 1, 1, True),  # one row: only the middle row of taps is live (sliced constant)
+        ((1, 32, 1, 64), 64, 3, 1, 1, False),  # the same taps cut from a weight input by a nest
+        ((2, 32, 16, 16), 64, 1, 1, 0, False),  # two images: patches @ wt
+    ],
+)
+def test_conv_products_with_epilogue_match_torch(image, out_channels, kernel, stride, pads, constant_weight):
+    """Both orientations of the product (w @ patches for one image with few pixels or
+    a pointwise conv, patches @ wt otherwise) with a bias-and-ReLU epilogue, against
+    torch in float64 on random data, outputs poisoned. fp32 sums of up to 288 products:
+    atol 1e-5 of the output's range."""
+    from mlfuse.frontend.builder import GraphBuilder
+
+    rng = np.random.default_rng(sum(image) + out_channels + kernel)
+    x = rng.standard_normal(image).astype(np.float32)
+    w = rng.standard_normal((out_channels, image[1], kernel, kernel)).astype(np.float32)
+    bias = rng.standard_normal(out_channels).astype(np.float32)
+    b = GraphBuilder()
+    xs = b.input("x", image, "f32")
+    ws = b.constant(w, "f32") if constant_weight else b.input("w", w.shape, "f32")
+    y = b.conv2d(xs, ws, [stride, stride], [pads] * 4, [1, 1], 1)
+    b.output(b.relu(y + b.broadcast_to(b.constant(bias, "f32").reshape(1, out_channels, 1, 1), y.shape)))
+    fn = mlfuse.compile(b.module())
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
+                                                 torch.from_numpy(bias).double(), stride, pads)).numpy()
+    out = np.full(want.shape, np.nan, np.float32)
+    fn(*([x] if constant_weight else [x, w]), out=[out])
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())

@@ -98,3 +98,54 @@ func.func @one_pixel(%x: tensor<1x2x1x1xf32>) -> tensor<1x3x1x1xf32> {
   %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2x1x1xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x1x1xf32>
   func.return %y : tensor<1x3x1x1xf32>
 }
+
+// -----
+
+// A pointwise conv (1x1, stride 1, no padding) over one image with many pixels is
+// w @ x in NCHW: its patches are its input, seen as (c, pixels); the product writes
+// the output itself (no im2col, no unpack).
+// GEMM-LABEL: func.func @pointwise
+// GEMM-NOT: conv_patches
+// GEMM-SAME: (%[[XA:[^:]*]]: memref<1x32x16x16xf32>, %[[WA:[^:]*]]: memref<64x32x1x1xf32>, %[[YA:[^:]*]]: memref<1x64x16x16xf32>)
+// GEMM: %[[X:.*]] = loop.view %[[XA]] : memref<1x32x16x16xf32> to memref<1x32x256xf32>
+// GEMM: %[[W:.*]] = loop.view %[[WA]] : memref<64x32x1x1xf32> to memref<1x64x32xf32>
+// GEMM: %[[Y:.*]] = loop.view %[[YA]] : memref<1x64x16x16xf32> to memref<1x64x256xf32>
+// GEMM: loop.gemm %[[W]], %[[X]] into %[[Y]]
+// GEMM-NOT: conv_unpack
+func.func @pointwise(%x: tensor<1x32x16x16xf32>, %w: tensor<64x32x1x1xf32>) -> tensor<1x64x16x16xf32> {
+  %y = graph.conv2d %x, %w : (tensor<1x32x16x16xf32>, tensor<64x32x1x1xf32>) -> tensor<1x64x16x16xf32>
+  func.return %y : tensor<1x64x16x16xf32>
+}
+
+// -----
+
+// A 3x3 conv whose output has no more pixels than channels (a late CNN layer) is
+// w @ patches too: the patches are laid out (c, kh, kw) x (oh, ow).
+// GEMM-LABEL: func.func @late_layer
+// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0] upper [32, 3, 3, 8, 8] {{.*}} maps [affine_map<(d0, d1, d2, d3, d4) -> (0, d0, (d3 + d1), (d4 + d2))>
+// GEMM: %[[W:.*]] = loop.view %{{.*}} : memref<128x32x3x3xf32> to memref<1x128x288xf32>
+// GEMM: loop.gemm %[[W]], %{{.*}} into %{{.*}} : memref<1x128x288xf32>, memref<1x288x64xf32>, memref<1x128x64xf32>
+// GEMM-NOT: conv_unpack
+func.func @late_layer(%x: tensor<1x32x8x8xf32>, %w: tensor<128x32x3x3xf32>) -> tensor<1x128x8x8xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x32x8x8xf32>, tensor<128x32x3x3xf32>) -> tensor<1x128x8x8xf32>
+  func.return %y : tensor<1x128x8x8xf32>
+}
+
+// -----
+
+// Not w @ patches: two images (the product has one batch of weights), or more output
+// pixels than channels for a 3x3 conv (the patches would be the bigger operand).
+// GEMM-LABEL: func.func @two_images
+// GEMM: loop.nest "conv_patches"
+// GEMM: loop.nest "conv_unpack"
+func.func @two_images(%x: tensor<2x32x16x16xf32>, %w: tensor<64x32x1x1xf32>) -> tensor<2x64x16x16xf32> {
+  %y = graph.conv2d %x, %w : (tensor<2x32x16x16xf32>, tensor<64x32x1x1xf32>) -> tensor<2x64x16x16xf32>
+  func.return %y : tensor<2x64x16x16xf32>
+}
+// GEMM-LABEL: func.func @many_pixels
+// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0, 0] upper [1, 16, 16, 32, 3, 3]
+// GEMM: loop.nest "conv_unpack"
+func.func @many_pixels(%x: tensor<1x32x16x16xf32>, %w: tensor<64x32x3x3xf32>) -> tensor<1x64x16x16xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x32x16x16xf32>, tensor<64x32x3x3xf32>) -> tensor<1x64x16x16xf32>
+  func.return %y : tensor<1x64x16x16xf32>
+}

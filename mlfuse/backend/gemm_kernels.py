@@ -6,8 +6,10 @@ convert-to-llvm lowers a `loop.gemm` on f32 (f64) to a team call of
     void mlfuse_gemm_f64_<batch>x<m>x<n>x<k>(...)
 
 which computes C[b] = A[b] @ B[b] (row-major, static shapes) for the tasks
-[lo, hi): task t is the column slice [48 (t mod T), 48 (t mod T + 1)) of batch
-t div T, T = ceil(n / 48). The declaration is all the `llvm` dialect sees; this
+[lo, hi): each task is a column slice of 48 columns, and when the columns give a
+team too few tasks (a tall, narrow product: w @ patches of a CNN's late layers,
+n = 49) also a slice of rows (`GemmShape.slice_rows`, a multiple of every MR).
+Tasks are numbered batch-major, then by column slice, then by row slice. The declaration is all the `llvm` dialect sees; this
 module writes the body in llvmlite IR when the module is translated
 (mlfuse/backend/llvm_translate.py), for the vector width of the target.
 
@@ -36,6 +38,8 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
+ROW_SLICE = 24  # row slices are multiples of this: of every MR below
+MIN_TASKS = 8  # rows are sliced when the batches and column slices give fewer tasks
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -55,8 +59,23 @@ class GemmShape:
         return f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
 
     @property
+    def column_tasks(self) -> int:
+        return -(-self.n // TASK_COLUMNS)
+
+    @property
+    def slice_rows(self) -> int:
+        """Rows per task: all of them, unless the column slices are too few for a team
+        (then enough slices of at least ROW_SLICE rows for MIN_TASKS tasks)."""
+        wanted = max(1, -(-MIN_TASKS // (self.batch * self.column_tasks)))
+        return ROW_SLICE * max(1, -(-self.m // (ROW_SLICE * wanted)))
+
+    @property
+    def row_tasks(self) -> int:
+        return -(-self.m // self.slice_rows)
+
+    @property
     def tasks(self) -> int:
-        return self.batch * -(-self.n // TASK_COLUMNS)
+        return self.batch * self.column_tasks * self.row_tasks
 
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
@@ -226,30 +245,42 @@ class _Kernels:
         self.micro[(rows, width)] = fn
         return fn
 
-    def panel(self, b: ir.IRBuilder, width: int, a_block, b_block, c_col, packed, kc, first) -> None:
-        """One packed panel of `width` columns against every row block of A."""
+    def panel(self, b: ir.IRBuilder, width: int, a_block, b_block, c_col, packed, kc, first, rows: tuple) -> None:
+        """One packed panel of `width` columns against the row blocks of A in
+        rows = (row0, row1): row0 a multiple of MR, row1 one too or m."""
         m, k_dim, n, mr = self.shape.m, self.shape.k, self.shape.n, self.blk.mr
         b.call(self.pack_fn(width), [b_block, packed, kc])
-        full = m - m % mr
+        full, (row0, row1) = m - m % mr, rows
         if full:
             micro = self.micro_fn(mr, width)
 
-            def rows(b, i0, _):
+            def block(b, i0, _):
                 a_rows = b.gep(a_block, [b.mul(i0, ir.Constant(I64, k_dim))], source_etype=self.el)
                 c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
                 b.call(micro, [a_rows, packed, c_rows, kc, first])
                 return []
 
-            self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, full), mr, rows)
+            stop = b.select(b.icmp_signed("<", row1, ir.Constant(I64, full)), row1, ir.Constant(I64, full))
+            self.counted_loop(b, row0, stop, mr, block)
         if m % mr:
-            a_rows = b.gep(a_block, [ir.Constant(I64, full * k_dim)], source_etype=self.el)
-            c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
-            b.call(self.micro_fn(m % mr, width), [a_rows, packed, c_rows, kc, first])
+            with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
+                a_rows = b.gep(a_block, [ir.Constant(I64, full * k_dim)], source_etype=self.el)
+                c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
+                b.call(self.micro_fn(m % mr, width), [a_rows, packed, c_rows, kc, first])
+
+    def task_rows(self, b: ir.IRBuilder, row_slice) -> tuple:
+        """(row0, row1) of a task's row slice; constants when rows are not sliced."""
+        s = self.shape
+        if s.row_tasks == 1:
+            return ir.Constant(I64, 0), ir.Constant(I64, s.m)
+        row0 = b.mul(row_slice, ir.Constant(I64, s.slice_rows))
+        row1 = b.add(row0, ir.Constant(I64, s.slice_rows))
+        return row0, b.select(b.icmp_signed(">", row1, ir.Constant(I64, s.m)), ir.Constant(I64, s.m), row1)
 
     def define(self, fn: ir.Function) -> None:
         """The body of the task function `fn` (declared by convert-to-llvm)."""
         s, blk = self.shape, self.blk
-        per_batch = -(-s.n // TASK_COLUMNS)
+        per_batch = s.column_tasks * s.row_tasks
         lo, hi, a, bm, c = fn.args
         for arg in (a, bm, c):
             arg.add_attribute("noalias")
@@ -264,8 +295,9 @@ class _Kernels:
             first = b.icmp_signed("==", pc, ir.Constant(I64, 0))
 
             def task(b, t, _):
-                batch = b.sdiv(t, ir.Constant(I64, per_batch))
-                col0 = b.mul(b.srem(t, ir.Constant(I64, per_batch)), ir.Constant(I64, TASK_COLUMNS))
+                batch, within = b.sdiv(t, ir.Constant(I64, per_batch)), b.srem(t, ir.Constant(I64, per_batch))
+                rows = self.task_rows(b, b.srem(within, ir.Constant(I64, s.row_tasks)))
+                col0 = b.mul(b.sdiv(within, ir.Constant(I64, s.row_tasks)), ir.Constant(I64, TASK_COLUMNS))
                 col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
                 col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
                 a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
@@ -276,14 +308,14 @@ class _Kernels:
                     b_block = b.gep(b_base, [j0], source_etype=self.el)
                     c_col = b.gep(c_base, [j0], source_etype=self.el)
                     if not last_partial:
-                        self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first)
+                        self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first, rows)
                         return []
                     is_last = b.icmp_signed(">", b.add(j0, ir.Constant(I64, blk.nr)), ir.Constant(I64, s.n))
                     with b.if_else(is_last) as (partial, whole):
                         with partial:
-                            self.panel(b, last_partial, a_block, b_block, c_col, packed, kc, first)
+                            self.panel(b, last_partial, a_block, b_block, c_col, packed, kc, first, rows)
                         with whole:
-                            self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first)
+                            self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first, rows)
                     return []
 
                 self.counted_loop(b, col0, col1, blk.nr, panel)
