@@ -15,13 +15,15 @@ module writes the body in llvmlite IR when the module is translated
 
 The structure is BLIS's (Goto's algorithm), cut down to static shapes:
 
-    for pc in K by KC:                        # A[:, pc:pc+KC] stays in L2
-      for each panel j0 of NR columns in the task range:
-        pack B[pc:pc+KC, j0:j0+NR] into a contiguous KC x NR buffer (zero-padded)
-        for i0 in M by MR:                    # the micro-kernel
-          acc[MR][NR/VW] = first ? 0 : C[i0:i0+MR, j0:j0+NR]
-          for k in KC: acc[i][v] = fma(splat(A[i0+i, pc+k]), packed[k, v], acc[i][v])
-          C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
+    for pc in K by KC:
+      for each task (48 columns, maybe a slice of rows):
+        pack each panel B[pc:pc+KC, j0:j0+NR] of the task, KC x NR contiguous (zero-padded)
+        for ic in the task's rows by ROW_BLOCK:      # A[ic:ic+MC, pc:pc+KC] stays in L2
+          for each panel j0:
+            for i0 in the block by MR:               # the micro-kernel
+              acc[MR][NR/VW] = first ? 0 : C[i0:i0+MR, j0:j0+NR]
+              for k in KC: acc[i][v] = fma(splat(A[i0+i, pc+k]), packed[k, v], acc[i][v])
+              C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
 
 MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
 AVX2: 6 x 2 of 16 ymm; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
@@ -40,6 +42,7 @@ import llvmlite.ir as ir
 TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 8  # rows are sliced when the batches and column slices give fewer tasks
+ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at KC
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -245,11 +248,10 @@ class _Kernels:
         self.micro[(rows, width)] = fn
         return fn
 
-    def panel(self, b: ir.IRBuilder, width: int, a_block, b_block, c_col, packed, kc, first, rows: tuple) -> None:
+    def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple) -> None:
         """One packed panel of `width` columns against the row blocks of A in
         rows = (row0, row1): row0 a multiple of MR, row1 one too or m."""
         m, k_dim, n, mr = self.shape.m, self.shape.k, self.shape.n, self.blk.mr
-        b.call(self.pack_fn(width), [b_block, packed, kc])
         full, (row0, row1) = m - m % mr, rows
         if full:
             micro = self.micro_fn(mr, width)
@@ -268,6 +270,18 @@ class _Kernels:
                 c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
                 b.call(self.micro_fn(m % mr, width), [a_rows, packed, c_rows, kc, first])
 
+    def for_panel_width(self, b: ir.IRBuilder, j0, emit) -> None:
+        """emit(b, width) for the panel at column j0: NR wide, or the last one's width."""
+        nr, last = self.blk.nr, self.shape.n % self.blk.nr
+        if not last:
+            emit(b, nr)
+            return
+        with b.if_else(b.icmp_signed(">", b.add(j0, ir.Constant(I64, nr)), ir.Constant(I64, self.shape.n))) as (partial, whole):
+            with partial:
+                emit(b, last)
+            with whole:
+                emit(b, nr)
+
     def task_rows(self, b: ir.IRBuilder, row_slice) -> tuple:
         """(row0, row1) of a task's row slice; constants when rows are not sliced."""
         s = self.shape
@@ -277,17 +291,55 @@ class _Kernels:
         row1 = b.add(row0, ir.Constant(I64, s.slice_rows))
         return row0, b.select(b.icmp_signed(">", row1, ir.Constant(I64, s.m)), ir.Constant(I64, s.m), row1)
 
+    def task(self, b: ir.IRBuilder, t, pc, kc, first, packed, operands: tuple) -> None:
+        """Task t at depth pc: the panels of B in its columns packed once, then its rows
+        in blocks of ROW_BLOCK, each against every panel (the block of A stays in L2
+        while the panels pass over it, instead of all of A streaming once per panel)."""
+        s, blk, (a, bm, c) = self.shape, self.blk, operands
+        per_batch = ir.Constant(I64, s.column_tasks * s.row_tasks)
+        batch, within = b.sdiv(t, per_batch), b.srem(t, per_batch)
+        rows = self.task_rows(b, b.srem(within, ir.Constant(I64, s.row_tasks)))
+        col0 = b.mul(b.sdiv(within, ir.Constant(I64, s.row_tasks)), ir.Constant(I64, TASK_COLUMNS))
+        col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
+        col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
+        a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
+        b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
+        c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
+
+        def slot(b, j0):  # panel (j0 - col0) / NR of the task, KC x NR floats each
+            return b.gep(packed, [b.mul(b.sub(j0, col0), ir.Constant(I64, blk.kc))], source_etype=self.el)
+
+        def pack(b, j0, _):
+            source = b.gep(b_base, [j0], source_etype=self.el)
+            self.for_panel_width(b, j0, lambda b, width: b.call(self.pack_fn(width), [source, slot(b, j0), kc]))
+            return []
+
+        self.counted_loop(b, col0, col1, blk.nr, pack)
+
+        def row_block(b, i0, _):
+            i1 = b.add(i0, ir.Constant(I64, ROW_BLOCK))
+            i1 = b.select(b.icmp_signed(">", i1, rows[1]), rows[1], i1)
+
+            def panel(b, j0, _):
+                c_col = b.gep(c_base, [j0], source_etype=self.el)
+                self.for_panel_width(b, j0, lambda b, width: self.multiply(
+                    b, width, a_block, slot(b, j0), c_col, kc, first, (i0, i1)))
+                return []
+
+            self.counted_loop(b, col0, col1, blk.nr, panel)
+            return []
+
+        self.counted_loop(b, rows[0], rows[1], ROW_BLOCK, row_block)
+
     def define(self, fn: ir.Function) -> None:
         """The body of the task function `fn` (declared by convert-to-llvm)."""
         s, blk = self.shape, self.blk
-        per_batch = s.column_tasks * s.row_tasks
         lo, hi, a, bm, c = fn.args
         for arg in (a, bm, c):
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        packed = b.alloca(ir.ArrayType(self.el, blk.kc * blk.nr))
+        packed = b.alloca(ir.ArrayType(self.el, blk.kc * TASK_COLUMNS))  # every panel of a task
         packed.align = 64
-        last_partial = s.n % blk.nr
 
         def depth(b, pc, _):
             kc = b.select(b.icmp_signed("<", b.sub(ir.Constant(I64, s.k), pc), ir.Constant(I64, blk.kc)),
@@ -295,30 +347,7 @@ class _Kernels:
             first = b.icmp_signed("==", pc, ir.Constant(I64, 0))
 
             def task(b, t, _):
-                batch, within = b.sdiv(t, ir.Constant(I64, per_batch)), b.srem(t, ir.Constant(I64, per_batch))
-                rows = self.task_rows(b, b.srem(within, ir.Constant(I64, s.row_tasks)))
-                col0 = b.mul(b.sdiv(within, ir.Constant(I64, s.row_tasks)), ir.Constant(I64, TASK_COLUMNS))
-                col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
-                col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
-                a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
-                b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
-                c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
-
-                def panel(b, j0, _):
-                    b_block = b.gep(b_base, [j0], source_etype=self.el)
-                    c_col = b.gep(c_base, [j0], source_etype=self.el)
-                    if not last_partial:
-                        self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first, rows)
-                        return []
-                    is_last = b.icmp_signed(">", b.add(j0, ir.Constant(I64, blk.nr)), ir.Constant(I64, s.n))
-                    with b.if_else(is_last) as (partial, whole):
-                        with partial:
-                            self.panel(b, last_partial, a_block, b_block, c_col, packed, kc, first, rows)
-                        with whole:
-                            self.panel(b, blk.nr, a_block, b_block, c_col, packed, kc, first, rows)
-                    return []
-
-                self.counted_loop(b, col0, col1, blk.nr, panel)
+                self.task(b, t, pc, kc, first, packed, (a, bm, c))
                 return []
 
             self.counted_loop(b, lo, hi, 1, task)
