@@ -3,6 +3,7 @@
     .venv/bin/python bench/single_ops.py [--size 4096] [--repeat 7] [--threads 1,2]
     .venv/bin/python bench/single_ops.py --transcendentals [--threads 2] [--rounds 15]
     .venv/bin/python bench/single_ops.py --ab REV [--rounds 15]
+    .venv/bin/python bench/single_ops.py --expansions-from OLD.py [--size 512 --threads 1 --repeat 10]
 
 Prints, per op and thread count, the medians of interleaved runs (mlfuse into a
 preallocated output, numpy allocating its result as users call it, and numpy
@@ -18,6 +19,10 @@ time and of the process's CPU time (all threads: on a busy shared machine the
 wall time also counts the time the threads waited for a core, CPU time does not).
 --ab REV runs bench.ab (the working tree against revision REV, side by side in
 one run) on the same four graphs.
+--expansions-from OLD.py compiles exp, tanh and erf twice in one process, with the
+F32Emitter of OLD.py (e.g. `git show HEAD:mlfuse/conversion/expand_math.py`) and with
+this tree's, and times them call by call, round robin (`--repeat` calls per sample),
+next to a copy: only the expansions differ. Medians of wall and CPU time.
 """
 
 from __future__ import annotations
@@ -136,6 +141,46 @@ def ab(base: str, n: int, threads: int, rounds: int) -> None:
                  "--paths", "out=aligned", "--graphs", *(f"single_{op}" for op in TRANSCENDENTALS)])
 
 
+def expansions_ab(path: str, n: int, threads: int, rounds: int, calls: int) -> None:
+    """exp, tanh, erf with OLD.py's expansions and with this tree's, side by side."""
+    import importlib.util
+    import os
+
+    from mlfuse.conversion import expand_math
+
+    os.environ["MLFUSE_CACHE_DIR"] = "off"  # the graph cache keys on this tree's sources
+    spec = importlib.util.spec_from_file_location("old_expand_math", path)
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    x = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    out = aligned_empty((n, n), np.float32)
+    fns = {"copy": mlfuse.compile(unary_graph("copy", n), fuse=False)}
+    for op in TRANSCENDENTALS[1:]:
+        fns[f"{op} after"] = mlfuse.compile(unary_graph(op, n), fuse=False)
+        current = expand_math.F32Emitter
+        expand_math.F32Emitter = old.F32Emitter
+        try:
+            fns[f"{op} before"] = mlfuse.compile(unary_graph(op, n), fuse=False)
+        finally:
+            expand_math.F32Emitter = current
+    cpu.set_num_threads(threads)
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
+    for f in fns.values():
+        f(x, out=[out])
+    for r in range(rounds):
+        for key in (list(fns) if r % 2 == 0 else list(fns)[::-1]):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            for _ in range(calls):
+                fns[key](x, out=[out])
+            times[key].append((1e3 * (time.perf_counter() - start) / calls, 1e3 * (time.process_time() - start_cpu) / calls))
+    wall = {k: float(np.median([t[0] for t in v])) for k, v in times.items()}
+    cpu_ms = {k: float(np.median([t[1] for t in v])) for k, v in times.items()}
+    print(f"{n}x{n} f32, {threads} thread(s), medians of {rounds} rounds of {calls} calls\n"
+          "| graph | ms | x copy | CPU ms | x copy (CPU) |\n|---|---:|---:|---:|---:|")
+    for k in fns:
+        print(f"| {k} | {wall[k]:.3f} | {wall[k] / wall['copy']:.2f} | {cpu_ms[k]:.3f} | {cpu_ms[k] / cpu_ms['copy']:.2f} |")
+
+
 def median_ms(fn, args, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -154,7 +199,11 @@ def main() -> None:
     parser.add_argument("--transcendentals", action="store_true", help="copy, exp, tanh, erf against copy")
     parser.add_argument("--ab", metavar="REV", help="copy, exp, tanh, erf: working tree against REV (bench.ab)")
     parser.add_argument("--rounds", type=int, default=15, help="rounds for --transcendentals and --ab")
+    parser.add_argument("--expansions-from", metavar="OLD.py", help="exp, tanh, erf: OLD.py's expansions against this tree's")
     args = parser.parse_args()
+    if args.expansions_from:
+        expansions_ab(args.expansions_from, args.size, int(args.threads.split(",")[-1]), args.rounds, args.repeat)
+        return
     if args.transcendentals:
         transcendentals(args.size, [int(t) for t in args.threads.split(",")], args.rounds)
         return

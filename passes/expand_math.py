@@ -8,8 +8,9 @@ Before:
     %y = math.exp %x : f32
 After:
     %lo = arith.cmpf olt, %x, %c-104 : f32
-    ... (about 30 arith ops, no calls: a clamp by compare and select, a
-    polynomial of `contract` multiply-adds, 2^n cut from integer bits)
+    ... (about 30 arith ops, no calls: a low clamp by compare and select, n
+    capped by an integer min on the rounded value's bits, a polynomial of
+    `contract` multiply-adds, 2^n cut from integer bits)
 """
 
 from dataclasses import dataclass

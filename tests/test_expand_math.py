@@ -31,12 +31,16 @@ INF, NAN = math.inf, math.nan
 TINY = 1e-45  # the smallest denormal, 2^-149
 SPECIAL = {
     # x: numpy's float32 result (exact, sign of zero included)
-    "exp": [(NAN, NAN), (INF, INF), (-INF, 0.0), (0.0, 1.0), (-0.0, 1.0), (88.8, INF), (89.0, INF), (1e30, INF),
-            (-104.0, 0.0), (-110.0, 0.0), (-1e30, 0.0), (TINY, 1.0), (-TINY, 1.0)],
+    # above 88.8 only n is capped (at 128): x - 128 ln2 stays in the polynomial, which must
+    # still overflow, up to the largest float; a NaN with its sign bit set passes the cap
+    "exp": [(NAN, NAN), (-NAN, NAN), (INF, INF), (-INF, 0.0), (0.0, 1.0), (-0.0, 1.0), (88.8, INF), (89.0, INF),
+            (100.0, INF), (1000.0, INF), (1e30, INF), (3.4e38, INF), (-104.0, 0.0), (-110.0, 0.0), (-1e30, 0.0),
+            (TINY, 1.0), (-TINY, 1.0)],
     "tanh": [(NAN, NAN), (INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (9.02, 1.0), (-9.02, -1.0),
              (9.5, 1.0), (20.0, 1.0), (-1e30, -1.0), (TINY, TINY), (-TINY, -TINY), (1e-30, 1e-30)],
-    "erf": [(NAN, NAN), (INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (4.0, 1.0), (-4.0, -1.0),
-            (10.0, 1.0), (-1e30, -1.0)],
+    # beyond 4: x^2 is clamped to 16 (and overflows to inf from 1.9e19), |x| R(16) to 1
+    "erf": [(NAN, NAN), (-NAN, NAN), (INF, 1.0), (-INF, -1.0), (0.0, 0.0), (-0.0, -0.0), (4.0, 1.0), (-4.0, -1.0),
+            (10.0, 1.0), (1e20, 1.0), (-1e30, -1.0), (3.4e38, 1.0)],
     "log": [(NAN, NAN), (INF, INF), (-INF, NAN), (0.0, -INF), (-0.0, -INF), (-1.0, NAN), (1.0, 0.0)],
 }
 

@@ -20,18 +20,25 @@ func.func @f32_ops(%x: f32, %y: f32) -> (f32, f32, f32, f32, f32) {
 
 // -----
 
-// exp: clamp by compare and select (x < lo ? lo : x keeps NaN and is one x86 max), round
-// x*log2(e) with the 1.5*2^23 trick (+254: both scale factors' exponent bias), a polynomial of
-// contractible multiply-adds (FMA where the target has one), 2^n as two factors cut from k's bits.
+// exp: the low clamp by compare and select (x < lo ? lo : x keeps NaN and is one x86 max),
+// round x*log2(e) with the 1.5*2^23 trick (+254: both scale factors' exponent bias), cap n at
+// 128 by an integer min on k's bits (0x4B40017E: n + 254 = 382) instead of a float clamp,
+// a polynomial of contractible multiply-adds (FMA where the target has one), 2^n as two
+// factors cut from the capped bits.
 // CHECK-LABEL: func.func @exp_shape
 // CHECK: %[[LO:.*]] = arith.cmpf olt, %x, %{{.*}} : f32
-// CHECK: arith.select %[[LO]]
-// CHECK: arith.cmpf ogt
-// CHECK: arith.select
+// CHECK: %[[XC:.*]] = arith.select %[[LO]]
+// CHECK-NOT: arith.cmpf
 // CHECK: arith.constant 0x4B4000FE : f32
+// CHECK: %[[K:.*]] = arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK-NEXT: %[[KB:.*]] = arith.bitcast %[[K]] : f32 to i32
+// CHECK-NEXT: %[[CAP:.*]] = arith.constant 1262485886 : i32
+// CHECK-NEXT: %[[KC:.*]] = arith.minsi %[[KB]], %[[CAP]] : i32
+// CHECK: arith.subf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK: arith.subf %{{.*}}, %{{.*}} fastmath<contract> : f32
 // CHECK: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
 // CHECK-NEXT: arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
-// CHECK: arith.shrui
+// CHECK: arith.shrui %[[KC]]
 // CHECK: arith.shli
 // CHECK: arith.shli
 // CHECK: arith.mulf
@@ -46,14 +53,17 @@ func.func @exp_shape(%x: f32) -> f32 {
 
 // No NaN-propagating min/max intrinsics (llvm.minimum/maximum cost fixups on x86) and no
 // special-value selects after the clamps: NaN flows through, the scaling overflows to +inf
-// and rounds to 0 by itself. tanh has no division by a second polynomial, erf clamps its result.
+// and rounds to 0 by itself (erf's only math op left is math.absf, a bit mask). tanh has no
+// division by a second polynomial, erf clamps its result.
 // CHECK-LABEL: func.func @no_nan_fixups
 // CHECK-NOT: arith.maximumf
 // CHECK-NOT: arith.minimumf
 // CHECK-NOT: arith.maxnumf
 // CHECK-NOT: arith.minnumf
 // CHECK-NOT: cmpf uno
-// CHECK-NOT: math.
+// CHECK-NOT: math.exp
+// CHECK-NOT: math.erf
+// CHECK-NOT: math.copysign
 // CHECK: func.return
 func.func @no_nan_fixups(%x: f32) -> (f32, f32) {
   %e = math.exp %x : f32
@@ -91,6 +101,32 @@ func.func @tanh_one_division(%x: f32) -> f32 {
 func.func @tanh_sign(%x: f32) -> f32 {
   %t = math.tanh %x : f32
   func.return %t : f32
+}
+
+// -----
+
+// erf: one clamp on each side of the rational, both upper bounds (x^2 <= 16, result <= 1;
+// compare and select, NaN kept), |x| times p / q, and x's sign bit or-ed in last
+// (erf(-0) = -0; beyond 4, |x| R(16) >= 1 is clamped to 1).
+// CHECK-LABEL: func.func @erf_shape
+// CHECK: %[[X2:.*]] = arith.mulf %x, %x : f32
+// CHECK-NEXT: arith.constant 1.600000e+01 : f32
+// CHECK-NEXT: %[[BIG:.*]] = arith.cmpf ogt, %[[X2]]
+// CHECK: arith.select %[[BIG]]
+// CHECK-NOT: arith.cmpf olt
+// CHECK: %[[AX:.*]] = math.absf %x : f32
+// CHECK-NEXT: %[[Q:.*]] = arith.divf
+// CHECK-NEXT: %[[Y:.*]] = arith.mulf %[[AX]], %[[Q]] : f32
+// CHECK-NEXT: arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: arith.cmpf ogt, %[[Y]]
+// CHECK-NOT: arith.cmpf
+// CHECK: arith.andi
+// CHECK: arith.ori
+// CHECK-NEXT: %[[R:.*]] = arith.bitcast
+// CHECK-NEXT: func.return %[[R]]
+func.func @erf_shape(%x: f32) -> f32 {
+  %r = math.erf %x : f32
+  func.return %r : f32
 }
 
 // -----

@@ -9,7 +9,11 @@ counts (issue #14: exp, tanh and erf within 1.5x of a copy):
 - multiply-adds are marked `contract` (one FMA where the target has it, x86 FMA3
   and NVPTX; a multiply and an add elsewhere: the bounds below hold for both);
 - clamps are `x < lo ? lo : x` by compare and select: one x86 max/min instruction
-  that keeps NaN, where llvm.minimum/maximum cost NaN and signed-zero fixups;
+  that keeps NaN, where llvm.minimum/maximum cost NaN and signed-zero fixups; and as
+  few as possible: exp caps n at 128 with an integer min on k's bits (not a float
+  clamp of x), erf bounds x^2 and its result from above only and puts x's sign back
+  with integer ops (LLVM's model of the AMD Zen 3 hosts here issues float min/max
+  on the two multiply-add ports, integer and bitwise vector ops elsewhere);
 - special values come out of the arithmetic itself (NaN flows through the clamps,
   exp's scaling overflows to +inf and rounds to 0) instead of selects at the end.
 
@@ -22,8 +26,8 @@ samples evaluated unfused (the GPU simulator); tests/test_expand_math.py checks 
     log   0.75 ulp for positive normal and denormal x; -inf at 0, NaN below
     tanh  2.53 ulp (unfused 2.15): m / (m + 2), m = e^2|x| - 1 in expm1 form;
           exactly +-1 from |x| = 9.02 on (tanh rounds to +-1 from 9.011)
-    erf   6.41 ulp (unfused 6.37), about 4e-7 relative: rational approximation
-          on [-4, 4], clamped to [-1, 1], +-1 outside
+    erf   6.41 ulp (unfused 6.37), about 4e-7 relative: |x| P(x^2) / Q(x^2) with
+          x^2 <= 16, at most 1 (+-1 from |x| = 4 on), then x's sign
     pow   exp(y * log|x|), sign restored for integral y; relative error grows
           with |y log x| (<= 1e-6 for |y log x| < 10); C99/numpy special values
           (signed zeros, infinities, pow(1, nan) = pow(-1, inf) = 1) by selects
@@ -36,6 +40,8 @@ Cephes (expf.c, logf.c), erf from Eigen's generic_fast_erf_float (used by XLA).
 """
 
 from __future__ import annotations
+
+import struct
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
@@ -65,8 +71,15 @@ EXP_LOW = -104.0
 EXPM1_P = [0.0013882480561733246, 0.008366533555090427, 0.04166720062494278, 0.1666654348373413, 0.4999999701976776]
 EXP_BIAS = 254  # twice the exponent bias: exp's two scale factors take half each
 MAGIC_ROUND = 12582912.0  # 1.5 * 2^23: adding it rounds to an integer in the low mantissa bits
+# erf(x) = x P(x^2) / Q(x^2) on [-4, 4], highest degree first (Eigen's generic_fast_erf_float)
+ERF_P = [-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02]
+ERF_Q = [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02]
 TANH_SATURATE = 9.02  # tanh(x) rounds to 1 in f32 from 9.011 on
 CONTRACT = arith.FastMathFlagsAttr(["contract"])
+
+
+def f32_bits(v: float) -> int:
+    return struct.unpack("<i", struct.pack("<f", v))[0]
 
 
 class F32Emitter:
@@ -139,43 +152,58 @@ class F32Emitter:
 
     # --- the functions -------------------------------------------------------------
 
-    def clamp(self, x: SSAValue, lo: float, hi: float) -> SSAValue:
-        """x limited to [lo, hi], NaN kept, by compare and select: `x < lo ? lo : x` is
-        exactly one x86 max instruction (maxps returns its second operand, x, when
-        either is NaN), where llvm.maximum/minimum cost extra NaN and signed-zero fixups
-        and maxnum/minnum would turn a NaN into a bound."""
-        x = self.select(self.cmp(x, self.c(lo), "olt"), self.c(lo), x)
+    def at_least(self, x: SSAValue, lo: float) -> SSAValue:
+        """`x < lo ? lo : x` by compare and select: exactly one x86 max instruction that
+        keeps NaN (maxps returns its second operand, x, when either is NaN), where
+        llvm.maximum costs extra NaN and signed-zero fixups and maxnum would turn a NaN
+        into the bound."""
+        return self.select(self.cmp(x, self.c(lo), "olt"), self.c(lo), x)
+
+    def at_most(self, x: SSAValue, hi: float) -> SSAValue:
+        """`x > hi ? hi : x`: one x86 min instruction that keeps NaN, like at_least."""
         return self.select(self.cmp(x, self.c(hi), "ogt"), self.c(hi), x)
 
     def exp(self, x: SSAValue) -> SSAValue:
-        """e^x = e^r 2^n, no select at all: the clamp keeps NaN (which then flows
-        through), and its bounds make the scaling itself overflow to +inf above 88.72
+        """e^x = e^r 2^n, no select at all: the low clamp keeps NaN (which then flows
+        through), and the bounds make the scaling itself overflow to +inf above 88.72
         (n = 128) and round to 0 below -103.97 (n = -150).
+
+        The high bound is not a float clamp of x: n is capped at 128 on k's bits (an
+        integer min, off the FMA ports that the rest of exp keeps busy), and an x above
+        88.8 then leaves r = x - 128 ln2 > 0.08, so that e^r > 1 and e^r 2^128 overflows
+        (for a huge x the polynomial itself overflows to +inf; NaN stays NaN).
 
         2^n is two normal factors 2^floor(n/2) * 2^ceil(n/2) (n spans [-150, 128], beyond
         one float's exponent; the second product rounds denormals once, correctly), both
         cut from the bits of k = x log2(e) + 1.5 * 2^23 + 254: bits(k) = even + n + 254,
         and an i32 shift left by 23 drops everything above the exponent field."""
-        r, p, k = self.exp_reduced(self.clamp(x, EXP_LOW, EXP_HIGH), EXP_BIAS)
+        x = self.at_least(x, EXP_LOW)
+        r, p, kb = self.exp_reduced(x, EXP_BIAS, n_max=128)
         y = self.fma(self.fma(p, r, self.c(1.0)), r, self.c(1.0))  # 1 + r (1 + r P)
-        kb = self.bits(k)
         half = self.op(arith.ShRUIOp, kb, self.ci(1))  # even/2 + 127 + floor(n/2)
         scale1 = self.from_bits(self.op(arith.ShLIOp, half, self.ci(23)))
         scale2 = self.from_bits(self.op(arith.ShLIOp, self.op(arith.SubiOp, kb, half), self.ci(23)))
         return self.mul(self.mul(y, scale1), scale2)
 
-    def exp_reduced(self, x: SSAValue, bias: int) -> tuple[SSAValue, SSAValue, SSAValue]:
-        """(r, P(r), k) with x = n ln2 + r, |r| <= ln2 / 2, e^r = 1 + r + r^2 P(r), and
-        k = 1.5 * 2^23 + bias + n, whose low mantissa bits hold the integer n + bias (the
-        rounding trick: adding 1.5 * 2^23 rounds x log2(e) to an integer). Cody-Waite
-        reduction (n * 0.693359375 is exact), then EXPM1_P: a degree-4 minimax fitted for
-        mlfuse, relative error 1.7e-8 for e^r - 1 and 6e-9 for e^r with f32 coefficients."""
+    def exp_reduced(self, x: SSAValue, bias: int, n_max: int | None = None) -> tuple[SSAValue, SSAValue, SSAValue]:
+        """(r, P(r), bits(k)) with x = n ln2 + r, |r| <= ln2 / 2, e^r = 1 + r + r^2 P(r),
+        and k = 1.5 * 2^23 + bias + n, whose low mantissa bits hold the integer n + bias
+        (the rounding trick: adding 1.5 * 2^23 rounds x log2(e) to an integer). With
+        n_max, n is capped there by an integer min on k's bits (a positive float's bits
+        order like the float; +inf and positive NaN bits are above the cap), and r is
+        then x - n_max ln2, however large. Cody-Waite reduction (n * 0.693359375 is
+        exact), then EXPM1_P: a degree-4 minimax fitted for mlfuse, relative error
+        1.7e-8 for e^r - 1 and 6e-9 for e^r with f32 coefficients."""
         magic = MAGIC_ROUND + bias
         k = self.fma(x, self.c(LOG2E), self.c(magic))
+        kb = self.bits(k)
+        if n_max is not None:
+            kb = self.op(arith.MinSIOp, kb, self.ci(f32_bits(magic + n_max)))
+            k = self.from_bits(kb)
         n = self.sub(k, self.c(magic))  # round(x * log2(e)) as a float
         r = self.fms(n, self.c(0.693359375), x)
         r = self.fms(n, self.c(-2.12194440e-4), r)
-        return r, self.poly(r, EXPM1_P), k
+        return r, self.poly(r, EXPM1_P), kb
 
     def log(self, x: SSAValue) -> SSAValue:
         # Scale denormals into the normal range first.
@@ -207,27 +235,36 @@ class F32Emitter:
         2^n (n <= 27) is a single factor, cut from k's bits like exp's."""
         ax = self.op(mathd.AbsFOp, x)
         a2 = self.add(ax, ax)
-        a2 = self.select(self.cmp(a2, self.c(2 * TANH_SATURATE), "ogt"), self.c(2 * TANH_SATURATE), a2)
-        r, p, k = self.exp_reduced(a2, 127)
+        a2 = self.at_most(a2, 2 * TANH_SATURATE)
+        r, p, kb = self.exp_reduced(a2, 127)
         q = self.fma(self.mul(r, r), p, r)  # e^r - 1
-        scale = self.from_bits(self.op(arith.ShLIOp, self.bits(k), self.ci(23)))
+        scale = self.from_bits(self.op(arith.ShLIOp, kb, self.ci(23)))
         m = self.fma(scale, q, self.sub(scale, self.c(1.0)))
-        r = self.div(m, self.add(m, self.c(2.0)))
-        # x's sign bit by integer ops, not llvm.copysign: with copysign in a loop that
-        # also takes a row max (softmax of tanh), LLVM 22's loop vectorizer aborts on an
-        # assertion ("VPlan cost model and legacy cost model disagreed").
-        sign = self.op(arith.AndIOp, self.bits(x), self.ci(-0x80000000))
-        return self.from_bits(self.op(arith.OrIOp, self.bits(r), sign))
+        return self.with_sign_of(self.div(m, self.add(m, self.c(2.0))), x)
 
     def erf(self, x: SSAValue) -> SSAValue:
-        xc = self.clamp(x, -4.0, 4.0)
-        x2 = self.mul(xc, xc)
-        p = self.poly(x2, [-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02])
-        q = self.poly(x2, [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02])
-        # x * (p / q), not (x * p) / q: |p| < 1 would flush erf of the smallest denormals to 0.
-        # The clamps keep NaN, and NaN flows through. The rational overshoots 1 by an ulp
-        # on [3.7, 4]: the result is clamped to [-1, 1] too.
-        return self.clamp(self.mul(xc, self.div(p, q)), -1.0, 1.0)
+        """|x| P(x^2) / Q(x^2) with x^2 clamped to 16 (one compare and select; NaN kept),
+        clamped to 1, then x's sign (integer ops, as in tanh; erf(-0) = -0): beyond 4,
+        |x| R(16) >= 4 R(16) >= 1, and an infinite x gives inf * R(16), clamped to 1.
+        One clamp on each side instead of two: clamps are compare-selects on the FMA
+        ports, the sign's and/or are not. The rational overshoots 1 by an ulp on
+        [3.7, 4], hence the result's clamp."""
+        x2 = self.mul(x, x)
+        x2 = self.at_most(x2, 16.0)
+        p = self.poly(x2, ERF_P)
+        q = self.poly(x2, ERF_Q)
+        # |x| * (p / q), not (|x| * p) / q: |p| < 1 would flush erf of the smallest denormals to 0.
+        y = self.mul(self.op(mathd.AbsFOp, x), self.div(p, q))
+        y = self.at_most(y, 1.0)
+        return self.with_sign_of(y, x)
+
+    def with_sign_of(self, magnitude: SSAValue, x: SSAValue) -> SSAValue:
+        """magnitude (sign bit clear) with x's sign bit, by integer ops, not llvm.copysign:
+        with copysign in a loop that also takes a row max (softmax of tanh), LLVM 22's
+        loop vectorizer aborts on an assertion ("VPlan cost model and legacy cost model
+        disagreed")."""
+        sign = self.op(arith.AndIOp, self.bits(x), self.ci(-0x80000000))
+        return self.from_bits(self.op(arith.OrIOp, self.bits(magnitude), sign))
 
     def pow(self, x: SSAValue, y: SSAValue) -> SSAValue:
         """exp(y * log|x|), then C99's (and numpy's) special cases by selects:
