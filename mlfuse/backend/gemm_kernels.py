@@ -118,6 +118,9 @@ class _Kernels:
             blocking = Blocking(vw=blocking.vw // 2, mr=blocking.mr, nr_vecs=blocking.nr_vecs, kc=blocking.kc)
         assert TASK_COLUMNS % blocking.nr == 0
         self.module, self.shape, self.blk = module, shape, blocking
+        # at most one block of rows: each element of B is used by one micro-kernel call,
+        # so packing would only copy it (a GEMV, a classifier head: 1 x 1280 @ 1280 x 1000)
+        self.unpacked = shape.m <= blocking.mr
         self.vec = ir.VectorType(self.el, blocking.vw)
         self.vec_align = min(64, blocking.vw * self.ebytes)  # packed vectors sit at multiples of a vector
         self.mask_type = ir.VectorType(I1, blocking.vw)
@@ -127,7 +130,7 @@ class _Kernels:
         self.masked_store = self.intrinsic(
             f"llvm.masked.store.{suffix}.p0", ir.VoidType(), [self.vec, PTR, I32, self.mask_type]
         )
-        self.micro: dict[tuple[int, int], ir.Function] = {}
+        self.micro: dict[tuple[int, int, bool], ir.Function] = {}
         self.pack: dict[int, ir.Function] = {}
 
     def intrinsic(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
@@ -213,13 +216,16 @@ class _Kernels:
         self.pack[width] = fn
         return fn
 
-    def micro_fn(self, rows: int, width: int) -> ir.Function:
-        """micro(A at [i0, pc], packed, C at [i0, j0], kc, first): a rows x width tile of C."""
-        if (rows, width) in self.micro:
-            return self.micro[(rows, width)]
+    def micro_fn(self, rows: int, width: int, direct: bool = False) -> ir.Function:
+        """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C.
+        The panel is packed (rows NR apart, zero-padded), or with `direct` B itself (rows
+        n apart, the last panel's loads masked)."""
+        if (rows, width, direct) in self.micro:
+            return self.micro[(rows, width, direct)]
         blk, k_dim, n = self.blk, self.shape.k, self.shape.n
         vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
-        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}", [PTR, PTR, PTR, I64, I1])
+        suffix = "_direct" if direct else ""
+        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1])
         a, packed, c, kc, first = fn.args
         for arg in (a, packed, c):
             arg.add_attribute("noalias")
@@ -230,8 +236,12 @@ class _Kernels:
         init = [b.select(first, zero, self.load_row_vec(b, c_ptrs[i, v], self.lanes(width, v))) for i in range(rows) for v in vecs]
 
         def body(b, k, acc):
-            panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
-            bv = [b.load(b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), typ=self.vec, align=self.vec_align) for v in vecs]
+            panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, n if direct else blk.nr))], source_etype=self.el)
+            at = [b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el) for v in vecs]
+            if direct:
+                bv = [self.load_row_vec(b, ptr, self.lanes(width, v)) for ptr, v in zip(at, vecs)]
+            else:
+                bv = [b.load(ptr, typ=self.vec, align=self.vec_align) for ptr in at]
             out = []
             for i in range(rows):
                 a_ik = b.load(b.gep(a, [b.add(ir.Constant(I64, i * k_dim), k)], source_etype=self.el), typ=self.el, align=self.ebytes)
@@ -245,16 +255,17 @@ class _Kernels:
             for j, v in enumerate(vecs):
                 self.store_row_vec(b, acc[i * len(vecs) + j], c_ptrs[i, v], self.lanes(width, v))
         b.ret_void()
-        self.micro[(rows, width)] = fn
+        self.micro[(rows, width, direct)] = fn
         return fn
 
     def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple) -> None:
-        """One packed panel of `width` columns against the row blocks of A in
-        rows = (row0, row1): row0 a multiple of MR, row1 one too or m."""
+        """One panel of `width` columns (packed, or B itself when `unpacked`) against the
+        row blocks of A in rows = (row0, row1): row0 a multiple of MR, row1 one too or m."""
+        direct = self.unpacked
         m, k_dim, n, mr = self.shape.m, self.shape.k, self.shape.n, self.blk.mr
         full, (row0, row1) = m - m % mr, rows
         if full:
-            micro = self.micro_fn(mr, width)
+            micro = self.micro_fn(mr, width, direct)
 
             def block(b, i0, _):
                 a_rows = b.gep(a_block, [b.mul(i0, ir.Constant(I64, k_dim))], source_etype=self.el)
@@ -268,7 +279,7 @@ class _Kernels:
             with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
                 a_rows = b.gep(a_block, [ir.Constant(I64, full * k_dim)], source_etype=self.el)
                 c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
-                b.call(self.micro_fn(m % mr, width), [a_rows, packed, c_rows, kc, first])
+                b.call(self.micro_fn(m % mr, width, direct), [a_rows, packed, c_rows, kc, first])
 
     def for_panel_width(self, b: ir.IRBuilder, j0, emit) -> None:
         """emit(b, width) for the panel at column j0: NR wide, or the last one's width."""
@@ -306,7 +317,9 @@ class _Kernels:
         b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
         c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
 
-        def slot(b, j0):  # panel (j0 - col0) / NR of the task, KC x NR floats each
+        def slot(b, j0):  # panel (j0 - col0) / NR of the task, KC x NR floats each; or B itself
+            if self.unpacked:
+                return b.gep(b_base, [j0], source_etype=self.el)
             return b.gep(packed, [b.mul(b.sub(j0, col0), ir.Constant(I64, blk.kc))], source_etype=self.el)
 
         def pack(b, j0, _):
@@ -314,7 +327,8 @@ class _Kernels:
             self.for_panel_width(b, j0, lambda b, width: b.call(self.pack_fn(width), [source, slot(b, j0), kc]))
             return []
 
-        self.counted_loop(b, col0, col1, blk.nr, pack)
+        if not self.unpacked:
+            self.counted_loop(b, col0, col1, blk.nr, pack)
 
         def row_block(b, i0, _):
             i1 = b.add(i0, ir.Constant(I64, ROW_BLOCK))
