@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import math
@@ -11,6 +12,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,12 +51,8 @@ def parse(
 
     if isinstance(source, ModuleOp):
         return convert_if_stablehlo(source)
-    if isinstance(source, str | os.PathLike) and str(source).endswith(".onnx"):
-        try:
-            from mlfuse.frontend.onnx import import_onnx
-        except ImportError as e:
-            raise Diagnostic(f"reading {source} needs the onnx extra (pip install 'mlfuse[onnx]'): {e}") from None
-        return import_onnx(str(source), input_shapes=input_shapes, input_values=input_values)
+    if _is_onnx_path(source):
+        return _import_onnx(str(source), str(source), input_shapes, input_values)
     from mlfuse.ir import make_context
 
     name = "<input>"
@@ -72,6 +70,20 @@ def parse(
     module = parse_located(make_context(), source_text, name)
     verify_located(module)
     return convert_if_stablehlo(module)
+
+
+def _is_onnx_path(source: Any) -> bool:
+    return isinstance(source, str | os.PathLike) and str(source).endswith(".onnx")
+
+
+def _import_onnx(model: str | bytes, name: str, input_shapes: Mapping[str, Sequence[int]] | None,
+                 input_values: Mapping[str, np.ndarray] | None) -> ModuleOp:
+    """An ONNX model (its path, or its file's bytes) imported; `name` is the path diagnostics cite."""
+    try:
+        from mlfuse.frontend.onnx import import_onnx
+    except ImportError as e:
+        raise Diagnostic(f"reading {name} needs the onnx extra (pip install 'mlfuse[onnx]'): {e}") from None
+    return import_onnx(model, input_shapes=input_shapes, input_values=input_values, name=name)
 
 
 def all_passes() -> dict:
@@ -423,44 +435,229 @@ def compile(
     `target` names a compile target (mlfuse.target: "cpu", "gpu", "gpu-sim"); `passes`
     replaces its default pipeline (see mlfuse.pipelines). IEEE semantics unless
     `fast_math=True` (no NaN/inf/signed-zero guarantees; FMAs and reciprocals allowed).
-    CPU code is cached in memory and on disk, keyed by the IR and the options.
+    CPU code is cached in memory and on disk, keyed by the IR and the options; an ONNX
+    file compiled before is found by its bytes and the options, without importing it.
     `input_values` freezes ONNX inputs that mlfuse needs at compile time (axes, shapes,
     pads given as inputs): the compiled function takes the others.
     """
     from mlfuse.target import get_target
 
     compile_target = get_target(target)  # an unknown name fails before the input is read
+    options = {"fuse": fuse, "parallel": parallel, "planner": planner, "fast_math": fast_math}
+    if _is_onnx_path(source):
+        return _compile_onnx(str(source), compile_target, entry, passes, options, input_shapes, input_values)
     module = parse(source, input_shapes, input_values)
-    return compile_target.compile(
-        module, entry, passes=passes, fuse=fuse, parallel=parallel, planner=planner, fast_math=fast_math
-    )
+    return compile_target.compile(module, entry, passes=passes, **options)
+
+
+# --- ONNX files by their bytes -------------------------------------------------------------
+#
+# A source entry (`source-KEY`, KEY from the file's bytes, the options and the compiler:
+# source_key) names the graph entry a compile of that file produced and the function's
+# signature, so a file compiled before loads without being imported or digested. Written
+# by the load_cpu that a compile of the file runs (_SOURCE_KEY says which key to record).
+
+_SOURCE_KEY: ContextVar[str | None] = ContextVar("mlfuse_source_key", default=None)
+
+
+def _compile_onnx(path: str, compile_target: Any, entry: str, passes: Sequence[str] | None, options: dict,
+                  input_shapes: Any, input_values: Any) -> CompiledFunction:
+    """compile() of an ONNX file: from its source entry, else imported and compiled,
+    recording the entry. The file is hashed as it is read (a hit reads it once, in
+    pieces); a miss imports the bytes it hashes again, so the key names what was compiled.
+    A model that may keep data in other files (external data names its file under the
+    key "location") has no entry: the bytes do not cover it."""
+    key_of = functools.partial(source_key, target=compile_target.name, entry=entry, passes=passes, options=options,
+                               input_shapes=input_shapes, input_values=input_values)
+    key = key_of(file_sha256(path))
+    if key is not None:
+        fn = _load_source(key, functools.partial(_reimport, path, key_of, key))
+        if fn is not None:
+            return fn
+    data = _read_file(path)
+    key = key_of(data_sha256(data)) if data is not None and b"location" not in data else None
+    if key is None:
+        module = parse(path, input_shapes, input_values)  # the importer reads the file and its data
+        return compile_target.compile(module, entry, passes=passes, **options)
+    module = _import_onnx(data, path, input_shapes, input_values)  # type: ignore[arg-type]
+    token = _SOURCE_KEY.set(key)
+    try:
+        return compile_target.compile(module, entry, passes=passes, **options)
+    finally:
+        _SOURCE_KEY.reset(token)
+
+
+def data_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_sha256(path: str) -> str | None:
+    """The sha256 of a file's bytes, read in pieces; None if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _read_file(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def source_key(sha256: str | None, target: str, entry: str, passes: Sequence[str] | None, options: Mapping[str, Any],
+               input_shapes: Any = None, input_values: Any = None) -> str | None:
+    """The key of an ONNX file's compiled form: the sha256 of its bytes, every compile
+    option, the compiler (mlfuse's sources, xDSL, llvmlite, onnx and numpy) and the host
+    CPU; None without a file hash or for options that have no canonical form."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from mlfuse.backend import cpu
+
+    if sha256 is None:
+        return None
+    try:
+        shapes = {str(k): v if isinstance(v, str) else [int(d) for d in v] for k, v in (input_shapes or {}).items()}
+        values = {str(k): np.asarray(v) for k, v in (input_values or {}).items()}
+        onnx = sys.modules.get("onnx")  # the importer's onnx once imported; metadata costs ~10 ms
+        onnx_version = onnx.__version__ if onnx is not None else version("onnx")
+    except (TypeError, ValueError, PackageNotFoundError):
+        return None
+    if any(v.dtype.hasobject for v in values.values()):
+        return None  # their bytes are pointers
+    described = {
+        "what": "onnx-source-v1", "compiler": cache.compiler_fingerprint(), "host": cpu.host_key(),
+        "onnx": onnx_version, "numpy": np.__version__, "file": sha256, "target": target,
+        "entry": entry, "passes": None if passes is None else [str(p) for p in passes], "options": dict(options),
+        "input_shapes": shapes,
+        "input_values": {k: [v.dtype.str, list(v.shape), data_sha256(np.ascontiguousarray(v).tobytes())]
+                         for k, v in values.items()},
+    }
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+
+
+def _record_source(graph: str, digest: str, entry: str, steps: Sequence[str], inputs: list[TensorSpec],
+                   outputs: list[TensorSpec]) -> None:
+    """Write the source entry that compile() asked for (once: the first load_cpu under it)."""
+    key = _SOURCE_KEY.get()
+    if key is None:
+        return
+    _SOURCE_KEY.set(None)
+    record = {
+        "graph": graph, "digest": digest, "entry": entry, "steps": list(steps),
+        "inputs": [[t.name, list(t.shape), t.dtype.str] for t in inputs],
+        "outputs": [[t.name, list(t.shape), t.dtype.str] for t in outputs],
+    }
+    _memory_put("source-" + key, record)
+    cache.store_object("source-" + key, json.dumps(record).encode())
+
+
+def _load_source(key: str, reimport: Any) -> CompiledFunction | None:
+    """The function a source entry names, from the memory or disk cache; None when the
+    entry or any entry it names is missing or bad (the caller compiles). `reimport`: the
+    module again, or None, for the variant of 16-byte aligned outputs (see load_cpu)."""
+    record = _memory_get("source-" + key)
+    if record is None:
+        blob = cache.load_object("source-" + key)
+        try:
+            record = json.loads(blob) if blob is not None else None
+        except ValueError:
+            return None
+    try:
+        inputs, outputs = ([TensorSpec(tuple(shape), np.dtype(dtype), name) for name, shape, dtype in record[k]]
+                           for k in ("inputs", "outputs"))
+        graph, entry, steps, digest = record["graph"], record["entry"], record["steps"], record["digest"]
+    except (ValueError, KeyError, TypeError):
+        return None  # none, or a valid entry of another format: compiled again, then replaced
+    jit = _load_graph(graph)
+    if jit is None:
+        return None
+    _memory_put("source-" + key, record)
+    return _function(jit, entry, inputs, outputs, steps, digest, reimport)
+
+
+def _reimport(path: str, key_of: functools.partial, key: str) -> ModuleOp | None:
+    """The ONNX file imported again (key_of: source_key with compile()'s options), if its
+    bytes still give `key`; else None."""
+    data = _read_file(path)
+    if data is None or key_of(data_sha256(data)) != key:
+        return None
+    return _import_onnx(data, path, key_of.keywords["input_shapes"], key_of.keywords["input_values"])
+
+
+# --- the CPU loader ------------------------------------------------------------------------
+
+
+def graph_key(steps: Sequence[str], entry: str, digest: str) -> str:
+    """The key of a graph's object code: the compiler, the host CPU (a shared cache folder
+    may serve other machines), the pipeline, the entry and the sha256 of the module's
+    digest (module_digest)."""
+    from mlfuse.backend import cpu
+
+    return hashlib.sha256(f"{cache.compiler_fingerprint()}|{cpu.host_key()}|{list(steps)}|{entry}|{digest}".encode()).hexdigest()
 
 
 def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunction:
     """Run `steps` (ending in LLVM) on a copy of `module` and JIT the result, or take it
     from the memory or disk cache; the CPU target's loader."""
-    from mlfuse.backend import cpu
     from mlfuse.reference import find_function
 
     inputs, outputs = signature(find_function(module, entry))
-    # the host CPU is part of the key: a shared cache folder may serve other machines
-    key = hashlib.sha256(
-        f"{cache.compiler_fingerprint()}|{cpu.host_key()}|{list(steps)}|{entry}\n{module_digest(module)}".encode()
-    ).hexdigest()
-    jit = _memory_get(key)
+    digest = data_sha256(module_digest(module).encode())
+    key = graph_key(steps, entry, digest)
+    jit = _load_graph(key)
     if jit is None:
-        jit = cpu.JitModule(*_object_and_constants(module, steps, key))
+        jit = _jit(_object_and_constants(module, steps, key))
         _memory_put(key, jit)
+    _record_source(key, digest, entry, steps, inputs, outputs)
+    return _function(jit, entry, inputs, outputs, steps, digest, lambda: module)
+
+
+def _function(jit: Any, entry: str, inputs: list[TensorSpec], outputs: list[TensorSpec], steps: Sequence[str],
+              digest: str, module: Any) -> CompiledFunction:
+    """The callable on a loaded module; `module()` gives the graph module (None: not
+    available) should the variant for 16-byte aligned outputs need compiling."""
     fn = CompiledFunction(jit, entry, inputs, outputs)
     variant = with_output_alignment(steps, 16)
     if variant is not None:  # compiled on the first out= array numpy aligned to 16 bytes only
-        fn.loose_outputs = lambda: _with_alignment(load_cpu(module, entry, variant), 16)
+        fn.loose_outputs = lambda: _loose_variant(entry, inputs, outputs, variant, digest, module)
     return fn
 
 
-def _with_alignment(fn: CompiledFunction, alignment: int) -> CompiledFunction:
-    fn.output_alignment = alignment
+def _loose_variant(entry: str, inputs: list[TensorSpec], outputs: list[TensorSpec], steps: list[str], digest: str,
+                   module: Any) -> CompiledFunction | None:
+    """The variant compiled for 16-byte aligned outputs: from the caches, else compiled;
+    None when the module is gone (its outputs are then written through a copy)."""
+    jit = _load_graph(graph_key(steps, entry, digest))
+    if jit is not None:
+        fn = CompiledFunction(jit, entry, inputs, outputs)
+    else:
+        graph = module()
+        if graph is None:
+            return None
+        fn = load_cpu(graph, entry, steps)
+    fn.output_alignment = 16
     return fn
+
+
+def _load_graph(key: str) -> Any:
+    """The loaded module of a graph key from the memory or disk cache, or None."""
+    jit = _memory_get(key)
+    if jit is None:
+        found = _cached_graph(key)
+        if found is not None:
+            jit = _jit(found)
+            _memory_put(key, jit)
+    return jit
+
+
+def _jit(objects_and_constants: tuple[list[bytes], Mapping[str, Any]]) -> Any:
+    from mlfuse.backend import cpu
+
+    return cpu.JitModule(*objects_and_constants)
 
 
 def with_output_alignment(steps: Sequence[str], alignment: int) -> list[str] | None:
@@ -475,21 +672,27 @@ def with_output_alignment(steps: Sequence[str], alignment: int) -> list[str] | N
     return None
 
 
-def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> tuple[list[bytes], dict[str, bytes]]:
-    """The object code of a module (one object per kernel, see cpu.compile_units) and the
-    large constants it leaves out, from the disk cache (every entry checked against its
-    header) or compiled anew and stored. A module without such constants has a graph
+def _cached_graph(key: str) -> tuple[list[bytes], Mapping[str, Any]] | None:
+    """The objects and large constants of a graph from the disk cache (every entry
+    checked against its header), or None. A module without such constants has a graph
     entry `graph-KEY`; one with them `graphc-KEY` and `constants-KEY`. A graph entry lists
-    the cache keys of its objects; if any of them is gone or bad, the graph is compiled
-    again (its intact kernels come from the cache)."""
-    from mlfuse.backend import cpu
-
+    the cache keys of its objects; if any of them is gone or bad, this is None."""
     objects = _cached_objects(cache.load_object("graph-" + key))
     if objects is not None:
         return objects, {}
-    objects, packed = _cached_objects(cache.load_object("graphc-" + key)), cache.load_object("constants-" + key)
+    objects = _cached_objects(cache.load_object("graphc-" + key))
+    packed = cache.load_object("constants-" + key, into=_aligned_buffer) if objects is not None else None
     if objects is not None and packed is not None:
         return objects, unpack_constants(packed)
+    return None
+
+
+def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> tuple[list[bytes], dict[str, bytes]]:
+    """The object code of a module (one object per kernel, see cpu.compile_units) and the
+    large constants it leaves out, compiled anew (its intact kernels come from the cache)
+    and stored under `key` (see _cached_graph)."""
+    from mlfuse.backend import cpu
+
     lowered = module.clone()
     run_pipeline(lowered, steps)
     from mlfuse.backend.llvm_translate import to_llvmlite
@@ -531,19 +734,31 @@ def _public_functions(module: ModuleOp) -> set[str]:
 
 
 def pack_constants(constants: Mapping[str, bytes]) -> bytes:
-    """name/size index as JSON (its length first, 8 bytes little-endian), then the bytes in order."""
-    index = json.dumps([[name, len(data)] for name, data in constants.items()]).encode()
-    return b"".join([len(index).to_bytes(8, "little"), index, *constants.values()])
+    """The index (JSON: name, offset, length of each) after its length (8 bytes, little
+    endian), then the bytes, each at an offset that is a multiple of ALIGNMENT: read into
+    an aligned buffer, the constants are bound where they lie (unpack_constants)."""
+    index, at = [], 0
+    for name, data in constants.items():
+        index.append([name, at, len(data)])
+        at += -(-len(data) // ALIGNMENT) * ALIGNMENT
+    text = json.dumps(index).encode()
+    head = len(text).to_bytes(8, "little") + text
+    head += bytes(-len(head) % ALIGNMENT)
+    body = b"".join(data + bytes(-len(data) % ALIGNMENT) for data in constants.values())
+    return head + body
 
 
-def unpack_constants(packed: bytes) -> dict[str, bytes]:
-    size = int.from_bytes(packed[:8], "little")
-    at = 8 + size
-    constants = {}
-    for name, length in json.loads(packed[8:at]):
-        constants[name] = packed[at : at + length]
-        at += length
-    return constants
+def unpack_constants(packed: Any) -> dict[str, Any]:
+    """The constants of pack_constants as views of `packed` (bytes, or an aligned uint8
+    array, whose views the JIT binds without a copy)."""
+    view = memoryview(packed).cast("B")
+    size = int.from_bytes(view[:8], "little")
+    base = 8 + size + (-(8 + size) % ALIGNMENT)
+    return {name: packed[base + at : base + at + length] for name, at, length in json.loads(bytes(view[8 : 8 + size]))}
+
+
+def _aligned_buffer(size: int) -> np.ndarray:
+    return aligned_empty((size,), np.uint8)
 
 
 class DigestPrinter(Printer):

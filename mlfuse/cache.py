@@ -1,8 +1,9 @@
 """The on-disk compile cache: object code keyed by what produced it.
 
 Keys are sha256 hashes of what produced the code (the LLVM IR or the graph, the
-pipeline, mlfuse's sources and the host CPU), so a stale entry can never be
-returned for different input. The directory is $MLFUSE_CACHE_DIR, else
+pipeline, mlfuse's sources and the host CPU; for an ONNX file's source entry, its
+bytes and every compile option: mlfuse.api.source_key), so a stale entry can never
+be returned for different input. The directory is $MLFUSE_CACHE_DIR, else
 ~/.cache/mlfuse; MLFUSE_CACHE_DIR=off (any case; also 0, false, no) disables it.
 
 A cache entry is machine code that will run in this process, so it is checked
@@ -27,7 +28,9 @@ import os
 import stat
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 MAGIC = b"MLFUSE-CACHE\0"
 FORMAT_VERSION = 1
@@ -137,8 +140,13 @@ def unpack(key: str, blob: bytes) -> tuple[bytes | None, str]:
     size = int.from_bytes(blob[len(MAGIC) : start], "little")
     if size > _MAX_HEADER or start + size > len(blob):
         return None, "truncated header"
+    return _checked(key, blob[start : start + size], blob[start + size :])
+
+
+def _checked(key: str, header_text: bytes, data: bytes) -> tuple[bytes | None, str]:
+    """`data` if the entry's header says it is the payload for `key` on this host, or None and the reason."""
     try:
-        header = json.loads(blob[start : start + size])
+        header = json.loads(header_text)
     except ValueError:
         return None, "unreadable header"
     if not isinstance(header, dict) or header.get("format") != FORMAT_VERSION:
@@ -147,7 +155,6 @@ def unpack(key: str, blob: bytes) -> tuple[bytes | None, str]:
         return None, "the entry of another key"
     if header.get("host") != host_id():
         return None, f"compiled for another CPU ({str(header.get('host'))[:60]})"
-    data = blob[start + size :]
     if header.get("length") != len(data):
         return None, f"payload of {len(data)} bytes, header says {header.get('length')}"
     if header.get("sha256") != hashlib.sha256(data).hexdigest():
@@ -155,9 +162,11 @@ def unpack(key: str, blob: bytes) -> tuple[bytes | None, str]:
     return data, ""
 
 
-def _read(path: str) -> bytes | str | None:
-    """An entry file's bytes; None when absent; else why it cannot be trusted.
-    Symlinks are refused, and the file must be ours and not writable by others."""
+def _read(path: str, into: Callable[[int], Any] | None = None) -> tuple[bytes, Any] | str | None:
+    """An entry file's header text and payload (read apart: a payload of weights is not
+    copied out of the whole file; `into(size)` gives the buffer to read it into); None
+    when absent; else why it cannot be trusted. Symlinks are refused, and the file must
+    be ours and not writable by others."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
@@ -166,16 +175,29 @@ def _read(path: str) -> bytes | str | None:
         return f"cannot be read ({e})"
     with os.fdopen(fd, "rb") as f:
         why = _unsafe(os.fstat(f.fileno()))
-        return f"file {why}" if why else f.read()
+        if why:
+            return f"file {why}"
+        start = f.read(len(MAGIC) + 4)
+        if not start.startswith(MAGIC):
+            return "not an mlfuse cache entry"
+        size = int.from_bytes(start[len(MAGIC) :], "little")
+        header_text = f.read(size) if size <= _MAX_HEADER and len(start) == len(MAGIC) + 4 else None
+        if header_text is None or len(header_text) != size:
+            return "truncated header"
+        if into is None:
+            return header_text, f.read()
+        buffer = into(max(0, os.fstat(f.fileno()).st_size - f.tell()))
+        return header_text, buffer[: f.readinto(buffer)]  # a file cut meanwhile fails the length check
 
 
-def load_object(key: str) -> bytes | None:
-    """The cached object code for `key`, or None: absent, or bad (then removed, reported once)."""
+def load_object(key: str, into: Callable[[int], Any] | None = None) -> Any:
+    """The cached object code for `key` (bytes, or the buffer `into(size)` returned, filled),
+    or None: absent, or bad (then removed, reported once)."""
     path = _path(key)
-    blob = _read(path) if path else None
-    if blob is None or path is None:
+    entry = _read(path, into) if path else None
+    if entry is None or path is None:
         return None
-    data, why = unpack(key, blob) if isinstance(blob, bytes) else (None, blob)
+    data, why = _checked(key, *entry) if isinstance(entry, tuple) else (None, entry)
     if data is not None:
         return data
     _warn_once(path, f"discarding bad entry {path}: {why}; rebuilding it")

@@ -97,14 +97,14 @@ def test_kernels_are_cached_on_their_own(cache_root, monkeypatch):
     unfused = pipelines.cpu_pipeline(fuse=False)  # an op per kernel
     mlfuse.compile(TWO_LAYERS, passes=unfused)
     compiled: list[str] = []
-    original = cpu._cached_object
+    original = cpu.emit_object
 
-    def record(text: str, key: str) -> bytes:
-        if cache.load_object(key) is None:
-            compiled.append(text)
-        return original(text, key)
+    def record(text: str) -> bytes:  # LLVM's work on a unit the cache did not hold
+        compiled.append(text)
+        return original(text)
 
-    monkeypatch.setattr(cpu, "_cached_object", record)
+    monkeypatch.setattr(cpu, "emit_object", record)
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_UNITS", 1 << 30)  # in this process, where `compiled` is
     api._MEMORY_CACHE.clear()
     other = TWO_LAYERS.replace("%z2 = graph.sub %y2, %mb2", "%z2 = graph.add %y2, %mb2")
     f = mlfuse.compile(other, passes=unfused)
@@ -112,3 +112,55 @@ def test_kernels_are_cached_on_their_own(cache_root, monkeypatch):
     np.testing.assert_allclose(got, expected(np.add), rtol=1e-6, atol=1e-6)
     units = kernels.split_units(llvm_text(other, fuse=False), keep={"main"}) or []
     assert len(compiled) == 2 < len(units)
+
+
+# --- LLVM in a pool of forked processes (cpu.compile_texts) -----------------------------
+
+
+def test_pool_objects_are_the_serial_ones():
+    texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS, fuse=False), keep={"main"}) or []]
+    assert len(texts) >= 3
+    assert cpu.compile_texts(texts, jobs=2) == [cpu.emit_object(t) for t in texts]
+
+
+def test_compiles_use_the_pool_and_match(cache_root, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_UNITS", 2)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # pytest-xdist runs threads of its own
+    monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
+    pooled: list[int] = []
+    original = cpu._compile_in_pool
+    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs: pooled.append(jobs) or original(texts, jobs))
+    f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))
+    (got,) = f(*inputs())
+    np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
+    assert pooled == [2]
+
+
+def test_no_pool_for_few_units_other_threads_or_one_job(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.delenv("MLFUSE_COMPILE_JOBS", raising=False)
+    assert cpu.compile_jobs(cpu.PARALLEL_MIN_UNITS - 1) == 1
+    monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "1")
+    assert cpu.compile_jobs(100) == 1
+    monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "3")
+    assert cpu.compile_jobs(100) == 3
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert cpu.compile_jobs(100) == 1
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(cpu, "_forked", True)
+    assert cpu.compile_jobs(100) == 1
+
+
+def test_a_failed_pool_compiles_here(monkeypatch):
+    texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []]
+    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs: None)
+    assert cpu.compile_texts(texts, jobs=2) == [cpu.emit_object(t) for t in texts]
+
+
+def test_pool_error_shows_as_the_serial_error():
+    with pytest.raises(RuntimeError):
+        cpu.compile_texts(["define void @f() {\n  ret i32 0\n}\n"] * 2, jobs=2)

@@ -14,7 +14,8 @@
   same graph does not go through LLVM twice (see mlfuse/cache.py for the keys).
   A graph is compiled as one object per kernel (`compile_units`, see
   mlfuse/backend/kernels.py): identical kernels once, each cached on its own, all
-  linked in one engine.
+  linked in one engine; the units not cached go through LLVM in a pool of forked
+  processes (`compile_texts`) when there are enough of them.
 """
 
 from __future__ import annotations
@@ -26,13 +27,11 @@ import hashlib
 import os
 import threading
 import warnings
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
-
-from mlfuse.backend.streaming import apply_streaming
 
 
 def _blas_address(routine: str) -> int:
@@ -185,6 +184,8 @@ def prepare(ir_module: ir.Module | str, tm: llvm.TargetMachine | None = None) ->
 def optimized_module(ir_module: ir.Module | str, tm: llvm.TargetMachine) -> tuple[llvm.ModuleRef, str]:
     """O3 for `tm`, then the streaming hints that need vector code (streaming.py):
     the module and its text."""
+    from mlfuse.backend.streaming import apply_streaming  # imports xDSL's llvm dialect: not on the cached path
+
     mod = prepare(ir_module, tm)
     optimize(mod, tm)
     text = str(mod)
@@ -210,10 +211,11 @@ class JitModule:
 
     `constants` are the bytes of the constants the object declares but does not hold
     (llvm_translate.to_llvmlite's `external`): each is copied into a 64-byte aligned
-    buffer that lives as long as this module, and the object's references are bound to
-    it when the engine resolves relocations (finalize_object)."""
+    buffer that lives as long as this module (a 64-byte aligned uint8 array, as the disk
+    cache reads them, is kept as it is), and the object's references are bound to it
+    when the engine resolves relocations (finalize_object)."""
 
-    def __init__(self, object_code: bytes | Sequence[bytes], constants: dict[str, bytes] | None = None):
+    def __init__(self, object_code: bytes | Sequence[bytes], constants: Mapping[str, bytes | memoryview | np.ndarray] | None = None):
         _init()
         objects = [object_code] if isinstance(object_code, bytes) else list(object_code)
         if any(b"mlfuse_sgemm" in obj or b"mlfuse_dgemm" in obj for obj in objects):
@@ -242,9 +244,13 @@ class JitModule:
         return addr
 
 
-def _aligned_copy(data: bytes) -> np.ndarray:
+def _aligned_copy(data: bytes | memoryview | np.ndarray) -> np.ndarray:
+    """`data` in 64-byte aligned memory: an aligned uint8 array as it is, else a copy."""
+    from mlfuse.abi import ALIGNMENT
     from mlfuse.api import aligned_empty  # the runtime's one aligned allocator
 
+    if isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1 and data.ctypes.data % ALIGNMENT == 0:
+        return data
     buffer = aligned_empty((len(data),), np.uint8)
     buffer[:] = np.frombuffer(data, np.uint8)
     return buffer
@@ -265,14 +271,21 @@ def compile_units(ir_module: ir.Module | str, keep: Collection[str]) -> tuple[li
     """The module as one object per kernel (mlfuse.backend.kernels: identical kernels once;
     the functions in `keep` under their names, the others renamed), each object through
     the disk cache under its unit's text; the objects and their cache keys. A module the
-    splitter does not take is one object."""
+    splitter does not take is one object. The units the cache does not hold go through
+    LLVM side by side in a process pool when there are enough of them (compile_texts)."""
+    from mlfuse import cache
     from mlfuse.backend.kernels import split_units
 
     text = str(ir_module)
     units = split_units(text, keep)
     texts = [u.text for u in units] if units is not None else [text]
     keys = [object_key(t) for t in texts]
-    return [_cached_object(t, k) for t, k in zip(texts, keys)], keys
+    objects = [cache.load_object(k) for k in keys]
+    todo = [i for i, obj in enumerate(objects) if obj is None]
+    for i, obj in zip(todo, compile_texts([texts[i] for i in todo])):
+        cache.store_object(keys[i], obj)
+        objects[i] = obj
+    return objects, keys  # type: ignore[return-value]
 
 
 def _cached_object(text: str, key: str) -> bytes:
@@ -281,9 +294,75 @@ def _cached_object(text: str, key: str) -> bytes:
     cached = cache.load_object(key)
     if cached is not None:
         return cached
-    obj = target_machine().emit_object(optimized_module(text, target_machine())[0])
+    obj = emit_object(text)
     cache.store_object(key, obj)
     return obj
+
+
+def emit_object(text: str) -> bytes:
+    """The object code of LLVM IR `text`: O3 and streaming hints for the host, then codegen."""
+    tm = target_machine()
+    return tm.emit_object(optimized_module(text, tm)[0])
+
+
+# LLVM on units in a pool of forked processes (llvmlite serializes every call on one
+# lock, so threads would not help): the pool costs a fork per worker, so fewer units
+# than this, or one core, stay in this process.
+PARALLEL_MIN_UNITS = 8
+MAX_COMPILE_JOBS = 8
+
+
+def compile_jobs(n_units: int) -> int:
+    """How many processes compile `n_units` units: $MLFUSE_COMPILE_JOBS, else the cores
+    this process may run on (at most MAX_COMPILE_JOBS); 1 (no pool) for few units, in a
+    forked child, in a daemonic process (which may not start processes), or while other
+    Python threads run (one of them could hold a lock the forked workers would need)."""
+    import multiprocessing
+
+    env = os.environ.get("MLFUSE_COMPILE_JOBS", "").strip()
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    jobs = int(env) if env.isdigit() else min(cores, MAX_COMPILE_JOBS)
+    if (n_units < PARALLEL_MIN_UNITS or _forked or not hasattr(os, "fork") or threading.active_count() > 1
+            or multiprocessing.current_process().daemon):
+        return 1
+    return max(1, min(jobs, n_units))
+
+
+def compile_texts(texts: Sequence[str], jobs: int | None = None) -> list[bytes]:
+    """emit_object of each text, in order; in `jobs` forked processes (default:
+    compile_jobs) when more than one. The objects are the same bytes either way."""
+    jobs = compile_jobs(len(texts)) if jobs is None else jobs
+    if jobs > 1:
+        objects = _compile_in_pool(texts, jobs)
+        if objects is not None:
+            return objects
+    return [emit_object(t) for t in texts]
+
+
+def _compile_in_pool(texts: Sequence[str], jobs: int) -> list[bytes] | None:
+    """emit_object of each text in a pool of `jobs` forked processes, or None when the
+    pool fails (then the caller compiles here, and any error shows there). The workers
+    fork holding llvmlite's lock, so none is copied while another thread is inside LLVM;
+    the largest units go first, so that no long one starts last."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from llvmlite.binding import ffi
+
+    target_machine()  # created before the fork: every worker inherits it
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    objects: list[bytes] = [b""] * len(texts)
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            with ffi.lib._lock:  # a fork context starts every worker on the first submit
+                futures = {pool.submit(emit_object, texts[order[0]]): order[0]}
+            futures.update({pool.submit(emit_object, texts[i]): i for i in order[1:]})
+            for future, i in futures.items():
+                objects[i] = future.result()
+    except (BrokenProcessPool, OSError, RuntimeError, AssertionError):
+        return None
+    return objects
 
 
 def debug_dump(text: str, name: str) -> None:  # pragma: no cover - debugging aid
