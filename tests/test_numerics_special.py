@@ -157,3 +157,28 @@ def test_special_values_on_the_gpu_simulator():
     (got,) = mlfuse.compile(unary_module("tanh", "float32", len(t)), target="gpu-sim")(t)
     with np.errstate(all="ignore"):
         assert_ieee_equal(got, np.tanh(t), RTOL["float32"], UNARY_X)
+
+
+MINMAX_VALUES = [0.0, -0.0, 1.5, -1.5, math.inf, -math.inf, math.nan, -math.nan]
+
+
+@pytest.mark.parametrize("target", ["cpu", "gpu-sim"])
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_max_min_and_relu_follow_numpy_bit_for_bit(op, target):
+    """numpy's maximum/minimum on every pair of special values, signs of zero included
+    (np.maximum(0.0, -0.0) is -0.0: of two equal values the second), NaN from either
+    side; ReLU is np.maximum(x, 0.0) (so ReLU(-0.0) is +0.0) and clip bounds take the
+    constant-bound form. Compared as bits (NaN payloads aside)."""
+    pairs = [(x, y) for x in MINMAX_VALUES for y in MINMAX_VALUES]
+    x = np.array([p[0] for p in pairs], np.float32)
+    y = np.array([p[1] for p in pairs], np.float32)
+    b = GraphBuilder()
+    xs, ys = b.input("x", x.shape, "f32"), b.input("y", y.shape, "f32")
+    bound = 0.5 if op == "maximum" else -0.5
+    combine = b.maximum if op == "maximum" else b.minimum
+    b.output(combine(xs, ys), b.relu(xs), combine(xs, bound))
+    got = mlfuse.compile(b.module(), target=target)(x, y)
+    npop = getattr(np, op)
+    for value, want in zip(got, (npop(x, y), np.maximum(x, np.float32(0.0)), npop(x, np.float32(bound)))):
+        same = (np.isnan(value) & np.isnan(want)) | (value.view(np.int32) == want.view(np.int32))
+        assert same.all(), [(pairs[i], value[i], want[i]) for i in np.flatnonzero(~same)]

@@ -21,7 +21,8 @@
 // CHECK-NEXT:           arith.addf
 // CHECK:          memref.load %{{.*}} : memref<8xf32, 1 : i64>
 // CHECK-NEXT:     arith.addf
-// CHECK:          arith.maximumf
+// CHECK:          arith.cmpf ugt
+// CHECK-NEXT:     arith.select
 // CHECK:          memref.load %{{.*}} : memref<1x8x8x8xf32, 1 : i64>
 // CHECK-NEXT:     arith.addf
 // CHECK-NEXT:     memref.store %{{.*}}, %[[OUT]]
