@@ -77,6 +77,10 @@ def test_repeated_kernels_are_one_unit():
     assert len(units) - 1 < len(kernels_in_ir), "the second layer's kernels are the first's"
     entry = units[-1].text
     assert all(f'@"{u.name}"' in entry for u in units[:-1] if u.name.startswith(kernels.PREFIX))
+    # named after their ops (profiles stay readable), without the entry's op counter
+    ops = {line.split("_", 3)[-1].split('"')[0] for line in kernels_in_ir}
+    renamed = [u.name for u in units if u.name.startswith(kernels.PREFIX)]
+    assert renamed and all(any(n.endswith("_" + op) for op in ops) for n in renamed), (renamed, ops)
 
 
 def test_units_are_modules_of_their_own():

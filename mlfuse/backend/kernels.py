@@ -9,8 +9,9 @@ into one engine, which links the calls between them.
 - **Bounded work.** LLVM's cost grows faster than the size of what it optimizes at
   once; per unit it is bounded by the kernel.
 - **Deduplicated.** A kernel is compiled under a name made from a hash of its unit
-  (`mlfuse_k_<hash>`, callers renamed to match), so identical kernels, such as those
-  of repeated layers, are one unit, compiled once.
+  and the name of the first kernel with that body (`mlfuse_k_<hash>_<name>`, callers
+  renamed to match; the name keeps profiles readable: `..._fused_conv2d_add_max_min_conv_matmul`),
+  so identical kernels, such as those of repeated layers, are one unit, compiled once.
 - **Cacheable per kernel.** The unit's text is the key of its object (see
   mlfuse.backend.cpu.compile_units), shared by every graph that holds the kernel.
 
@@ -168,6 +169,13 @@ def rename(text: str, names: dict[str, str]) -> str:
     return NAME.sub(lambda m: f'@"{names.get(m.group(1), m.group(1))}"', text)
 
 
+def readable(name: str) -> str:
+    """What a kernel's symbol says about it: its function's name without the entry's
+    prefix and the op counter (main__200_fused_conv2d_add_conv_matmul ->
+    fused_conv2d_add_conv_matmul), at most 64 characters."""
+    return re.sub(r"^[A-Za-z0-9]+__[0-9]+_", "", name)[:64]
+
+
 def split_units(text: str, keep: Collection[str]) -> list[Unit] | None:
     """The distinct units of an LLVM module (llvmlite's text), callees first; None when
     the module is better compiled whole (see the module docstring)."""
@@ -181,6 +189,7 @@ def split_units(text: str, keep: Collection[str]) -> list[Unit] | None:
     if homes is None or order is None:
         return None
     names: dict[str, str] = {}
+    by_digest: dict[str, str] = {}  # the first name given to each body
     units: dict[str, Unit] = {}
     for export in order:
         body = splitter.unit_text(export, homes, names)
@@ -188,7 +197,8 @@ def split_units(text: str, keep: Collection[str]) -> list[Unit] | None:
             names[export] = export
         else:
             generic = rename(body, {export: SELF})
-            names[export] = PREFIX + hashlib.sha256(generic.encode()).hexdigest()[:32]
+            digest = hashlib.sha256(generic.encode()).hexdigest()[:32]
+            names[export] = by_digest.setdefault(digest, f"{PREFIX}{digest}_{readable(export)}")
             body = rename(generic, {SELF: names[export]})
         units.setdefault(names[export], Unit(names[export], body))
     return list(units.values())
