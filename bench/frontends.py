@@ -351,6 +351,29 @@ def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"
 
 
+def round_robin(calls: list[tuple[str, Callable[[], Any]]], repeat: int, gap_ms: float,
+                ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Time `calls` interleaved: `repeat` rounds, the order rotating each round. Each turn
+    sleeps `gap_ms`, times one call (the first after idle) and then the call right after
+    it (steady); the previous call's result stays alive during a timed call, as `y = f(x)`
+    in a loop keeps it. Returns (steady, after idle) seconds per name."""
+    steady: dict[str, list[float]] = {name: [] for name, _ in calls}
+    idle: dict[str, list[float]] = {name: [] for name, _ in calls}
+    for r in range(repeat):
+        k = r % max(1, len(calls))
+        for name, call in calls[k:] + calls[:k]:
+            time.sleep(gap_ms / 1e3)
+            start = time.perf_counter()
+            held = call()
+            middle = time.perf_counter()
+            out = call()
+            end = time.perf_counter()
+            idle[name].append(middle - start)
+            steady[name].append(end - middle)
+            del held, out
+    return steady, idle
+
+
 def measure(makers: list[tuple[str, Callable[[], Contender]]], args: argparse.Namespace, record: dict) -> None:
     """Set up, check against torch eager, then time round-robin; fills record['paths']/['skipped']."""
     import numpy as np
@@ -390,15 +413,7 @@ def measure(makers: list[tuple[str, Callable[[], Contender]]], args: argparse.Na
     record["output_shapes"] = [list(o.shape) for o in reference] if reference is not None else None
     del outputs, reference
     gc.collect()
-    times: dict[str, list[float]] = {p.name: [] for p in paths}
-    for r in range(args.repeat):
-        k = r % max(1, len(paths))
-        for p in paths[k:] + paths[:k]:
-            time.sleep(args.gap_ms / 1e3)
-            p.call()  # untimed: the timed call is the one right after a call
-            start = time.perf_counter()
-            p.call()
-            times[p.name].append(time.perf_counter() - start)
+    times, _ = round_robin([(p.name, p.call) for p in paths], args.repeat, args.gap_ms)
     record["paths"] = {}
     for p in paths:
         median = float(np.median(times[p.name]))

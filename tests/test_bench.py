@@ -132,3 +132,31 @@ def test_frontends_quick_run_writes_tables(tmp_path):
                 assert p["max_rel_err"] < 1e-4, (name, p["max_rel_err"])
     md = out.with_suffix(".md").read_text()
     assert "| layernorm |" in md and "| textcnn |" in md and "backend / inductor" in md
+
+
+def test_models_quick_run_writes_tables(tmp_path):
+    """mlfuse-bench --models end to end on one small zoo model at 1 thread: mlfuse agrees with
+    onnxruntime, both calls and both compile times are reported (inductor left out: its compile
+    alone takes longer than the rest)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnxruntime")
+    out = tmp_path / "models.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--models", "textcnn", "--quick", "--threads", "1",
+         "--repeat", "2", "--gap-ms", "1", "--peers", "onnxruntime,torch eager", "--json", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["loadavg_before"] and result["loadavg_after"] and "commit" in result["machine"]
+    (run,) = result["runs"]
+    (record,) = run["models"]
+    assert record["name"] == "textcnn" and record["exporter"] == "legacy"
+    assert set(record["paths"]) == {"mlfuse", "mlfuse out=", "onnxruntime", "torch eager"}, record.get("skipped")
+    for name, p in record["paths"].items():
+        assert p["median_s"] > 0 and len(p["times_s"]) == 2
+        assert p["max_rel_err_vs_ort"] < 1e-4, (name, p["max_rel_err_vs_ort"])
+    assert record["compile"]["mlfuse cold"] > 0 and record["compile"]["ORT session"] > 0
+    assert isinstance(record["compile"]["mlfuse warm"], float), record["compile"]["mlfuse warm"]
+    md = out.with_suffix(".md").read_text()
+    assert "| textcnn |" in md and "speed vs ORT" in md and "mlfuse warm" in md

@@ -4,6 +4,7 @@
     python -m bench --quick                        # a small smoke run (under 2 minutes)
     python -m bench --graphs layernorm softmax --threads 2 --repeat 11
     python -m bench --frontends                    # torch.compile / mlfuse.jax.jit paths (bench/frontends.py)
+    python -m bench --models                       # whole zoo models vs onnxruntime, torch (bench/models_bench.py)
 
 It runs from the repository checkout (`make bench`): its workloads are in bench/, which
 is not part of the installed package, so pip installs no mlfuse-bench command.
@@ -129,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frontends", action="store_true",
                    help="instead: mlfuse through torch.compile(backend='mlfuse') and mlfuse.jax.jit against inductor, "
                         "eager, jax.jit, its ONNX path and onnxruntime (own options: mlfuse-bench --frontends --help)")
+    p.add_argument("--models", nargs="*", metavar="MODEL",
+                   help="instead: whole zoo models (bench/models) through mlfuse.compile of their ONNX export against "
+                        "onnxruntime, torch eager and torch.compile (own options: mlfuse-bench --models --help)")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # internal: run one thread count, write JSON
     p.add_argument("--worker-threads", type=int, help=argparse.SUPPRESS)
     return p
@@ -573,6 +577,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import frontends
 
         return frontends.main(argv)
+    if "--models" in argv:  # whole zoo models against onnxruntime, torch eager, inductor: bench/models_bench.py
+        _import_bench()
+        from bench import models_bench
+
+        return models_bench.main(argv)
     args = resolve(build_parser().parse_args(argv))
     if args.worker:
         return worker(args)
