@@ -149,3 +149,15 @@ func.func @many_pixels(%x: tensor<1x32x16x16xf32>, %w: tensor<64x32x3x3xf32>) ->
   %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x32x16x16xf32>, tensor<64x32x3x3xf32>) -> tensor<1x64x16x16xf32>
   func.return %y : tensor<1x64x16x16xf32>
 }
+
+// -----
+
+// Not a product: few output channels over a large image. Its im2col buffer (7 MB here)
+// would make the product memory-bound, so the conv stays a direct window nest.
+// GEMM-LABEL: func.func @few_channels_large_image
+// GEMM-NOT: conv_patches
+// GEMM: loop.nest "conv2d" lower [0, 0, 0, 0, 0, 0, 0] upper [1, 16, 112, 16, 3, 3, 112]
+func.func @few_channels_large_image(%x: tensor<1x16x112x112xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x112x112xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32>
+  func.return %y : tensor<1x16x112x112xf32>
+}

@@ -820,12 +820,27 @@ def window_maps(op: graph.WindowOp, channel: AffineExpr, d: list[AffineExpr], oh
 CONV_GEMM_MIN_ROWS = 16
 
 
+# A product with fewer output channels than this, over patches larger than
+# CONV_GEMM_MAX_PATCH_BYTES, is memory-bound on its im2col buffer (about o / 4 flops
+# per byte of patches written and read): such convs stay direct nests.
+CONV_GEMM_MIN_CHANNELS = 32
+CONV_GEMM_MAX_PATCH_BYTES = 1 << 20
+
+
 def conv_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     """Lower `op` as patches @ weights (`lower_conv2d_as_matmul`)? Every dense float
     conv unless conv=direct: against the direct nest, 1.3-4.4x faster on ResNet-18's
-    layers at 224x224 and 1.5-6x at 32x32 (one thread). Grouped and depthwise convs
-    stay direct nests, which post-tiling fusion tiles with their epilogue."""
-    return fl.conv == "gemm" and op.group_count == 1 and graph.is_float(graph.element_type_of(op.result))
+    layers at 224x224 and 1.5-6x at 32x32 (one thread). But not a conv with few output
+    channels over a large image (a U-Net's 16-channel layers at 224x224: the direct
+    nest takes 0.54-0.64x the product's time, whose im2col buffer is 29 MB). Grouped
+    and depthwise convs stay direct nests, which post-tiling fusion tiles with their
+    epilogue."""
+    if fl.conv != "gemm" or op.group_count != 1 or not graph.is_float(graph.element_type_of(op.result)):
+        return False
+    n, o, oh, ow = graph.shape_of(op.result)
+    _, c, kh, kw = graph.shape_of(op.weight)
+    patch_bytes = n * oh * ow * c * kh * kw * graph.numpy_dtype(graph.element_type_of(op.result)).itemsize
+    return o >= CONV_GEMM_MIN_CHANNELS or patch_bytes <= CONV_GEMM_MAX_PATCH_BYTES
 
 
 def live_taps(op: graph.Conv2dOp) -> tuple[range, range]:
