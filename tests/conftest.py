@@ -90,3 +90,18 @@ def assert_matches_float64_reference(module, inputs: Sequence[np.ndarray], outpu
     for k, (got, want) in enumerate(zip(outputs, oracle.widened(*inputs), strict=True)):
         ok, abs_err, rel_err = compare(np.asarray(got), want, longest)
         assert ok, f"output {k}: max abs error {abs_err:.3g}, max rel error {rel_err:.3g} (reductions of {longest})"
+
+
+@pytest.fixture
+def cache_root(tmp_path, monkeypatch) -> Path:
+    """A fresh disk cache folder (MLFUSE_CACHE_DIR), an empty in-memory cache, and no
+    cache warning reported yet."""
+    from collections import OrderedDict
+
+    from mlfuse import api, cache
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(root))
+    monkeypatch.setattr(api, "_MEMORY_CACHE", OrderedDict())
+    monkeypatch.setattr(cache, "_reported", set())
+    return root

@@ -44,16 +44,6 @@ SUFFIX = f".v{cache.FORMAT_VERSION}.o"
 
 
 @pytest.fixture
-def cache_root(tmp_path, monkeypatch) -> Path:
-    """A fresh cache folder, an empty in-memory cache, and nothing reported yet."""
-    root = tmp_path / "cache"
-    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(root))
-    monkeypatch.setattr(api, "_MEMORY_CACHE", OrderedDict())
-    monkeypatch.setattr(cache, "_reported", set())
-    return root
-
-
-@pytest.fixture
 def loaded(monkeypatch) -> list[bytes]:
     """Every object code handed to the JIT from now on (each object of a module of several)."""
     seen: list[bytes] = []

@@ -4,13 +4,11 @@ compiled once, objects shared between graphs through the cache."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 import pytest
 
 import mlfuse
-from mlfuse import api, cache, pipelines
+from mlfuse import api, pipelines
 from mlfuse.backend import cpu, kernels
 
 # two layers of the same shape: their kernels are identical up to their buffers
@@ -42,14 +40,6 @@ def expected(last=np.subtract) -> np.ndarray:
     y = x * a
     y2 = (y - y.max(axis=1, keepdims=True)) * b
     return last(y2, y2.max(axis=1, keepdims=True))
-
-
-@pytest.fixture
-def cache_root(tmp_path, monkeypatch):
-    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(api, "_MEMORY_CACHE", OrderedDict())
-    monkeypatch.setattr(cache, "_reported", set())
-    return tmp_path / "cache"
 
 
 @pytest.mark.parametrize("outline", [False, True])

@@ -48,15 +48,6 @@ X = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)
 
 
 @pytest.fixture
-def cache_root(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(root))
-    monkeypatch.setattr(api, "_MEMORY_CACHE", OrderedDict())
-    monkeypatch.setattr(cache, "_reported", set())
-    return root
-
-
-@pytest.fixture
 def imports(monkeypatch) -> list[str]:
     """The ONNX imports from now on (each one's model name)."""
     seen: list[str] = []
