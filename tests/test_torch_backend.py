@@ -271,6 +271,19 @@ def test_options_reach_mlfuse_compile():
             torch.compile(model, backend="mlfuse", dynamic=False, options={"bogus": 1})(x)
 
 
+def test_guard_filter_is_torchs_option_not_mlfuses():
+    """torch.compile takes `guard_filter_fn` itself (the documented way to cut dynamo's
+    per-call guard cost), so the backend neither sees nor rejects it."""
+    model, x = Mlp().eval(), torch.randn(8, 32)
+    torch._dynamo.reset()
+    before = len(tb.reports())
+    options = {"guard_filter_fn": torch.compiler.skip_guard_on_all_nn_modules_unsafe}
+    with torch.no_grad():
+        got = torch.compile(model, backend="mlfuse", dynamic=False, options=options)(x)
+    assert_close(got, model(x))
+    assert tb.reports()[before].kernels
+
+
 # --- grad modes --------------------------------------------------------------------------------
 
 
