@@ -91,7 +91,7 @@ def test_tall_narrow_products_slice_rows():
     and the tasks cover every row exactly once (the last slice takes the remainder)."""
     assert GemmShape(12, 128, 64, 128).row_tasks == 1  # batches and columns give enough tasks
     shape = GemmShape(1, 512, 49, 4608)  # w @ patches of a 512-channel 7x7 conv
-    assert (shape.column_tasks, shape.row_tasks, shape.tasks) == (2, 4, 8)
+    assert (shape.column_tasks, shape.row_tasks, shape.tasks) == (2, 8, 16)
     assert shape.slice_rows % 24 == 0 and shape.slice_rows * (shape.row_tasks - 1) < shape.m
     assert GemmShape(1, 30, 10, 5).row_tasks == 2  # slices of 24 rows and 6
 

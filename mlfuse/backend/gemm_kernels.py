@@ -9,7 +9,8 @@ which computes C[b] = A[b] @ B[b] (row-major, static shapes) for the tasks
 [lo, hi): each task is a column slice of 48 columns, and when the columns give a
 team too few tasks (a tall, narrow product: w @ patches of a CNN's late layers,
 n = 49) also a slice of rows (`GemmShape.slice_rows`, a multiple of every MR).
-Tasks are numbered batch-major, then by column slice, then by row slice. The declaration is all the `llvm` dialect sees; this
+Tasks are numbered batch-major, then by row slice, then by column slice (columns
+fastest, so that a chunk of consecutive tasks mixes wide and narrow slices). The declaration is all the `llvm` dialect sees; this
 module writes the body in llvmlite IR when the module is translated
 (mlfuse/backend/llvm_translate.py), for the vector width of the target.
 
@@ -41,7 +42,7 @@ import llvmlite.ir as ir
 
 TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
-MIN_TASKS = 8  # rows are sliced when the batches and column slices give fewer tasks
+MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
 ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at KC
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
@@ -309,8 +310,10 @@ class _Kernels:
         s, blk, (a, bm, c) = self.shape, self.blk, operands
         per_batch = ir.Constant(I64, s.column_tasks * s.row_tasks)
         batch, within = b.sdiv(t, per_batch), b.srem(t, per_batch)
-        rows = self.task_rows(b, b.srem(within, ir.Constant(I64, s.row_tasks)))
-        col0 = b.mul(b.sdiv(within, ir.Constant(I64, s.row_tasks)), ir.Constant(I64, TASK_COLUMNS))
+        # column slices vary fastest: a thread's chunk of consecutive tasks holds wide and
+        # narrow (last) slices alike, so libgomp's guided chunks stay balanced
+        rows = self.task_rows(b, b.sdiv(within, ir.Constant(I64, s.column_tasks)))
+        col0 = b.mul(b.srem(within, ir.Constant(I64, s.column_tasks)), ir.Constant(I64, TASK_COLUMNS))
         col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
         col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
         a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
