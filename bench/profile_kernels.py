@@ -63,7 +63,7 @@ def sample(call, calls: int, folder: Path) -> tuple[float, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.profile_kernels", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench.profile_kernels", description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("model", help="a zoo model (bench.models.ZOO)")
     p.add_argument("--size", default="small", choices=("small", "full"))
     p.add_argument("--threads", type=int, default=1)

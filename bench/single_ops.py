@@ -150,10 +150,11 @@ def expansions_ab(path: str, n: int, threads: int, rounds: int, calls: int) -> N
 
     os.environ["MLFUSE_CACHE_DIR"] = "off"  # the graph cache keys on this tree's sources
     spec = importlib.util.spec_from_file_location("old_expand_math", path)
+    assert spec is not None and spec.loader is not None, path
     old = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(old)
     x = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
-    out = aligned_empty((n, n), np.float32)
+    out = aligned_empty((n, n), np.dtype(np.float32))
     fns = {"copy": mlfuse.compile(unary_graph("copy", n), fuse=False)}
     for op in TRANSCENDENTALS[1:]:
         fns[f"{op} after"] = mlfuse.compile(unary_graph(op, n), fuse=False)

@@ -566,6 +566,8 @@ def _load_source(key: str, reimport: Any) -> CompiledFunction | None:
             record = json.loads(blob) if blob is not None else None
         except ValueError:
             return None
+    if not isinstance(record, dict):
+        return None  # none, or a valid entry of another format: compiled again, then replaced
     try:
         inputs, outputs = ([TensorSpec(tuple(shape), np.dtype(dtype), name) for name, shape, dtype in record[k]]
                            for k in ("inputs", "outputs"))
@@ -758,7 +760,7 @@ def unpack_constants(packed: Any) -> dict[str, Any]:
 
 
 def _aligned_buffer(size: int) -> np.ndarray:
-    return aligned_empty((size,), np.uint8)
+    return aligned_empty((size,), np.dtype(np.uint8))
 
 
 class DigestPrinter(Printer):

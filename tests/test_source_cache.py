@@ -17,13 +17,13 @@ import pytest
 
 onnx = pytest.importorskip("onnx", reason="needs the onnx extra")
 
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import ModelProto, TensorProto, helper, numpy_helper  # noqa: E402
 
 import mlfuse  # noqa: E402
 from mlfuse import api, cache, pipelines  # noqa: E402
 
 
-def model(weight_scale: float = 1.0) -> onnx.ModelProto:
+def model(weight_scale: float = 1.0) -> ModelProto:
     """y = relu(x @ w + b), w 64x32 (large enough to be an external constant)."""
     rng = np.random.default_rng(7)
     w = (rng.standard_normal((64, 32)) * weight_scale).astype(np.float32)
@@ -39,7 +39,7 @@ def model(weight_scale: float = 1.0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
 
 
-def expected(m: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+def expected(m: ModelProto, x: np.ndarray) -> np.ndarray:
     w, b = (numpy_helper.to_array(t) for t in m.graph.initializer)
     return np.maximum(x @ w + b, 0)
 
@@ -61,13 +61,13 @@ def imports(monkeypatch) -> list[str]:
     return seen
 
 
-def saved(tmp_path: Path, m: onnx.ModelProto, name: str = "model.onnx") -> str:
+def saved(tmp_path: Path, m: ModelProto, name: str = "model.onnx") -> str:
     path = tmp_path / name
     onnx.save(m, str(path))
     return str(path)
 
 
-def check(fn: api.CompiledFunction, m: onnx.ModelProto) -> None:
+def check(fn: api.CompiledFunction, m: ModelProto) -> None:
     (got,) = fn(X)
     np.testing.assert_allclose(got, expected(m, X), rtol=1e-5, atol=1e-5)
 
@@ -177,7 +177,7 @@ def test_a_source_entry_of_another_format_compiles_again(cache_root, imports, tm
     assert len(imports) == 2
 
 
-def save_external(m: onnx.ModelProto, path: Path) -> None:
+def save_external(m: ModelProto, path: Path) -> None:
     """`m` with its weights in weights.bin beside it (m itself unchanged)."""
     copy = onnx.ModelProto()
     copy.CopyFrom(m)
