@@ -28,7 +28,7 @@ conformance: $(STAMP)
 pytest: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) tests
 
-# ruff (pyproject's [tool.ruff]), basedpyright in basic mode ([tool.pyright]; the errors that predate it
+# ruff (pyproject's [tool.ruff]), basedpyright in basic mode on the package and examples ([tool.pyright]; the errors that predate it
 # are in .basedpyright/baseline.json, so only new ones fail), function length and the docs' citations
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
