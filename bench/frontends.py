@@ -644,8 +644,7 @@ def _above_floor(ps: dict) -> float | None:
 
 
 def format_run(run: dict) -> list[str]:
-    t = run["threads"]
-    lines = [f"## {t} thread{'s' * (t > 1)}", "",
+    lines = [mb.thread_heading(run["threads"]), "",
              f"Median ms of the steady call ({run['repeat']} rounds, round-robin); allocator {run['allocator']}, "
              f"cold compile {run['cold_compile']}, load average {run['loadavg_start'][0]:.1f} -> "
              f"{run['loadavg_end'][0]:.1f}. Ratios: time / time (below 1: the first is faster).", ""]
@@ -672,9 +671,7 @@ def markdown(runs: list[dict], info: dict, command: str) -> str:
              "mlfuse reached through `torch.compile(backend=\"mlfuse\")` and `mlfuse.jax.jit`, against torch eager, "
              "inductor, jax.jit, mlfuse's own ONNX path and onnxruntime on the same graphs and models "
              "(protocol: bench/frontends.py).", "",
-             f"- date: {info['date']}" + (f", commit {info['commit']}" if info.get("commit") else ""),
-             f"- machine: {info.get('cpu')}, {info['cpus']} CPUs, {info.get('memory_GiB')} GiB, "
-             f"L3 {info.get('llc', '?')}; {info['platform']}",
+             *mb.provenance_lines(info),
              "- versions: " + ", ".join(f"{k} {val}" for k, val in versions.items() if val),
              f"- command: `{command}`", ""]
     for run in runs:

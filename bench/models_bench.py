@@ -383,8 +383,7 @@ def compile_rows(run: dict) -> list[str]:
 
 
 def format_run(run: dict) -> list[str]:
-    t = run["threads"]
-    lines = [f"## {t} thread{'s' * (t > 1)}", "",
+    lines = [mb.thread_heading(run["threads"]), "",
              f"Median ms of the steady call ({run['repeat']} rounds, round-robin), {run['size']} sizes, batch 1; "
              f"allocator {run['allocator']}; load average {run['loadavg_start'][0]:.2f} -> {run['loadavg_end'][0]:.2f}. "
              "speed vs X = X ms / mlfuse `y = f(x)` ms: above 1.0x mlfuse is faster. ⚠: error above 1e-3.", ""]
@@ -430,9 +429,7 @@ def markdown(result: dict) -> str:
              "Whole zoo models (bench/models, random weights), exported to ONNX once and compiled by "
              "`mlfuse.compile(path)`, against onnxruntime on the same file, torch eager and torch.compile (inductor) "
              "in one process per thread count (protocol: bench/models_bench.py).", "",
-             f"- date: {info['date']}" + (f", commit {info['commit']}" if info.get("commit") else ""),
-             f"- machine: {info.get('cpu')}, {info['cpus']} CPUs, {info.get('memory_GiB')} GiB, "
-             f"L3 {info.get('llc', '?')}; {info['platform']}",
+             *mb.provenance_lines(info),
              f"- versions: {versions}",
              f"- load average (1 min) before/after the whole run: {result['loadavg_before'][0]:.2f} / "
              f"{result['loadavg_after'][0]:.2f}",

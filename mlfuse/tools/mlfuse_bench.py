@@ -476,19 +476,27 @@ def summary_lines(run: dict) -> list[str]:
     return out
 
 
+def provenance_lines(info: dict) -> list[str]:
+    """The date, commit and machine lines that head every result file."""
+    return [f"- date: {info['date']}" + (f", commit {info['commit']}" if info.get("commit") else ""),
+            f"- machine: {info.get('cpu')}, {info['cpus']} CPUs, {info.get('memory_GiB')} GiB, "
+            f"L3 {info.get('llc', '?')}; {info['platform']}"]
+
+
+def thread_heading(threads: int) -> str:
+    return f"## {threads} thread{'s' * (threads > 1)}"
+
+
 def markdown(runs: list[dict], info: dict, png_name: str | None, command: str) -> str:
     v = info["versions"]
     lines = ["# mlfuse-bench results", "",
-             f"- date: {info['date']}" + (f", commit {info['commit']}" if info.get("commit") else ""),
-             f"- machine: {info.get('cpu')}, {info['cpus']} CPUs, {info.get('memory_GiB')} GiB, "
-             f"L3 {info.get('llc', '?')}; {info['platform']}",
+             *provenance_lines(info),
              "- versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val),
              f"- command: `{command}`", ""]
     if png_name:
         lines += [f"![mlfuse-bench]({png_name})", ""]
     for run in runs:
-        t = run["threads"]
-        lines += [f"## {t} thread{'s' * (t > 1)}", "",
+        lines += [thread_heading(run["threads"]), "",
                   f"Memory-bound workloads at {'x'.join(map(str, run['size']))} f32; copy bandwidth "
                   f"{run['bandwidth_GBps']:.1f} GB/s (non-temporal stores; np.copyto "
                   f"{run['numpy_copy_bandwidth_GBps']:.1f} GB/s); allocator {run['allocator']}; load average "
