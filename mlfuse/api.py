@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
+import gc
 import hashlib
 import json
 import math
@@ -95,9 +97,11 @@ def all_passes() -> dict:
 
 
 def run_pipeline(
-    module: ModuleOp, passes: Sequence[str], ctx: Context | None = None, verify_each: bool | None = None
+    module: ModuleOp, passes: Sequence[str], ctx: Context | None = None, verify_each: bool | None = None,
+    verify_result: bool = True,
 ) -> ModuleOp:
-    """Apply passes given as `mlfuse-opt -p` specs and verify the result.
+    """Apply passes given as `mlfuse-opt -p` specs and verify the result (unless not
+    `verify_result`: the caller has it checked otherwise).
 
     `verify_each` verifies after every pass as well (default: $MLFUSE_VERIFY_EACH, off):
     verification costs about as much as the passes on whole models (ResNet-18: 6 s of a
@@ -121,7 +125,7 @@ def run_pipeline(
             verify_each = os.environ.get("MLFUSE_VERIFY_EACH", "0") not in ("", "0")
         for i, p in enumerate(pipeline.passes):
             p.apply(ctx, module)
-            if verify_each or i == len(pipeline.passes) - 1:
+            if verify_each or (verify_result and i == len(pipeline.passes) - 1):
                 verify_located(module)
     return module
 
@@ -444,10 +448,38 @@ def compile(
 
     compile_target = get_target(target)  # an unknown name fails before the input is read
     options = {"fuse": fuse, "parallel": parallel, "planner": planner, "fast_math": fast_math}
-    if _is_onnx_path(source):
-        return _compile_onnx(str(source), compile_target, entry, passes, options, input_shapes, input_values)
-    module = parse(source, input_shapes, input_values)
-    return compile_target.compile(module, entry, passes=passes, **options)
+    with fewer_collections():
+        if _is_onnx_path(source):
+            return _compile_onnx(str(source), compile_target, entry, passes, options, input_shapes, input_values)
+        module = parse(source, input_shapes, input_values)
+        return compile_target.compile(module, entry, passes=passes, **options)
+
+
+# Python's cyclic garbage collector, while anything compiles: a full collection walks
+# every live object, and a compile makes hundreds of thousands (IR ops, uses,
+# attributes) that stay live until it ends, so the default thresholds ran 7 full
+# collections in ResNet-18's cold compile for 8% of its time. mypy does the same
+# (build.py: gc.set_threshold(200 * 1000, 30, 30)). Thresholds are per process: the
+# first compile to start raises them and the last to finish restores them.
+COMPILE_GC_THRESHOLD = (200_000, 30, 30)
+_GC_LOCK = threading.Lock()
+_gc_state: dict[str, Any] = {"compiling": 0, "saved": None}
+
+
+@contextlib.contextmanager
+def fewer_collections():
+    with _GC_LOCK:
+        if _gc_state["compiling"] == 0:
+            _gc_state["saved"] = gc.get_threshold()
+            gc.set_threshold(*COMPILE_GC_THRESHOLD)
+        _gc_state["compiling"] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _gc_state["compiling"] -= 1
+            if _gc_state["compiling"] == 0:
+                gc.set_threshold(*_gc_state["saved"])
 
 
 # --- ONNX files by their bytes -------------------------------------------------------------
@@ -612,7 +644,8 @@ def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunc
     key = graph_key(steps, entry, digest)
     jit = _load_graph(key)
     if jit is None:
-        jit = _jit(_object_and_constants(module, steps, key))
+        with fewer_collections():  # again for callers that come here directly (the torch backend)
+            jit = _jit(_object_and_constants(module, steps, key))
         _memory_put(key, jit)
     _record_source(key, digest, entry, steps, inputs, outputs)
     return _function(jit, entry, inputs, outputs, steps, digest, lambda: module)
@@ -696,7 +729,10 @@ def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> t
     from mlfuse.backend import cpu
 
     lowered = module.clone()
-    run_pipeline(lowered, steps)
+    # What convert-to-llvm makes is checked by LLVM's verifier once translated (cpu.prepare),
+    # so xDSL does not verify it first: that took 0.95 s of ResNet-18's 13 s cold compile.
+    # A module of other ops would fail translation, so other pipelines keep the check.
+    run_pipeline(lowered, steps, verify_result=not _ends_in_llvm_conversion(steps))
     from mlfuse.backend.llvm_translate import to_llvmlite
 
     constants: dict[str, bytes] = {}
@@ -706,6 +742,10 @@ def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> t
         cache.store_object("constants-" + key, pack_constants(constants))
     cache.store_object(("graphc-" if constants else "graph-") + key, json.dumps({"objects": keys}).encode())
     return objects, constants
+
+
+def _ends_in_llvm_conversion(steps: Sequence[str]) -> bool:
+    return bool(steps) and (steps[-1] == "convert-to-llvm" or steps[-1].startswith("convert-to-llvm{"))
 
 
 def _cached_objects(listing: bytes | None) -> list[bytes] | None:

@@ -70,6 +70,7 @@ from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering
 from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPattern
 
 from mlfuse import abi
+from mlfuse.conversion import llvm_ops
 from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import loop
 
@@ -137,17 +138,17 @@ class Emitter:
         owner = value.owner
         if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1 and owner.inputs[0].type == t:
             return owner.inputs[0]
-        return self(UnrealizedConversionCastOp.get([value], [t]))  # type: ignore[return-value]
+        return self(llvm_ops.cast(value, t))  # type: ignore[return-value]
 
     def const(self, value: int | float, t: Attribute) -> SSAValue:
-        attr = FloatAttr(value, t) if not isinstance(t, IntegerType) else IntegerAttr(value, t)
-        return self(llvm.ConstantOp(attr, t))  # type: ignore[return-value]
+        attr = FloatAttr(value, t) if not isinstance(t, IntegerType) else llvm_ops.int_attr(int(value), t)
+        return self(llvm_ops.constant(attr, t))  # type: ignore[return-value]
 
     def intrinsic(self, name: str, args: Sequence[SSAValue], result: Attribute) -> SSAValue:
         return self(llvm.CallIntrinsicOp(f"{name}.{type_suffix(result)}", args, [result]))  # type: ignore[return-value]
 
     def icmp(self, pred: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self(llvm.ICmpOp(lhs, rhs, IntegerAttr(pred.to_int(), i64)))  # type: ignore[return-value]
+        return self(llvm_ops.icmp(pred, lhs, rhs))  # type: ignore[return-value]
 
 
 def replace_op(rewriter: PatternRewriter, op: Operation, value: SSAValue | None = None) -> None:
@@ -158,7 +159,7 @@ def replace_op(rewriter: PatternRewriter, op: Operation, value: SSAValue | None 
         assert value is not None
         old = op.results[0].type
         if value.type != old:
-            cast = UnrealizedConversionCastOp.get([value], [old])
+            cast = llvm_ops.cast(value, old)
             rewriter.insert(cast)
             value = cast.results[0]
         results = [value]
@@ -175,7 +176,7 @@ def convert_block_signatures(rewriter: PatternRewriter, region: Region) -> None:
                 continue
             old = arg.type
             new = rewriter.replace_value_with_new_type(arg, t)
-            cast = UnrealizedConversionCastOp.get([new], [old])
+            cast = llvm_ops.cast(new, old)
             rewriter.insert(cast, InsertPoint.at_start(block))
             new.replace_uses_with_if(cast.results[0], lambda use, cast=cast: use.operation is not cast)
 
@@ -324,8 +325,12 @@ class IntBinaryLowering(RewritePattern):
         e = Emitter(rewriter)
         flags = op.properties.get("overflowFlags")
         names = [str(f) for f in flags.data] if isinstance(flags, arith.IntegerOverflowAttr) and flags.data else []
-        extra = {"overflow": llvm.OverflowAttr([OVERFLOW_FLAGS[n] for n in names])} if names else {}
-        replace_op(rewriter, op, e(new(e.v(op.operands[0]), e.v(op.operands[1]), **extra)))
+        overflow = llvm.OverflowAttr([OVERFLOW_FLAGS[n] for n in names]) if names else None
+        lhs, rhs = e.v(op.operands[0]), e.v(op.operands[1])
+        if new in llvm_ops.INT_BINARY_WITH_FLAGS:  # most of the index arithmetic: built fast
+            replace_op(rewriter, op, e(llvm_ops.int_binary(new, lhs, rhs, overflow)))
+        else:
+            replace_op(rewriter, op, e(new(lhs, rhs, **({"overflow": overflow} if overflow else {}))))
 
 
 class IntrinsicLowering(RewritePattern):
@@ -376,8 +381,8 @@ class ConstantLowering(RewritePattern):
         t = convert_type(op.result.type)
         value = op.value
         if isinstance(value, IntegerAttr) and isinstance(op.result.type, IndexType):
-            value = IntegerAttr(value.value.data, i64)
-        replace_op(rewriter, op, Emitter(rewriter)(llvm.ConstantOp(value, t)))
+            value = llvm_ops.int_attr(value.value.data, i64)
+        replace_op(rewriter, op, Emitter(rewriter)(llvm_ops.constant(value, t)))
 
 
 class NegfLowering(RewritePattern):
@@ -525,12 +530,12 @@ def address(e: Emitter, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
         stride = math.prod(shape[d + 1 :])
         term = e.v(idx)
         if stride != 1:
-            term = e(llvm.MulOp(term, e.const(stride, i64), overflow=NSW))
-        linear = term if linear is None else e(llvm.AddOp(linear, term, overflow=NSW))
+            term = e(llvm_ops.int_binary(llvm.MulOp, term, e.const(stride, i64), NSW))
+        linear = term if linear is None else e(llvm_ops.int_binary(llvm.AddOp, linear, term, NSW))
     ptr = e.v(buf)
     if linear is None:
         return ptr
-    return e(llvm.GEPOp.from_mixed_indices(ptr, [linear], t.get_element_type(), result_type=ptr.type, inbounds=True))  # type: ignore[return-value]
+    return e(llvm_ops.gep(ptr, linear, t.get_element_type()))  # type: ignore[return-value]
 
 
 class LoadLowering(RewritePattern):
@@ -538,7 +543,7 @@ class LoadLowering(RewritePattern):
     def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
         t = op.res.type
-        load = llvm.LoadOp(address(e, op.memref, op.indices), t, alignment=element_alignment(t))
+        load = llvm_ops.load(address(e, op.memref, op.indices), t, element_alignment(t))
         if "mlfuse.prefetch" in op.attributes:  # the translation tags it (backend/streaming.py)
             load.attributes["mlfuse.prefetch"] = UnitAttr()
         replace_op(rewriter, op, e(load))
@@ -550,7 +555,7 @@ class StoreLowering(RewritePattern):
         e = Emitter(rewriter)
         t = op.value.type
         nontemporal = op.nontemporal is not None and op.nontemporal.value.data != 0
-        e(llvm.StoreOp(e.v(op.value), address(e, op.memref, op.indices), alignment=element_alignment(t), nontemporal=nontemporal))
+        e(llvm_ops.store(e.v(op.value), address(e, op.memref, op.indices), element_alignment(t), nontemporal))
         replace_op(rewriter, op)
 
 
@@ -669,7 +674,7 @@ class BranchLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
-        rewriter.replace(op, llvm.BrOp(op.successor, *[e.v(a) for a in op.arguments]))
+        rewriter.replace(op, llvm_ops.br(op.successor, [e.v(a) for a in op.arguments]))
 
 
 class CondBranchLowering(RewritePattern):
@@ -678,7 +683,7 @@ class CondBranchLowering(RewritePattern):
         e = Emitter(rewriter)
         then_args = [e.v(a) for a in op.then_arguments]
         else_args = [e.v(a) for a in op.else_arguments]
-        rewriter.replace(op, llvm.CondBrOp(e.v(op.cond), op.then_block, then_args, op.else_block, else_args))
+        rewriter.replace(op, llvm_ops.cond_br(e.v(op.cond), op.then_block, then_args, op.else_block, else_args))
 
 
 def cf_patterns() -> list[RewritePattern]:
