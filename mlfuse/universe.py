@@ -48,6 +48,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "loop-tile": ("loop_tile", "LoopTilePass"),
     "loop-post-tile-fuse": ("loop_post_tile_fuse", "LoopPostTileFusePass"),
     "loop-storage-reduce": ("loop_storage_reduce", "LoopStorageReducePass"),
+    "loop-coalesce": ("loop_coalesce", "LoopCoalescePass"),
     "loop-tile-after-fuse": ("loop_tile_after_fuse", "LoopTileAfterFusePass"),
     "convert-stablehlo-to-graph": ("convert_stablehlo_to_graph", "ConvertStablehloToGraphPass"),
 }

@@ -43,14 +43,23 @@ def same(built: Operation, reference: Operation) -> None:
 
 CASES = {
     "cast": lambda: (llvm_ops.cast(X, IndexType()), UnrealizedConversionCastOp.get([X], [IndexType()])),
-    "constant-int": lambda: (llvm_ops.constant(llvm_ops.int_attr(-7, i64), i64), llvm.ConstantOp(IntegerAttr(-7, i64), i64)),
-    "constant-float": lambda: (llvm_ops.constant(FloatAttr(-0.0, f32), f32), llvm.ConstantOp(FloatAttr(-0.0, f32), f32)),
+    "constant-int": lambda: (
+        llvm_ops.constant(llvm_ops.int_attr(-7, i64), i64),
+        llvm.ConstantOp(IntegerAttr(-7, i64), i64),
+    ),
+    "constant-float": lambda: (
+        llvm_ops.constant(FloatAttr(-0.0, f32), f32),
+        llvm.ConstantOp(FloatAttr(-0.0, f32), f32),
+    ),
     "add": lambda: (llvm_ops.int_binary(llvm.AddOp, X, Y), llvm.AddOp(X, Y)),
     "add-nsw": lambda: (llvm_ops.int_binary(llvm.AddOp, X, Y, NSW), llvm.AddOp(X, Y, overflow=NSW)),
     "sub": lambda: (llvm_ops.int_binary(llvm.SubOp, X, Y), llvm.SubOp(X, Y)),
     "mul-nsw": lambda: (llvm_ops.int_binary(llvm.MulOp, X, Y, NSW), llvm.MulOp(X, Y, overflow=NSW)),
     "mul-vector": lambda: (llvm_ops.int_binary(llvm.MulOp, VX, VY), llvm.MulOp(VX, VY)),
-    "gep": lambda: (llvm_ops.gep(P, X, f32), llvm.GEPOp.from_mixed_indices(P, [X], f32, result_type=PTR, inbounds=True)),
+    "gep": lambda: (
+        llvm_ops.gep(P, X, f32),
+        llvm.GEPOp.from_mixed_indices(P, [X], f32, result_type=PTR, inbounds=True),
+    ),
     "gep-not-inbounds": lambda: (llvm_ops.gep(P, X, f32, inbounds=False), llvm.GEPOp.from_mixed_indices(P, [X], f32)),
     "icmp": lambda: (
         llvm_ops.icmp(llvm.ICmpPredicateFlag.SLT, X, Y),

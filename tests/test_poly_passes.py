@@ -74,6 +74,7 @@ CASES = [
     ("loop-storage-reduce.mlir", ["loop-storage-reduce"]),
     ("loop-tile-after-fuse.mlir", ["loop-tile-after-fuse{sizes=8,16}"]),
     ("loop-startup-fuse.mlir", ["loop-startup-fuse"]),
+    ("loop-coalesce.mlir", ["loop-coalesce"]),
 ]
 
 

@@ -133,8 +133,21 @@ func.func @late_layer(%x: tensor<1x32x8x8xf32>, %w: tensor<128x32x3x3xf32>) -> t
 
 // -----
 
-// Not w @ patches: two images (the product has one batch of weights), or more output
-// pixels than channels for a 3x3 conv (the patches would be the bigger operand).
+// A 3x3 conv with more output pixels than channels (an early CNN layer) is w @ patches
+// as well: its epilogue then reads the product contiguously.
+// GEMM-LABEL: func.func @many_pixels
+// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0] upper [32, 3, 3, 16, 16]
+// GEMM: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} : memref<1x64x288xf32>, memref<1x288x256xf32>, memref<1x64x256xf32>
+// GEMM-NOT: conv_unpack
+func.func @many_pixels(%x: tensor<1x32x16x16xf32>, %w: tensor<64x32x3x3xf32>) -> tensor<1x64x16x16xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x32x16x16xf32>, tensor<64x32x3x3xf32>) -> tensor<1x64x16x16xf32>
+  func.return %y : tensor<1x64x16x16xf32>
+}
+
+// -----
+
+// Not w @ patches: two images (the product has one batch of weights), or an output of
+// fewer pixels than NCHW_PRODUCT_MIN_PIXELS (the kernel's vectors run along them).
 // GEMM-LABEL: func.func @two_images
 // GEMM: loop.nest "conv_patches"
 // GEMM: loop.nest "conv_unpack"
@@ -142,12 +155,12 @@ func.func @two_images(%x: tensor<2x32x16x16xf32>, %w: tensor<64x32x1x1xf32>) -> 
   %y = graph.conv2d %x, %w : (tensor<2x32x16x16xf32>, tensor<64x32x1x1xf32>) -> tensor<2x64x16x16xf32>
   func.return %y : tensor<2x64x16x16xf32>
 }
-// GEMM-LABEL: func.func @many_pixels
-// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0, 0] upper [1, 16, 16, 32, 3, 3]
+// GEMM-LABEL: func.func @few_pixels
+// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0, 0] upper [1, 4, 4, 64, 3, 3]
 // GEMM: loop.nest "conv_unpack"
-func.func @many_pixels(%x: tensor<1x32x16x16xf32>, %w: tensor<64x32x3x3xf32>) -> tensor<1x64x16x16xf32> {
-  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x32x16x16xf32>, tensor<64x32x3x3xf32>) -> tensor<1x64x16x16xf32>
-  func.return %y : tensor<1x64x16x16xf32>
+func.func @few_pixels(%x: tensor<1x64x4x4xf32>, %w: tensor<256x64x3x3xf32>) -> tensor<1x256x4x4xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x4x4xf32>, tensor<256x64x3x3xf32>) -> tensor<1x256x4x4xf32>
+  func.return %y : tensor<1x256x4x4xf32>
 }
 
 // -----

@@ -932,18 +932,21 @@ NCHW_PRODUCT_MIN_PIXELS = 32
 
 def nchw_product(op: graph.Conv2dOp) -> bool:
     """Lower as w[o, (c, kh, kw)] @ patches[(c, kh, kw), (oh, ow)] (NCHW out, no unpack)
-    rather than patches @ wt? The GEMM kernel packs its right operand on every call, so
-    the orientation packs the smaller of patches and weights: w @ patches when the
-    output has no more pixels than channels (the late layers, whose weights are large),
-    and for pointwise convs, whose patches are their input (no im2col at all). One
-    image only, and a product big enough for the GEMM kernel.
+    rather than patches @ wt? For one image whose output has enough pixels, and a
+    product big enough for the GEMM kernel.
 
-    ResNet-18 at 224, one thread, against patches @ wt: 0.52-0.58x on the 14x14 and 7x7
-    layers; pointwise convs of MobileNetV2 1.0-1.06x of onnxruntime, from 1.26-1.55x."""
+    patches @ wt writes NHWC, and its unpack to NCHW, fused with the epilogue, reads
+    the product a channel apart (a strided gather). w @ patches leaves a contiguous
+    epilogue, reads pointwise convs' input as their patches (no im2col), and lays
+    patches out as the im2col of NCHW: its rows are the input's rows. ResNet-18's
+    layers at 224, one thread, against
+    patches @ wt (thread CPU time, one run): 0.78x on the 7x7 stem, 0.94x at 56x56 64->64,
+    1.01-1.03x at 28x28 and on the strided 56x56 convs, 0.98-1.00x at 14x14 and 7x7;
+    MobileNetV2's pointwise convs went from 1.26-1.55x onnxruntime's time to 1.0-1.06x."""
     n, o, oh, ow = graph.shape_of(op.result)
     _, c, kh, kw = graph.shape_of(op.weight)
     pixels = oh * ow
-    if n != 1 or pixels < NCHW_PRODUCT_MIN_PIXELS or not (is_pointwise(op) or pixels <= o):
+    if n != 1 or pixels < NCHW_PRODUCT_MIN_PIXELS:
         return False
     return uses_gemm_kernel((o, c * kh * kw), (c * kh * kw, pixels), graph.element_type_of(op.result))
 

@@ -66,7 +66,11 @@ def int_binary(
 
 def gep(ptr: SSAValue, index: SSAValue, element: Attribute, inbounds: bool = True) -> llvm.GEPOp:
     """llvm.GEPOp.from_mixed_indices(ptr, [index], element, result_type=ptr.type, inbounds=inbounds)."""
-    properties: dict[str, Attribute] = {"rawConstantIndices": DYNAMIC_INDEX, "elem_type": element, "noWrapFlags": NO_FLAGS}
+    properties: dict[str, Attribute] = {
+        "rawConstantIndices": DYNAMIC_INDEX,
+        "elem_type": element,
+        "noWrapFlags": NO_FLAGS,
+    }
     if inbounds:
         properties["inbounds"] = UnitAttr()
     return llvm.GEPOp.create(operands=[ptr, index], result_types=[ptr.type], properties=properties)
@@ -84,7 +88,8 @@ def icmp(predicate: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue) -> llv
 def load(ptr: SSAValue, t: Attribute, alignment: int) -> llvm.LoadOp:
     """llvm.LoadOp(ptr, t, alignment=alignment)."""
     return llvm.LoadOp.create(
-        operands=[ptr], result_types=[t],
+        operands=[ptr],
+        result_types=[t],
         properties={"ordering": ORDERING_NOT_ATOMIC, "alignment": int_attr(alignment, i64)},
     )
 
@@ -108,6 +113,7 @@ def cond_br(
     """llvm.CondBrOp(cond, then_block, then_args, else_block, else_args)."""
     segments = DenseArrayBase.from_list(i32, [1, len(then_args), len(else_args)])
     return llvm.CondBrOp.create(
-        operands=[cond, *then_args, *else_args], successors=[then_block, else_block],
+        operands=[cond, *then_args, *else_args],
+        successors=[then_block, else_block],
         properties={"operandSegmentSizes": segments},
     )
