@@ -127,6 +127,11 @@ class Emitter:
         self.rewriter.insert(op, self.point)
         return op.results[0] if op.results else None
 
+    def result(self, op: Operation) -> SSAValue:
+        """Insert `op`, which has one result, and return that result."""
+        self.rewriter.insert(op, self.point)
+        return op.results[0]
+
     def at_end(self, block: Block) -> None:
         self.point = InsertPoint.at_end(block)
 
@@ -530,8 +535,8 @@ def address(e: Emitter, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
         stride = math.prod(shape[d + 1 :])
         term = e.v(idx)
         if stride != 1:
-            term = e(llvm_ops.int_binary(llvm.MulOp, term, e.const(stride, i64), NSW))
-        linear = term if linear is None else e(llvm_ops.int_binary(llvm.AddOp, linear, term, NSW))
+            term = e.result(llvm_ops.int_binary(llvm.MulOp, term, e.const(stride, i64), NSW))
+        linear = term if linear is None else e.result(llvm_ops.int_binary(llvm.AddOp, linear, term, NSW))
     ptr = e.v(buf)
     if linear is None:
         return ptr
