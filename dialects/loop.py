@@ -55,7 +55,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
 from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
@@ -400,23 +400,17 @@ def _parse_buffer_list(parser: Parser, keyword: str) -> list[SSAValue]:
 
 
 def _constant(expr: AffineExpr) -> int | None:
-    from xdsl.ir.affine import AffineConstantExpr
-
     return expr.value if isinstance(expr, AffineConstantExpr) else None
 
 
 def _constant_of(m: AffineMap) -> int | None:
     """The value of a bound map that is one constant, else None."""
-    from xdsl.ir.affine import AffineConstantExpr
-
     if len(m.results) == 1 and isinstance(m.results[0], AffineConstantExpr):
         return m.results[0].value
     return None
 
 
 def _dims_of(expr: AffineExpr) -> set[int]:
-    from xdsl.ir.affine import AffineBinaryOpExpr, AffineDimExpr
-
     if isinstance(expr, AffineDimExpr):
         return {expr.position}
     if isinstance(expr, AffineBinaryOpExpr):

@@ -274,6 +274,16 @@ class CostModel:
         self.element_size = [
             (v.nbytes // v.numel) if v.numel else 0 for v in values
         ]
+        # per node: (user, the user's own halo) for every use of its results, in order;
+        # _window_recompute walks these for every window pattern the planner prices
+        self.user_halos = [
+            tuple(
+                (u, fgraph.nodes[u].info.halo if fgraph.nodes[u].op_class is OpClass.WINDOW else ())
+                for r in node.results
+                for u in values[r].users
+            )
+            for node in fgraph.nodes
+        ]
 
     # --- public ----------------------------------------------------------------------------
 
@@ -415,16 +425,14 @@ class CostModel:
         """For each member feeding a window inside the group: how much its work grows when
         every output tile recomputes its halo, prod over axes of (tile + halo) / tile, the
         halo summed along the windows between it and the group's results."""
-        nodes, values, tile = self.graph.nodes, self.graph.values, self.params.window_tile
+        tile = self.params.window_tile
         downstream: dict[int, tuple[int, ...]] = {}
         for i in reversed(members):  # node indices are in program order
             halo: tuple[int, ...] = ()
-            for r in nodes[i].results:
-                for u in values[r].users:
-                    if (mask >> u) & 1:
-                        own = nodes[u].info.halo if nodes[u].op_class is OpClass.WINDOW else ()
-                        through_u = [x + y for x, y in zip_longest(downstream.get(u, ()), own, fillvalue=0)]
-                        halo = tuple(max(x, y) for x, y in zip_longest(halo, through_u, fillvalue=0))
+            for u, own in self.user_halos[i]:
+                if (mask >> u) & 1:
+                    through_u = [x + y for x, y in zip_longest(downstream.get(u, ()), own, fillvalue=0)]
+                    halo = tuple(max(x, y) for x, y in zip_longest(halo, through_u, fillvalue=0))
             downstream[i] = halo
         return {i: math.prod((tile + h) / tile for h in halo) for i, halo in downstream.items() if any(halo)}
 

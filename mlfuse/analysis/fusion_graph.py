@@ -112,6 +112,11 @@ class FusionGraph:
         self.pred_mask = [sum(1 << p for p in ps) for ps in self.preds]
         self.succ_mask = [sum(1 << s for s in ss) for ss in self.succs]
         self.fusible_mask = sum(1 << node.index for node in nodes if node.fusible)
+        # fusible ops none of whose results leave the function: a pattern may take them in
+        # once it holds all their users (succ_mask), see candidates.absorb_producers
+        self.absorbable_mask = sum(
+            1 << node.index for node in nodes if node.fusible and not any(values[r].escapes for r in node.results)
+        )
 
     # --- construction ------------------------------------------------------------------
 

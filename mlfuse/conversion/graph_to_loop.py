@@ -15,6 +15,7 @@ lowerings (`lower_elementwise`, `lower_conv2d`, ...) are plain functions of a
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -55,8 +56,11 @@ from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.dialects import fusion, graph, loop
 
 
+@functools.lru_cache(maxsize=4096)
 def memref_of(t: Attribute) -> MemRefType:
-    """The buffer of a tensor type; its element type is the signless storage type."""
+    """The buffer of a tensor type; its element type is the signless storage type.
+    Remembered: types are immutable values, and xDSL checks a new MemRefType's parameters
+    against their type hints on every construction (MobileNetV2: ~900 of them)."""
     assert isinstance(t, TensorType)
     return MemRefType(graph.storage_type(t.get_element_type()), t.get_shape())
 
@@ -734,7 +738,11 @@ def finish_function(fl: FunctionLowering) -> None:
 
 
 def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
-    """Move each dealloc right after the last op that uses its buffer (or a view of it)."""
+    """Move each dealloc right after the last op that uses its buffer (or a view of it).
+
+    Positions come from one walk of the block: moving deallocs does not reorder the other
+    ops, and xDSL's get_operation_index walks the block on every call (quadratic)."""
+    position = {op: i for i, op in enumerate(block.ops)}
     for buf in allocated:
         users = [u.operation for u in buf.uses]
         dealloc = next(u for u in users if isinstance(u, memref.DeallocOp))
@@ -742,7 +750,7 @@ def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
         users += [u.operation for v in views for u in v.uses]
         # a user nested in a loop.band counts as the band
         tops = [block.find_ancestor_op_in_block(u) for u in users if u is not dealloc]
-        last = max((t for t in tops if t is not None), key=block.get_operation_index, default=None)
+        last = max((t for t in tops if t is not None), key=position.__getitem__, default=None)
         if last is None:
             continue
         dealloc.detach()

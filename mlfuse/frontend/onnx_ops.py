@@ -22,12 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
 from xdsl.dialects.builtin import (
-    BytesAttr,
     DenseIntOrFPElementsAttr,
     NameLoc,
     NoneAttr,
     StringAttr,
-    TensorType,
     i1,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -79,15 +77,8 @@ def element_type(onnx_type: int, what: str, location: str | None = None) -> Attr
 
 
 def dense_from_numpy(array: np.ndarray, el: Attribute) -> DenseIntOrFPElementsAttr:
-    """A dense attribute holding `array`, packed straight from its bytes (weights can be large;
-    graph.dense_attr goes through Python floats)."""
-    flat = array.reshape(-1)
-    t = TensorType(el, list(array.shape))
-    if el == i1:
-        data = np.where(flat, -1, 0).astype("<i1").tobytes()  # xDSL packs true as 0xFF
-    else:
-        data = flat.astype(el.format).tobytes()
-    return DenseIntOrFPElementsAttr(t, BytesAttr(data))
+    """A dense attribute holding `array`, packed straight from its bytes (graph.dense_attr)."""
+    return graph.dense_attr(array, el)
 
 
 # --- the node context --------------------------------------------------------------

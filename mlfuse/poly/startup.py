@@ -16,7 +16,8 @@ keep their own computation spaces, for loop-post-tile-fuse (or tile-after-fuse).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
 from xdsl.dialects import func, memref
@@ -43,9 +44,43 @@ from mlfuse.poly.program import (
     may_join,
     only_deallocs,
     ops_between,
+    ops_of,
     place_deallocs,
     root,
+    view_chain,
 )
+
+
+@dataclass
+class Rescan:
+    """What start-up fusion keeps across its scans of a function (each fusion starts the
+    scan again from the top, ~100 times on MobileNetV2): facts about a nest that hold as
+    long as it lives, and whether every dealloc is in place yet.
+
+    Forwarding a copy changes only what its readers read, merging replaces two nests by a
+    new one: neither changes whether another nest is a copy, nor what it writes, nor
+    whether it is the only writer (forwardable_copy, pointwise_outputs)."""
+
+    copies: dict[Operation, list[tuple[int, int]] | None] = field(default_factory=dict)
+    outputs: dict[Operation, list[SSAValue] | None] = field(default_factory=dict)
+    deallocs_placed: bool = False
+
+    def forwardable_copy(self, fn: func.FuncOp, nest: loop.NestOp, scope: str) -> list[tuple[int, int]] | None:
+        if nest not in self.copies:
+            self.copies[nest] = forwardable_copy(fn, nest, scope)
+        return self.copies[nest]
+
+    def pointwise_outputs(self, fn: func.FuncOp, nest: loop.NestOp) -> list[SSAValue] | None:
+        if nest not in self.outputs:
+            self.outputs[nest] = pointwise_outputs(fn, nest)
+        return self.outputs[nest]
+
+    def place_deallocs(self, block: Block, changed: Iterable[SSAValue]) -> None:
+        """Every dealloc the first time (they need not be in place before the first
+        fusion), then only those of the buffers whose uses a fusion `changed`."""
+        place_deallocs(block, [b for v in changed for b in view_chain(v)] if self.deallocs_placed else None)
+        self.deallocs_placed = True
+
 
 # --- copy forwarding ----------------------------------------------------------------------------------
 
@@ -86,16 +121,25 @@ def inverse_of_shifted_permutation(m: AffineMap) -> list[tuple[int, int]] | None
     return inverse  # type: ignore[return-value]
 
 
-def forward_copy(fn: func.FuncOp, nest: loop.NestOp, scope: str = "function") -> bool:
-    block = fn.body.block
+def forwardable_copy(fn: func.FuncOp, nest: loop.NestOp, scope: str) -> list[tuple[int, int]] | None:
+    """The inverse of the write map of a copy that forward_copy may remove as far as the nest
+    itself tells (a copy, allowed to join in `scope`, the only writer of a private
+    intermediate, an invertible write); None if it may not."""
     if not is_copy(nest) or not may_join([nest], scope):  # an untagged nest joins nothing in scope "group"
-        return False
-    dst, src = nest.outs[0], nest.ins[0]
-    if not is_intermediate(dst, fn) or not is_sole_writer(nest, dst, block):
-        return False
-    inverse = inverse_of_shifted_permutation(nest.out_maps[0])
+        return None
+    dst = nest.outs[0]
+    if not is_intermediate(dst, fn) or not is_sole_writer(nest, dst, fn.body.block):
+        return None
+    return inverse_of_shifted_permutation(nest.out_maps[0])
+
+
+def forward_copy(fn: func.FuncOp, nest: loop.NestOp, scope: str = "function", rescan: Rescan | None = None) -> bool:
+    block = fn.body.block
+    rescan = rescan or Rescan()
+    inverse = rescan.forwardable_copy(fn, nest, scope)
     if inverse is None:
         return False
+    dst, src = nest.outs[0], nest.ins[0]
     readers = [u.operation for u in dst.uses if u.operation is not nest and not isinstance(u.operation, memref.DeallocOp)]
     src_root = root(src)
     if not may_join([nest, *readers], scope):
@@ -123,7 +167,7 @@ def forward_copy(fn: func.FuncOp, nest: loop.NestOp, scope: str = "function") ->
     nest.erase()
     if only_deallocs(dst):
         erase_buffer(dst)
-    place_deallocs(block)
+    rescan.place_deallocs(block, [src])  # its readers now read src
     return True
 
 
@@ -181,14 +225,15 @@ def kept_outputs(a: loop.NestOp, b: loop.NestOp) -> list[SSAValue] | None:
 
 
 def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "function",
-                    position: dict[Operation, int] | None = None) -> bool:
+                    position: dict[Operation, int] | None = None, rescan: Rescan | None = None) -> bool:
     """Merge `producer` into the first nest that reads one of its outputs pointwise
     (`position`: the index of every top-level op, if the caller has it)."""
     block = fn.body.block
     a = producer
+    rescan = rescan or Rescan()
     if not may_join([a], scope):  # an untagged nest joins nothing in scope "group"
         return False
-    outs = pointwise_outputs(fn, a)
+    outs = rescan.pointwise_outputs(fn, a)
     if outs is None:
         return False
     b = first_consumer(block, a, outs, position)
@@ -198,6 +243,7 @@ def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "functi
     if keep is None:
         return False
     merged = build_merged(a, b, keep)
+    moved = [*a.ins, *a.outs]  # a's buffers, now used where b was
     block.insert_op_before(merged, b)
     for op in (b, a):
         op.detach()
@@ -205,7 +251,7 @@ def merge_pointwise(fn: func.FuncOp, producer: loop.NestOp, scope: str = "functi
     for o in outs:
         if only_deallocs(o):
             erase_buffer(o)
-    place_deallocs(block)
+    rescan.place_deallocs(block, moved)
     return True
 
 
@@ -265,20 +311,22 @@ def startup_fuse(fn: func.FuncOp, forward: bool = True, merge: bool = True, scop
     "group" only within one window group (mlfuse.poly.program.may_join)."""
     block = fn.body.block
     stats = {"forwarded": 0, "merged": 0}
+    rescan = Rescan()
     changed = forward
     while changed:
         changed = False
-        for op in list(block.ops):
-            if isinstance(op, loop.NestOp) and forward_copy(fn, op, scope):
+        for op in ops_of(block):
+            if isinstance(op, loop.NestOp) and forward_copy(fn, op, scope, rescan):
                 stats["forwarded"] += 1
                 changed = True
                 break
     changed = merge
     while changed:
         changed = False
-        position = block_positions(block)  # valid until the first merge, which ends the scan
-        for op in list(block.ops):
-            if isinstance(op, loop.NestOp) and merge_pointwise(fn, op, scope, position):
+        ops = ops_of(block)
+        position = {op: i for i, op in enumerate(ops)}  # valid until the first merge, which ends the scan
+        for op in ops:
+            if isinstance(op, loop.NestOp) and merge_pointwise(fn, op, scope, position, rescan):
                 stats["merged"] += 1
                 changed = True
                 break

@@ -59,6 +59,7 @@ from mlfuse.poly.program import (
     nests_in,
     new_band,
     ops_between,
+    ops_of,
     place_deallocs,
     rebuild_nest,
     root,
@@ -407,10 +408,12 @@ def cone_footprints(band: loop.BandOp, fn: func.FuncOp, names: Names) -> dict[SS
     for nest in nests_in(band):
         add_reads(nest, domain(nest, names).intersect_params(ctx))
     footprints: dict[SSAValue, isl.Set] = {}
-    block = fn.body.block
-    for op in reversed(list(block.ops)[: block.get_operation_index(band)]):
+    ops = ops_of(fn.body.block)
+    for op in reversed(ops[: ops.index(band)]):
         if not isinstance(op, loop.NestOp) or op.syms or loop.has_indirect_reads(op):
             continue  # a gather's reads are not affine: it has no footprint to extend
+        if not any(root(v) in readers for v in op.outs):
+            continue  # writes nothing the cone reads: no need for its isl accesses (most nests of a model)
         rels, fps = [], []
         for acc in accesses(op, names, root):
             b = root(acc.buffer)
