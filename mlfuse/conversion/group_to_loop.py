@@ -169,6 +169,7 @@ class GroupLowering:
         self.inputs = inputs  # block arg -> graph_to_loop.Operand
         self.ops = [op for op in group.block.ops if not isinstance(op, fusion.YieldOp)]
         self.kernel = Block()
+        self.band_blocks: list[Block] = []  # filled before their band is emitted into the kernel
         self.builder = Builder(InsertPoint.at_end(self.kernel))
         self.outer: tuple[int, ...] = ()
         self.row = 0
@@ -185,11 +186,20 @@ class GroupLowering:
     def inserting_at_end(self, block: Block) -> Iterator[None]:
         """Emit into `block` (a band's body) for the duration of the with-block."""
         saved = self.builder.insertion_point
+        self.band_blocks.append(block)
         self.builder.insertion_point = InsertPoint.at_end(block)
         try:
             yield
         finally:
             self.builder.insertion_point = saved
+
+    def discard(self) -> None:
+        """Erase everything emitted so far, so that no op is left holding a use of the
+        caller's buffers: the kernel, and the band bodies whose band a Fallback kept from
+        being emitted (their nests read the caller's buffers too)."""
+        for block in [*reversed(self.band_blocks), self.kernel]:
+            for op in reversed(list(block.ops)):
+                block.erase_op(op, safe_erase=False)
 
     # --- recomputation by index propagation ----------------------------------------
 
@@ -890,8 +900,7 @@ def lower_group(group: fusion.GroupOp, inputs: dict[SSAValue, object], outputs: 
         else:
             lowering.lower_rows(outputs)
     except Fallback:
-        for op in reversed(list(lowering.kernel.ops)):  # drop their uses of the caller's buffers
-            op.erase(safe_erase=False)
+        lowering.discard()
         raise
     for op in list(lowering.kernel.ops):
         op.detach()

@@ -107,13 +107,13 @@ def view_merged(rewriter: PatternRewriter, nest: loop.NestOp, buffer: SSAValue, 
     owner = buffer.owner
     source = owner.source if isinstance(owner, loop.ViewOp) else buffer
     view = loop.ViewOp(source, merged_view(buffer, k))
-    rewriter.insert_op(view, InsertPoint.before(nest))
+    rewriter.insert(view, InsertPoint.before(nest))
     return view.result
 
 
 def drop_unused_view(rewriter: PatternRewriter, buffer: SSAValue) -> None:
     if isinstance(buffer.owner, loop.ViewOp) and not buffer.uses:
-        rewriter.erase_op(buffer.owner)
+        rewriter.erase(buffer.owner)
 
 
 def renumber_index_ops(block: Block, d: int) -> None:
@@ -150,7 +150,7 @@ def coalesce_once(rewriter: PatternRewriter, nest: loop.NestOp, d: int, merges: 
         list(nest.syms),
     )
     new.attributes.update(nest.attributes)
-    rewriter.replace_op(nest, new)
+    rewriter.replace(nest, new)
     for buffer in views:
         drop_unused_view(rewriter, buffer)
     return new
