@@ -165,9 +165,13 @@ DATA_MOVEMENT = (graph.BroadcastOp, graph.ReshapeOp, graph.TransposeOp)
 
 def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
     """The value of `op` if its operands are all small (or splat) constants and folding is safe."""
+    if isinstance(op, graph.ConstantOp) or len(op.results) != 1 or not op.operands:
+        return None
+    if not all(defining(v, graph.ConstantOp) or scalar_under_broadcast(v) for v in op.operands):
+        return None  # checked first: the reference interpreter is imported only to fold
     from mlfuse.reference import has_semantics
 
-    if isinstance(op, graph.ConstantOp) or len(op.results) != 1 or not has_semantics(op):
+    if not has_semantics(op):
         return None
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
@@ -242,7 +246,7 @@ class FoldConstantOperands(RewritePattern):
             return
         scalar = graph.ConstantOp(value)
         scalar.location = op.location
-        rewriter.insert_op(scalar, InsertPoint.before(op))
+        rewriter.insert(scalar, InsertPoint.before(op))
         replace_with(rewriter, op, graph.BroadcastOp(scalar.result, [], graph.shape_of(result_type)))
 
 

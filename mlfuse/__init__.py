@@ -47,8 +47,17 @@ def run_pipeline(module, passes):
     return _run(module, passes)
 
 
-# `mlfuse.reference(source, entry="main")(*arrays)`: the module is callable.
-from mlfuse import reference  # noqa: E402
+
+def __getattr__(name: str):
+    """`mlfuse.reference(source, entry="main")(*arrays)`: the module is callable. It is
+    imported on first use: it loads xDSL's interpreters and scipy.special, which cost
+    a second of every `import mlfuse` (and of every tool's start) before."""
+    if name == "reference":
+        import importlib
+
+        return importlib.import_module("mlfuse.reference")
+    raise AttributeError(f"module 'mlfuse' has no attribute {name!r}")
+
 
 # every error a user can cause is raised as a Diagnostic (`file:line:col: error: message`)
 from mlfuse.diagnostics import Diagnostic  # noqa: E402

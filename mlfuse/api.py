@@ -637,7 +637,7 @@ def graph_key(steps: Sequence[str], entry: str, digest: str) -> str:
 def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunction:
     """Run `steps` (ending in LLVM) on a copy of `module` and JIT the result, or take it
     from the memory or disk cache; the CPU target's loader."""
-    from mlfuse.reference import find_function
+    from mlfuse.ir import find_function
 
     inputs, outputs = signature(find_function(module, entry))
     digest = data_sha256(module_digest(module).encode())

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 from xdsl.context import Context
-from xdsl.dialects import get_all_dialects
+from xdsl.dialects import func, get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from mlfuse.diagnostics import Diagnostic
 from mlfuse.universe import MLFUSE_DIALECTS
 
 
@@ -33,3 +34,12 @@ def parse_module(source: str, ctx: Context | None = None, name: str = "<input>")
     module = Parser(ctx or make_context(), source, name).parse_module()
     module.verify()
     return module
+
+
+def find_function(module: ModuleOp, entry: str) -> func.FuncOp:
+    """The module's function `@entry`; a missing one is the input's fault."""
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            return op
+    names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
+    raise Diagnostic(f"no function '@{entry}' in module (functions: {', '.join(names) or 'none'})")

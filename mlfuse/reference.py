@@ -39,6 +39,7 @@ from xdsl.ir import Operation
 
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.dialects import fusion, graph
+from mlfuse.ir import find_function  # noqa: F401 (re-exported: where callers of the reference look for it)
 
 
 class ReferenceError(Diagnostic):
@@ -456,14 +457,6 @@ def evaluate(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 # --- functions ------------------------------------------------------------------------------
-
-
-def find_function(module: ModuleOp, entry: str) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
-            return op
-    names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
-    raise ReferenceError(f"no function '@{entry}' in module (functions: {', '.join(names) or 'none'})")
 
 
 def check_inputs(fn: func.FuncOp, arrays: Sequence[Any]) -> list[np.ndarray]:

@@ -153,7 +153,7 @@ class GpuDeviceTarget(Target):
 
     def _planned(self, module: ModuleOp, entry: str, passes: Sequence[str] | None, options: dict) -> ModuleOp:
         from mlfuse.api import run_pipeline
-        from mlfuse.reference import find_function
+        from mlfuse.ir import find_function
 
         find_function(module, entry)  # a missing entry is the input's fault, said before any work
         if passes is None:

@@ -235,7 +235,7 @@ def run_workload(w, size, threads: int, args, meter) -> dict:
     import numpy as np
 
     from mlfuse.api import signature
-    from mlfuse.reference import find_function
+    from mlfuse.ir import find_function
 
     module = w.build(*size)
     inputs = w.inputs(module)

@@ -137,7 +137,7 @@ def compare(got: np.ndarray, want: np.ndarray, reduction_length: int = 1) -> tup
 def run(args: argparse.Namespace) -> int:
     import mlfuse
     from mlfuse.api import signature
-    from mlfuse.reference import find_function
+    from mlfuse.ir import find_function
     from mlfuse.target import get_target
 
     try:
@@ -203,14 +203,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-fuse", action="store_true", help="compile every op as its own kernel")
     parser.add_argument("--shape", action="append", default=[], help="NAME=2x128x768 for symbolic ONNX dims")
     args = parser.parse_args(argv)
-    from mlfuse.reference import ReferenceError as InterpreterError
-
     try:
         status = run(args)
     except Diagnostic as d:
         d.location = d.location or args.file  # e.g. a bad signature: the input is to blame
         status = report(d)
-    except (InterpreterError, ValueError, OSError) as e:  # bad entry name, inputs, files
+    except (ValueError, OSError) as e:  # bad inputs, files (a bad entry name is a Diagnostic)
         status = report(Diagnostic(str(e), args.file))
     except MemoryError:
         status = report(Diagnostic("out of memory (the inputs, outputs or reference values are too large)", args.file))
