@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.graphs import SUITE  # noqa: E402
+from bench.graphs import SUITE, models  # noqa: E402
 
 GPU_GRAPHS = sorted((ROOT / "tests" / "gpu_graphs").glob("*.mlir"))
 GRAPH_IDS = [f"gpu_graphs/{p.stem}" for p in GPU_GRAPHS] + [f"suite/{name}" for name in sorted(SUITE)]
@@ -54,7 +54,9 @@ def graph_text(graph_id: str) -> str:
     kind, name = graph_id.split("/")
     if kind == "gpu_graphs":
         return (ROOT / "tests" / "gpu_graphs" / f"{name}.mlir").read_text()
-    module = SUITE[name].build()
+    # stacked_bert repeats one layer's 12 kernels per layer: two layers keep the layer-to-layer
+    # boundary at a quarter of the PTX to emit and assemble
+    module = models.stacked_bert(layers=2) if name == "stacked_bert" else SUITE[name].build()
     run_pipeline(module, GPU_PLAN)
     return module_text(module)
 
@@ -66,8 +68,10 @@ def mapped(graph_id: str, arch: str) -> ModuleOp:
     return module
 
 
-# stacked_bert is seven bert_layers (the same kernels 7 times, ~10 s to assemble): sm_90 only
-ASSEMBLED = [(g, arch) for g in GRAPH_IDS for arch in ("sm_90", "sm_80") if (g, arch) != ("suite/stacked_bert", "sm_80")]
+# stacked_bert (two layers here, see graph_text) is assembled for sm_90 only
+ASSEMBLED = [
+    (g, arch) for g in GRAPH_IDS for arch in ("sm_90", "sm_80") if (g, arch) != ("suite/stacked_bert", "sm_80")
+]
 
 
 def test_every_suite_graph_is_assembled() -> None:
