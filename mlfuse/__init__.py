@@ -8,6 +8,12 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mlfuse import reference
+
 
 def _version() -> str:
     """pyproject.toml's version: from the installed metadata, else (a bare checkout) from the file itself."""
@@ -48,7 +54,7 @@ def run_pipeline(module, passes):
 
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> ModuleType:
     """`mlfuse.reference(source, entry="main")(*arrays)`: the module is callable. It is
     imported on first use: it loads xDSL's interpreters and scipy.special, which cost
     a second of every `import mlfuse` (and of every tool's start) before."""

@@ -55,7 +55,7 @@ def compiler_fingerprint() -> str:
     import mlfuse.dialects
     import mlfuse.passes
 
-    roots = [Path(__file__).parent, Path(mlfuse.dialects.__file__).parent, Path(mlfuse.passes.__file__).parent]
+    roots = [Path(__file__).parent, *(Path(str(pkg.__file__)).parent for pkg in (mlfuse.dialects, mlfuse.passes))]
     for root in roots:
         for path in sorted(root.rglob("*.py")):
             h.update(path.read_bytes())
