@@ -538,7 +538,11 @@ def reference(module: ModuleOp | str, entry: str = "main") -> ReferenceFunction:
         from mlfuse.api import parse
 
         module = parse(module)
-    return ReferenceFunction(find_function(module, entry))
+    try:
+        fn = find_function(module, entry)
+    except Diagnostic as d:  # the reference's own error type, as for its other bad calls
+        raise ReferenceError(d.message) from None
+    return ReferenceFunction(fn)
 
 
 class _CallableModule(types.ModuleType):
