@@ -84,6 +84,29 @@ func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
     np.testing.assert_array_equal(b, x * [5, 6, 7, 8])
 
 
+def test_calls_between_graph_functions_are_inlined():
+    """An entry that calls helpers (as jax exports them, or a fuzzed lit file) compiles:
+    the `inline` pass runs first (it was an internal error); recursion is located."""
+    text = """
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = func.call @helper(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %1 : tensor<4xf32>
+}
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = graph.tanh %x : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+"""
+    x = np.random.default_rng(4).standard_normal(4).astype(np.float32)
+    out = np.full(4, np.nan, np.float32)
+    mlfuse.compile(text)(x, out=[out])
+    np.testing.assert_allclose(out, np.tanh(np.tanh(x)), rtol=2e-6, atol=1e-7)
+    recursive = one_function("  %0 = func.call @main(%x) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return %0 : tensor<4xf32>")
+    with pytest.raises(Diagnostic, match=r"<input>:2:3: error: @main calls itself"):
+        mlfuse.compile(recursive)
+
+
 def test_canonicalize_lit_file_lowers_to_llvm():
     """filecheck/passes/canonicalize.mlir: many functions with constants, one module."""
     from mlfuse import pipelines

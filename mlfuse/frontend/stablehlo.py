@@ -50,6 +50,7 @@ from xdsl.rewriter import InsertPoint
 from mlfuse.diagnostics import MAX_DENSE_ELEMENTS, Diagnostic, location_of, verify_located
 from mlfuse.dialects import graph
 from mlfuse.dialects import stablehlo as shlo
+from mlfuse.inline import inline_calls
 
 DIALECTS = ("stablehlo", "chlo")
 
@@ -85,69 +86,6 @@ def convert_stablehlo(module: ModuleOp) -> None:
             # jax.result_info and argument attributes mean nothing to the graph pipeline
             fn.arg_attrs = None
             fn.res_attrs = None
-
-
-# ---------------------------------------------------------------------------
-# inlining
-# ---------------------------------------------------------------------------
-
-
-def calls_in(op: Operation, functions: dict[str, func.FuncOp]) -> list[func.CallOp]:
-    return [c for c in op.walk() if isinstance(c, func.CallOp) and c.callee.string_value() in functions]
-
-
-def check_no_recursion(functions: dict[str, func.FuncOp]) -> None:
-    """A call cycle cannot be inlined: say where it starts."""
-    state: dict[str, str] = {}  # name -> "open" while on the path, "done" after
-
-    def visit(name: str) -> None:
-        state[name] = "open"
-        for call in calls_in(functions[name], functions):
-            callee = call.callee.string_value()
-            if state.get(callee) == "open":
-                through = "" if callee == name else f" through @{name}"
-                raise Diagnostic(f"@{callee} calls itself{through}: recursive functions cannot be inlined", location_of(call))
-            if callee not in state:
-                visit(callee)
-        state[name] = "done"
-
-    for name in functions:
-        if name not in state:
-            visit(name)
-
-
-def inline_calls(module: ModuleOp) -> None:
-    """Replace every func.call of a function defined in `module` by the callee's body;
-    then erase the private functions nothing calls any more."""
-    functions = {fn.sym_name.data: fn for fn in module.ops if isinstance(fn, func.FuncOp)}
-    check_no_recursion(functions)
-    inlined: set[str] = set()
-    while calls := calls_in(module, functions):  # ends: no cycles, so nesting is bounded
-        for call in calls:
-            inline_call(call, functions[call.callee.string_value()])
-            inlined.add(call.callee.string_value())
-    for name in inlined:
-        fn = functions[name]
-        if fn.sym_visibility is not None and fn.sym_visibility.data == "private":
-            fn.detach()
-            fn.erase()
-
-
-def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
-    if len(callee.body.blocks) != 1:
-        raise Diagnostic(f"cannot inline @{callee.sym_name.data}: it has {len(callee.body.blocks)} blocks", location_of(call))
-    block = callee.body.block
-    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, call.arguments))
-    parent = call.parent_block()
-    assert parent is not None
-    for op in block.ops:
-        if isinstance(op, func.ReturnOp):
-            for old, new in zip(call.results, op.arguments):
-                old.replace_all_uses_with(mapping.get(new, new))
-            break
-        parent.insert_op_before(op.clone(value_mapper=mapping), call)
-    call.detach()
-    call.erase()
 
 
 # ---------------------------------------------------------------------------
