@@ -637,6 +637,7 @@ def graph_key(steps: Sequence[str], entry: str, digest: str) -> str:
 def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunction:
     """Run `steps` (ending in LLVM) on a copy of `module` and JIT the result, or take it
     from the memory or disk cache; the CPU target's loader."""
+    from mlfuse.inline import keep_entry
     from mlfuse.ir import find_function
 
     inputs, outputs = signature(find_function(module, entry))
@@ -645,7 +646,7 @@ def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunc
     jit = _load_graph(key)
     if jit is None:
         with fewer_collections():  # again for callers that come here directly (the torch backend)
-            jit = _jit(_object_and_constants(module, steps, key))
+            jit = _jit(_object_and_constants(keep_entry(module, entry), steps, key))
         _memory_put(key, jit)
     _record_source(key, digest, entry, steps, inputs, outputs)
     return _function(jit, entry, inputs, outputs, steps, digest, lambda: module)

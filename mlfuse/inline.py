@@ -76,3 +76,17 @@ def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
         parent.insert_op_before(op.clone(value_mapper=mapping), call)
     call.detach()
     call.erase()
+
+
+def keep_entry(module: ModuleOp, entry: str) -> ModuleOp:
+    """`module`, or when its function `entry` is private a copy in which it is public: the
+    compiled function is called from outside, and a private one that other functions
+    call would be erased once inlined into them."""
+    fn = next((op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == entry), None)
+    if fn is None or fn.sym_visibility is None or fn.sym_visibility.data != "private":
+        return module
+    copy = module.clone()
+    for op in copy.ops:
+        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            op.sym_visibility = None
+    return copy

@@ -153,12 +153,14 @@ class GpuDeviceTarget(Target):
 
     def _planned(self, module: ModuleOp, entry: str, passes: Sequence[str] | None, options: dict) -> ModuleOp:
         from mlfuse.api import run_pipeline
+        from mlfuse.inline import keep_entry
         from mlfuse.ir import find_function
 
         find_function(module, entry)  # a missing entry is the input's fault, said before any work
         if passes is None:
             passes = self.graph_pipeline(**options)
-        return run_pipeline(module.clone(), passes)
+        kept = keep_entry(module, entry)
+        return run_pipeline(kept if kept is not module else module.clone(), passes)
 
     def _load(self, module: ModuleOp, entry: str):
         from mlfuse.backend.gpu.runtime import compile_gpu

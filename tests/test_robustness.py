@@ -102,6 +102,8 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
     out = np.full(4, np.nan, np.float32)
     mlfuse.compile(text)(x, out=[out])
     np.testing.assert_allclose(out, np.tanh(np.tanh(x)), rtol=2e-6, atol=1e-7)
+    (helper,) = mlfuse.compile(text, entry="helper")(x)  # a private entry is kept, not inlined away
+    np.testing.assert_allclose(helper, np.tanh(x), rtol=2e-6, atol=1e-7)
     recursive = one_function("  %0 = func.call @main(%x) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return %0 : tensor<4xf32>")
     with pytest.raises(Diagnostic, match=r"<input>:2:3: error: @main calls itself"):
         mlfuse.compile(recursive)
