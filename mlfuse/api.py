@@ -637,7 +637,6 @@ def graph_key(steps: Sequence[str], entry: str, digest: str) -> str:
 def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunction:
     """Run `steps` (ending in LLVM) on a copy of `module` and JIT the result, or take it
     from the memory or disk cache; the CPU target's loader."""
-    from mlfuse.inline import keep_entry
     from mlfuse.ir import find_function
 
     inputs, outputs = signature(find_function(module, entry))
@@ -646,7 +645,7 @@ def load_cpu(module: ModuleOp, entry: str, steps: Sequence[str]) -> CompiledFunc
     jit = _load_graph(key)
     if jit is None:
         with fewer_collections():  # again for callers that come here directly (the torch backend)
-            jit = _jit(_object_and_constants(keep_entry(module, entry), steps, key))
+            jit = _jit(_object_and_constants(module, entry, steps, key))
         _memory_put(key, jit)
     _record_source(key, digest, entry, steps, inputs, outputs)
     return _function(jit, entry, inputs, outputs, steps, digest, lambda: module)
@@ -723,13 +722,15 @@ def _cached_graph(key: str) -> tuple[list[bytes], Mapping[str, Any]] | None:
     return None
 
 
-def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> tuple[list[bytes], dict[str, bytes]]:
+def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], key: str) -> tuple[list[bytes], dict[str, bytes]]:
     """The object code of a module (one object per kernel, see cpu.compile_units) and the
     large constants it leaves out, compiled anew (its intact kernels come from the cache)
     and stored under `key` (see _cached_graph)."""
     from mlfuse.backend import cpu
+    from mlfuse.inline import publish_entry
 
     lowered = module.clone()
+    publish_entry(lowered, entry)
     # What convert-to-llvm makes is checked by LLVM's verifier once translated (cpu.prepare),
     # so xDSL does not verify it first: that took 0.95 s of ResNet-18's 13 s cold compile.
     # A module of other ops would fail translation, so other pipelines keep the check.
@@ -738,7 +739,7 @@ def _object_and_constants(module: ModuleOp, steps: Sequence[str], key: str) -> t
 
     constants: dict[str, bytes] = {}
     with internal_errors("LLVM translation", lowered):
-        objects, keys = cpu.compile_units(to_llvmlite(lowered, external=constants), keep=_public_functions(module))
+        objects, keys = cpu.compile_units(to_llvmlite(lowered, external=constants), keep=_public_functions(module) | {entry})
     if constants:
         cache.store_object("constants-" + key, pack_constants(constants))
     cache.store_object(("graphc-" if constants else "graph-") + key, json.dumps({"objects": keys}).encode())

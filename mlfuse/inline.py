@@ -78,15 +78,9 @@ def inline_call(call: func.CallOp, callee: func.FuncOp) -> None:
     call.erase()
 
 
-def keep_entry(module: ModuleOp, entry: str) -> ModuleOp:
-    """`module`, or when its function `entry` is private a copy in which it is public: the
-    compiled function is called from outside, and a private one that other functions
-    call would be erased once inlined into them."""
-    fn = next((op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == entry), None)
-    if fn is None or fn.sym_visibility is None or fn.sym_visibility.data != "private":
-        return module
-    copy = module.clone()
-    for op in copy.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
-            op.sym_visibility = None
-    return copy
+def publish_entry(module: ModuleOp, entry: str) -> None:
+    """Make function `entry` of `module` (a compile's own copy) public: it is called from
+    outside, and inline would erase a private one once inlined into its callers."""
+    from mlfuse.ir import find_function
+
+    find_function(module, entry).sym_visibility = None

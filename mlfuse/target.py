@@ -153,14 +153,15 @@ class GpuDeviceTarget(Target):
 
     def _planned(self, module: ModuleOp, entry: str, passes: Sequence[str] | None, options: dict) -> ModuleOp:
         from mlfuse.api import run_pipeline
-        from mlfuse.inline import keep_entry
+        from mlfuse.inline import publish_entry
         from mlfuse.ir import find_function
 
         find_function(module, entry)  # a missing entry is the input's fault, said before any work
         if passes is None:
             passes = self.graph_pipeline(**options)
-        kept = keep_entry(module, entry)
-        return run_pipeline(kept if kept is not module else module.clone(), passes)
+        planned = module.clone()
+        publish_entry(planned, entry)
+        return run_pipeline(planned, passes)
 
     def _load(self, module: ModuleOp, entry: str):
         from mlfuse.backend.gpu.runtime import compile_gpu
