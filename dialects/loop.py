@@ -613,21 +613,42 @@ class GemmOp(IRDLOperation):
     convert-to-llvm runs f32 GEMMs as generated, packed, register-blocked kernels
     on the thread team (mlfuse/backend/gemm_kernels.py) and f64 ones (or f32 with
     gemm=blas) as BLAS calls.
+
+    With `window = array<i64: kh, kw>`, B is a padded image x[batch, c, hp, wp] read
+    as its patches under a kh x kw window at stride 1 (an implicit im2col: the
+    packing of the generated kernel reads them, so they are never materialized):
+
+        B[(c, i, j), (y, x)] = x[c, y + i, x + j],  A: [batch, m, c*kh*kw],  C: [batch, m, oh*ow]
+
+        loop.gemm %w, %xpad into %y {window = array<i64: 3, 3>}
+            : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x3136xf32>
     """
 
     name = "loop.gemm"
     a = operand_def(MemRefType)
     b = operand_def(MemRefType)
     c = operand_def(MemRefType)
+    window = opt_prop_def(DenseArrayBase)
     assembly_format = "$a `,` $b `into` $c attr-dict `:` type($a) `,` type($b) `,` type($c)"
+    irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue):
-        super().__init__(operands=[a, b, c])
+    def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, window: tuple[int, int] | None = None):
+        properties = {"window": DenseArrayBase.from_list(i64, window)} if window is not None else {}
+        super().__init__(operands=[a, b, c], properties=properties)
+
+    @property
+    def window_size(self) -> tuple[int, int] | None:
+        if self.window is None:
+            return None
+        kh, kw = self.window.get_values()
+        return int(kh), int(kw)
 
     def verify_(self) -> None:
         ta, tb, tc = (v.type for v in (self.a, self.b, self.c))
         assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
         sa, sb, sc = ta.get_shape(), tb.get_shape(), tc.get_shape()
+        if self.window is not None:
+            sb = self.patches_shape(sb)
         if not (len(sa) == len(sb) == len(sc) >= 2):
             raise VerifyException(f"'loop.gemm' needs operands of one rank >= 2, got {ta}, {tb}, {tc}")
         if sa[:-2] != sb[:-2] or sa[:-2] != sc[:-2] or sa[-1] != sb[-2] or tuple(sc[-2:]) != (sa[-2], sb[-1]):
@@ -635,6 +656,17 @@ class GemmOp(IRDLOperation):
         el = {str(t.get_element_type()) for t in (ta, tb, tc)}
         if el not in ({"f32"}, {"f64"}):
             raise VerifyException(f"'loop.gemm' supports f32 and f64, got {', '.join(sorted(el))}")
+
+    def patches_shape(self, image: Sequence[int]) -> tuple[int, ...]:
+        """The shape of B that a window over `image` [batch..., c, hp, wp] stands for."""
+        window = self.window.get_values() if self.window is not None else ()
+        if len(window) != 2 or min(window) < 1:
+            raise VerifyException(f"'loop.gemm' window must be two positive sizes (kh, kw), got {list(window)}")
+        kh, kw = window
+        if len(image) < 3 or image[-2] < kh or image[-1] < kw:
+            raise VerifyException(f"'loop.gemm' window {kh}x{kw} needs an image [..., c, h >= {kh}, w >= {kw}], got {list(image)}")
+        *batch, c, hp, wp = image
+        return (*batch, c * kh * kw, (hp - kh + 1) * (wp - kw + 1))
 
 
 @irdl_op_definition

@@ -19,7 +19,7 @@ import mlfuse
 from mlfuse import pipelines
 from mlfuse.api import module_text, run_pipeline
 from mlfuse.backend import cpu
-from mlfuse.backend.gemm_kernels import I64, PTR, TASK_COLUMNS, Blocking, GemmShape, blocking_for, define_gemm_kernels
+from mlfuse.backend.gemm_kernels import I64, PTR, TASK_COLUMNS, Blocking, GemmShape, Window, blocking_for, define_gemm_kernels
 from mlfuse.frontend.builder import GraphBuilder
 
 UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
@@ -94,6 +94,39 @@ def test_tall_narrow_products_slice_rows():
     assert (shape.column_tasks, shape.row_tasks, shape.tasks) == (2, 8, 16)
     assert shape.slice_rows % 24 == 0 and shape.slice_rows * (shape.row_tasks - 1) < shape.m
     assert GemmShape(1, 30, 10, 5).row_tasks == 2  # slices of 24 rows and 6
+
+
+def im2col(image: np.ndarray, window: Window) -> np.ndarray:
+    """B[batch, (c, i, j), (y, x)] = image[batch, c, y + i, x + j]: the patches, materialized."""
+    batch, c = image.shape[:2]
+    rows = [image[:, :, i : i + window.out_h, j : j + window.out_w] for i in range(window.kh) for j in range(window.kw)]
+    return np.stack(rows, axis=2).reshape(batch, c * window.kh * window.kw, window.out_h * window.out_w)
+
+
+@pytest.mark.parametrize("isa", sorted(FEATURES))
+@pytest.mark.parametrize(
+    "m, c, window",
+    [(64, 8, Window(3, 3, 58, 58)),  # rows of 56: panels wrap onto the next row
+     (16, 3, Window(3, 3, 18, 18)),  # 16: panels align with the rows
+     (10, 5, Window(3, 3, 9, 9)),  # rows of 7, shorter than a vector: up to 4 rows per vector
+     (7, 2, Window(1, 1, 4, 50)), (5, 4, Window(2, 5, 6, 9))],  # m < MR (never unpacked); 2x5
+)
+def test_window_reads_the_patches_of_an_image(isa, m, c, window):
+    """B as an image's patches (a stride-1 conv's im2col, never materialized) computes
+    the same bits as the same kernel over the materialized patches."""
+    rng = np.random.default_rng(m * c)
+    k, n = c * window.kh * window.kw, window.out_h * window.out_w
+    image = rng.standard_normal((1, c, window.hp, window.wp)).astype(np.float32)
+    patches = im2col(image, window)
+    a = rng.standard_normal((1, m, k)).astype(np.float32)
+    got, want = (np.full((1, m, n), np.nan, np.float32) for _ in range(2))
+    shape = GemmShape(1, m, n, k, window=window)
+    assert GemmShape.from_symbol(shape.symbol) == shape
+    kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, image.ctypes.data, got.ctypes.data)
+    plain = GemmShape(1, m, n, k)
+    kernel(plain, FEATURES[isa])(0, plain.tasks, a.ctypes.data, patches.ctypes.data, want.ctypes.data)
+    np.testing.assert_array_equal(got, want)
+    check(got, a, patches)
 
 
 @pytest.mark.parametrize("dims", [(2, 11, 150, 300), (1, 131, 49, 70)])

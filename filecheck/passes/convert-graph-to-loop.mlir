@@ -219,3 +219,28 @@ func.func @unsupported_in_group(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   func.return %y : tensor<4xf32>
 }
+
+// -----
+
+// A stride-1 conv is a GEMM over its padded input's patches, which the kernel's
+// packing reads in place (loop.gemm {window}): no im2col buffer.
+// CHECK-LABEL: func.func @conv_window
+// CHECK:     loop.nest "pad_copy"
+// CHECK-NOT: loop.nest "conv_patches"
+// CHECK:     loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3>} : memref<1x32x72xf32>, memref<1x8x18x18xf32>, memref<1x32x256xf32>
+func.func @conv_window(%x: tensor<1x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x8x16x16xf32>, tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32>
+  func.return %y : tensor<1x32x16x16xf32>
+}
+
+// -----
+
+// At stride 2 the patches' rows are not the image's: they are copied out (im2col).
+// CHECK-LABEL: func.func @conv_strided
+// CHECK:     loop.nest "conv_patches"
+// CHECK:     loop.gemm %{{.*}}, %{{.*}} into %{{.*}} : memref<1x32x72xf32>, memref<1x72x256xf32>, memref<1x32x256xf32>
+// CHECK-NOT: window
+func.func @conv_strided(%x: tensor<1x8x32x32xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32> {
+  %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x8x32x32xf32>, tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32>
+  func.return %y : tensor<1x32x16x16xf32>
+}

@@ -219,7 +219,7 @@ func.func @fma_candidate(%a: f32, %b: f32, %c: f32) -> f32 {
 // BLAS-NOT: llvm.call @mlfuse_dgemm
 // BLAS-LABEL: llvm.func @gemm_blas
 // BLAS: llvm.call @mlfuse_sgemm
-// BLAS-NOT: mlfuse_gemm_f32
+// BLAS-NOT: mlfuse_gemm_f32_{{[0-9x]+}}(
 func.func @gemm_blas(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
   loop.gemm %a, %b into %c : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
   func.return
@@ -227,3 +227,17 @@ func.func @gemm_blas(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf3
 
 // RUN: not mlfuse-opt %s -p 'convert-to-llvm{gemm=mkl}' 2>&1 | filecheck %s --check-prefix=BADOPT
 // BADOPT: gemm must be 'generated' or 'blas', got 'mkl'
+
+// -----
+
+// loop.gemm over a window's patches: the kernel's name carries the window and the
+// padded image (kh x kw x hp x wp), whose packing reads the patches. With gemm=blas
+// too: BLAS has no implicit im2col.
+// CHECK-LABEL: llvm.func @gemm_window
+// BLAS-LABEL: llvm.func @gemm_window
+// BLAS: llvm.mlir.addressof @mlfuse_gemm_f32_1x4x9x18_w3x3x5x5__omp
+// CHECK: llvm.mlir.addressof @mlfuse_gemm_f32_1x4x9x18_w3x3x5x5__omp
+func.func @gemm_window(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x9xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+  func.return
+}

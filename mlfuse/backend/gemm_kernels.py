@@ -44,10 +44,38 @@ TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
 ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at KC
+PACK_PREFETCH_ROWS = 8  # rows of B a pack prefetches ahead of the row it copies
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
+
+
+@dataclass(frozen=True)
+class Window:
+    """B as the patches of a padded image x[c, hp, wp] under a kh x kw window at stride 1:
+
+        B[(c, i, j), (y, x)] = x[c, y + i, x + j]     (y < hp - kh + 1, x < wp - kw + 1)
+
+    the im2col of a convolution, read by the kernel's packing instead of materialized."""
+
+    kh: int
+    kw: int
+    hp: int
+    wp: int
+
+    @property
+    def out_w(self) -> int:
+        return self.wp - self.kw + 1
+
+    @property
+    def out_h(self) -> int:
+        return self.hp - self.kh + 1
+
+    def row_offsets(self, k: int) -> list[int]:
+        """Where row (c, i, j) of B starts in the image, for each of the k rows."""
+        taps = self.kh * self.kw
+        return [(r // taps) * self.hp * self.wp + (r % taps // self.kw) * self.wp + r % self.kw for r in range(k)]
 
 
 @dataclass(frozen=True)
@@ -57,10 +85,13 @@ class GemmShape:
     n: int
     k: int
     dtype: str = "f32"
+    window: Window | None = None  # B is an image's patches (n = out_h * out_w)
 
     @property
     def symbol(self) -> str:
-        return f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
+        base = f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
+        w = self.window
+        return base if w is None else f"{base}_w{w.kh}x{w.kw}x{w.hp}x{w.wp}"
 
     @property
     def column_tasks(self) -> int:
@@ -83,8 +114,12 @@ class GemmShape:
 
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
-        match = re.fullmatch(re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)", name)
-        return GemmShape(*map(int, match.groups()[1:]), dtype=match.group(1)) if match else None
+        match = re.fullmatch(re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?", name)
+        if match is None:
+            return None
+        dims = [int(g) if g is not None else None for g in match.groups()[1:]]
+        window = Window(*dims[4:]) if dims[4] is not None else None  # type: ignore[arg-type]
+        return GemmShape(*dims[:4], dtype=match.group(1), window=window)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -121,7 +156,8 @@ class _Kernels:
         self.module, self.shape, self.blk = module, shape, blocking
         # at most one block of rows: each element of B is used by one micro-kernel call,
         # so packing would only copy it (a GEMV, a classifier head: 1 x 1280 @ 1280 x 1000)
-        self.unpacked = shape.m <= blocking.mr
+        # (an image's patches are always packed: packing is what reads them)
+        self.unpacked = shape.m <= blocking.mr and shape.window is None
         self.vec = ir.VectorType(self.el, blocking.vw)
         self.vec_align = min(64, blocking.vw * self.ebytes)  # packed vectors sit at multiples of a vector
         self.mask_type = ir.VectorType(I1, blocking.vw)
@@ -193,6 +229,15 @@ class _Kernels:
 
     # --- the pieces --------------------------------------------------------------------
 
+    def prefetch(self, b: ir.IRBuilder, ptr, width: int) -> None:
+        """Prefetch the cache lines of `width` elements from `ptr` (a row of B a few
+        rows ahead: rows n apart each start a new page, which the hardware prefetchers
+        do not follow, so a pack otherwise waits for every line in turn)."""
+        prefetch = self.intrinsic("llvm.prefetch.p0", ir.VoidType(), [PTR, I32, I32, I32])
+        for offset in range(0, width * self.ebytes, 64):
+            at = b.gep(ptr, [ir.Constant(I64, offset // self.ebytes)], source_etype=self.el)
+            b.call(prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)])
+
     def pack_fn(self, width: int) -> ir.Function:
         """pack(B at [pc, j0], packed, kc): packed[k, :] = B[pc + k, j0 : j0 + width], zero-padded."""
         if width in self.pack:
@@ -204,6 +249,8 @@ class _Kernels:
         def body(b, k, _):
             row = b.gep(src, [b.mul(k, ir.Constant(I64, n))], source_etype=self.el)
             out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
+            if PACK_PREFETCH_ROWS:
+                self.prefetch(b, b.gep(row, [ir.Constant(I64, PACK_PREFETCH_ROWS * n)], source_etype=self.el), width)
             for v in range(blk.nr_vecs):
                 lanes = self.lanes(width, v)
                 if lanes == 0:
@@ -216,6 +263,79 @@ class _Kernels:
         b.ret_void()
         self.pack[width] = fn
         return fn
+
+    def row_offsets(self) -> ir.GlobalVariable:
+        """The window's row offsets (Window.row_offsets) as a constant i32 table."""
+        name = f"{self.shape.symbol}_rows"
+        existing = self.module.globals.get(name)
+        if existing is not None:
+            return existing  # type: ignore[return-value]
+        assert self.shape.window is not None
+        values = self.shape.window.row_offsets(self.shape.k)
+        table = ir.GlobalVariable(self.module, ir.ArrayType(I32, len(values)), name=name)
+        table.initializer = ir.Constant(ir.ArrayType(I32, len(values)), values)
+        table.global_constant, table.linkage = True, "internal"
+        return table
+
+    def pack_window_fn(self, width: int) -> ir.Function:
+        """pack(image, packed, kc, pc, j0): packed[k, :] = B[pc + k, j0 : j0 + width] of
+        an image's patches (Window), zero-padded. A vector of columns within one output
+        row is one contiguous load; one that wraps onto the next rows is a chain of
+        masked loads, one per row, each `kw - 1` (the window's overhang) further on."""
+        if width in self.pack:
+            return self.pack[width]
+        blk, window = self.blk, self.shape.window
+        assert window is not None
+        fn, b = self.function(f"{self.shape.symbol}_pack{width}", [PTR, PTR, I64, I64, I64])
+        image, dst, kc, pc, j0 = fn.args
+        ow = ir.Constant(I64, window.out_w)
+        vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
+        pieces = 1 + -(-(blk.vw - 1) // window.out_w)  # rows one vector may touch
+        lane = ir.Constant(ir.VectorType(I32, blk.vw), list(range(blk.vw)))
+        offsets = b.gep(self.row_offsets(), [ir.Constant(I64, 0), pc], source_etype=self.row_offsets().value_type)
+        starts, masks = [], []
+        for v in vecs:  # where each vector's columns start in the image, and its rows' lanes
+            j = b.add(j0, ir.Constant(I64, v * blk.vw))
+            x = b.srem(j, ow)
+            starts.append(b.add(b.mul(b.sdiv(j, ow), ir.Constant(I64, window.wp)), x))
+            first_row = b.trunc(b.sub(ow, x), I32)  # lanes before the first wrap
+            real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, self.lanes(width, v)))
+            bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * window.out_w)) for p in range(pieces)]
+            masks.append([b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(pieces)])
+        one_row = b.icmp_signed("<=", b.add(b.srem(j0, ow), ir.Constant(I64, width)), ow)
+
+        def body(b, k, _, wraps: bool):
+            row = b.gep(image, [b.sext(b.load(b.gep(offsets, [k], source_etype=I32), typ=I32), I64)], source_etype=self.el)
+            out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
+            for v, start, vmasks in zip(vecs, starts, masks):
+                at = b.gep(row, [start], source_etype=self.el)
+                if not wraps:
+                    value = self.load_row_vec(b, at, self.lanes(width, v))
+                else:
+                    value = ir.Constant(self.vec, None)
+                    for p, mask in enumerate(vmasks):
+                        piece = b.gep(at, [ir.Constant(I64, p * (window.kw - 1))], source_etype=self.el)
+                        value = b.call(self.masked_load, [piece, ir.Constant(I32, self.ebytes), mask, value])
+                b.store(value, b.gep(out, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), align=self.vec_align)
+            return []
+
+        with b.if_else(one_row) as (contiguous, wrapping):
+            with contiguous:
+                self.counted_loop(b, ir.Constant(I64, 0), kc, 1, lambda b, k, c: body(b, k, c, False))
+            with wrapping:
+                self.counted_loop(b, ir.Constant(I64, 0), kc, 1, lambda b, k, c: body(b, k, c, True))
+        b.ret_void()
+        self.pack[width] = fn
+        return fn
+
+    @staticmethod
+    def lane_mask(b: ir.IRBuilder, lane, lo, hi):
+        """lo <= lane < hi, per lane (lo and hi i32 scalars)."""
+        vw = lane.type.count
+        splat = lambda x: b.shuffle_vector(  # noqa: E731
+            b.insert_element(ir.Constant(lane.type, ir.Undefined), x, ir.Constant(I32, 0)),
+            ir.Constant(lane.type, ir.Undefined), ir.Constant(ir.VectorType(I32, vw), [0] * vw))
+        return b.and_(b.icmp_signed(">=", lane, splat(lo)), b.icmp_signed("<", lane, splat(hi)))
 
     def micro_fn(self, rows: int, width: int, direct: bool = False) -> ir.Function:
         """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C.
@@ -317,7 +437,11 @@ class _Kernels:
         col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
         col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
         a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
-        b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
+        if s.window is None:
+            b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
+        else:  # the batch's image
+            image = ir.Constant(I64, s.k // (s.window.kh * s.window.kw) * s.window.hp * s.window.wp)
+            b_base = b.gep(bm, [b.mul(batch, image)], source_etype=self.el)
         c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
 
         def slot(b, j0):  # panel (j0 - col0) / NR of the task, KC x NR floats each; or B itself
@@ -326,6 +450,9 @@ class _Kernels:
             return b.gep(packed, [b.mul(b.sub(j0, col0), ir.Constant(I64, blk.kc))], source_etype=self.el)
 
         def pack(b, j0, _):
+            if s.window is not None:
+                self.for_panel_width(b, j0, lambda b, width: b.call(self.pack_window_fn(width), [b_base, slot(b, j0), kc, pc, j0]))
+                return []
             source = b.gep(b_base, [j0], source_etype=self.el)
             self.for_panel_width(b, j0, lambda b, width: b.call(self.pack_fn(width), [source, slot(b, j0), kc]))
             return []

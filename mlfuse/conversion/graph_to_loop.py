@@ -972,11 +972,18 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
         y[0, o, (oh, ow)] = sum_(c, kh, kw) w[o, (c, kh, kw)] * patches[(c, kh, kw), (oh, ow)]
 
     onnxruntime's (MLAS's) orientation. A pointwise conv's patches are its input (no
-    copy), and the epilogue is a nest over y that start-up fusion joins to its neighbours."""
+    copy); a stride-1 conv's are read from the padded input by the GEMM kernel's
+    packing (`loop.gemm {window}`: an implicit im2col); others are copied out. The
+    epilogue is a nest over y that start-up fusion joins to its neighbours."""
     _, o, oh, ow = graph.shape_of(op.result)
     c = graph.shape_of(op.weight)[1]
     taps_h, taps_w = live_taps(op)
     kh, kw = len(taps_h), len(taps_w)
+    y = view(fl, out, [1, o, oh * ow])
+    if reads_patches_in_place(op):
+        src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0)
+        fl.builder.insert(loop.GemmOp(weight_matrix(fl, op.weight, taps_h, taps_w), src, y, window=(kh, kw)))
+        return
     if is_pointwise(op):
         patches = fl.buffer(op.input)
     else:
@@ -989,7 +996,17 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
         read = AffineMap(5, 0, (AffineExpr.constant(0), d[0], row, col))
         copy_nest(fl, "conv_patches", src, patches, read, identity(5), [c, kh, kw, oh, ow])
     b = view(fl, patches, [1, c * kh * kw, oh * ow])
-    fl.builder.insert(loop.GemmOp(weight_matrix(fl, op.weight, taps_h, taps_w), b, view(fl, out, [1, o, oh * ow])))
+    fl.builder.insert(loop.GemmOp(weight_matrix(fl, op.weight, taps_h, taps_w), b, y))
+
+
+def reads_patches_in_place(op: graph.Conv2dOp) -> bool:
+    """Can the GEMM kernel read `op`'s patches from its padded input (an implicit
+    im2col, `loop.gemm {window}`)? A window at stride 1 whose taps all read some
+    input: the patches are then the padded image seen through the window."""
+    kernel = tuple(graph.shape_of(op.weight)[2:])
+    taps_h, taps_w = live_taps(op)
+    stride_one = tuple(op.stride_values) == (1, 1) and tuple(op.dilation_values) == (1, 1)
+    return stride_one and not is_pointwise(op) and (len(taps_h), len(taps_w)) == kernel
 
 
 def lower_conv2d_as_nhwc_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:

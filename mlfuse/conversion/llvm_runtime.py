@@ -136,7 +136,8 @@ class ParallelCallLowering(RewritePattern):
 class GemmLowering(RewritePattern):
     """loop.gemm -> a team call of a generated kernel (mlfuse/backend/gemm_kernels.py:
     declared here, its body written at translation for the target's vectors), or
-    with gemm=blas, BLAS calls (see emit_blas_gemm)."""
+    with gemm=blas, BLAS calls (see emit_blas_gemm); a product over a window's
+    patches always runs the generated kernel, whose packing reads them."""
 
     declarations: Declarations
     gemm: str = "generated"
@@ -144,16 +145,18 @@ class GemmLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.GemmOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
-        if self.gemm == "blas":
+        if self.gemm == "blas" and op.window is None:  # BLAS has no implicit im2col
             emit_blas_gemm(e, self.declarations, op)
         else:
-            from mlfuse.backend.gemm_kernels import GemmShape
+            from mlfuse.backend.gemm_kernels import GemmShape, Window
 
-            ta, tb = op.a.type, op.b.type
-            assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType)
+            ta, tb, tc = op.a.type, op.b.type, op.c.type
+            assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
             *batch, m, k = ta.get_shape()
             dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
-            shape = GemmShape(math.prod(batch), m, tb.get_shape()[-1], k, dtype)
+            window = op.window_size
+            image = Window(*window, *tb.get_shape()[-2:]) if window is not None else None
+            shape = GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image)
             self.declarations.declare(rewriter, op, shape.symbol, None, [i64, i64, PTR, PTR, PTR])
             emit_team_call(e, self.declarations, op, shape.symbol, shape.tasks, 1, [e.v(op.a), e.v(op.b), e.v(op.c)])
         replace_op(rewriter, op)

@@ -151,3 +151,28 @@ func.func @read_rank(%x: memref<4x4xf32>, %y: memref<4xf32>) {
   }
   func.return
 }
+
+// -----
+
+func.func @gemm_window_size(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x9xf32>) {
+  // CHECK: error: 'loop.gemm' window must be two positive sizes (kh, kw), got [3]
+  loop.gemm %a, %x into %c {window = array<i64: 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_window_image(%a: memref<1x4x18xf32>, %x: memref<1x2x2x5xf32>, %c: memref<1x4x9xf32>) {
+  // CHECK: error: 'loop.gemm' window 3x3 needs an image [..., c, h >= 3, w >= 3], got [1, 2, 2, 5]
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x2x5xf32>, memref<1x4x9xf32>
+  func.return
+}
+
+// -----
+
+// A 3x3 window over a 2x5x5 image stands for patches 18 x 9: 16 columns do not multiply.
+func.func @gemm_window_shapes(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x16xf32>) {
+  // CHECK: error: 'loop.gemm' shapes do not multiply: memref<1x4x18xf32> x memref<1x2x5x5xf32> -> memref<1x4x16xf32>
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x16xf32>
+  func.return
+}

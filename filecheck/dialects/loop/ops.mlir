@@ -49,3 +49,12 @@ func.func @nests(%x: memref<4x8xf32>, %y: memref<4xf32>, %n: index) {
   loop.parallel_call @f(%x, %y) range 4 {grain = 1 : i64} : memref<4x8xf32>, memref<4xf32>
   func.return
 }
+
+// A product over a window's patches: the image stands for B (an implicit im2col).
+// CHECK-LABEL: func.func @gemm_window
+// CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+// GENERIC: "loop.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{window = array<i64: 3, 3>}>
+func.func @gemm_window(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x9xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+  func.return
+}

@@ -1,0 +1,21 @@
+// A GEMM over a window's patches (loop.gemm {window}): the packing reads B's rows
+// from the image at offsets from a table (row (c, i, j) at c*hp*wp + i*wp + j), with
+// one load per vector when the panel's columns lie in one output row, and a chain of
+// masked loads, one per output row, when they wrap. Here the output rows are 7 wide
+// (a 3x3 window over 9x9), shorter than an AVX2 vector of 8: a vector may touch 2 rows.
+// RUN: mlfuse-opt %s -p convert-to-llvm -t 'llvm{features="+avx2,+avx,+fma"}' | filecheck %s
+// RUN: mlfuse-opt %s -p convert-to-llvm -t 'llvm{features="+avx2,+avx,+fma"}' | filecheck %s --check-prefix=TABLE
+
+// TABLE: @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_rows" = internal constant [18 x i32] [i32 0, i32 1, i32 2, i32 9, i32 10, i32 11, i32 18, i32 19, i32 20, i32 81,
+// CHECK-LABEL: define void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9"
+// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_pack1"
+// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_pack16"
+// CHECK: load i32
+// CHECK: load <8 x float>
+// CHECK-COUNT-2: call <8 x float> @"llvm.masked.load.v8f32.p0"
+// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_micro6x16"
+
+func.func @main(%a: memref<1x8x18xf32>, %x: memref<1x2x9x9xf32>, %c: memref<1x8x49xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x8x18xf32>, memref<1x2x9x9xf32>, memref<1x8x49xf32>
+  func.return
+}
