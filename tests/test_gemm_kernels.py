@@ -19,7 +19,16 @@ import mlfuse
 from mlfuse import pipelines
 from mlfuse.api import module_text, run_pipeline
 from mlfuse.backend import cpu
-from mlfuse.backend.gemm_kernels import I64, PTR, TASK_COLUMNS, Blocking, GemmShape, Window, blocking_for, define_gemm_kernels
+from mlfuse.backend.gemm_kernels import (
+    I64,
+    PTR,
+    TASK_COLUMNS,
+    Blocking,
+    GemmShape,
+    Window,
+    blocking_for,
+    define_gemm_kernels,
+)
 from mlfuse.frontend.builder import GraphBuilder
 
 UNIT_ROUNDOFF = {"f32": 2.0**-24, "f64": 2.0**-53}
