@@ -44,7 +44,6 @@ TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
 ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at KC
-PACK_PREFETCH_ROWS = 8  # rows of B a pack prefetches ahead of the row it copies
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -229,15 +228,6 @@ class _Kernels:
 
     # --- the pieces --------------------------------------------------------------------
 
-    def prefetch(self, b: ir.IRBuilder, ptr, width: int) -> None:
-        """Prefetch the cache lines of `width` elements from `ptr` (a row of B a few
-        rows ahead: rows n apart each start a new page, which the hardware prefetchers
-        do not follow, so a pack otherwise waits for every line in turn)."""
-        prefetch = self.intrinsic("llvm.prefetch.p0", ir.VoidType(), [PTR, I32, I32, I32])
-        for offset in range(0, width * self.ebytes, 64):
-            at = b.gep(ptr, [ir.Constant(I64, offset // self.ebytes)], source_etype=self.el)
-            b.call(prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)])
-
     def pack_fn(self, width: int) -> ir.Function:
         """pack(B at [pc, j0], packed, kc): packed[k, :] = B[pc + k, j0 : j0 + width], zero-padded."""
         if width in self.pack:
@@ -249,8 +239,6 @@ class _Kernels:
         def body(b, k, _):
             row = b.gep(src, [b.mul(k, ir.Constant(I64, n))], source_etype=self.el)
             out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
-            if PACK_PREFETCH_ROWS:
-                self.prefetch(b, b.gep(row, [ir.Constant(I64, PACK_PREFETCH_ROWS * n)], source_etype=self.el), width)
             for v in range(blk.nr_vecs):
                 lanes = self.lanes(width, v)
                 if lanes == 0:
