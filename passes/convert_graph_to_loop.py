@@ -13,7 +13,8 @@ the weights transposed once at compile time (kernel taps that read only padding
 left out), a product (`loop.gemm` when large) and an unpack nest into NCHW that
 the epilogue fuses into; one image with few output pixels, or a pointwise conv, is
 w @ patches instead, written straight into NCHW (a pointwise conv reads its input
-as its patches). conv=direct keeps one window nest for post-tiling fusion.
+as its patches, and a stride-1 conv's patches are read from its padded input by the
+GEMM kernel: `loop.gemm {window}`). conv=direct keeps one window nest for post-tiling fusion.
 The conversion is a set of rewrite patterns, one per kind of op (signature,
 constant, view, group, other graph ops, return), applied in one in-order walk.
 

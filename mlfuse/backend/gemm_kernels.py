@@ -5,6 +5,8 @@ convert-to-llvm lowers a `loop.gemm` on f32 (f64) to a team call of
     void mlfuse_gemm_f32_<batch>x<m>x<n>x<k>(i64 lo, i64 hi, ptr A, ptr B, ptr C)
     void mlfuse_gemm_f64_<batch>x<m>x<n>x<k>(...)
 
+(or `..._w<kh>x<kw>x<hp>x<wp>` when B is the patches of a padded image under a
+window, read in place by the packing: `Window`, `loop.gemm {window}`),
 which computes C[b] = A[b] @ B[b] (row-major, static shapes) for the tasks
 [lo, hi): each task is a column slice of 48 columns, and when the columns give a
 team too few tasks (a tall, narrow product: w @ patches of a CNN's late layers,
