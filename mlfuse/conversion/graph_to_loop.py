@@ -840,7 +840,10 @@ def conv_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     conv unless conv=direct: against the direct nest, 1.3-4.4x faster on ResNet-18's
     layers at 224x224 and 1.5-6x at 32x32 (one thread). But not a conv with few output
     channels over a large image (a U-Net's 16-channel layers at 224x224: the direct
-    nest takes 0.54-0.64x the product's time, whose im2col buffer is 29 MB). Grouped
+    nest took 0.54-0.64x the product's time when its im2col buffer was 29 MB; with
+    the patches read in place the product takes 0.88-1.12x the nest's time, one
+    thread: 16 rows are register tiles of 6, 6 and 4, so a packed panel serves few
+    multiply-adds). Grouped
     and depthwise convs stay direct nests, which post-tiling fusion tiles with their
     epilogue."""
     if fl.conv != "gemm" or op.group_count != 1 or not graph.is_float(graph.element_type_of(op.result)):
@@ -979,10 +982,10 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     c = graph.shape_of(op.weight)[1]
     taps_h, taps_w = live_taps(op)
     kh, kw = len(taps_h), len(taps_w)
-    y = view(fl, out, [1, o, oh * ow])
     if reads_patches_in_place(op):
         src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0)
-        fl.builder.insert(loop.GemmOp(weight_matrix(fl, op.weight, taps_h, taps_w), src, y, window=(kh, kw)))
+        w = weight_matrix(fl, op.weight, taps_h, taps_w)
+        fl.builder.insert(loop.GemmOp(w, src, view(fl, out, [1, o, oh * ow]), window=(kh, kw)))
         return
     if is_pointwise(op):
         patches = fl.buffer(op.input)
@@ -996,7 +999,7 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
         read = AffineMap(5, 0, (AffineExpr.constant(0), d[0], row, col))
         copy_nest(fl, "conv_patches", src, patches, read, identity(5), [c, kh, kw, oh, ow])
     b = view(fl, patches, [1, c * kh * kw, oh * ow])
-    fl.builder.insert(loop.GemmOp(weight_matrix(fl, op.weight, taps_h, taps_w), b, y))
+    fl.builder.insert(loop.GemmOp(weight_matrix(fl, op.weight, taps_h, taps_w), b, view(fl, out, [1, o, oh * ow])))
 
 
 def reads_patches_in_place(op: graph.Conv2dOp) -> bool:
