@@ -112,6 +112,7 @@ def im2col(image: np.ndarray, window: Window) -> np.ndarray:
     return np.stack(rows, axis=2).reshape(batch, c * window.kh * window.kw, window.out_h * window.out_w)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("isa", sorted(FEATURES))
 @pytest.mark.parametrize(
     "m, c, window",
@@ -120,19 +121,20 @@ def im2col(image: np.ndarray, window: Window) -> np.ndarray:
      (10, 5, Window(3, 3, 9, 9)),  # rows of 7, shorter than a vector: up to 4 rows per vector
      (7, 2, Window(1, 1, 4, 50)), (5, 4, Window(2, 5, 6, 9))],  # m < MR (never unpacked); 2x5
 )
-def test_window_reads_the_patches_of_an_image(isa, m, c, window):
+def test_window_reads_the_patches_of_an_image(isa, m, c, window, dtype):
     """B as an image's patches (a stride-1 conv's im2col, never materialized) computes
     the same bits as the same kernel over the materialized patches."""
     rng = np.random.default_rng(m * c)
     k, n = c * window.kh * window.kw, window.out_h * window.out_w
-    image = rng.standard_normal((1, c, window.hp, window.wp)).astype(np.float32)
+    t = NUMPY[dtype]
+    image = rng.standard_normal((1, c, window.hp, window.wp)).astype(t)
     patches = im2col(image, window)
-    a = rng.standard_normal((1, m, k)).astype(np.float32)
-    got, want = (np.full((1, m, n), np.nan, np.float32) for _ in range(2))
-    shape = GemmShape(1, m, n, k, window=window)
+    a = rng.standard_normal((1, m, k)).astype(t)
+    got, want = (np.full((1, m, n), np.nan, t) for _ in range(2))
+    shape = GemmShape(1, m, n, k, dtype, window)
     assert GemmShape.from_symbol(shape.symbol) == shape
     kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, image.ctypes.data, got.ctypes.data)
-    plain = GemmShape(1, m, n, k)
+    plain = GemmShape(1, m, n, k, dtype)
     kernel(plain, FEATURES[isa])(0, plain.tasks, a.ctypes.data, patches.ctypes.data, want.ctypes.data)
     np.testing.assert_array_equal(got, want)
     check(got, a, patches)

@@ -116,13 +116,17 @@ def test_window_group_nests_are_post_tiled(basic_block):
         ((1, 32, 1, 64), 64, 3, 1, 1, True),  # one row: only the middle row of taps is live (sliced constant)
         ((1, 32, 1, 64), 64, 3, 1, 1, False),  # the same taps cut from a weight input by a nest
         ((2, 32, 16, 16), 64, 1, 1, 0, False),  # two images: patches @ wt
+        # stride 1: the GEMM kernel reads the patches from the padded input (loop.gemm {window})
+        ((1, 16, 9, 7), 40, 3, 1, 1, True),  # rows of 7 pixels: every vector wraps onto the next row
+        ((1, 8, 20, 30), 48, 3, 1, 0, False),  # no padding: the input itself; a weight input
+        ((1, 32, 14, 14), 64, 5, 1, 2, True),  # 5x5 taps
     ],
 )
 def test_conv_products_with_epilogue_match_torch(image, out_channels, kernel, stride, pads, constant_weight):
     """Both orientations of the product (w @ patches for one image with few pixels or
-    a pointwise conv, patches @ wt otherwise) with a bias-and-ReLU epilogue, against
-    torch in float64 on random data, outputs poisoned. fp32 sums of up to 288 products:
-    atol 1e-5 of the output's range."""
+    a pointwise conv, patches @ wt otherwise; a stride-1 conv's patches read in place)
+    with a bias-and-ReLU epilogue, against torch in float64 on random data, outputs
+    poisoned. fp32 sums of up to 800 products: atol 1e-5 of the output's range."""
     from mlfuse.frontend.builder import GraphBuilder
 
     rng = np.random.default_rng(sum(image) + out_channels + kernel)
