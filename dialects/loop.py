@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     SymbolRefAttr,
@@ -628,7 +629,7 @@ class GemmOp(IRDLOperation):
     a = operand_def(MemRefType)
     b = operand_def(MemRefType)
     c = operand_def(MemRefType)
-    window = opt_prop_def(DenseArrayBase)
+    window = opt_prop_def(DenseArrayBase[IntegerType])
     assembly_format = "$a `,` $b `into` $c attr-dict `:` type($a) `,` type($b) `,` type($c)"
     irdl_options = (ParsePropInAttrDict(),)
 

@@ -263,7 +263,7 @@ class _Kernels:
         assert self.shape.window is not None
         values = self.shape.window.row_offsets(self.shape.k)
         table = ir.GlobalVariable(self.module, ir.ArrayType(I32, len(values)), name=name)
-        table.initializer = ir.Constant(ir.ArrayType(I32, len(values)), values)
+        table.initializer = ir.Constant(ir.ArrayType(I32, len(values)), values)  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub types it None)
         table.global_constant, table.linkage = True, "internal"
         return table
 
