@@ -244,3 +244,14 @@ func.func @conv_strided(%x: tensor<1x8x32x32xf32>, %w: tensor<32x8x3x3xf32>) -> 
   %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x8x32x32xf32>, tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32>
   func.return %y : tensor<1x32x16x16xf32>
 }
+
+// -----
+
+// A padded image of 2^31 elements or more is beyond the window's i32 row offsets: its
+// patches are copied out instead (here 2048 x 1026 x 1026 elements).
+// CHECK-LABEL: func.func @conv_window_too_large
+// CHECK-NOT: window
+func.func @conv_window_too_large(%x: tensor<1x2048x1024x1024xf32>, %w: tensor<32x2048x3x3xf32>) -> tensor<1x32x1024x1024xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2048x1024x1024xf32>, tensor<32x2048x3x3xf32>) -> tensor<1x32x1024x1024xf32>
+  func.return %y : tensor<1x32x1024x1024xf32>
+}

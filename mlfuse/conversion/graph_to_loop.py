@@ -1009,7 +1009,10 @@ def reads_patches_in_place(op: graph.Conv2dOp) -> bool:
     kernel = tuple(graph.shape_of(op.weight)[2:])
     taps_h, taps_w = live_taps(op)
     stride_one = tuple(op.stride_values) == (1, 1) and tuple(op.dilation_values) == (1, 1)
-    return stride_one and not is_pointwise(op) and (len(taps_h), len(taps_w)) == kernel
+    _, c, h, w = graph.shape_of(op.input)
+    top, left, bottom, right = op.pad_values
+    addressable = c * (h + top + bottom) * (w + left + right) < 2**31  # the kernel's row offsets are i32
+    return stride_one and addressable and not is_pointwise(op) and (len(taps_h), len(taps_w)) == kernel
 
 
 def lower_conv2d_as_nhwc_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
