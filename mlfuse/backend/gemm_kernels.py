@@ -194,9 +194,11 @@ class _Kernels:
         mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
         b.call(self.masked_store, [value, ptr, ir.Constant(I32, self.ebytes), mask])
 
-    def splat(self, b: ir.IRBuilder, scalar):
-        one = b.insert_element(ir.Constant(self.vec, ir.Undefined), scalar, ir.Constant(I32, 0))
-        return b.shuffle_vector(one, ir.Constant(self.vec, ir.Undefined), ir.Constant(ir.VectorType(I32, self.blk.vw), [0] * self.blk.vw))
+    def splat(self, b: ir.IRBuilder, scalar, vector: ir.VectorType | None = None):
+        """`scalar` in every lane of a `vector` (default: the kernel's element vector)."""
+        vector = vector or self.vec
+        one = b.insert_element(ir.Constant(vector, ir.Undefined), scalar, ir.Constant(I32, 0))
+        return b.shuffle_vector(one, ir.Constant(vector, ir.Undefined), ir.Constant(ir.VectorType(I32, vector.count), [0] * vector.count))
 
     def function(self, name: str, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder]:
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), args), name=name)
@@ -282,7 +284,8 @@ class _Kernels:
         vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
         pieces = 1 + -(-(blk.vw - 1) // window.out_w)  # rows one vector may touch
         lane = ir.Constant(ir.VectorType(I32, blk.vw), list(range(blk.vw)))
-        offsets = b.gep(self.row_offsets(), [ir.Constant(I64, 0), pc], source_etype=self.row_offsets().value_type)
+        table = self.row_offsets()
+        offsets = b.gep(table, [ir.Constant(I64, 0), pc], source_etype=table.value_type)
         starts, masks = [], []
         for v in vecs:  # where each vector's columns start in the image, and its rows' lanes
             j = b.add(j0, ir.Constant(I64, v * blk.vw))
@@ -318,14 +321,9 @@ class _Kernels:
         self.pack[width] = fn
         return fn
 
-    @staticmethod
-    def lane_mask(b: ir.IRBuilder, lane, lo, hi):
+    def lane_mask(self, b: ir.IRBuilder, lane, lo, hi):
         """lo <= lane < hi, per lane (lo and hi i32 scalars)."""
-        vw = lane.type.count
-        splat = lambda x: b.shuffle_vector(  # noqa: E731
-            b.insert_element(ir.Constant(lane.type, ir.Undefined), x, ir.Constant(I32, 0)),
-            ir.Constant(lane.type, ir.Undefined), ir.Constant(ir.VectorType(I32, vw), [0] * vw))
-        return b.and_(b.icmp_signed(">=", lane, splat(lo)), b.icmp_signed("<", lane, splat(hi)))
+        return b.and_(b.icmp_signed(">=", lane, self.splat(b, lo, lane.type)), b.icmp_signed("<", lane, self.splat(b, hi, lane.type)))
 
     def micro_fn(self, rows: int, width: int, direct: bool = False) -> ir.Function:
         """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C.

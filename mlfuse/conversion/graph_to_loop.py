@@ -982,7 +982,7 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     c = graph.shape_of(op.weight)[1]
     taps_h, taps_w = live_taps(op)
     kh, kw = len(taps_h), len(taps_w)
-    if reads_patches_in_place(op):
+    if reads_patches_in_place(op, (taps_h, taps_w)):
         src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0)
         w = weight_matrix(fl, op.weight, taps_h, taps_w)
         fl.builder.insert(loop.GemmOp(w, src, view(fl, out, [1, o, oh * ow]), window=(kh, kw)))
@@ -1002,12 +1002,12 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     fl.builder.insert(loop.GemmOp(weight_matrix(fl, op.weight, taps_h, taps_w), b, view(fl, out, [1, o, oh * ow])))
 
 
-def reads_patches_in_place(op: graph.Conv2dOp) -> bool:
+def reads_patches_in_place(op: graph.Conv2dOp, taps: tuple[range, range]) -> bool:
     """Can the GEMM kernel read `op`'s patches from its padded input (an implicit
-    im2col, `loop.gemm {window}`)? A window at stride 1 whose taps all read some
-    input: the patches are then the padded image seen through the window."""
+    im2col, `loop.gemm {window}`)? A window at stride 1 whose taps (`live_taps`) all
+    read some input: the patches are then the padded image seen through the window."""
     kernel = tuple(graph.shape_of(op.weight)[2:])
-    taps_h, taps_w = live_taps(op)
+    taps_h, taps_w = taps
     stride_one = tuple(op.stride_values) == (1, 1) and tuple(op.dilation_values) == (1, 1)
     _, c, h, w = graph.shape_of(op.input)
     top, left, bottom, right = op.pad_values
