@@ -57,7 +57,8 @@ def cpu_pipeline(
 
     outline_serial: every kernel becomes a function, those too small for threads too, so
     that LLVM's work is bounded per kernel and the backend compiles and caches each on its
-    own, repeated kernels once (mlfuse/backend/kernels.py)."""
+    own, repeated kernels once (mlfuse/backend/kernels.py); merge-kernels then lowers each
+    repeated kernel once as well."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
         passes.append(f"fusion-plan{{planner={planner} target=cpu summary=false}}")
@@ -71,6 +72,7 @@ def cpu_pipeline(
         "loop-coalesce",
         "assign-buffers",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
+        "merge-kernels",
         "expand-math",
         "convert-to-llvm{fast-math=true}" if fast_math else "convert-to-llvm",
     ]

@@ -39,6 +39,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "convert-graph-to-loop": ("convert_graph_to_loop", "ConvertGraphToLoopPass"),
     "assign-buffers": ("assign_buffers", "AssignBuffersPass"),
     "convert-loop-to-scf": ("convert_loop_to_scf", "ConvertLoopToScfPass"),
+    "merge-kernels": ("merge_kernels", "MergeKernelsPass"),
     "expand-math": ("expand_math", "ExpandMathPass"),
     "convert-to-llvm": ("convert_to_llvm", "ConvertToLlvmPass"),
     "convert-kernel-to-nvvm": ("convert_kernel_to_nvvm", "ConvertKernelToNvvm"),

@@ -49,16 +49,27 @@ def test_results_match_the_reference(cache_root, outline):
     np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
 
 
-def llvm_text(source: str, fuse: bool = True) -> str:
+def llvm_text(source: str, fuse: bool = True, merge: bool = True) -> str:
     from mlfuse.backend.llvm_translate import to_llvmlite
 
     module = api.parse(source)
-    api.run_pipeline(module, pipelines.cpu_pipeline(fuse=fuse))
+    api.run_pipeline(module, [p for p in pipelines.cpu_pipeline(fuse=fuse) if merge or p != "merge-kernels"])
     return str(to_llvmlite(module, external={}))
 
 
+def test_repeated_kernels_are_lowered_once():
+    """merge-kernels: the second layer calls the first layer's kernels, and the units
+    (what LLVM compiles) are the same as when the splitter found the twins."""
+    merged, apart = llvm_text(TWO_LAYERS, fuse=False), llvm_text(TWO_LAYERS, fuse=False, merge=False)
+    defined = lambda text: [line for line in text.split("\n") if line.startswith('define void @"main__')]  # noqa: E731
+    assert 0 < len(defined(merged)) < len(defined(apart))
+    units = lambda text: sorted(u.text for u in kernels.split_units(text, keep={"main"}) or [] if u.name != "main")  # noqa: E731
+    assert units(merged) == units(apart)
+
+
 def test_repeated_kernels_are_one_unit():
-    text = llvm_text(TWO_LAYERS, fuse=False)  # an op per kernel: the layers' are alike
+    # an op per kernel: the layers' are alike (merge-kernels off, so the splitter sees the twins)
+    text = llvm_text(TWO_LAYERS, fuse=False, merge=False)
     units = kernels.split_units(text, keep={"main"})
     assert units is not None
     names = [u.name for u in units]
