@@ -738,7 +738,7 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
     from mlfuse.backend.llvm_translate import to_llvmlite
 
     constants: dict[str, bytes] = {}
-    with internal_errors("LLVM translation", lowered):
+    with internal_errors("LLVM translation", lowered, changes_module=False):  # it reads the module
         objects, keys = cpu.compile_units(to_llvmlite(lowered, external=constants), keep=_public_functions(module) | {entry})
     if constants:
         cache.store_object("constants-" + key, pack_constants(constants))

@@ -173,6 +173,30 @@ def test_crashing_pass_is_an_internal_error_with_a_reproducer(monkeypatch, tmp_p
     assert "RUN: mlfuse-opt %s -p 'crash-for-test'" in text and "graph.reduce_mean" in text
 
 
+def test_crashing_translation_leaves_the_lowered_module(monkeypatch, tmp_path):
+    """An exception in the LLVM translation (which reads the lowered module and changes
+    nothing, so no copy is kept): an internal error, and the llvm-dialect module as the
+    reproducer."""
+    from mlfuse.backend import llvm_translate
+
+    def crash(module, **_):
+        raise RuntimeError("translation boom")
+
+    monkeypatch.setattr(llvm_translate, "to_llvmlite", crash)
+    monkeypatch.setattr(diagnostics.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    import mlfuse.api as api
+
+    monkeypatch.setattr(api, "_MEMORY_CACHE", type(api._MEMORY_CACHE)())  # an earlier compile must not answer
+    with pytest.raises(Diagnostic) as info:
+        mlfuse.compile(os.path.join(REPO, "examples/layernorm.mlir"))
+    d = info.value
+    assert d.message.startswith("internal error: LLVM translation failed: RuntimeError: translation boom")
+    with open(d.context.removeprefix("reproducer written to ")) as f:
+        text = f.read()
+    assert "llvm.func" in text and "graph." not in text
+
+
 def test_reproducers_keep_the_newest(monkeypatch, tmp_path):
     monkeypatch.setattr(diagnostics.tempfile, "tempdir", str(tmp_path))
     paths = [diagnostics.write_reproducer(f"// {i}\n", ["test"]) for i in range(diagnostics.REPRODUCERS_KEPT + 5)]
