@@ -677,7 +677,7 @@ class RemOp(BinaryElementwiseOp):
 @irdl_op_definition
 class PowOp(BinaryElementwiseOp):
     name = "graph.pow"
-    traits = traits_def(Elementwise(cost=16.0))
+    traits = traits_def(Elementwise(cost=16.0), _canonicalization("pow_patterns"))
     FLOAT_ONLY: ClassVar[bool] = True
 
 

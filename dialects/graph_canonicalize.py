@@ -7,6 +7,7 @@
   type, a transpose by the identity permutation, a cast to the same type;
 - chains collapse: broadcast of broadcast, transpose of transpose (removed when
   the composed permutation is the identity), reshape of reshape;
+- powers by 1, 2 and 3 become multiplies (`PowBySmallIntegers`);
 - small constants fold: an elementwise, broadcast, reshape or transpose op whose
   operands are all `graph.constant`s becomes one `graph.constant`, computed by
   the numpy reference (`mlfuse.reference.evaluate`), so folding means exactly
@@ -260,11 +261,51 @@ def is_scalar_broadcast(op: Operation) -> bool:
     return isinstance(op, graph.BroadcastOp) and not graph.shape_of(op.input) and defining(op.input, graph.ConstantOp) is not None
 
 
+def splat_exponent(v: SSAValue) -> float | None:
+    """The value of a splat float constant (dense, or a broadcast rank-0 one), else None."""
+    constant = defining(v, graph.ConstantOp) or scalar_under_broadcast(v)
+    element = splat_element(constant) if isinstance(constant, graph.ConstantOp) else None
+    return float(element[0]) if element is not None and element.dtype.kind == "f" else None
+
+
+class PowBySmallIntegers(RewritePattern):
+    """pow(x, 1) -> x, pow(x, 2) -> x * x, pow(x, 3) -> (x * x) * x.
+
+    The exponent is a splat constant. x * x is pow(x, 2) exactly (each is the correctly
+    rounded square); (x * x) * x rounds twice, within an ulp of pow(x, 3), as onnxruntime
+    computes it. Special values keep their powers: NaN stays NaN, (-inf)^3 = -inf,
+    (-0)^3 = -0, (-0)^2 = +0, and overflow and underflow happen alike. The multiplies
+    vectorize as they are, where pow expands to exp(y log|x|) with sign fixes
+    (GPT-2's tanh GELU: x^3 for every activation).
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.PowOp, rewriter: PatternRewriter) -> None:
+        exponent = splat_exponent(op.rhs)
+        if exponent not in (1.0, 2.0, 3.0):
+            return
+        x = op.lhs
+        if exponent == 1.0:
+            rewriter.replace(op, [], [x])
+            return
+        square = graph.MulOp(x, x)
+        if exponent == 2.0:
+            replace_with(rewriter, op, square)
+            return
+        square.location = op.location
+        rewriter.insert(square, InsertPoint.before(op))
+        replace_with(rewriter, op, graph.MulOp(square.result, x))
+
+
 FOLD_CONSTANTS = FoldConstantOperands()
 
 
 def elementwise_patterns() -> tuple[RewritePattern, ...]:
     return (FOLD_CONSTANTS,)
+
+
+def pow_patterns() -> tuple[RewritePattern, ...]:
+    return (PowBySmallIntegers(), FOLD_CONSTANTS)
 
 
 def cast_patterns() -> tuple[RewritePattern, ...]:

@@ -134,6 +134,25 @@ def test_pow_special_values(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("exponent", [1.0, 2.0, 3.0])
+def test_powers_by_small_integer_constants(exponent, dtype):
+    """pow(x, c) for c = 1, 2, 3 becomes multiplies (canonicalize: PowBySmallIntegers):
+    x and x * x are numpy's exactly, (x * x) * x within one rounding of its correctly
+    rounded cube; special values, overflow and underflow as numpy has them."""
+    rng = np.random.default_rng(21)
+    special = [0.0, -0.0, 1.0, -1.0, INF, -INF, NAN, 1e-30, -1e-30, 3e38, -3e38, 1e13, -1e13, 1e-15]
+    x = np.concatenate([np.array(special), rng.standard_normal(500) * 10.0 ** rng.integers(-6, 7, 500)]).astype(dtype)
+    b = GraphBuilder()
+    xs = b.input("x", x.shape, dtype)
+    b.output(b.pow(xs, b.constant(exponent, dtype)))
+    got = run_poisoned(mlfuse.compile(b.module()), x)
+    with np.errstate(all="ignore"):
+        want = np.power(x, np.array(exponent, dtype))
+    eps = float(np.finfo(dtype).eps)
+    assert_ieee_equal(got, want, 0.0 if exponent < 3 else 2 * eps, x.tolist())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_special_values(name, dtype):
     x = np.array(UNARY_X, dtype)

@@ -237,3 +237,38 @@ func.func @keep_out_of_range_cast() -> tensor<2xi32> {
   %i = graph.cast %c : tensor<2xf32> -> tensor<2xi32>
   func.return %i : tensor<2xi32>
 }
+
+// Powers by 1, 2 and 3 (a splat exponent: a broadcast rank-0 constant or a dense splat)
+// become multiplies.
+// CHECK-LABEL: func.func @small_integer_powers
+// CHECK-NEXT:    %0 = graph.mul %x, %x : tensor<4x8xf32>
+// CHECK-NEXT:    %cube = graph.mul %0, %x : tensor<4x8xf32>
+// CHECK-NEXT:    %square = graph.mul %cube, %cube : tensor<4x8xf32>
+// CHECK-NEXT:    func.return %square, %x : tensor<4x8xf32>, tensor<4x8xf32>
+func.func @small_integer_powers(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %three = graph.constant dense<3.0> : tensor<f32>
+  %b = graph.broadcast %three {dims = array<i64>} : tensor<f32> -> tensor<4x8xf32>
+  %cube = graph.pow %x, %b : tensor<4x8xf32>
+  %two = graph.constant dense<2.0> : tensor<4x8xf32>
+  %square = graph.pow %cube, %two : tensor<4x8xf32>
+  %one = graph.constant dense<1.0> : tensor<4x8xf32>
+  %same = graph.pow %x, %one : tensor<4x8xf32>
+  func.return %square, %same : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// Must not become multiplies: other exponents, a non-splat exponent, a run-time one.
+// CHECK-LABEL: func.func @other_powers
+// CHECK:         %a = graph.pow %x, %half
+// CHECK:         %b = graph.pow %x, %four
+// CHECK:         %c = graph.pow %x, %mixed
+// CHECK:         %d = graph.pow %x, %y
+func.func @other_powers(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+  %half = graph.constant dense<0.5> : tensor<2xf32>
+  %a = graph.pow %x, %half : tensor<2xf32>
+  %four = graph.constant dense<4.0> : tensor<2xf32>
+  %b = graph.pow %x, %four : tensor<2xf32>
+  %mixed = graph.constant dense<[2.0, 3.0]> : tensor<2xf32>
+  %c = graph.pow %x, %mixed : tensor<2xf32>
+  %d = graph.pow %x, %y : tensor<2xf32>
+  func.return %a, %b, %c, %d : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+}
