@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import mlfuse
 from mlfuse import pipelines
-from mlfuse.api import module_text, run_pipeline
+from mlfuse.api import aligned_empty, module_text, run_pipeline
 from mlfuse.backend import cpu
 from mlfuse.backend.gemm_kernels import (
     I64,
@@ -28,6 +28,7 @@ from mlfuse.backend.gemm_kernels import (
     Window,
     blocking_for,
     define_gemm_kernels,
+    prepack_b,
 )
 from mlfuse.frontend.builder import GraphBuilder
 
@@ -93,6 +94,26 @@ def test_kernel_matches_numpy(isa, dims, dtype):
     a, b, c = operands(np.random.default_rng(sum(dims)), shape)
     kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
     check(c, a, b)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("isa", sorted(FEATURES))
+@pytest.mark.parametrize("dims", [(1, 20, 37, 300), (2, 5, 64, 16), (1, 1, 1000, 40), (3, 13, 49, 520)])
+def test_prepacked_b_gives_the_same_bits(isa, dims, dtype):
+    """A constant B laid out as panels at compile time (prepack_b; the kernel reads them in
+    place, no packing) gives the plain kernel's result bit for bit: the same fma chains.
+    The shapes cover partial panels, several depth blocks, batches and m <= MR (which the
+    plain kernel runs unpacked)."""
+    plain = GemmShape(*dims, dtype=dtype)
+    packed = GemmShape(*dims, dtype=dtype, packed_b=True)
+    a, b, want = operands(np.random.default_rng(sum(dims)), plain)
+    got = np.full_like(want, np.nan)
+    panels = aligned_empty(prepack_b(b, packed, FEATURES[isa]).shape, b.dtype)  # as the loader binds constants
+    panels[...] = prepack_b(b, packed, FEATURES[isa])
+    kernel(plain, FEATURES[isa])(0, plain.tasks, a.ctypes.data, b.ctypes.data, want.ctypes.data)
+    kernel(packed, FEATURES[isa])(0, packed.tasks, a.ctypes.data, panels.ctypes.data, got.ctypes.data)
+    check(want, a, b)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_tall_narrow_products_slice_rows():
@@ -190,6 +211,31 @@ def test_compiled_graph_uses_the_kernel_on_threads(dims, dtype):
     blas_steps = [s if s != "convert-to-llvm" else "convert-to-llvm{gemm=blas}" for s in pipelines.cpu_pipeline()]
     (blas_out,) = mlfuse.compile(module, passes=blas_steps)(xs, ws)
     np.testing.assert_allclose(blas_out, out, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("dims", [(1, 64, 300, 520), (3, 40, 90, 80), (1, 1, 1000, 300)])
+def test_constant_weights_are_laid_out_as_panels(dims, dtype):
+    """x @ W with W a constant: the kernel reads W's panels as the translation laid them
+    out (`_pb`, no packing at run time), with the result of the kernel that packs W from
+    an input (the same fma chains, so the same bits); outputs poisoned first."""
+    batch, m, n, k = dims
+    t = NUMPY[dtype]
+    rng = np.random.default_rng(7)
+    xs = rng.standard_normal((batch, m, k)).astype(t)
+    ws = rng.standard_normal((batch, k, n)).astype(t)
+    b = GraphBuilder()
+    b.output(b.matmul(b.input("x", (batch, m, k), dtype), b.constant(ws)))
+    module = b.module()
+    assert GemmShape(batch, m, n, k, dtype, packed_b=True).symbol in module_text(
+        run_pipeline(module.clone(), pipelines.cpu_pipeline()))
+    out = np.full((batch, m, n), np.nan, t)
+    mlfuse.compile(module)(xs, out=out)
+    check(out, xs, ws)
+    given = GraphBuilder()
+    given.output(given.matmul(given.input("x", (batch, m, k), dtype), given.input("w", (batch, k, n), dtype)))
+    (plain,) = mlfuse.compile(given.module())(xs, ws)
+    np.testing.assert_array_equal(out, plain)
 
 
 def test_freed_engines_leave_the_compiler_working():

@@ -28,6 +28,9 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
               for k in KC: acc[i][v] = fma(splat(A[i0+i, pc+k]), packed[k, v], acc[i][v])
               C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
 
+A kernel `..._pb` (GemmShape.packed_b) reads B already packed: a constant that the
+translation laid out as these panels (prepack_b), so the packing step is skipped.
+
 MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
 AVX2: 6 x 2 of 16 ymm; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
 result does not depend on the blocking or the thread count. Why not BLAS: the
@@ -41,6 +44,7 @@ import re
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
+import numpy as np
 
 TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
@@ -87,12 +91,14 @@ class GemmShape:
     k: int
     dtype: str = "f32"
     window: Window | None = None  # B is an image's patches (n = out_h * out_w)
+    packed_b: bool = False  # B is a constant laid out as the kernel's panels (prepack_b)
 
     @property
     def symbol(self) -> str:
         base = f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
         w = self.window
-        return base if w is None else f"{base}_w{w.kh}x{w.kw}x{w.hp}x{w.wp}"
+        base = base if w is None else f"{base}_w{w.kh}x{w.kw}x{w.hp}x{w.wp}"
+        return base + "_pb" if self.packed_b else base
 
     @property
     def column_tasks(self) -> int:
@@ -115,12 +121,14 @@ class GemmShape:
 
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
-        match = re.fullmatch(re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?", name)
+        match = re.fullmatch(
+            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pb)?", name
+        )
         if match is None:
             return None
-        dims = [int(g) if g is not None else None for g in match.groups()[1:]]
+        dims = [int(g) if g is not None else None for g in match.groups()[1:9]]
         window = Window(*dims[4:]) if dims[4] is not None else None  # type: ignore[arg-type]
-        return GemmShape(*dims[:4], dtype=match.group(1), window=window)  # type: ignore[arg-type]
+        return GemmShape(*dims[:4], dtype=match.group(1), window=window, packed_b=match.group(10) is not None)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -146,19 +154,47 @@ def blocking_for(features: str) -> Blocking:
     return Blocking(vw=4, mr=4, nr_vecs=2, kc=256)  # SSE: 8 of 16 xmm
 
 
+def element_blocking(blocking: Blocking, dtype: str) -> Blocking:
+    """The blocking of `dtype`'s kernels: f64 has half the lanes per vector, the same registers."""
+    if ELEMENTS[dtype][1] == 8:
+        return Blocking(vw=blocking.vw // 2, mr=blocking.mr, nr_vecs=blocking.nr_vecs, kc=blocking.kc)
+    return blocking
+
+
+def prepack_b(b: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
+    """B (batch x k x n) in the layout the kernel of `shape` with packed_b reads: per batch,
+    for each depth block of KC rows, its NR-column panels one after another, each
+    kc x NR row-major, zero-padded past column n. The panel of rows [pc, pc + kc) and
+    columns [j0, j0 + NR) starts at b*k*P*NR + pc*P*NR + j0*kc (P panels): what the
+    packing would write at run time, done once at compile time for a constant B."""
+    blk = element_blocking(blocking_for(features), shape.dtype)
+    panels = -(-shape.n // blk.nr)
+    padded = np.zeros((shape.batch, shape.k, panels * blk.nr), b.dtype)
+    padded[:, :, : shape.n] = b.reshape(shape.batch, shape.k, shape.n)
+    blocks = []
+    for pc in range(0, shape.k, blk.kc):
+        block = padded[:, pc : pc + blk.kc].reshape(shape.batch, -1, panels, blk.nr)
+        blocks.append(block.transpose(0, 2, 1, 3).reshape(shape.batch, -1))
+    return np.ascontiguousarray(np.concatenate(blocks, axis=1))
+
+
+def prepacked_b_bytes(shape: GemmShape) -> int:
+    """Room for prepack_b's layout under any blocking: TASK_COLUMNS is a multiple of every NR."""
+    return shape.batch * shape.k * -(-shape.n // TASK_COLUMNS) * TASK_COLUMNS * ELEMENTS[shape.dtype][1]
+
+
 class _Kernels:
     """The functions of one GEMM shape, written into one llvmlite module."""
 
     def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
         self.el, self.ebytes = ELEMENTS[shape.dtype]
-        if self.ebytes == 8:  # half the lanes per vector, the same registers
-            blocking = Blocking(vw=blocking.vw // 2, mr=blocking.mr, nr_vecs=blocking.nr_vecs, kc=blocking.kc)
+        blocking = element_blocking(blocking, shape.dtype)
         assert TASK_COLUMNS % blocking.nr == 0
         self.module, self.shape, self.blk = module, shape, blocking
         # at most one block of rows: each element of B is used by one micro-kernel call,
         # so packing would only copy it (a GEMV, a classifier head: 1 x 1280 @ 1280 x 1000)
         # (an image's patches are always packed: packing is what reads them)
-        self.unpacked = shape.m <= blocking.mr and shape.window is None
+        self.unpacked = shape.m <= blocking.mr and shape.window is None and not shape.packed_b
         self.vec = ir.VectorType(self.el, blocking.vw)
         self.vec_align = min(64, blocking.vw * self.ebytes)  # packed vectors sit at multiples of a vector
         self.mask_type = ir.VectorType(I1, blocking.vw)
@@ -432,9 +468,16 @@ class _Kernels:
             b_base = b.gep(bm, [b.mul(batch, image)], source_etype=self.el)
         c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
 
+        panels = -(-s.n // blk.nr)
+        if s.packed_b:  # the depth block of this batch's panels (prepack_b)
+            b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * panels * blk.nr)),
+                                      b.mul(pc, ir.Constant(I64, panels * blk.nr)))], source_etype=self.el)
+
         def slot(b, j0):  # panel (j0 - col0) / NR of the task, KC x NR floats each; or B itself
             if self.unpacked:
                 return b.gep(b_base, [j0], source_etype=self.el)
+            if s.packed_b:
+                return b.gep(b_base, [b.mul(j0, kc)], source_etype=self.el)
             return b.gep(packed, [b.mul(b.sub(j0, col0), ir.Constant(I64, blk.kc))], source_etype=self.el)
 
         def pack(b, j0, _):
@@ -445,7 +488,7 @@ class _Kernels:
             self.for_panel_width(b, j0, lambda b, width: b.call(self.pack_fn(width), [source, slot(b, j0), kc]))
             return []
 
-        if not self.unpacked:
+        if not self.unpacked and not s.packed_b:
             self.counted_loop(b, col0, col1, blk.nr, pack)
 
         def row_block(b, i0, _):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xdsl.builder import Builder
-from xdsl.dialects import llvm
-from xdsl.dialects.builtin import Float32Type, MemRefType, i8, i32, i64
+from xdsl.dialects import llvm, memref
+from xdsl.dialects.builtin import Float32Type, MemRefType, ModuleOp, StringAttr, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -20,6 +21,9 @@ from xdsl.rewriter import InsertPoint
 from mlfuse import abi
 from mlfuse.conversion.to_llvm import PTR, Declarations, Emitter, replace_op
 from mlfuse.dialects import loop
+
+if TYPE_CHECKING:
+    from mlfuse.backend.gemm_kernels import GemmShape
 
 
 def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, trip: int, grain: int, args: list[SSAValue]) -> None:
@@ -141,6 +145,7 @@ class GemmLowering(RewritePattern):
 
     declarations: Declarations
     gemm: str = "generated"
+    packed_b: frozenset[loop.GemmOp] = frozenset()  # products whose B the translation lays out (prepack_b)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.GemmOp, rewriter: PatternRewriter) -> None:
@@ -148,18 +153,73 @@ class GemmLowering(RewritePattern):
         if self.gemm == "blas" and op.window is None:  # BLAS has no implicit im2col
             emit_blas_gemm(e, self.declarations, op)
         else:
-            from mlfuse.backend.gemm_kernels import GemmShape, Window
-
-            ta, tb, tc = op.a.type, op.b.type, op.c.type
-            assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
-            *batch, m, k = ta.get_shape()
-            dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
-            window = op.window_size
-            image = Window(*window, *tb.get_shape()[-2:]) if window is not None else None
-            shape = GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image)
+            shape = gemm_shape(op, op in self.packed_b)
             self.declarations.declare(rewriter, op, shape.symbol, None, [i64, i64, PTR, PTR, PTR])
             emit_team_call(e, self.declarations, op, shape.symbol, shape.tasks, 1, [e.v(op.a), e.v(op.b), e.v(op.c)])
         replace_op(rewriter, op)
+
+
+def gemm_shape(op: loop.GemmOp, packed_b: bool = False) -> GemmShape:
+    """The generated kernel that runs `op` (its symbol names the shape)."""
+    from mlfuse.backend.gemm_kernels import GemmShape, Window
+
+    ta, tb, tc = op.a.type, op.b.type, op.c.type
+    assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
+    *batch, m, k = ta.get_shape()
+    dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
+    window = op.window_size
+    image = Window(*window, *tb.get_shape()[-2:]) if window is not None else None
+    return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b)
+
+
+PACKED_B_ATTR = "mlfuse.packed_b"  # on a memref.global: the GEMM kernel whose panels it holds
+
+
+def constant_b_products(module: ModuleOp) -> frozenset[loop.GemmOp]:
+    """The products whose B is a constant that nothing else reads (a linear layer's
+    weights: x @ W), so that the translation can store it as the kernel's panels
+    (gemm_kernels.prepack_b) and the kernel skips packing; each such global is marked
+    PACKED_B_ATTR with its kernel's symbol. Every use of the global (through views) must
+    be the B of a product of one shape, not over a window."""
+    users: dict[str, list[Operation]] = {}
+    for op in module.walk():
+        if isinstance(op, memref.GetGlobalOp):
+            users.setdefault(op.name_.root_reference.data, []).extend(_through_views(op.memref))
+    globals_ = {g.sym_name.data: g for g in module.ops if isinstance(g, memref.GlobalOp)}
+    chosen: set[loop.GemmOp] = set()
+    for name, uses in users.items():
+        g = globals_.get(name)
+        products = [u for u in uses if isinstance(u, loop.GemmOp) and u.window is None and _reads_as_b(u, name)]
+        if g is None or g.constant is None or not products or len(products) != len(uses):
+            continue
+        shapes = {gemm_shape(u, packed_b=True) for u in products}
+        if len(shapes) == 1:
+            g.attributes[PACKED_B_ATTR] = StringAttr(shapes.pop().symbol)
+            chosen.update(products)  # type: ignore[arg-type]
+    return frozenset(chosen)
+
+
+def _through_views(value: SSAValue) -> list[Operation]:
+    """The ops that read `value`, looking through loop.view (the same bytes, reshaped)."""
+    found = []
+    for use in value.uses:
+        if isinstance(use.operation, loop.ViewOp):
+            found += _through_views(use.operation.result)
+        else:
+            found.append(use.operation)
+    return found
+
+
+def _global_read(value: SSAValue) -> str | None:
+    """The global that `value` is (a memref.get_global, through views), else None."""
+    while isinstance(value.owner, loop.ViewOp):
+        value = value.owner.source
+    return value.owner.name_.root_reference.data if isinstance(value.owner, memref.GetGlobalOp) else None
+
+
+def _reads_as_b(op: loop.GemmOp, name: str) -> bool:
+    """`op` reads global `name` as its B and as nothing else."""
+    return _global_read(op.b) == name and name not in (_global_read(op.a), _global_read(op.c))
 
 
 def emit_blas_gemm(e: Emitter, decl: Declarations, op: loop.GemmOp) -> None:
@@ -197,6 +257,8 @@ def omp_runtime_patterns(declarations: Declarations) -> list[RewritePattern]:
     return [ParallelCallLowering(declarations)]
 
 
-def gemm_patterns(declarations: Declarations, gemm: str = "generated") -> list[RewritePattern]:
-    return [GemmLowering(declarations, gemm)]
+def gemm_patterns(
+    declarations: Declarations, gemm: str = "generated", packed_b: frozenset[loop.GemmOp] = frozenset()
+) -> list[RewritePattern]:
+    return [GemmLowering(declarations, gemm, packed_b)]
 

@@ -632,9 +632,19 @@ class GlobalLowering(RewritePattern):
         data = value.data.data
         if len(data) != nbytes:  # a splat stored once
             data = data * (nbytes // max(1, len(data)))
-        array = llvm.LLVMArrayType(len(data), i8)
+        size = len(data)
+        packed_for = op.attributes.get("mlfuse.packed_b")  # B of a GEMM kernel: laid out at translation
+        if isinstance(packed_for, StringAttr):
+            from mlfuse.backend.gemm_kernels import GemmShape, prepacked_b_bytes
+
+            shape = GemmShape.from_symbol(packed_for.data)
+            assert shape is not None
+            size = prepacked_b_bytes(shape)
+        array = llvm.LLVMArrayType(size, i8)
         g = llvm.GlobalOp(array, op.sym_name, llvm.LinkageAttr("internal"), constant=True, alignment=abi.ALIGNMENT)
         g.attributes["mlfuse.bytes"] = StringAttr(data.hex())
+        if isinstance(packed_for, StringAttr):
+            g.attributes["mlfuse.packed_b"] = packed_for
         rewriter.replace(op, g)
 
 
@@ -919,9 +929,10 @@ def cpu_patterns(
     module: ModuleOp, fast_math: bool = False, gemm: str = "generated", output_alignment: int = abi.ALIGNMENT
 ) -> list[RewritePattern]:
     """Every pattern convert-to-llvm applies to a module for the CPU."""
-    from mlfuse.conversion.llvm_runtime import gemm_patterns, omp_runtime_patterns
+    from mlfuse.conversion.llvm_runtime import constant_b_products, gemm_patterns, omp_runtime_patterns
 
     declarations = Declarations()
+    packed_b = constant_b_products(module) if gemm == "generated" else frozenset()  # BLAS reads B as it is
     return [
         *func_patterns(parameter_alignment(module, output_alignment)),
         *cf_patterns(),
@@ -929,7 +940,7 @@ def cpu_patterns(
         *libm_patterns(declarations),
         *memref_patterns(declarations),
         *omp_runtime_patterns(declarations),
-        *gemm_patterns(declarations, gemm),
+        *gemm_patterns(declarations, gemm, packed_b),
     ]
 
 
