@@ -28,6 +28,7 @@ from mlfuse.backend.gemm_kernels import (
     Window,
     blocking_for,
     define_gemm_kernels,
+    prepack_a,
     prepack_b,
 )
 from mlfuse.frontend.builder import GraphBuilder
@@ -79,6 +80,8 @@ def test_symbol_round_trip():
     assert GemmShape.from_symbol(GemmShape(1, 2, 3, 4, "f64").symbol) == GemmShape(1, 2, 3, 4, "f64")
     assert GemmShape.from_symbol(shape.symbol + "_micro8x48") is None
     assert GemmShape.from_symbol("mlfuse_sgemm") is None
+    for packed in (GemmShape(2, 3, 4, 5, packed_a=True), GemmShape(2, 3, 4, 5, packed_b=True, packed_a=True)):
+        assert GemmShape.from_symbol(packed.symbol) == packed
     assert shape.tasks == 12 * 2
 
 
@@ -99,21 +102,29 @@ def test_kernel_matches_numpy(isa, dims, dtype):
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("isa", sorted(FEATURES))
 @pytest.mark.parametrize("dims", [(1, 20, 37, 300), (2, 5, 64, 16), (1, 1, 1000, 40), (3, 13, 49, 520)])
-def test_prepacked_b_gives_the_same_bits(isa, dims, dtype):
-    """A constant B laid out as panels at compile time (prepack_b; the kernel reads them in
-    place, no packing) gives the plain kernel's result bit for bit: the same fma chains.
-    The shapes cover partial panels, several depth blocks, batches and m <= MR (which the
-    plain kernel runs unpacked)."""
+@pytest.mark.parametrize("packing", [(False, True), (True, False), (True, True)])
+def test_prepacked_operands_give_the_same_bits(isa, dims, dtype, packing):
+    """Constants laid out at compile time as the kernel reads them (prepack_a: row panels;
+    prepack_b: column panels, no packing at run time) give the plain kernel's result bit
+    for bit: the same fma chains. The shapes cover partial panels, several depth blocks,
+    batches and m <= MR (which the plain kernel runs unpacked)."""
+    packed_a, packed_b = packing
     plain = GemmShape(*dims, dtype=dtype)
-    packed = GemmShape(*dims, dtype=dtype, packed_b=True)
+    packed = GemmShape(*dims, dtype=dtype, packed_b=packed_b, packed_a=packed_a)
     a, b, want = operands(np.random.default_rng(sum(dims)), plain)
     got = np.full_like(want, np.nan)
-    panels = aligned_empty(prepack_b(b, packed, FEATURES[isa]).shape, b.dtype)  # as the loader binds constants
-    panels[...] = prepack_b(b, packed, FEATURES[isa])
+    aa = aligned_copy(prepack_a(a, packed, FEATURES[isa]) if packed_a else a)  # as the loader binds constants
+    bb = aligned_copy(prepack_b(b, packed, FEATURES[isa]) if packed_b else b)
     kernel(plain, FEATURES[isa])(0, plain.tasks, a.ctypes.data, b.ctypes.data, want.ctypes.data)
-    kernel(packed, FEATURES[isa])(0, packed.tasks, a.ctypes.data, panels.ctypes.data, got.ctypes.data)
+    kernel(packed, FEATURES[isa])(0, packed.tasks, aa.ctypes.data, bb.ctypes.data, got.ctypes.data)
     check(want, a, b)
     np.testing.assert_array_equal(got, want)
+
+
+def aligned_copy(x: np.ndarray) -> np.ndarray:
+    out = aligned_empty(x.shape, x.dtype)
+    out[...] = x
+    return out
 
 
 def test_tall_narrow_products_slice_rows():
@@ -218,7 +229,8 @@ def test_compiled_graph_uses_the_kernel_on_threads(dims, dtype):
 def test_constant_weights_are_laid_out_as_panels(dims, dtype):
     """x @ W with W a constant: the kernel reads W's panels as the translation laid them
     out (`_pb`, no packing at run time), with the result of the kernel that packs W from
-    an input (the same fma chains, so the same bits); outputs poisoned first."""
+    an input (the same fma chains, so the same bits); W @ x likewise reads W's row panels
+    (`_pa`); outputs poisoned first."""
     batch, m, n, k = dims
     t = NUMPY[dtype]
     rng = np.random.default_rng(7)
@@ -236,6 +248,17 @@ def test_constant_weights_are_laid_out_as_panels(dims, dtype):
     given.output(given.matmul(given.input("x", (batch, m, k), dtype), given.input("w", (batch, k, n), dtype)))
     (plain,) = mlfuse.compile(given.module())(xs, ws)
     np.testing.assert_array_equal(out, plain)
+    # and a constant A (W @ x: a convolution's weights over its patches), as row panels
+    wa = rng.standard_normal((batch, m, k)).astype(t)
+    xb = rng.standard_normal((batch, k, n)).astype(t)
+    left = GraphBuilder()
+    left.output(left.matmul(left.constant(wa), left.input("x", (batch, k, n), dtype)))
+    assert GemmShape(batch, m, n, k, dtype, packed_a=True).symbol in module_text(
+        run_pipeline(left.module(), pipelines.cpu_pipeline()))
+    out_a = np.full((batch, m, n), np.nan, t)
+    mlfuse.compile(left.module())(xb, out=out_a)
+    (plain_a,) = mlfuse.compile(given.module())(wa, xb)
+    np.testing.assert_array_equal(out_a, plain_a)
 
 
 def test_freed_engines_leave_the_compiler_working():

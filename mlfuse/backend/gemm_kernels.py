@@ -29,7 +29,9 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
               C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
 
 A kernel `..._pb` (GemmShape.packed_b) reads B already packed: a constant that the
-translation laid out as these panels (prepack_b), so the packing step is skipped.
+translation laid out as these panels (prepack_b), so the packing step is skipped. A
+kernel `..._pa` reads a constant A laid out as panels of MR rows, k x MR each
+(prepack_a): the micro-kernel's loads of A are then one sequential stream.
 
 MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
 AVX2: 6 x 2 of 16 ymm; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
@@ -92,13 +94,14 @@ class GemmShape:
     dtype: str = "f32"
     window: Window | None = None  # B is an image's patches (n = out_h * out_w)
     packed_b: bool = False  # B is a constant laid out as the kernel's panels (prepack_b)
+    packed_a: bool = False  # A is a constant laid out as the kernel's row panels (prepack_a)
 
     @property
     def symbol(self) -> str:
         base = f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
         w = self.window
         base = base if w is None else f"{base}_w{w.kh}x{w.kw}x{w.hp}x{w.wp}"
-        return base + "_pb" if self.packed_b else base
+        return base + ("_pa" if self.packed_a else "") + ("_pb" if self.packed_b else "")
 
     @property
     def column_tasks(self) -> int:
@@ -122,13 +125,14 @@ class GemmShape:
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
         match = re.fullmatch(
-            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pb)?", name
+            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pa)?(_pb)?", name
         )
         if match is None:
             return None
         dims = [int(g) if g is not None else None for g in match.groups()[1:9]]
         window = Window(*dims[4:]) if dims[4] is not None else None  # type: ignore[arg-type]
-        return GemmShape(*dims[:4], dtype=match.group(1), window=window, packed_b=match.group(10) is not None)  # type: ignore[arg-type]
+        packed_a, packed_b = match.group(10) is not None, match.group(11) is not None
+        return GemmShape(*dims[:4], dtype=match.group(1), window=window, packed_b=packed_b, packed_a=packed_a)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,29 @@ def prepack_b(b: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
         block = padded[:, pc : pc + blk.kc].reshape(shape.batch, -1, panels, blk.nr)
         blocks.append(block.transpose(0, 2, 1, 3).reshape(shape.batch, -1))
     return np.ascontiguousarray(np.concatenate(blocks, axis=1))
+
+
+def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
+    """A (batch x m x k) in the layout the kernel of `shape` with packed_a reads: per batch,
+    panels of MR rows (the last zero-padded), each k x MR (the MR values of one depth
+    contiguous), so that a micro-kernel's loads of A are one sequential stream. Row r,
+    depth p is at b*M*k + (r - r % MR)*k + p*MR + r % MR (M: m rounded up to MR)."""
+    mr = element_blocking(blocking_for(features), shape.dtype).mr
+    rows = -(-shape.m // mr) * mr
+    padded = np.zeros((shape.batch, rows, shape.k), a.dtype)
+    padded[:, : shape.m] = a.reshape(shape.batch, shape.m, shape.k)
+    panels = padded.reshape(shape.batch, rows // mr, mr, shape.k).transpose(0, 1, 3, 2)
+    return np.ascontiguousarray(panels.reshape(shape.batch, -1))
+
+
+def prepacked_a_bytes(shape: GemmShape) -> int:
+    """Room for prepack_a's layout under any blocking: ROW_SLICE is a multiple of every MR."""
+    return shape.batch * -(-shape.m // ROW_SLICE) * ROW_SLICE * shape.k * ELEMENTS[shape.dtype][1]
+
+
+def prepacked_bytes(shape: GemmShape, operand: str) -> int:
+    """The room prepack_a ("a") or prepack_b ("b") needs under any blocking."""
+    return prepacked_a_bytes(shape) if operand == "a" else prepacked_b_bytes(shape)
 
 
 def prepacked_b_bytes(shape: GemmShape) -> int:
@@ -367,7 +394,7 @@ class _Kernels:
         n apart, the last panel's loads masked)."""
         if (rows, width, direct) in self.micro:
             return self.micro[(rows, width, direct)]
-        blk, k_dim, n = self.blk, self.shape.k, self.shape.n
+        blk, n = self.blk, self.shape.n
         vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
         suffix = "_direct" if direct else ""
         fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1])
@@ -389,7 +416,7 @@ class _Kernels:
                 bv = [b.load(ptr, typ=self.vec, align=self.vec_align) for ptr in at]
             out = []
             for i in range(rows):
-                a_ik = b.load(b.gep(a, [b.add(ir.Constant(I64, i * k_dim), k)], source_etype=self.el), typ=self.el, align=self.ebytes)
+                a_ik = b.load(b.gep(a, [self.a_offset(b, i, k)], source_etype=self.el), typ=self.el, align=self.ebytes)
                 splat = self.splat(b, a_ik)
                 for j, _ in enumerate(vecs):
                     out.append(b.call(self.fma, [splat, bv[j], acc[i * len(vecs) + j]]))
@@ -403,17 +430,27 @@ class _Kernels:
         self.micro[(rows, width, direct)] = fn
         return fn
 
+    def a_offset(self, b: ir.IRBuilder, i: int, k):
+        """Where A's element (row i of the tile, depth k) is, from the tile's A pointer."""
+        if self.shape.packed_a:
+            return b.add(b.mul(k, ir.Constant(I64, self.blk.mr)), ir.Constant(I64, i))
+        return b.add(ir.Constant(I64, i * self.shape.k), k)
+
+    def a_rows(self, b: ir.IRBuilder, a_block, i0):
+        """The A pointer of the tile at row i0 (a multiple of MR)."""
+        return b.gep(a_block, [b.mul(i0, ir.Constant(I64, self.shape.k))], source_etype=self.el)
+
     def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple) -> None:
         """One panel of `width` columns (packed, or B itself when `unpacked`) against the
         row blocks of A in rows = (row0, row1): row0 a multiple of MR, row1 one too or m."""
         direct = self.unpacked
-        m, k_dim, n, mr = self.shape.m, self.shape.k, self.shape.n, self.blk.mr
+        m, n, mr = self.shape.m, self.shape.n, self.blk.mr
         full, (row0, row1) = m - m % mr, rows
         if full:
             micro = self.micro_fn(mr, width, direct)
 
             def block(b, i0, _):
-                a_rows = b.gep(a_block, [b.mul(i0, ir.Constant(I64, k_dim))], source_etype=self.el)
+                a_rows = self.a_rows(b, a_block, i0)
                 c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
                 b.call(micro, [a_rows, packed, c_rows, kc, first])
                 return []
@@ -422,7 +459,7 @@ class _Kernels:
             self.counted_loop(b, row0, stop, mr, block)
         if m % mr:
             with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
-                a_rows = b.gep(a_block, [ir.Constant(I64, full * k_dim)], source_etype=self.el)
+                a_rows = self.a_rows(b, a_block, ir.Constant(I64, full))
                 c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
                 b.call(self.micro_fn(m % mr, width, direct), [a_rows, packed, c_rows, kc, first])
 
@@ -447,6 +484,17 @@ class _Kernels:
         row1 = b.add(row0, ir.Constant(I64, s.slice_rows))
         return row0, b.select(b.icmp_signed(">", row1, ir.Constant(I64, s.m)), ir.Constant(I64, s.m), row1)
 
+    def a_block(self, b: ir.IRBuilder, a, batch, pc):
+        """A at depth pc of `batch`: row 0's element, or with packed_a the first panel's
+        values at that depth (a panel of MR rows is k x MR, so a row's k elements are a
+        row pointer's MR-strided run: a_rows' i0 * k lands on panel i0 / MR)."""
+        s = self.shape
+        if s.packed_a:
+            rows = -(-s.m // self.blk.mr) * self.blk.mr
+            start = b.add(b.mul(batch, ir.Constant(I64, rows * s.k)), b.mul(pc, ir.Constant(I64, self.blk.mr)))
+            return b.gep(a, [start], source_etype=self.el)
+        return b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
+
     def task(self, b: ir.IRBuilder, t, pc, kc, first, packed, operands: tuple) -> None:
         """Task t at depth pc: the panels of B in its columns packed once, then its rows
         in blocks of ROW_BLOCK, each against every panel (the block of A stays in L2
@@ -460,7 +508,7 @@ class _Kernels:
         col0 = b.mul(b.srem(within, ir.Constant(I64, s.column_tasks)), ir.Constant(I64, TASK_COLUMNS))
         col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
         col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
-        a_block = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
+        a_block = self.a_block(b, a, batch, pc)
         if s.window is None:
             b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
         else:  # the batch's image

@@ -17,7 +17,7 @@ from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from mlfuse.backend.gemm_kernels import GemmShape, define_gemm_kernels, prepack_b, prepacked_b_bytes
+from mlfuse.backend.gemm_kernels import GemmShape, define_gemm_kernels, prepack_a, prepack_b, prepacked_bytes
 from mlfuse.backend.streaming import tag_streaming_accesses
 
 # constants this large may be left out of the object code (see to_llvmlite's `external`)
@@ -38,10 +38,11 @@ def to_llvmlite(
             attr = op.attributes["mlfuse.bytes"]
             assert isinstance(attr, StringAttr)
             raw[op.sym_name.data] = bytes.fromhex(attr.data)
-            packed_for = op.attributes.get("mlfuse.packed_b")  # the panels of a GEMM kernel's B
-            if isinstance(packed_for, StringAttr):
-                features = features or host_features()
-                raw[op.sym_name.data] = packed_panels(raw[op.sym_name.data], packed_for.data, features)
+            for operand in ("a", "b"):  # the panels of a GEMM kernel's A or B
+                packed_for = op.attributes.get(f"mlfuse.packed_{operand}")
+                if isinstance(packed_for, StringAttr):
+                    features = features or host_features()
+                    raw[op.sym_name.data] = packed_panels(raw[op.sym_name.data], packed_for.data, operand, features)
     mod = convert_module(module, fallback_target_triple=triple)
     tag_streaming_accesses(module, mod)
     align_wrapper_loads(mod)
@@ -66,14 +67,18 @@ def host_features() -> str:
     return llvmlite.binding.get_host_cpu_features().flatten()
 
 
-def packed_panels(data: bytes, symbol: str, features: str) -> bytes:
-    """B's bytes (batch x k x n, row-major) as the panels its GEMM kernel reads
-    (gemm_kernels.prepack_b for `features`), zero-filled to prepacked_b_bytes."""
+def packed_panels(data: bytes, symbol: str, operand: str, features: str) -> bytes:
+    """A's bytes (batch x m x k, row-major) or B's (batch x k x n) as the panels the GEMM
+    kernel `symbol` reads (gemm_kernels.prepack_a/_b for `features`), zero-filled to
+    prepacked_bytes."""
     shape = GemmShape.from_symbol(symbol)
-    assert shape is not None and shape.packed_b
-    dtype = np.float32 if shape.dtype == "f32" else np.float64
-    panels = prepack_b(np.frombuffer(data, dtype).reshape(shape.batch, shape.k, shape.n), shape, features).tobytes()
-    return panels + bytes(prepacked_b_bytes(shape) - len(panels))
+    assert shape is not None
+    values = np.frombuffer(data, np.float32 if shape.dtype == "f32" else np.float64)
+    if operand == "a":
+        panels = prepack_a(values.reshape(shape.batch, shape.m, shape.k), shape, features).tobytes()
+    else:
+        panels = prepack_b(values.reshape(shape.batch, shape.k, shape.n), shape, features).tobytes()
+    return panels + bytes(prepacked_bytes(shape, operand) - len(panels))
 
 
 def align_wrapper_loads(mod: ir.Module) -> None:

@@ -145,7 +145,7 @@ class GemmLowering(RewritePattern):
 
     declarations: Declarations
     gemm: str = "generated"
-    packed_b: frozenset[loop.GemmOp] = frozenset()  # products whose B the translation lays out (prepack_b)
+    packed: PackedOperands = None  # type: ignore[assignment]  # constants the translation lays out (prepack_a/_b)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.GemmOp, rewriter: PatternRewriter) -> None:
@@ -153,13 +153,14 @@ class GemmLowering(RewritePattern):
         if self.gemm == "blas" and op.window is None:  # BLAS has no implicit im2col
             emit_blas_gemm(e, self.declarations, op)
         else:
-            shape = gemm_shape(op, op in self.packed_b)
+            packed = self.packed or PackedOperands()
+            shape = gemm_shape(op, op in packed.b, op in packed.a)
             self.declarations.declare(rewriter, op, shape.symbol, None, [i64, i64, PTR, PTR, PTR])
             emit_team_call(e, self.declarations, op, shape.symbol, shape.tasks, 1, [e.v(op.a), e.v(op.b), e.v(op.c)])
         replace_op(rewriter, op)
 
 
-def gemm_shape(op: loop.GemmOp, packed_b: bool = False) -> GemmShape:
+def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) -> GemmShape:
     """The generated kernel that runs `op` (its symbol names the shape)."""
     from mlfuse.backend.gemm_kernels import GemmShape, Window
 
@@ -169,34 +170,54 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False) -> GemmShape:
     dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
     window = op.window_size
     image = Window(*window, *tb.get_shape()[-2:]) if window is not None else None
-    return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b)
+    return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b, packed_a)
 
 
-PACKED_B_ATTR = "mlfuse.packed_b"  # on a memref.global: the GEMM kernel whose panels it holds
+PACKED_ATTR = {"a": "mlfuse.packed_a", "b": "mlfuse.packed_b"}  # on a memref.global: whose panels it holds
 
 
-def constant_b_products(module: ModuleOp) -> frozenset[loop.GemmOp]:
-    """The products whose B is a constant that nothing else reads (a linear layer's
-    weights: x @ W), so that the translation can store it as the kernel's panels
-    (gemm_kernels.prepack_b) and the kernel skips packing; each such global is marked
-    PACKED_B_ATTR with its kernel's symbol. Every use of the global (through views) must
-    be the B of a product of one shape, not over a window."""
+@dataclass(frozen=True)
+class PackedOperands:
+    """The products whose A or B the translation stores as the kernel's panels."""
+
+    a: frozenset[loop.GemmOp] = frozenset()
+    b: frozenset[loop.GemmOp] = frozenset()
+
+
+def constant_operand_products(module: ModuleOp) -> PackedOperands:
+    """The products whose A (a conv's weights: w @ patches) or B (a linear layer's: x @ W)
+    is a constant that nothing else reads, so that the translation can store it as the
+    kernel's panels (gemm_kernels.prepack_a/_b) and the kernel reads them in place; each
+    such global is marked PACKED_ATTR with its kernel's symbol. Every use of the global
+    (through views) must be that operand of products of one kernel (B not over a window)."""
     users: dict[str, list[Operation]] = {}
     for op in module.walk():
         if isinstance(op, memref.GetGlobalOp):
             users.setdefault(op.name_.root_reference.data, []).extend(_through_views(op.memref))
     globals_ = {g.sym_name.data: g for g in module.ops if isinstance(g, memref.GlobalOp)}
-    chosen: set[loop.GemmOp] = set()
+    found: dict[str, dict[str, list[loop.GemmOp]]] = {"a": {}, "b": {}}
     for name, uses in users.items():
         g = globals_.get(name)
-        products = [u for u in uses if isinstance(u, loop.GemmOp) and u.window is None and _reads_as_b(u, name)]
-        if g is None or g.constant is None or not products or len(products) != len(uses):
-            continue
-        shapes = {gemm_shape(u, packed_b=True) for u in products}
-        if len(shapes) == 1:
-            g.attributes[PACKED_B_ATTR] = StringAttr(shapes.pop().symbol)
-            chosen.update(products)  # type: ignore[arg-type]
-    return frozenset(chosen)
+        role = _role(name, uses)
+        if g is not None and g.constant is not None and role is not None:
+            found[role][name] = uses  # type: ignore[assignment]  # _role: products, every one
+    a = {u for uses in found["a"].values() for u in uses}
+    b = {u for uses in found["b"].values() for u in uses}
+    for role, products in found.items():  # the symbol says whether the other operand is packed too
+        for name, uses in products.items():
+            globals_[name].attributes[PACKED_ATTR[role]] = StringAttr(gemm_shape(uses[0], uses[0] in b, uses[0] in a).symbol)
+    return PackedOperands(frozenset(a), frozenset(b))
+
+
+def _role(name: str, uses: list[Operation]) -> str | None:
+    """"a" or "b" when every use reads global `name` as that operand of products of one
+    shape (and as nothing else), else None."""
+    if not uses or not all(isinstance(u, loop.GemmOp) for u in uses):
+        return None
+    for role in ("a", "b"):
+        if all(_reads_as(u, name, role) for u in uses) and len({gemm_shape(u) for u in uses}) == 1:  # type: ignore[arg-type]
+            return role
+    return None
 
 
 def _through_views(value: SSAValue) -> list[Operation]:
@@ -217,9 +238,13 @@ def _global_read(value: SSAValue) -> str | None:
     return value.owner.name_.root_reference.data if isinstance(value.owner, memref.GetGlobalOp) else None
 
 
-def _reads_as_b(op: loop.GemmOp, name: str) -> bool:
-    """`op` reads global `name` as its B and as nothing else."""
-    return _global_read(op.b) == name and name not in (_global_read(op.a), _global_read(op.c))
+def _reads_as(op: loop.GemmOp, name: str, role: str) -> bool:
+    """`op` reads global `name` as its A or B (`role`) and as nothing else; a B over a
+    window is an image, not a matrix."""
+    operands = {"a": op.a, "b": op.b, "c": op.c}
+    if role == "b" and op.window is not None:
+        return False
+    return _global_read(operands[role]) == name and all(_global_read(v) != name for r, v in operands.items() if r != role)
 
 
 def emit_blas_gemm(e: Emitter, decl: Declarations, op: loop.GemmOp) -> None:
@@ -257,8 +282,6 @@ def omp_runtime_patterns(declarations: Declarations) -> list[RewritePattern]:
     return [ParallelCallLowering(declarations)]
 
 
-def gemm_patterns(
-    declarations: Declarations, gemm: str = "generated", packed_b: frozenset[loop.GemmOp] = frozenset()
-) -> list[RewritePattern]:
-    return [GemmLowering(declarations, gemm, packed_b)]
+def gemm_patterns(declarations: Declarations, gemm: str = "generated", packed: PackedOperands | None = None) -> list[RewritePattern]:
+    return [GemmLowering(declarations, gemm, packed or PackedOperands())]
 

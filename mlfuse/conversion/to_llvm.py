@@ -633,18 +633,17 @@ class GlobalLowering(RewritePattern):
         if len(data) != nbytes:  # a splat stored once
             data = data * (nbytes // max(1, len(data)))
         size = len(data)
-        packed_for = op.attributes.get("mlfuse.packed_b")  # B of a GEMM kernel: laid out at translation
-        if isinstance(packed_for, StringAttr):
-            from mlfuse.backend.gemm_kernels import GemmShape, prepacked_b_bytes
+        packed = {k: v for k, v in op.attributes.items() if k in ("mlfuse.packed_a", "mlfuse.packed_b")}
+        for key, symbol in packed.items():  # a GEMM kernel's operand: laid out at translation
+            from mlfuse.backend.gemm_kernels import GemmShape, prepacked_bytes
 
-            shape = GemmShape.from_symbol(packed_for.data)
+            shape = GemmShape.from_symbol(symbol.data) if isinstance(symbol, StringAttr) else None
             assert shape is not None
-            size = prepacked_b_bytes(shape)
+            size = prepacked_bytes(shape, key[-1])
         array = llvm.LLVMArrayType(size, i8)
         g = llvm.GlobalOp(array, op.sym_name, llvm.LinkageAttr("internal"), constant=True, alignment=abi.ALIGNMENT)
         g.attributes["mlfuse.bytes"] = StringAttr(data.hex())
-        if isinstance(packed_for, StringAttr):
-            g.attributes["mlfuse.packed_b"] = packed_for
+        g.attributes.update(packed)
         rewriter.replace(op, g)
 
 
@@ -929,10 +928,10 @@ def cpu_patterns(
     module: ModuleOp, fast_math: bool = False, gemm: str = "generated", output_alignment: int = abi.ALIGNMENT
 ) -> list[RewritePattern]:
     """Every pattern convert-to-llvm applies to a module for the CPU."""
-    from mlfuse.conversion.llvm_runtime import constant_b_products, gemm_patterns, omp_runtime_patterns
+    from mlfuse.conversion.llvm_runtime import constant_operand_products, gemm_patterns, omp_runtime_patterns
 
     declarations = Declarations()
-    packed_b = constant_b_products(module) if gemm == "generated" else frozenset()  # BLAS reads B as it is
+    packed = constant_operand_products(module) if gemm == "generated" else None  # BLAS reads them as they are
     return [
         *func_patterns(parameter_alignment(module, output_alignment)),
         *cf_patterns(),
@@ -940,7 +939,7 @@ def cpu_patterns(
         *libm_patterns(declarations),
         *memref_patterns(declarations),
         *omp_runtime_patterns(declarations),
-        *gemm_patterns(declarations, gemm, packed_b),
+        *gemm_patterns(declarations, gemm, packed),
     ]
 
 
