@@ -8,7 +8,7 @@ the contract with the runtime (the `__omp` wrapper, slot arrays).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xdsl.builder import Builder
@@ -136,6 +136,14 @@ class ParallelCallLowering(RewritePattern):
         replace_op(rewriter, op)
 
 
+@dataclass(frozen=True)
+class PackedOperands:
+    """The products whose A or B the translation stores as the kernel's panels."""
+
+    a: frozenset[loop.GemmOp] = frozenset()
+    b: frozenset[loop.GemmOp] = frozenset()
+
+
 @dataclass
 class GemmLowering(RewritePattern):
     """loop.gemm -> a team call of a generated kernel (mlfuse/backend/gemm_kernels.py:
@@ -145,7 +153,7 @@ class GemmLowering(RewritePattern):
 
     declarations: Declarations
     gemm: str = "generated"
-    packed: PackedOperands = None  # type: ignore[assignment]  # constants the translation lays out (prepack_a/_b)
+    packed: PackedOperands = field(default_factory=PackedOperands)  # constants the translation lays out (prepack_a/_b)
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.GemmOp, rewriter: PatternRewriter) -> None:
@@ -153,8 +161,7 @@ class GemmLowering(RewritePattern):
         if self.gemm == "blas" and op.window is None:  # BLAS has no implicit im2col
             emit_blas_gemm(e, self.declarations, op)
         else:
-            packed = self.packed or PackedOperands()
-            shape = gemm_shape(op, op in packed.b, op in packed.a)
+            shape = gemm_shape(op, op in self.packed.b, op in self.packed.a)
             self.declarations.declare(rewriter, op, shape.symbol, None, [i64, i64, PTR, PTR, PTR])
             emit_team_call(e, self.declarations, op, shape.symbol, shape.tasks, 1, [e.v(op.a), e.v(op.b), e.v(op.c)])
         replace_op(rewriter, op)
@@ -174,14 +181,6 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) 
 
 
 PACKED_ATTR = {"a": "mlfuse.packed_a", "b": "mlfuse.packed_b"}  # on a memref.global: whose panels it holds
-
-
-@dataclass(frozen=True)
-class PackedOperands:
-    """The products whose A or B the translation stores as the kernel's panels."""
-
-    a: frozenset[loop.GemmOp] = frozenset()
-    b: frozenset[loop.GemmOp] = frozenset()
 
 
 def constant_operand_products(module: ModuleOp) -> PackedOperands:
