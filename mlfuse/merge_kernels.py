@@ -49,8 +49,11 @@ def _alignment_facts(module: ModuleOp) -> dict[str, tuple]:
     from mlfuse import abi
     from mlfuse.conversion.to_llvm import parameter_alignment
 
+    def frozen(facts: list[list[int]] | None) -> tuple:
+        return tuple(map(tuple, facts or ()))
+
     wide, narrow = parameter_alignment(module, abi.ALIGNMENT), parameter_alignment(module, 16)
-    return {name: (str(facts), str(narrow.get(name))) for name, facts in wide.items()}
+    return {name: (frozen(facts), frozen(narrow.get(name))) for name, facts in wide.items()}
 
 
 def twins(module: ModuleOp) -> dict[str, str]:
@@ -72,12 +75,14 @@ def _renamed(attr: Attribute, names: dict[str, str]) -> Attribute:
     if isinstance(attr, SymbolRefAttr) and not attr.nested_references.data and attr.root_reference.data in names:
         return SymbolRefAttr(names[attr.root_reference.data])
     if isinstance(attr, ArrayAttr):
-        return ArrayAttr([_renamed(a, names) for a in attr.data])
+        items = [_renamed(a, names) for a in attr.data]
+        return attr if all(new is old for new, old in zip(items, attr.data)) else ArrayAttr(items)
     return attr
 
 
 def redirect_symbol_uses(module: ModuleOp, names: dict[str, str]) -> None:
-    """Every reference to a symbol of `names` (in properties or attributes) names its image."""
+    """Every reference to a symbol of `names` (in properties or attributes) names its image.
+    (xDSL 0.74 declares SymbolTable.replace_all_symbol_uses but does not implement it.)"""
     for op in module.walk():
         for table in (op.properties, op.attributes):
             for key, attr in table.items():

@@ -200,6 +200,10 @@ def prepacked_a_bytes(shape: GemmShape) -> int:
     return shape.batch * -(-shape.m // ROW_SLICE) * ROW_SLICE * shape.k * ELEMENTS[shape.dtype][1]
 
 
+# the attribute of a constant global that holds a kernel's operand as panels: its kernel's symbol
+PACKED_ATTRS = {"a": "mlfuse.packed_a", "b": "mlfuse.packed_b"}
+
+
 def prepacked_bytes(shape: GemmShape, operand: str) -> int:
     """The room prepack_a ("a") or prepack_b ("b") needs under any blocking."""
     return prepacked_a_bytes(shape) if operand == "a" else prepacked_b_bytes(shape)

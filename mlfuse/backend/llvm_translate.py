@@ -17,7 +17,14 @@ from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
-from mlfuse.backend.gemm_kernels import GemmShape, define_gemm_kernels, prepack_a, prepack_b, prepacked_bytes
+from mlfuse.backend.gemm_kernels import (
+    PACKED_ATTRS,
+    GemmShape,
+    define_gemm_kernels,
+    prepack_a,
+    prepack_b,
+    prepacked_bytes,
+)
 from mlfuse.backend.streaming import tag_streaming_accesses
 
 # constants this large may be left out of the object code (see to_llvmlite's `external`)
@@ -38,8 +45,8 @@ def to_llvmlite(
             attr = op.attributes["mlfuse.bytes"]
             assert isinstance(attr, StringAttr)
             raw[op.sym_name.data] = bytes.fromhex(attr.data)
-            for operand in ("a", "b"):  # the panels of a GEMM kernel's A or B
-                packed_for = op.attributes.get(f"mlfuse.packed_{operand}")
+            for operand, key in PACKED_ATTRS.items():  # the panels of a GEMM kernel's A or B
+                packed_for = op.attributes.get(key)
                 if isinstance(packed_for, StringAttr):
                     features = features or host_features()
                     raw[op.sym_name.data] = packed_panels(raw[op.sym_name.data], packed_for.data, operand, features)

@@ -180,15 +180,14 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) 
     return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b, packed_a)
 
 
-PACKED_ATTR = {"a": "mlfuse.packed_a", "b": "mlfuse.packed_b"}  # on a memref.global: whose panels it holds
-
-
 def constant_operand_products(module: ModuleOp) -> PackedOperands:
     """The products whose A (a conv's weights: w @ patches) or B (a linear layer's: x @ W)
     is a constant that nothing else reads, so that the translation can store it as the
     kernel's panels (gemm_kernels.prepack_a/_b) and the kernel reads them in place; each
-    such global is marked PACKED_ATTR with its kernel's symbol. Every use of the global
+    such global is marked gemm_kernels.PACKED_ATTRS[operand] with its kernel's symbol. Every use of the global
     (through views) must be that operand of products of one kernel (B not over a window)."""
+    from mlfuse.backend.gemm_kernels import PACKED_ATTRS
+
     users: dict[str, list[Operation]] = {}
     for op in module.walk():
         if isinstance(op, memref.GetGlobalOp):
@@ -204,7 +203,7 @@ def constant_operand_products(module: ModuleOp) -> PackedOperands:
     b = {u for uses in found["b"].values() for u in uses}
     for role, products in found.items():  # the symbol says whether the other operand is packed too
         for name, uses in products.items():
-            globals_[name].attributes[PACKED_ATTR[role]] = StringAttr(gemm_shape(uses[0], uses[0] in b, uses[0] in a).symbol)
+            globals_[name].attributes[PACKED_ATTRS[role]] = StringAttr(gemm_shape(uses[0], uses[0] in b, uses[0] in a).symbol)
     return PackedOperands(frozenset(a), frozenset(b))
 
 

@@ -632,14 +632,14 @@ class GlobalLowering(RewritePattern):
         data = value.data.data
         if len(data) != nbytes:  # a splat stored once
             data = data * (nbytes // max(1, len(data)))
-        size = len(data)
-        packed = {k: v for k, v in op.attributes.items() if k in ("mlfuse.packed_a", "mlfuse.packed_b")}
-        for key, symbol in packed.items():  # a GEMM kernel's operand: laid out at translation
-            from mlfuse.backend.gemm_kernels import GemmShape, prepacked_bytes
+        from mlfuse.backend.gemm_kernels import PACKED_ATTRS, GemmShape, prepacked_bytes
 
+        size = len(data)
+        packed = {k: v for k, v in op.attributes.items() if k in PACKED_ATTRS.values()}
+        for operand, key in PACKED_ATTRS.items():  # a GEMM kernel's operand: laid out at translation
+            symbol = packed.get(key)
             shape = GemmShape.from_symbol(symbol.data) if isinstance(symbol, StringAttr) else None
-            assert shape is not None
-            size = prepacked_bytes(shape, key[-1])
+            size = prepacked_bytes(shape, operand) if shape is not None else size
         array = llvm.LLVMArrayType(size, i8)
         g = llvm.GlobalOp(array, op.sym_name, llvm.LinkageAttr("internal"), constant=True, alignment=abi.ALIGNMENT)
         g.attributes["mlfuse.bytes"] = StringAttr(data.hex())
