@@ -171,11 +171,25 @@ func.func @few_pixels(%x: tensor<1x64x4x4xf32>, %w: tensor<256x64x3x3xf32>) -> t
 
 // -----
 
-// Not a product: few output channels over a large image, which the direct window nest
-// runs as fast (see conv_as_matmul).
-// GEMM-LABEL: func.func @few_channels_large_image
+// Not a product: few output channels over a large image whose patches would be copied
+// out (stride 2: no window in place), which the direct window nest runs as fast (see
+// conv_as_matmul).
+// GEMM-LABEL: func.func @few_channels_large_image_strided
 // GEMM-NOT: conv_patches
 // GEMM: loop.nest "conv2d" lower [0, 0, 0, 0, 0, 0, 0] upper [1, 16, 112, 16, 3, 3, 112]
+func.func @few_channels_large_image_strided(%x: tensor<1x16x224x224xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x16x224x224xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32>
+  func.return %y : tensor<1x16x112x112xf32>
+}
+
+// -----
+
+// A product after all: at stride 1 the patches are read in place (no copy), so few
+// output channels do not matter.
+// GEMM-LABEL: func.func @few_channels_large_image
+// GEMM-NOT: conv_patches
+// GEMM: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3>} : memref<1x16x144xf32>, memref<1x16x114x114xf32>, memref<1x16x12544xf32>
+// GEMM-NOT: loop.nest "conv2d"
 func.func @few_channels_large_image(%x: tensor<1x16x112x112xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32> {
   %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x16x112x112xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32>
   func.return %y : tensor<1x16x112x112xf32>

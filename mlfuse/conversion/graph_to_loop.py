@@ -829,8 +829,8 @@ CONV_GEMM_MIN_ROWS = 16
 
 
 # A product with fewer output channels than this, over patches larger than
-# CONV_GEMM_MAX_PATCH_BYTES, is memory-bound on its im2col buffer (about o / 4 flops
-# per byte of patches written and read): such convs stay direct nests.
+# CONV_GEMM_MAX_PATCH_BYTES that it copies out (im2col), is memory-bound on that copy
+# (about o / 4 flops per byte of patches written and read): such convs stay direct nests.
 CONV_GEMM_MIN_CHANNELS = 32
 CONV_GEMM_MAX_PATCH_BYTES = 1 << 20
 
@@ -839,19 +839,28 @@ def conv_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     """Lower `op` as patches @ weights (`lower_conv2d_as_matmul`)? Every dense float
     conv unless conv=direct: against the direct nest, 1.3-4.4x faster on ResNet-18's
     layers at 224x224 and 1.5-6x at 32x32 (one thread). But not a conv with few output
-    channels over a large image (a U-Net's 16-channel layers at 224x224: the direct
-    nest took 0.54-0.64x the product's time when its im2col buffer was 29 MB; with
-    the patches read in place the product takes 0.88-1.12x the nest's time, one
-    thread: 16 rows are register tiles of 6, 6 and 4, so a packed panel serves few
-    multiply-adds). Grouped
-    and depthwise convs stay direct nests, which post-tiling fusion tiles with their
+    channels whose patches would be copied out over a large image (`copies_patches`):
+    the direct nest took 0.54-0.64x the product's time on a U-Net's 16-channel layers
+    at 224x224 when their im2col buffer was 29 MB. Read in place, those patches cost
+    nothing to make: U-Net at 224, one process, medians of 15, 0.67x the time at one
+    thread and 0.63x at two with its 16-channel convs as products. Grouped and
+    depthwise convs stay direct nests, which post-tiling fusion tiles with their
     epilogue."""
     if fl.conv != "gemm" or op.group_count != 1 or not graph.is_float(graph.element_type_of(op.result)):
         return False
     n, o, oh, ow = graph.shape_of(op.result)
     _, c, kh, kw = graph.shape_of(op.weight)
     patch_bytes = n * oh * ow * c * kh * kw * graph.numpy_dtype(graph.element_type_of(op.result)).itemsize
-    return o >= CONV_GEMM_MIN_CHANNELS or patch_bytes <= CONV_GEMM_MAX_PATCH_BYTES
+    return o >= CONV_GEMM_MIN_CHANNELS or patch_bytes <= CONV_GEMM_MAX_PATCH_BYTES or not copies_patches(op)
+
+
+def copies_patches(op: graph.Conv2dOp) -> bool:
+    """Does the product of `op` copy its patches out (an im2col nest)? Not when it is
+    w @ patches (`nchw_product`) and the patches are its input (pointwise) or are read
+    in place from its padded input (`reads_patches_in_place`)."""
+    if not nchw_product(op):
+        return True
+    return not (is_pointwise(op) or reads_patches_in_place(op, live_taps(op)))
 
 
 def live_taps(op: graph.Conv2dOp) -> tuple[range, range]:
