@@ -22,6 +22,7 @@ from mlfuse.backend import cpu
 from mlfuse.backend.gemm_kernels import (
     I64,
     PTR,
+    ROW_SLICE,
     TASK_COLUMNS,
     Blocking,
     GemmShape,
@@ -70,8 +71,14 @@ def test_blocking_follows_the_vector_registers():
     assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256)
     assert blocking_for(FEATURES["avx2"]) == Blocking(vw=8, mr=6, nr_vecs=2, kc=256)
     assert blocking_for("-avx512f," + FEATURES["sse"]).nr == 8
+    narrow, conv, wide = GemmShape(1, 32, 4096, 288), GemmShape(1, 512, 49, 4608, window=Window(3, 3, 9, 9)), GemmShape(1, 768, 768, 768)
+    assert blocking_for(FEATURES["avx2"], narrow) == blocking_for(FEATURES["avx2"], conv) == Blocking(vw=8, mr=4, nr_vecs=3, kc=256)
+    assert blocking_for(FEATURES["avx2"], wide) == blocking_for(FEATURES["avx2"])
+    assert blocking_for(FEATURES["avx512"], narrow) == blocking_for(FEATURES["avx512"])
     for features in FEATURES.values():
-        assert TASK_COLUMNS % blocking_for(features).nr == 0
+        for shape in (None, narrow, conv, wide):
+            blk = blocking_for(features, shape)
+            assert TASK_COLUMNS % blk.nr == 0 and ROW_SLICE % blk.mr == 0
 
 
 def test_symbol_round_trip():
@@ -102,10 +109,11 @@ def test_kernel_matches_numpy(isa, dims, dtype):
 @pytest.mark.parametrize(
     "isa, dims, dtype, packing",
     # both operands laid out, for each ISA and element type, over partial panels, several
-    # depth blocks and batches, and m <= MR; each operand alone once
+    # depth blocks and batches, and m <= MR; each operand alone once; AVX2's wide tiles once
     [(isa, dims, dtype, (True, True)) for isa in sorted(FEATURES) for dtype in ("f32", "f64")
      for dims in ((3, 13, 49, 520), (2, 5, 64, 16))]
-    + [("avx2", (1, 20, 37, 300), "f32", (False, True)), ("avx2", (1, 20, 37, 300), "f32", (True, False))],
+    + [("avx2", (1, 20, 37, 300), "f32", (False, True)), ("avx2", (1, 20, 37, 300), "f32", (True, False)),
+       ("avx2", (1, 100, 37, 300), "f32", (True, True))],  # AVX2's 6 x 16 tiles (4 x 24 below NARROW_ROWS)
 )
 def test_prepacked_operands_give_the_same_bits(isa, dims, dtype, packing):
     """Constants laid out at compile time as the kernel reads them (prepack_a: row panels;

@@ -34,7 +34,7 @@ kernel `..._pa` reads a constant A laid out as panels of MR rows, k x MR each
 (prepack_a): the micro-kernel's loads of A are then one sequential stream.
 
 MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
-AVX2: 6 x 2 of 16 ymm; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
+AVX2: 6 x 2 of 16 ymm, or 4 x 3 for convs and narrow products; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
 result does not depend on the blocking or the thread count. Why not BLAS: the
 machines here pin OpenBLAS to its AVX2 kernels (OPENBLAS_CORETYPE=Haswell), while
 LLVM targets the host's AVX-512 (the GEMM-bearing graphs of bench/results/latest.md compare them).
@@ -52,6 +52,10 @@ TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
 ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at KC
+# The packing of B prefetches the row this many rows ahead of the one it copies: B's
+# rows (or an image's channels) are far apart, so each row is on another page, where
+# the hardware prefetcher does not follow. XXX
+PACK_PREFETCH_ROWS = 8
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -147,15 +151,37 @@ class Blocking:
         return self.vw * self.nr_vecs
 
 
-def blocking_for(features: str) -> Blocking:
+# AVX2 products with at most this many rows of A (or over an image's patches) use 4 x 24
+# register tiles rather than 6 x 16 (see blocking_for)
+NARROW_ROWS = 96
+
+
+def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     """Register blocking (in f32 lanes; f64 kernels halve them) for an LLVM feature
-    string ("+avx512f,+fma,...")."""
+    string ("+avx512f,+fma,...") and, where it matters, the product's `shape`.
+
+    AVX2 takes tiles of 4 rows x 3 vectors for convs (B an image's patches) and products
+    of at most NARROW_ROWS rows: 16 or 32 rows are whole tiles of 4, where 6 leaves a
+    tile of 4 or 2, and a depth step loads 7 values for 12 fmas instead of 8. One thread,
+    one process, kernels alone (medians of 15, time of 4 x 24 over 6 x 16): 0.84-0.95
+    on 16 x 50176 x 288 and 32 x 12544 x 576 over an image, 0.85-0.88 on ResNet-18's
+    64 x 3136 x 576, 0.93-0.99 at 128 and 256 rows, 0.95-0.98 at 512; but 1.04-1.11 on
+    a transformer's 1536 x 768 x 384, which keeps 6 x 16. Whole models against 6 x 16
+    everywhere (one process, medians of 21-31): U-Net 0.92-0.96, MobileNetV3-small
+    0.96, MobileNetV2 and ResNet-18 1.01 (noise)."""
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     if "avx512f" in enabled:
         return Blocking(vw=16, mr=8, nr_vecs=3, kc=256)  # 24 of 32 zmm accumulate
     if "avx" in enabled:
+        if shape is not None and (shape.window is not None or shape.m <= NARROW_ROWS):
+            return Blocking(vw=8, mr=4, nr_vecs=3, kc=256)  # 12 of 16 ymm
         return Blocking(vw=8, mr=6, nr_vecs=2, kc=256)  # 12 of 16 ymm
     return Blocking(vw=4, mr=4, nr_vecs=2, kc=256)  # SSE: 8 of 16 xmm
+
+
+def shape_blocking(features: str, shape: GemmShape) -> Blocking:
+    """The blocking of the kernel of `shape` on a host with `features`."""
+    return element_blocking(blocking_for(features, shape), shape.dtype)
 
 
 def element_blocking(blocking: Blocking, dtype: str) -> Blocking:
@@ -171,7 +197,7 @@ def prepack_b(b: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
     kc x NR row-major, zero-padded past column n. The panel of rows [pc, pc + kc) and
     columns [j0, j0 + NR) starts at b*k*P*NR + pc*P*NR + j0*kc (P panels): what the
     packing would write at run time, done once at compile time for a constant B."""
-    blk = element_blocking(blocking_for(features), shape.dtype)
+    blk = shape_blocking(features, shape)
     panels = -(-shape.n // blk.nr)
     padded = np.zeros((shape.batch, shape.k, panels * blk.nr), b.dtype)
     padded[:, :, : shape.n] = b.reshape(shape.batch, shape.k, shape.n)
@@ -187,7 +213,7 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
     panels of MR rows (the last zero-padded), each k x MR (the MR values of one depth
     contiguous), so that a micro-kernel's loads of A are one sequential stream. Row r,
     depth p is at b*M*k + (r - r % MR)*k + p*MR + r % MR (M: m rounded up to MR)."""
-    mr = element_blocking(blocking_for(features), shape.dtype).mr
+    mr = shape_blocking(features, shape).mr
     rows = -(-shape.m // mr) * mr
     padded = np.zeros((shape.batch, rows, shape.k), a.dtype)
     padded[:, : shape.m] = a.reshape(shape.batch, shape.m, shape.k)
@@ -219,7 +245,6 @@ class _Kernels:
 
     def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
         self.el, self.ebytes = ELEMENTS[shape.dtype]
-        blocking = element_blocking(blocking, shape.dtype)
         assert TASK_COLUMNS % blocking.nr == 0
         self.module, self.shape, self.blk = module, shape, blocking
         # at most one block of rows: each element of B is used by one micro-kernel call,
@@ -235,6 +260,7 @@ class _Kernels:
         self.masked_store = self.intrinsic(
             f"llvm.masked.store.{suffix}.p0", ir.VoidType(), [self.vec, PTR, I32, self.mask_type]
         )
+        self.prefetch = self.intrinsic("llvm.prefetch.p0", ir.VoidType(), [PTR, I32, I32, I32])
         self.micro: dict[tuple[int, int, bool], ir.Function] = {}
         self.pack: dict[int, ir.Function] = {}
 
@@ -260,6 +286,12 @@ class _Kernels:
             return
         mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
         b.call(self.masked_store, [value, ptr, ir.Constant(I32, self.ebytes), mask])
+
+    def prefetch_row(self, b: ir.IRBuilder, start, width: int) -> None:
+        """Prefetch (for reading, into every cache level) the `width` elements at `start`:
+        the cache lines of its first and last element."""
+        for at in (start, b.gep(start, [ir.Constant(I64, width - 1)], source_etype=self.el)):
+            b.call(self.prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)])
 
     def splat(self, b: ir.IRBuilder, scalar, vector: ir.VectorType | None = None):
         """`scalar` in every lane of a `vector` (default: the kernel's element vector)."""
@@ -309,6 +341,7 @@ class _Kernels:
 
         def body(b, k, _):
             row = b.gep(src, [b.mul(k, ir.Constant(I64, n))], source_etype=self.el)
+            self.prefetch_row(b, b.gep(row, [ir.Constant(I64, PACK_PREFETCH_ROWS * n)], source_etype=self.el), width)
             out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
             for v in range(blk.nr_vecs):
                 lanes = self.lanes(width, v)
@@ -364,8 +397,14 @@ class _Kernels:
             masks.append([b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(pieces)])
         one_row = b.icmp_signed("<=", b.add(b.srem(j0, ow), ir.Constant(I64, width)), ow)
 
+        last = b.sub(kc, ir.Constant(I64, 1))
+
         def body(b, k, _, wraps: bool):
             row = b.gep(image, [b.sext(b.load(b.gep(offsets, [k], source_etype=I32), typ=I32), I64)], source_etype=self.el)
+            ahead = b.add(k, ir.Constant(I64, PACK_PREFETCH_ROWS))
+            ahead = b.select(b.icmp_signed("<", ahead, kc), ahead, last)  # the table ends at the block's last row
+            row_ahead = b.gep(image, [b.sext(b.load(b.gep(offsets, [ahead], source_etype=I32), typ=I32), I64)], source_etype=self.el)
+            self.prefetch_row(b, b.gep(row_ahead, [starts[0]], source_etype=self.el), width + window.kw - 1)
             out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
             for v, start, vmasks in zip(vecs, starts, masks):
                 at = b.gep(row, [start], source_etype=self.el)
@@ -586,11 +625,10 @@ class _Kernels:
 
 def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
     """Give every declared `mlfuse_gemm_*` function of `module` its body."""
-    blocking = blocking_for(features)
     defined = []
     for fn in list(module.functions):
         shape = GemmShape.from_symbol(fn.name)
         if shape is not None and fn.is_declaration:
-            _Kernels(module, shape, blocking).define(fn)
+            _Kernels(module, shape, shape_blocking(features, shape)).define(fn)
             defined.append(fn.name)
     return defined
