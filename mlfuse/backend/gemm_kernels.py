@@ -30,8 +30,9 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
 
 A kernel `..._pb` (GemmShape.packed_b) reads B already packed: a constant that the
 translation laid out as these panels (prepack_b), so the packing step is skipped. A
-kernel `..._pa` reads a constant A laid out as panels of MR rows, k x MR each
-(prepack_a): the micro-kernel's loads of A are then one sequential stream.
+kernel `..._pa` reads a constant A laid out per depth block as panels of MR rows,
+kc x MR each (prepack_a): the micro-kernel's loads of A are then one sequential stream,
+and so are a depth block's micro-kernel calls one after another.
 
 MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
 AVX2: 6 x 2 of 16 ymm, or 4 x 3 for convs and narrow products; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
@@ -210,15 +211,21 @@ def prepack_b(b: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
 
 def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
     """A (batch x m x k) in the layout the kernel of `shape` with packed_a reads: per batch,
-    panels of MR rows (the last zero-padded), each k x MR (the MR values of one depth
-    contiguous), so that a micro-kernel's loads of A are one sequential stream. Row r,
-    depth p is at b*M*k + (r - r % MR)*k + p*MR + r % MR (M: m rounded up to MR)."""
-    mr = shape_blocking(features, shape).mr
-    rows = -(-shape.m // mr) * mr
+    for each depth block of KC, panels of MR rows (the last zero-padded), each kc x MR
+    (the MR values of one depth contiguous). A micro-kernel's loads of A are then one
+    sequential stream, and so are the calls of one depth block one after another (a
+    conv's weights come from memory once per call). Row r, depth pc + p of the block at
+    pc is at b*M*k + pc*M + (r - r % MR)*kc + p*MR + r % MR (M: m rounded up to MR)."""
+    blk = shape_blocking(features, shape)
+    rows = -(-shape.m // blk.mr) * blk.mr
     padded = np.zeros((shape.batch, rows, shape.k), a.dtype)
     padded[:, : shape.m] = a.reshape(shape.batch, shape.m, shape.k)
-    panels = padded.reshape(shape.batch, rows // mr, mr, shape.k).transpose(0, 1, 3, 2)
-    return np.ascontiguousarray(panels.reshape(shape.batch, -1))
+    blocks = []
+    for pc in range(0, shape.k, blk.kc):
+        block = padded[:, :, pc : pc + blk.kc]
+        panels = block.reshape(shape.batch, rows // blk.mr, blk.mr, -1).transpose(0, 1, 3, 2)
+        blocks.append(panels.reshape(shape.batch, -1))
+    return np.ascontiguousarray(np.concatenate(blocks, axis=1))
 
 
 def prepacked_a_bytes(shape: GemmShape) -> int:
@@ -479,9 +486,11 @@ class _Kernels:
             return b.add(b.mul(k, ir.Constant(I64, self.blk.mr)), ir.Constant(I64, i))
         return b.add(ir.Constant(I64, i * self.shape.k), k)
 
-    def a_rows(self, b: ir.IRBuilder, a_block, i0):
-        """The A pointer of the tile at row i0 (a multiple of MR)."""
-        return b.gep(a_block, [b.mul(i0, ir.Constant(I64, self.shape.k))], source_etype=self.el)
+    def a_rows(self, b: ir.IRBuilder, a_block, i0, kc):
+        """The A pointer of the tile at row i0 (a multiple of MR): i0 rows on, or with
+        packed_a i0 / MR panels of this depth block's kc x MR."""
+        stride = kc if self.shape.packed_a else ir.Constant(I64, self.shape.k)
+        return b.gep(a_block, [b.mul(i0, stride)], source_etype=self.el)
 
     def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple) -> None:
         """One panel of `width` columns (packed, or B itself when `unpacked`) against the
@@ -493,7 +502,7 @@ class _Kernels:
             micro = self.micro_fn(mr, width, direct)
 
             def block(b, i0, _):
-                a_rows = self.a_rows(b, a_block, i0)
+                a_rows = self.a_rows(b, a_block, i0, kc)
                 c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
                 b.call(micro, [a_rows, packed, c_rows, kc, first])
                 return []
@@ -502,7 +511,7 @@ class _Kernels:
             self.counted_loop(b, row0, stop, mr, block)
         if m % mr:
             with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
-                a_rows = self.a_rows(b, a_block, ir.Constant(I64, full))
+                a_rows = self.a_rows(b, a_block, ir.Constant(I64, full), kc)
                 c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
                 b.call(self.micro_fn(m % mr, width, direct), [a_rows, packed, c_rows, kc, first])
 
@@ -528,13 +537,12 @@ class _Kernels:
         return row0, b.select(b.icmp_signed(">", row1, ir.Constant(I64, s.m)), ir.Constant(I64, s.m), row1)
 
     def a_block(self, b: ir.IRBuilder, a, batch, pc):
-        """A at depth pc of `batch`: row 0's element, or with packed_a the first panel's
-        values at that depth (a panel of MR rows is k x MR, so a row's k elements are a
-        row pointer's MR-strided run: a_rows' i0 * k lands on panel i0 / MR)."""
+        """A at depth pc of `batch`: row 0's element, or with packed_a the depth block's
+        first panel (prepack_a: the blocks before it hold pc x M values)."""
         s = self.shape
         if s.packed_a:
             rows = -(-s.m // self.blk.mr) * self.blk.mr
-            start = b.add(b.mul(batch, ir.Constant(I64, rows * s.k)), b.mul(pc, ir.Constant(I64, self.blk.mr)))
+            start = b.add(b.mul(batch, ir.Constant(I64, rows * s.k)), b.mul(pc, ir.Constant(I64, rows)))
             return b.gep(a, [start], source_etype=self.el)
         return b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
 
