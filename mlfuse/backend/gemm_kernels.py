@@ -54,8 +54,10 @@ ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
 ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at KC
 # The packing of B prefetches the row this many rows ahead of the one it copies: B's
-# rows (or an image's channels) are far apart, so each row is on another page, where
-# the hardware prefetcher does not follow. XXX
+# rows (or an image's channels) are far apart, each on another page, where the hardware
+# prefetcher does not follow. Kernels alone, cold caches, one thread, medians of 31:
+# 0.88x the time on ResNet-18's 64 x 3136 x 576 over an image, 0.92x on 16 x 50176 x 288,
+# 0.97-1.02x elsewhere. (A prefetch never faults, so rows past the end are harmless.)
 PACK_PREFETCH_ROWS = 8
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
