@@ -25,9 +25,14 @@
 // AVX512-LABEL: define internal void @"mlfuse_gemm_f32_1x20x50x30_micro4x48"
 // AVX512-COUNT-12: call <16 x float> @"llvm.fma.v16f32"
 
-// AVX2 tiles are 6 rows x 16 columns (2 x <8 x float>).
-// AVX2-LABEL: define internal void @"mlfuse_gemm_f32_1x20x50x30_micro6x16"
+// AVX2 tiles of products this narrow (20 rows: at most NARROW_ROWS) are 4 rows x 24
+// columns (3 x <8 x float>), 12 accumulators; the last panel is 2 columns wide.
+// AVX2-LABEL: define internal void @"mlfuse_gemm_f32_1x20x50x30_micro4x2"
+// AVX2-COUNT-4: call <8 x float> @"llvm.fma.v8f32"
+// AVX2-NOT: call <8 x float> @"llvm.fma.v8f32"
+// AVX2-LABEL: define internal void @"mlfuse_gemm_f32_1x20x50x30_micro4x24"
 // AVX2-COUNT-12: call <8 x float> @"llvm.fma.v8f32"
+// AVX2-NOT: micro6x16
 
 // After O3 (micro-kernels inlined) the k loops carry their accumulators as
 // vector phis: values in registers, not memory.

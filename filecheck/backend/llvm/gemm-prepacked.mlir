@@ -12,7 +12,7 @@
 // IR: @"w" = internal constant [768 x i8] c"
 // IR-LABEL: define void @"mlfuse_gemm_f32_1x8x20x4_pb"
 // IR-NOT: _pack
-// IR-LABEL: define internal void @"mlfuse_gemm_f32_1x8x20x4_pb_micro6x16"
+// IR-LABEL: define internal void @"mlfuse_gemm_f32_1x8x20x4_pb_micro4x20"
 // BLAS-NOT: _pb
 // BLAS: llvm.call @mlfuse_sgemm
 "memref.global"() <{sym_name = "w", type = memref<4x20xf32>, initial_value = dense<0.5> : tensor<4x20xf32>, sym_visibility = "private", constant, alignment = 64 : i64}> : () -> ()

@@ -9,11 +9,14 @@
 // TABLE: @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_rows" = internal constant [18 x i32] [i32 0, i32 1, i32 2, i32 9, i32 10, i32 11, i32 18, i32 19, i32 20, i32 81,
 // CHECK-LABEL: define void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9"
 // CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_pack1"
-// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_pack16"
+// (AVX2 tiles over an image are 4 x 24: panels of 24 columns; the packing prefetches
+// the row PACK_PREFETCH_ROWS on, since rows of the patches are far apart)
+// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_pack24"
 // CHECK: load i32
+// CHECK: call void @"llvm.prefetch.p0"
 // CHECK: load <8 x float>
 // CHECK-COUNT-2: call <8 x float> @"llvm.masked.load.v8f32.p0"
-// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_micro6x16"
+// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_micro4x24"
 
 func.func @main(%a: memref<1x8x18xf32>, %x: memref<1x2x9x9xf32>, %c: memref<1x8x49xf32>) {
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x8x18xf32>, memref<1x2x9x9xf32>, memref<1x8x49xf32>
