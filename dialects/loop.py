@@ -692,6 +692,13 @@ class ViewOp(IRDLOperation):
             raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
 
 
+def view_root(v: SSAValue) -> SSAValue:
+    """The buffer `v` aliases: itself, or the source of the `loop.view`s it is made by."""
+    while isinstance(v.owner, ViewOp):
+        v = v.owner.source
+    return v
+
+
 Loop = Dialect(
     "loop", [NestOp, YieldOp, IndexOp, ReadOp, BandOp, ParallelCallOp, GemmOp, ViewOp], [IteratorKindAttr, IndexKindAttr]
 )

@@ -153,6 +153,10 @@ class Blocking:
     def nr(self) -> int:
         return self.vw * self.nr_vecs
 
+    def padded_rows(self, m: int) -> int:
+        """m rounded up to whole row panels (prepack_a's layout of a constant A)."""
+        return -(-m // self.mr) * self.mr
+
 
 # AVX2 products with at most this many rows of A (or over an image's patches) use 4 x 24
 # register tiles rather than 6 x 16 (see blocking_for)
@@ -219,7 +223,7 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
     conv's weights come from memory once per call). Row r, depth pc + p of the block at
     pc is at b*M*k + pc*M + (r - r % MR)*kc + p*MR + r % MR (M: m rounded up to MR)."""
     blk = shape_blocking(features, shape)
-    rows = -(-shape.m // blk.mr) * blk.mr
+    rows = blk.padded_rows(shape.m)
     padded = np.zeros((shape.batch, rows, shape.k), a.dtype)
     padded[:, : shape.m] = a.reshape(shape.batch, shape.m, shape.k)
     blocks = []
@@ -543,7 +547,7 @@ class _Kernels:
         first panel (prepack_a: the blocks before it hold pc x M values)."""
         s = self.shape
         if s.packed_a:
-            rows = -(-s.m // self.blk.mr) * self.blk.mr
+            rows = self.blk.padded_rows(s.m)
             start = b.add(b.mul(batch, ir.Constant(I64, rows * s.k)), b.mul(pc, ir.Constant(I64, rows)))
             return b.gep(a, [start], source_etype=self.el)
         return b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)

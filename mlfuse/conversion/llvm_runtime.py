@@ -231,9 +231,8 @@ def _through_views(value: SSAValue) -> list[Operation]:
 
 def _global_read(value: SSAValue) -> str | None:
     """The global that `value` is (a memref.get_global, through views), else None."""
-    while isinstance(value.owner, loop.ViewOp):
-        value = value.owner.source
-    return value.owner.name_.root_reference.data if isinstance(value.owner, memref.GetGlobalOp) else None
+    owner = loop.view_root(value).owner
+    return owner.name_.root_reference.data if isinstance(owner, memref.GetGlobalOp) else None
 
 
 def _reads_as(op: loop.GemmOp, name: str, role: str) -> bool:

@@ -23,9 +23,7 @@ from mlfuse.poly.islconv import Names, Unsupported, accesses, domain, to_band_ma
 
 def root(v: SSAValue) -> SSAValue:
     """The buffer a value aliases (through views)."""
-    while isinstance(v.owner, loop.ViewOp):
-        v = v.owner.source
-    return v
+    return loop.view_root(v)
 
 
 def has_views(buf: SSAValue) -> bool:
