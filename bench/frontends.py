@@ -351,12 +351,19 @@ def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"
 
 
-def round_robin(calls: list[tuple[str, Callable[[], Any]]], repeat: int, gap_ms: float,
+def round_robin(calls: list[tuple[str, Callable[[], Any]]], repeat: int, gap_ms: float, warm_ms: float = 0.0,
                 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Time `calls` interleaved: `repeat` rounds, the order rotating each round. Each turn
-    sleeps `gap_ms`, times one call (the first after idle) and then the call right after
-    it (steady); the previous call's result stays alive during a timed call, as `y = f(x)`
-    in a loop keeps it. Returns (steady, after idle) seconds per name."""
+    sleeps `gap_ms` and times one call (the first after idle); then it calls back to back
+    until `warm_ms` have passed since the turn began, and times the call after that
+    (steady). The previous call's result stays alive during a timed call, as `y = f(x)`
+    in a loop keeps it. Returns (steady, after idle) seconds per name.
+
+    Why warm up: a runtime's team spins for a while after its call (onnxruntime's pool
+    about 20 ms, libgomp's GOMP_SPINCOUNT less), so the call after another runtime's
+    shares the cores with its spinning threads: on 2 CPUs, mlfuse's GPT-2 at 2 threads
+    took 5.1 ms right after onnxruntime and 1.9 ms in a loop of its own calls. A longer
+    gap does not help: idle CPUs (of a VM) wake slowly, and both took 2-4x longer."""
     steady: dict[str, list[float]] = {name: [] for name, _ in calls}
     idle: dict[str, list[float]] = {name: [] for name, _ in calls}
     for r in range(repeat):
@@ -365,11 +372,13 @@ def round_robin(calls: list[tuple[str, Callable[[], Any]]], repeat: int, gap_ms:
             time.sleep(gap_ms / 1e3)
             start = time.perf_counter()
             held = call()
+            idle[name].append(time.perf_counter() - start)
+            while time.perf_counter() - start < warm_ms / 1e3:
+                del held
+                held = call()
             middle = time.perf_counter()
             out = call()
-            end = time.perf_counter()
-            idle[name].append(middle - start)
-            steady[name].append(end - middle)
+            steady[name].append(time.perf_counter() - middle)
             del held, out
     return steady, idle
 

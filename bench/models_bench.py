@@ -18,9 +18,10 @@ unless --allocator warm) runs, per model, every path in one process:
 
 Every path's outputs are compared with onnxruntime's (max |got - ort| / max |ort|; above
 1e-3 is marked MISMATCH). Then the calls are interleaved round-robin, the order rotating
-each round; each turn sleeps --gap-ms, times one call (the first after idle, in the JSON)
-and the call right after it (steady, the table); the previous result is alive during a
-timed call, as in a loop `y = f(x)`. Tables give medians.
+each round; each turn sleeps --gap-ms, times one call (the first after idle, in the JSON),
+calls back to back for --warm-ms (the previous path's team, onnxruntime's spinning pool
+for one, has gone quiet by then) and times the next call (steady, the table); the previous
+result is alive during a timed call, as in a loop `y = f(x)`. Tables give medians.
 
 Compile seconds, apart from the medians:
   mlfuse cold     mlfuse.compile(path) with an empty disk cache (a fresh MLFUSE_CACHE_DIR per model)
@@ -73,6 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=mb.parse_threads, default=[1, 2], help="thread counts, one worker each (default 1,2)")
     p.add_argument("--repeat", type=int, help="timed rounds (default 15; --quick: 3)")
     p.add_argument("--gap-ms", type=float, default=20.0, help="idle milliseconds before each turn (default 20)")
+    p.add_argument("--warm-ms", type=float, default=60.0, help="milliseconds of back-to-back calls before a turn's "
+                   "steady call (default 60): longer than another runtime's team spins after its call")
     p.add_argument("--quick", action="store_true", help=f"smoke run: small sizes, {' '.join(QUICK_MODELS)}")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated peers (default {','.join(PEERS)})")
     p.add_argument("--no-out", action="store_true", help="skip mlfuse's out= call")
@@ -279,7 +282,7 @@ def run_model(name: str, export: dict, args: argparse.Namespace, threads: int) -
 def _round_robin(paths: list, args: argparse.Namespace) -> tuple[dict, dict]:
     from bench.frontends import round_robin
 
-    return round_robin(paths, args.repeat, args.gap_ms)
+    return round_robin(paths, args.repeat, args.gap_ms, args.warm_ms)
 
 
 def worker(args: argparse.Namespace) -> int:
@@ -294,7 +297,7 @@ def worker(args: argparse.Namespace) -> int:
     threads = args.worker_threads
     exports = json.loads((args.onnx_dir / "exports.json").read_text())
     run = {"threads": threads, "cpus": sorted(os.sched_getaffinity(0)), "size": args.size, "repeat": args.repeat,
-           "gap_ms": args.gap_ms, "allocator": args.allocator, "loadavg_start": list(os.getloadavg()), "models": []}
+           "gap_ms": args.gap_ms, "warm_ms": args.warm_ms, "allocator": args.allocator, "loadavg_start": list(os.getloadavg()), "models": []}
     for name in args.models:
         print(f"[{threads} thread{'s' * (threads > 1)}] {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
@@ -384,7 +387,8 @@ def compile_rows(run: dict) -> list[str]:
 
 def format_run(run: dict) -> list[str]:
     lines = [mb.thread_heading(run["threads"]), "",
-             f"Median ms of the steady call ({run['repeat']} rounds, round-robin), {run['size']} sizes, batch 1; "
+             f"Median ms of the steady call ({run['repeat']} rounds, round-robin; the call after "
+             f"{run.get('warm_ms', 0):.0f} ms of back-to-back calls), {run['size']} sizes, batch 1; "
              f"allocator {run['allocator']}; load average {run['loadavg_start'][0]:.2f} -> {run['loadavg_end'][0]:.2f}. "
              "speed vs X = X ms / mlfuse `y = f(x)` ms: above 1.0x mlfuse is faster. ⚠: error above 1e-3.", ""]
     lines += model_rows(run)
