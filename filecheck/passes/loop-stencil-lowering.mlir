@@ -162,11 +162,11 @@ func.func @two_images(%x: tensor<2x32x16x16xf32>, %w: tensor<64x32x1x1xf32>) -> 
   func.return %y : tensor<2x64x16x16xf32>
 }
 // GEMM-LABEL: func.func @few_pixels
-// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0, 0] upper [1, 4, 4, 64, 3, 3]
+// GEMM: loop.nest "conv_patches" lower [0, 0, 0, 0, 0, 0] upper [1, 7, 7, 64, 3, 3]
 // GEMM: loop.nest "conv_unpack"
-func.func @few_pixels(%x: tensor<1x64x4x4xf32>, %w: tensor<256x64x3x3xf32>) -> tensor<1x256x4x4xf32> {
-  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x4x4xf32>, tensor<256x64x3x3xf32>) -> tensor<1x256x4x4xf32>
-  func.return %y : tensor<1x256x4x4xf32>
+func.func @few_pixels(%x: tensor<1x64x7x7xf32>, %w: tensor<256x64x3x3xf32>) -> tensor<1x256x7x7xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x7x7xf32>, tensor<256x64x3x3xf32>) -> tensor<1x256x7x7xf32>
+  func.return %y : tensor<1x256x7x7xf32>
 }
 
 // -----

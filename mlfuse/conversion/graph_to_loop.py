@@ -948,9 +948,13 @@ def lower_conv2d_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAVal
         lower_conv2d_as_nhwc_matmul(fl, op, out)
 
 
-# Fewer output pixels than this: w @ patches would waste most of the GEMM kernel's vector
-# lanes, which run along the pixels (a 3x3 conv over a 1x1 image has one).
-NCHW_PRODUCT_MIN_PIXELS = 32
+# Fewer output pixels than this: w @ patches would waste the GEMM kernel's vector lanes,
+# which run along the pixels (a 3x3 conv over a 1x1 image has one). A 7x7 image's 49
+# fill an AVX-512 tile of 48 and one lane of the next; patches @ wt runs along the
+# output channels instead. Whole models, one thread, one process, medians of 21
+# (time at 50 over 32, AVX-512): ResNet-18 0.97 (its 7x7 convs at 129 GF/s, were 94),
+# MobileNetV3-small 0.97, MobileNetV2 0.98. (On AVX2, 7x7 was even: see nchw_product.)
+NCHW_PRODUCT_MIN_PIXELS = 50
 
 
 def nchw_product(op: graph.Conv2dOp) -> bool:
