@@ -1,12 +1,13 @@
 // Streaming accesses: pure, unit-stride writes to buffers of at least 32 MiB get
 // `nontemporal = true`, and unit-stride loads of such buffers inside a loop.band
-// get `mlfuse.prefetch`; mlfuse/backend/streaming.py turns both into machine
+// or in a nest that computes a transcendental get `mlfuse.prefetch`; mlfuse/backend/streaming.py turns both into machine
 // code after LLVM vectorizes. Serial lowering keeps the checks short.
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false}' | filecheck %s
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false streaming=false}' | filecheck %s --check-prefix=OFF
 
-// A 64 MiB output written once, row by row: streams.
+// A 64 MiB output written once, row by row: streams; exp's input is prefetched.
 // CHECK-LABEL: func.func @stream
+// CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] {mlfuse.prefetch} : memref<4096x4096xf32>
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {nontemporal = true} : memref<4096x4096xf32>
 // OFF-LABEL: func.func @stream
 // OFF-NOT: nontemporal = true
@@ -49,9 +50,11 @@ func.func @accumulate(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
 
 // -----
 
-// Does not stream: a transposed write strides through memory.
+// Does not stream: a transposed write strides through memory. No prefetch either:
+// a copy outside a band keeps up with the hardware prefetcher.
 // CHECK-LABEL: func.func @transpose
 // CHECK-NOT: nontemporal = true
+// CHECK-NOT: mlfuse.prefetch
 func.func @transpose(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
   loop.nest "t" lower [0, 0] upper [4096, 4096] iterators ["parallel", "parallel"] ins(%x : memref<4096x4096xf32>) outs(%y : memref<4096x4096xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1, d0)>] {
   ^bb0(%a: f32, %o: f32):

@@ -84,7 +84,13 @@ STREAMING_ATTR = "mlfuse.nontemporal"
 # writes) that stream from memory get software prefetches a few rows ahead: the
 # hardware prefetcher stalls while a row's phases run from L1 (LayerNorm at
 # 65536x1024, 1 thread: 18.1 -> 10.9 ms). Loads marked with PREFETCH_ATTR;
-# mlfuse/backend/streaming.py inserts the prefetches after vectorization.
+# mlfuse/backend/streaming.py inserts the prefetches after vectorization. So do the
+# inputs of any nest that computes a transcendental (expand_math.EXPANDED): between
+# two loads it spends so long in the polynomial that the hardware prefetcher falls
+# behind (16M f32, 2 threads, time over a copy's: exp 1.39-1.44 -> 1.17-1.23, tanh
+# 1.50-1.64 -> 1.21-1.25, erf 1.52-1.66 -> 1.23-1.42; GELU with bias at 65536x1024
+# 26-32 -> 12 ms), where light streaming nests (row and column sums) were 8-18%
+# slower with the prefetches.
 PREFETCH_ATTR = "mlfuse.prefetch"
 
 
@@ -224,10 +230,18 @@ def is_streamed(buf: SSAValue, m: AffineMap, nest: loop.NestOp, min_bytes: int) 
 
 
 def prefetched_inputs(nest: loop.NestOp, min_bytes: int = NONTEMPORAL_MIN_BYTES) -> list[int]:
-    """The inputs of a nest inside a loop.band that stream from memory (see PREFETCH_ATTR)."""
-    if not isinstance(nest.parent_op(), loop.BandOp):
+    """The inputs that stream from memory of a nest inside a loop.band or one that
+    computes a transcendental (see PREFETCH_ATTR)."""
+    if not isinstance(nest.parent_op(), loop.BandOp) and not computes_transcendental(nest):
         return []
     return [k for k, (buf, m) in enumerate(zip(nest.ins, nest.access_maps)) if is_streamed(buf, m, nest, min_bytes)]
+
+
+def computes_transcendental(nest: loop.NestOp) -> bool:
+    """Does `nest`'s body call a function that expand-math writes as a polynomial?"""
+    from mlfuse.conversion.expand_math import EXPANDED
+
+    return any(isinstance(op, EXPANDED) for op in nest.body.walk())
 
 
 def streaming_outputs(nest: loop.NestOp, min_bytes: int = NONTEMPORAL_MIN_BYTES) -> list[int]:
