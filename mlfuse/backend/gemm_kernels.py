@@ -63,7 +63,9 @@ PACK_PREFETCH_ROWS = 8
 # prepacked A (prefetch_next_tiles), at these llvm.prefetch localities (2: L2, 3: L1).
 # Whole models, one process, medians of 21 (time with over without, AVX-512): one
 # thread ResNet-18 0.93 (the B panels 0.955, then A 0.975), MobileNetV2 0.96, GPT-2
-# 0.97, BERT 0.99; two threads ResNet-18 0.97, U-Net 1.00.
+# 0.97, BERT 0.99; two threads ResNet-18 0.97, U-Net 1.00. (Separate processes, these
+# and 7x7 convs along the channels together: ResNet-18 0.88 at one thread, 0.97-0.99 at
+# two, where the team's waits, not the kernels, hold it back.)
 NEXT_PANEL_LOCALITY = 2
 NEXT_A_LOCALITY = 3
 PREFIX = "mlfuse_gemm_"
@@ -587,7 +589,7 @@ class _Kernels:
         # row slices vary fastest: a thread's chunk of consecutive tasks holds full and
         # short (last) row slices alike, so libgomp's guided chunks stay balanced (49 rows
         # are slices of 48 and 1: column-major, the first chunk took every full one, and
-        # ResNet-18's 7x7 convs ran 74% on one of two threads; 0.92x its time at 2 threads)
+        # ResNet-18's 7x7 convs ran 74% on one of two threads; they run 52% now)
         rows = self.task_rows(b, b.srem(within, ir.Constant(I64, s.row_tasks)))
         col0 = b.mul(b.sdiv(within, ir.Constant(I64, s.row_tasks)), ir.Constant(I64, TASK_COLUMNS))
         col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))

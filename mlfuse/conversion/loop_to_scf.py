@@ -89,8 +89,8 @@ STREAMING_ATTR = "mlfuse.nontemporal"
 # two loads it spends so long in the polynomial that the hardware prefetcher falls
 # behind (16M f32, 2 threads, time over a copy's: exp 1.39-1.44 -> 1.17-1.23, tanh
 # 1.50-1.64 -> 1.21-1.25, erf 1.52-1.66 -> 1.23-1.42; GELU with bias at 65536x1024
-# 26-32 -> 12 ms), where light streaming nests (row and column sums) were 8-18%
-# slower with the prefetches.
+# 26-32 -> 12 ms); light streaming nests (row and column sums) gained nothing (two
+# runs read them 8-18% slower, within this machine's noise), so they go without.
 PREFETCH_ATTR = "mlfuse.prefetch"
 
 
