@@ -121,6 +121,17 @@ func.func @unsupported(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A call that was not inlined (here it cannot be: the callee is only declared) is an
+// error at the call, not an internal error where its result is read.
+// CHECK: convert-graph-to-loop.mlir:[[# @LINE + 3]]:3: error: 'func.call' of @external cannot be lowered to loops: inline calls first
+func.func private @external(tensor<4xf32>) -> tensor<4xf32>
+func.func @calls_external(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = func.call @external(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
 // A large transpose that moves the innermost dimension runs as a band over 64x64
 // blocks and their 8x8 tiles; a tile's nest takes a min at the edges (300 = 4*64+44, 257 = 4*64+1).
 // CHECK-LABEL: func.func @big_transpose

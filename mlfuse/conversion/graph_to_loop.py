@@ -672,7 +672,12 @@ class RejectOtherOps(RewritePattern):
     state: dict[Operation, FunctionLowering]
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if lowering_of(op, self.state) is not None and op.dialect_name() not in ("graph", "fusion", "func"):
+        if lowering_of(op, self.state) is None:
+            return
+        if isinstance(op, func.CallOp):  # its result would be read as if lowered: say what to do instead
+            raise Diagnostic(f"'func.call' of @{op.callee.string_value()} cannot be lowered to loops: inline calls first "
+                             "(the inline pass; a function that is only declared has no body to inline)", location_of(op))
+        if op.dialect_name() not in ("graph", "fusion", "func"):
             raise Diagnostic(f"'{op.name}' cannot be lowered to loops yet", location_of(op))
 
 
