@@ -200,6 +200,26 @@ def test_tasks_split_anywhere(dims):
     check(whole, a, b)
 
 
+@pytest.mark.parametrize("dims", [(1, 256, 196, 2304), (1, 49, 512, 4608), (1, 128, 784, 1152), (1, 512, 49, 4608),
+                                  (2, 30, 100, 7), (1, 131, 49, 70), (1, 64, 3136, 576)])
+def test_task_order_spreads_the_work(dims):
+    """A batch's tasks run in an order (a permutation) whose first half, what libgomp's
+    guided schedule hands the first thread, holds half the multiply-adds to within one
+    task, and never more than the plain numbering's first half did."""
+    shape = GemmShape(*dims)
+    order = shape.task_order()
+    assert sorted(order) == list(range(shape.column_tasks * shape.row_tasks))
+
+    def work(t: int) -> int:
+        col, row = divmod(t, shape.row_tasks)
+        return min(TASK_COLUMNS, shape.n - col * TASK_COLUMNS) * min(shape.slice_rows, shape.m - row * shape.slice_rows)
+
+    total, half = sum(map(work, order)), (len(order) + 1) // 2
+    share = sum(map(work, order[:half])) / total
+    assert abs(share - 0.5) <= max(map(work, order)) / total
+    assert share <= sum(map(work, range(half))) / total
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     batch=st.integers(1, 3), m=st.integers(1, 40), n=st.integers(1, 130), k=st.integers(1, 600),
