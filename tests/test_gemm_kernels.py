@@ -211,8 +211,8 @@ def test_task_order_spreads_the_work(dims):
     assert sorted(order) == list(range(shape.column_tasks * shape.row_tasks))
 
     def work(t: int) -> int:
-        col, row = divmod(t, shape.row_tasks)
-        return min(TASK_COLUMNS, shape.n - col * TASK_COLUMNS) * min(shape.slice_rows, shape.m - row * shape.slice_rows)
+        rows, cols = shape.task_extent(t)
+        return rows * cols
 
     total, half = sum(map(work, order)), (len(order) + 1) // 2
     share = sum(map(work, order[:half])) / total

@@ -140,6 +140,11 @@ class GemmShape:
     def tasks(self) -> int:
         return self.batch * self.column_tasks * self.row_tasks
 
+    def task_extent(self, t: int) -> tuple[int, int]:
+        """(rows, columns) of C that task t of a batch computes (t = column * row_tasks + row)."""
+        col, row = divmod(t, self.row_tasks)
+        return min(self.slice_rows, self.m - row * self.slice_rows), min(TASK_COLUMNS, self.n - col * TASK_COLUMNS)
+
     def task_order(self) -> list[int]:
         """The (column slice, row slice) of each task of a batch, numbered column * row_tasks
         + row, in the order the tasks run: tasks of one size (rows x columns) spread
@@ -151,11 +156,8 @@ class GemmShape:
         at 28x28 128->128, even at 56x56 and 7x7; ResNet-18 0.98x the time, MobileNetV2
         0.95-0.99x, U-Net and the transformers even (same bits)."""
         sizes: dict[tuple[int, int], list[int]] = {}
-        for col in range(self.column_tasks):
-            cols = min(TASK_COLUMNS, self.n - col * TASK_COLUMNS)
-            for row in range(self.row_tasks):
-                rows = min(self.slice_rows, self.m - row * self.slice_rows)
-                sizes.setdefault((rows, cols), []).append(col * self.row_tasks + row)
+        for t in range(self.column_tasks * self.row_tasks):
+            sizes.setdefault(self.task_extent(t), []).append(t)
         keyed = [((k + 0.5) / len(ids), -size[0] * size[1], t) for size, ids in sizes.items() for k, t in enumerate(ids)]
         return [t for *_, t in sorted(keyed)]
 
@@ -330,11 +332,16 @@ class _Kernels:
         mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
         b.call(self.masked_store, [value, ptr, ir.Constant(I32, self.ebytes), mask])
 
+    def prefetch_line(self, b: ir.IRBuilder, at, locality: int = 3) -> None:
+        """Prefetch the cache line of `at` for reading (llvm.prefetch locality 3: every cache
+        level; 2: not L1)."""
+        b.call(self.prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, locality), ir.Constant(I32, 1)])
+
     def prefetch_row(self, b: ir.IRBuilder, start, width: int) -> None:
-        """Prefetch (for reading, into every cache level) the `width` elements at `start`:
-        the cache lines of its first and last element."""
+        """Prefetch the `width` elements at `start`: the cache lines of its first and last
+        element."""
         for at in (start, b.gep(start, [ir.Constant(I64, width - 1)], source_etype=self.el)):
-            b.call(self.prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, 3), ir.Constant(I32, 1)])
+            self.prefetch_line(b, at)
 
     def splat(self, b: ir.IRBuilder, scalar, vector: ir.VectorType | None = None):
         """`scalar` in every lane of a `vector` (default: the kernel's element vector)."""
@@ -399,18 +406,22 @@ class _Kernels:
         self.pack[width] = fn
         return fn
 
-    def row_offsets(self) -> ir.GlobalVariable:
-        """The window's row offsets (Window.row_offsets) as a constant i32 table."""
-        name = f"{self.shape.symbol}_rows"
+    def i32_table(self, suffix: str, values) -> ir.GlobalVariable:
+        """The constant i32 array `values` of this shape's kernels, `<symbol>_<suffix>`
+        (made once per module)."""
+        name = f"{self.shape.symbol}_{suffix}"
         existing = self.module.globals.get(name)
         if existing is not None:
             return existing  # type: ignore[return-value]
-        assert self.shape.window is not None
-        values = self.shape.window.row_offsets(self.shape.k)
         table = ir.GlobalVariable(self.module, ir.ArrayType(I32, len(values)), name=name)
-        table.initializer = ir.Constant(ir.ArrayType(I32, len(values)), values)  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub types it None)
+        table.initializer = ir.Constant(ir.ArrayType(I32, len(values)), list(values))  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub types it None)
         table.global_constant, table.linkage = True, "internal"
         return table
+
+    def row_offsets(self) -> ir.GlobalVariable:
+        """The window's row offsets (Window.row_offsets) as a constant i32 table."""
+        assert self.shape.window is not None
+        return self.i32_table("rows", self.shape.window.row_offsets(self.shape.k))
 
     def ordered(self, b: ir.IRBuilder, within):
         """The task of a batch that runs `within`-th (GemmShape.task_order), from a constant
@@ -418,13 +429,8 @@ class _Kernels:
         order = self.shape.task_order()
         if order == list(range(len(order))):
             return within
-        name = f"{self.shape.symbol}_order"
-        table = self.module.globals.get(name)
-        if table is None:
-            table = ir.GlobalVariable(self.module, ir.ArrayType(I32, len(order)), name=name)
-            table.initializer = ir.Constant(ir.ArrayType(I32, len(order)), order)  # pyright: ignore[reportAttributeAccessIssue]
-            table.global_constant, table.linkage = True, "internal"
-        at = b.gep(table, [ir.Constant(I64, 0), within], source_etype=table.value_type)  # pyright: ignore[reportAttributeAccessIssue]
+        table = self.i32_table("order", order)
+        at = b.gep(table, [ir.Constant(I64, 0), within], source_etype=table.value_type)
         return b.sext(b.load(at, typ=I32), I64)
 
     def pack_window_fn(self, width: int) -> ir.Function:
@@ -543,11 +549,10 @@ class _Kernels:
         if self.shape.packed_b:
             ahead = b.gep(panel_row, [b.mul(kc, ir.Constant(I64, blk.nr))], source_etype=self.el)
             for v in vecs:
-                at = b.gep(ahead, [ir.Constant(I64, v * blk.vw)], source_etype=self.el)
-                b.call(self.prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, NEXT_PANEL_LOCALITY), ir.Constant(I32, 1)])
+                self.prefetch_line(b, b.gep(ahead, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), NEXT_PANEL_LOCALITY)
         if self.shape.packed_a:
             at = b.gep(a, [b.mul(b.add(kc, k), ir.Constant(I64, blk.mr))], source_etype=self.el)
-            b.call(self.prefetch, [at, ir.Constant(I32, 0), ir.Constant(I32, NEXT_A_LOCALITY), ir.Constant(I32, 1)])
+            self.prefetch_line(b, at, NEXT_A_LOCALITY)
 
     def a_offset(self, b: ir.IRBuilder, i: int, k):
         """Where A's element (row i of the tile, depth k) is, from the tile's A pointer."""

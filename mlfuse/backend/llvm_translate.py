@@ -68,10 +68,10 @@ def to_llvmlite(
 
 
 def host_features() -> str:
-    import llvmlite.binding
+    """The LLVM features the CPU backend compiles for (cpu.host_cpu)."""
+    from mlfuse.backend import cpu
 
-    llvmlite.binding.initialize_native_target()
-    return llvmlite.binding.get_host_cpu_features().flatten()
+    return cpu.host_cpu()[1]
 
 
 def packed_panels(data: bytes, symbol: str, operand: str, features: str) -> bytes:

@@ -67,6 +67,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from mlfuse.abi import element_bytes
+from mlfuse.conversion.expand_math import EXPANDED
 from mlfuse.dialects import loop
 
 # Outline a nest for threads only if it has at least this many points; smaller
@@ -239,8 +240,6 @@ def prefetched_inputs(nest: loop.NestOp, min_bytes: int = NONTEMPORAL_MIN_BYTES)
 
 def computes_transcendental(nest: loop.NestOp) -> bool:
     """Does `nest`'s body call a function that expand-math writes as a polynomial?"""
-    from mlfuse.conversion.expand_math import EXPANDED
-
     return any(isinstance(op, EXPANDED) for op in nest.body.walk())
 
 
