@@ -35,6 +35,8 @@ attributes; `loop.nest` prints its iterators as the quoted strings above, and
 
 `loop.parallel_call` runs an outlined nest `@fn(lo, hi, args...)` over a range
 split across the CPU's threads (lowered to libgomp's GOMP_parallel).
+`loop.aligned_window` finds a row's first element at an aligned address (the peel of
+a streaming row, see convert-loop-to-scf).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, NoTerminator
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from mlfuse.abi import element_bytes
 from mlfuse.dialects.enums import enum_value, parse_enum_value
 
 
@@ -692,6 +695,51 @@ class ViewOp(IRDLOperation):
             raise VerifyException(f"'loop.view' must keep the element count ({a} to {b})")
 
 
+@irdl_op_definition
+class AlignedWindowOp(IRDLOperation):
+    """The first element at or after `source[indices]` whose address is a multiple of
+    `alignment` bytes: how many elements lie before it (`skip`, less than
+    alignment / element size) and the buffer from it on, seen as 1-D (`window`, as
+    many elements as `source` holds: an upper bound, never all in range).
+
+    convert-loop-to-scf peels a streaming row with it: the elements before the
+    aligned one go through a loop of their own, the rest through `window`, so LLVM
+    proves the rest's vector stores aligned whatever the buffer's address (outputs
+    from np.empty are only 16-byte aligned) and they can be non-temporal.
+
+        %skip, %w = loop.aligned_window %y[%i, %c0] {alignment = 64 : i64} : memref<64x100xf32> -> memref<6400xf32>
+    """
+
+    name = "loop.aligned_window"
+    source = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    alignment = prop_def(IntegerAttr[IntegerType])
+    skip = result_def(IndexType)
+    window = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$source `[` $indices `]` attr-dict `:` type($source) `->` type($window)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, source: SSAValue, indices: Sequence[SSAValue], alignment: int):
+        t = source.type
+        assert isinstance(t, MemRefType)
+        window = MemRefType(t.get_element_type(), [t.element_count()])
+        super().__init__(
+            operands=[source, indices], properties={"alignment": IntegerAttr(alignment, i64)}, result_types=[IndexType(), window]
+        )
+
+    def verify_(self) -> None:
+        source, window = self.source.type, self.window.type
+        assert isinstance(source, MemRefType) and isinstance(window, MemRefType)
+        if len(self.indices) != source.get_num_dims():
+            raise VerifyException(f"'loop.aligned_window' needs {source.get_num_dims()} indices into {source}, got {len(self.indices)}")
+        if window.get_element_type() != source.get_element_type() or window.get_shape() != (source.element_count(),):
+            raise VerifyException(f"'loop.aligned_window' of {source} must be memref<{source.element_count()}x{source.get_element_type()}>, got {window}")
+        a, size = self.alignment.value.data, element_bytes(source.get_element_type())
+        if a < size or a & (a - 1):
+            raise VerifyException(f"'loop.aligned_window' alignment must be a power of two of at least the element size ({size} bytes), got {a}")
+
+
 def view_root(v: SSAValue) -> SSAValue:
     """The buffer `v` aliases: itself, or the source of the `loop.view`s it is made by."""
     while isinstance(v.owner, ViewOp):
@@ -700,5 +748,5 @@ def view_root(v: SSAValue) -> SSAValue:
 
 
 Loop = Dialect(
-    "loop", [NestOp, YieldOp, IndexOp, ReadOp, BandOp, ParallelCallOp, GemmOp, ViewOp], [IteratorKindAttr, IndexKindAttr]
+    "loop", [NestOp, YieldOp, IndexOp, ReadOp, BandOp, ParallelCallOp, GemmOp, ViewOp, AlignedWindowOp], [IteratorKindAttr, IndexKindAttr]
 )

@@ -9,7 +9,9 @@ threads; smaller nests stay inline (with `outline-serial=true`, they and serial
 bands become private functions called directly: one function per kernel, which the
 CPU backend compiles and caches on its own). With `streaming=true` (the default), pure
 unit-stride writes to buffers of 32 MiB or more become `memref.store
-{nontemporal = true}` (streaming stores, made non-temporal after LLVM vectorizes),
+{nontemporal = true}` (streaming stores, made non-temporal after LLVM vectorizes;
+a row that does not start a whole number of cache lines into its buffer is peeled
+with `loop.aligned_window`, so its whole lines are stored aligned),
 and unit-stride loads of such buffers inside a `loop.band` get `mlfuse.prefetch`
 (software prefetches a few rows ahead, added after LLVM vectorizes). The
 rewrite is xDSL patterns (mlfuse.conversion.loop_to_scf.loop_to_scf_patterns).

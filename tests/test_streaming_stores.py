@@ -3,8 +3,10 @@ stores for large outputs, software prefetches for rows that stream into a band.
 
 Outputs of 32 MiB and more stream; results must be the same bits as the plain
 stores (convert-loop-to-scf{streaming=false}), whether the caller's out= array
-is 64-byte aligned or not (the runtime writes a misaligned one through a copy).
-Outputs are poisoned with NaN first.
+is 64-byte aligned, 16-byte aligned (the variant for np.empty) or neither (the
+runtime writes it through a copy), and whether rows start whole cache lines into
+the buffer or are peeled (rows of 1001 and 1004 floats, 1-D chunks split across
+threads). Outputs are poisoned with NaN first.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from mlfuse.frontend.builder import GraphBuilder
 ROWS, COLS = 8192, 1024  # 32 MiB of f32: exactly the streaming threshold
 
 
-def layernorm_and_scale():
+def layernorm_and_scale(rows: int = ROWS, cols: int = COLS):
     b = GraphBuilder()
-    x = b.input("x", (ROWS, COLS))
-    gamma = b.input("gamma", (COLS,))
+    x = b.input("x", (rows, cols))
+    gamma = b.input("gamma", (cols,))
     mean = b.mean(x, axis=-1, keepdims=True)
     centered = x - mean
     var = b.mean(centered * centered, axis=-1, keepdims=True)
@@ -74,6 +76,54 @@ def test_streaming_matches_plain_stores(offset):
     ref = mlfuse.reference(module)(x, gamma)
     for g, r in zip(got, ref):
         np.testing.assert_allclose(g, r, rtol=2e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("cols, offset", [(1001, 0), (1001, 16), (1004, 48), (1024, 32)])
+def test_peeled_rows_match_plain_stores(cols, offset):
+    rows = -(-(1 << 25) // (cols * 4))  # just past the streaming threshold
+    module = layernorm_and_scale(rows, cols)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    gamma = rng.standard_normal(cols).astype(np.float32)
+    want = mlfuse.compile(module, passes=plain_pipeline())(x, gamma)
+    outs = [misaligned((rows, cols), offset) for _ in range(2)]
+    for o in outs:
+        o.fill(np.nan)
+    got = mlfuse.compile(module)(x, gamma, out=outs)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("offset", [0, 16])
+def test_peeled_chunks_match_plain_stores(offset):
+    # a 1-D nest split across threads: each thread's chunk is peeled where it starts
+    n = (1 << 23) + 13
+    b = GraphBuilder()
+    x = b.input("x", (n,))
+    b.output(b.exp(x) * 2.0)
+    module = b.module()
+    xs = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    want = mlfuse.compile(module, passes=plain_pipeline())(xs)[0]
+    out = misaligned((n,), offset)
+    out.fill(np.nan)
+    mlfuse.compile(module)(xs, out=[out])
+    np.testing.assert_array_equal(out, want)
+
+
+def test_peeled_rows_stream_whole_lines_in_the_16_byte_variant():
+    """The variant for out= from np.empty (outputs 16-byte aligned) streams rows of
+    1001 floats with 64-byte aligned vector stores: the peel gives the alignment."""
+    from mlfuse.api import run_pipeline
+    from mlfuse.backend import cpu
+    from mlfuse.backend.llvm_translate import to_llvmlite
+
+    module = layernorm_and_scale(8400, 1001)
+    steps = [s if s != "convert-to-llvm" else "convert-to-llvm{output-alignment=16}" for s in pipelines.cpu_pipeline()]
+    assert steps[-1] == "convert-to-llvm{output-alignment=16}"
+    run_pipeline(module, steps)
+    text = cpu.optimized_ir(to_llvmlite(module), "skylake-avx512", "+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx2,+avx,+fma")
+    assert "llvm.ptrmask" in text
+    assert any("!nontemporal" in line and "align 32" in line for line in text.splitlines() if "store <8 x float>" in line)
 
 
 ALIGNED = """define void @k(ptr %p, <16 x float> %v) {

@@ -4,11 +4,14 @@
 // code after LLVM vectorizes. Serial lowering keeps the checks short.
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false}' | filecheck %s
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false streaming=false}' | filecheck %s --check-prefix=OFF
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf' | filecheck %s --check-prefix=PAR
 
 // A 64 MiB output written once, row by row: streams; exp's input is prefetched.
 // CHECK-LABEL: func.func @stream
 // CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] {mlfuse.prefetch} : memref<4096x4096xf32>
 // CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {nontemporal = true} : memref<4096x4096xf32>
+// Its rows start whole cache lines into the buffer: not peeled.
+// CHECK-NOT: loop.aligned_window
 // OFF-LABEL: func.func @stream
 // OFF-NOT: nontemporal = true
 func.func @stream(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
@@ -86,6 +89,71 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
       %t = arith.mulf %a, %s : f32
       loop.yield %t : f32
     }
+  }
+  func.return
+}
+
+// -----
+
+// Rows of 1001 floats start anywhere in a cache line: each row is peeled. A loop
+// up to the first element at a 64-byte address, whole lines through the aligned
+// window (counted from 0), then the partial line left.
+// CHECK-LABEL: func.func @odd_rows
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %[[ONE:.*]] {
+// CHECK: %[[SKIP:.*]], %[[WINDOW:.*]] = loop.aligned_window %{{.*}}[%[[ROW]], %[[LO:.*]]] {alignment = 64 : i64} : memref<8400x1001xf32> -> memref<8408400xf32>
+// CHECK: %[[FROM:.*]] = arith.addi %[[LO]], %[[SKIP]] : index
+// CHECK: %[[START:.*]] = arith.minsi %[[FROM]], %[[HI:.*]] : index
+// CHECK: %[[REST:.*]] = arith.andi %{{.*}}, %{{.*}} : index
+// CHECK: %[[END:.*]] = arith.subi %[[HI]], %[[REST]] : index
+// CHECK: scf.for %[[J:.*]] = %[[LO]] to %[[START]] step %[[ONE]] {
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[J]]] {nontemporal = true} : memref<8400x1001xf32>
+// CHECK: %[[LINES:.*]] = arith.subi %[[END]], %[[START]] : index
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[LINES]] step %[[ONE]] {
+// CHECK: %[[AT:.*]] = arith.addi %[[START]], %[[T]] : index
+// CHECK: memref.load %{{.*}}[%[[ROW]], %[[AT]]] {mlfuse.prefetch} : memref<8400x1001xf32>
+// CHECK: memref.store %{{.*}}, %[[WINDOW]][%[[T]]] {nontemporal = true} : memref<8408400xf32>
+// CHECK: scf.for %[[K:.*]] = %[[END]] to %[[HI]] step %[[ONE]] {
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[K]]] {nontemporal = true} : memref<8400x1001xf32>
+// OFF-LABEL: func.func @odd_rows
+// OFF-NOT: loop.aligned_window
+func.func @odd_rows(%x: memref<8400x1001xf32>, %y: memref<8400x1001xf32>) {
+  loop.nest "exp" lower [0, 0] upper [8400, 1001] iterators ["parallel", "parallel"] ins(%x : memref<8400x1001xf32>) outs(%y : memref<8400x1001xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    loop.yield %e : f32
+  }
+  func.return
+}
+
+// -----
+
+// Rows reached through a mod are not linear in the ivs: peeled to be safe, even
+// though these start whole lines in.
+// CHECK-LABEL: func.func @mod_rows
+// CHECK: loop.aligned_window
+func.func @mod_rows(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
+  loop.nest "exp" lower [0, 0] upper [4096, 4096] iterators ["parallel", "parallel"] ins(%x : memref<4096x4096xf32>) outs(%y : memref<4096x4096xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ((d0 + 1) mod 4096, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    loop.yield %e : f32
+  }
+  func.return
+}
+
+// -----
+
+// A 1-D nest split across threads: each thread's chunk starts where the split put
+// it, so the chunk is peeled (at lo, the outlined function's first parameter).
+// PAR-LABEL: func.func private @flat__0_exp(
+// PAR-SAME: %[[LO:[^:]*]]: index, %[[HI:[^:]*]]: index
+// PAR: %[[FROM:.*]] = arith.addi %[[LO]], %{{.*}} : index
+// PAR: %{{.*}}, %[[WINDOW:.*]] = loop.aligned_window %{{.*}}[%[[FROM]]] {alignment = 64 : i64} : memref<16777216xf32> -> memref<16777216xf32>
+// PAR: memref.store %{{.*}}, %[[WINDOW]][%{{.*}}] {nontemporal = true} : memref<16777216xf32>
+func.func @flat(%x: memref<16777216xf32>, %y: memref<16777216xf32>) {
+  loop.nest "exp" lower [0] upper [16777216] iterators ["parallel"] ins(%x : memref<16777216xf32>) outs(%y : memref<16777216xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    loop.yield %e : f32
   }
   func.return
 }

@@ -15,6 +15,24 @@ func.func @load_store(%x: memref<4x8xf32>, %y: memref<4x8xf32>, %i: index, %j: i
 
 // -----
 
+// loop.aligned_window rounds the element's address up to the alignment with
+// llvm.ptrmask (which LLVM's alignment analysis reads); skip is (-address mod 64) / 4.
+// CHECK-LABEL: llvm.func @aligned_window
+// CHECK: %[[FIRST:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: %[[AHEAD:.*]] = llvm.getelementptr %[[FIRST]][%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK: %[[WINDOW:.*]] = llvm.call_intrinsic "llvm.ptrmask.p0.i64"(%[[AHEAD]], %{{.*}}) : (!llvm.ptr, i64) -> !llvm.ptr
+// CHECK: %[[ADDRESS:.*]] = llvm.ptrtoint %[[FIRST]] : !llvm.ptr to i64
+// CHECK: %[[GAP:.*]] = llvm.and %{{.*}}, %{{.*}} : i64
+// CHECK: %[[SKIP:.*]] = llvm.lshr exact %[[GAP]], %{{.*}} : i64
+// CHECK: llvm.getelementptr inbounds %[[WINDOW]][%[[SKIP]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+func.func @aligned_window(%y: memref<4x1001xf32>, %i: index, %j: index, %v: f32) {
+  %skip, %w = loop.aligned_window %y[%i, %j] {alignment = 64 : i64} : memref<4x1001xf32> -> memref<4004xf32>
+  memref.store %v, %w[%skip] : memref<4004xf32>
+  func.return
+}
+
+// -----
+
 // scf.for becomes a header block with the induction variable as argument.
 // CHECK-LABEL: llvm.func @loop
 // CHECK: llvm.br ^[[HEAD:.*]](%{{.*}} : i64)

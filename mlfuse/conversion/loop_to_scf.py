@@ -93,6 +93,17 @@ STREAMING_ATTR = "mlfuse.nontemporal"
 # 26-32 -> 12 ms); light streaming nests (row and column sums) gained nothing (two
 # runs read them 8-18% slower, within this machine's noise), so they go without.
 PREFETCH_ATTR = "mlfuse.prefetch"
+# A nest that streams an output stores it from the first element of each innermost
+# row at a cache-line address on (loop.aligned_window; the elements before it, and
+# the partial line after the last whole one, go through loops of their own): x86 has
+# no unaligned non-temporal vector store, so without the peel rows that do not start
+# a whole number of lines into the buffer, and chunks of 1-D nests split across
+# threads, were written with plain stores or streamed in 16-byte pieces. 2 threads,
+# ms before -> after: LayerNorm 65536x1001 19.7 -> 15.0, 65536x1004 23.1 -> 14.3
+# (aligned 65536x1024: 13.1), Adam 65536x1024 64.6 -> 59.1 (out= from np.empty 76.7 ->
+# 61.0; of its three outputs the first is peeled). Rows that start whole lines into
+# the buffer are not peeled (see peeled_output).
+STREAM_ALIGNMENT = 64
 
 
 def index_const(b: Builder, v: int) -> SSAValue:
@@ -164,23 +175,132 @@ def emit_nest_loops(
     one = index_const(b, 1)
     ivs: list[SSAValue] = []
     inner = b
-    for d in range(nest.rank):
+    for d in range(nest.rank - 1):
         lo, hi = hoisted[d] if d in hoisted else bounds_at(inner, d, ivs)
-        body = Block(arg_types=[IndexType()])
-        inner.insert(scf.ForOp(lo, hi, one, [], body))
-        ivs.append(body.args[0])
-        inner = Builder(InsertPoint.at_end(body))
-    emit_nest_body(inner, nest, ivs, syms, buffers)
-    # close every loop body with its yield
+        inner, iv = open_loop(inner, lo, hi, one)
+        ivs.append(iv)
+    if nest.rank == 0:
+        emit_nest_body(inner, nest, ivs, syms, buffers)
+    else:
+        d = nest.rank - 1
+        lo, hi = hoisted[d] if d in hoisted else bounds_at(inner, d, ivs)
+        emit_innermost_loop(inner, nest, (lo, hi, one), ivs, syms, buffers, peeled_output(nest, d in override))
     for iv in reversed(ivs):
-        Builder(InsertPoint.at_end(iv.owner)).insert(scf.YieldOp())
+        close_loop(iv)
 
 
-def emit_nest_body(b: Builder, nest: loop.NestOp, ivs, syms, buffers) -> None:
+def open_loop(b: Builder, lo: SSAValue, hi: SSAValue, step: SSAValue) -> tuple[Builder, SSAValue]:
+    """An scf.for over [lo, hi) at `b`: a builder into its body, and its iv (close_loop ends the body)."""
+    body = Block(arg_types=[IndexType()])
+    b.insert(scf.ForOp(lo, hi, step, [], body))
+    return Builder(InsertPoint.at_end(body)), body.args[0]
+
+
+def close_loop(iv: SSAValue) -> None:
+    Builder(InsertPoint.at_end(iv.owner)).insert(scf.YieldOp())  # type: ignore[arg-type]
+
+
+def emit_innermost_loop(
+    b: Builder,
+    nest: loop.NestOp,
+    bounds: tuple[SSAValue, SSAValue, SSAValue],
+    ivs: list[SSAValue],
+    syms: Sequence[SSAValue],
+    buffers: Sequence[SSAValue],
+    peel: int | None,
+) -> None:
+    """The innermost loop of `nest` over `bounds` (lo, hi, step 1) with the body. With
+    `peel` (an output that streams, see STREAM_ALIGNMENT), three loops: up to the
+    output's first element at an aligned address, whole aligned lines of it through a
+    window, and the rest."""
+    lo, hi, one = bounds
+    if peel is None:
+        inner, iv = open_loop(b, lo, hi, one)
+        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
+        close_loop(iv)
+        return
+    k = len(nest.ins) + peel
+    first = [emit_affine(b, e, [*ivs, lo], syms) for e in nest.access_maps[k].results]
+    aligned = b.insert(loop.AlignedWindowOp(buffers[k], first, STREAM_ALIGNMENT))
+    start = b.insert(arith.MinSIOp(b.insert(arith.AddiOp(lo, aligned.skip)).result, hi)).result
+    line = STREAM_ALIGNMENT // element_bytes(aligned.window.type.get_element_type())  # type: ignore[attr-defined]
+    rest = b.insert(arith.AndIOp(b.insert(arith.SubiOp(hi, start)).result, index_const(b, line - 1))).result
+    end = b.insert(arith.SubiOp(hi, rest)).result
+    inner, iv = open_loop(b, lo, start, one)  # up to the first aligned element
+    emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
+    close_loop(iv)
+    # whole lines, counted from 0 as the window is (from `start` on, LLVM lost the
+    # alignment of window[iv - start]); unit stride along the innermost dimension
+    # makes the row's element start + t the window's element t
+    inner, t = open_loop(b, index_const(b, 0), b.insert(arith.SubiOp(end, start)).result, one)
+    at = inner.insert(arith.AddiOp(start, t)).result
+    emit_nest_body(inner, nest, [*ivs, at], syms, buffers, window=(peel, aligned.window, t))
+    close_loop(t)
+    inner, iv = open_loop(b, end, hi, one)  # the partial line left
+    emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
+    close_loop(iv)
+
+
+def peeled_output(nest: loop.NestOp, dynamic_start: bool) -> int | None:
+    """The streaming output whose rows (innermost loops) to peel, if any: the first, unless
+    its rows all start a whole number of lines (STREAM_ALIGNMENT bytes) into the buffer,
+    where LLVM proves the stores aligned in the aligned variant without a peel, and a
+    buffer from np.empty streams faster in 16-byte pieces (LayerNorm at 65536x1024, 1
+    thread, over the aligned call: 1.18x in pieces, 1.25-1.34x peeled: the line each
+    row shares with the next costs more written in two parts). `dynamic_start`: the
+    innermost loop starts at a thread's chunk boundary."""
+    streamed = marked(nest, STREAMING_ATTR)
+    if not streamed:
+        return None
+    if dynamic_start or row_start_alignment(nest, len(nest.ins) + streamed[0]) < STREAM_ALIGNMENT:
+        return streamed[0]
+    return None
+
+
+def row_start_alignment(nest: loop.NestOp, k: int) -> int:
+    """The largest power of two, up to STREAM_ALIGNMENT, dividing the byte offset in
+    buffer k of the first element of every innermost loop of `nest`; 1 when the
+    access map or the innermost lower bound is not linear (or a max of several)."""
+    t = (*nest.ins, *nest.outs)[k].type
+    m, lower = nest.access_maps[k], nest.lower.data[nest.rank - 1].data
+    if not isinstance(t, MemRefType) or len(lower.results) != 1 or not all(map(is_linear, (*m.results, *lower.results))):
+        return 1
+    shape = t.get_shape()
+    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+    outer, n_syms = nest.rank - 1, max(m.num_symbols, lower.num_symbols)
+
+    def offset(values: list[int]) -> int:  # bytes to the row start at outer ivs + syms `values`
+        dims, syms = values[:outer], values[outer:]
+        start = lower.eval(dims[: lower.num_dims], syms[: lower.num_symbols])[0]
+        return sum(v * s for v, s in zip(m.eval([*dims, start], syms[: m.num_symbols]), strides)) * element_bytes(t.get_element_type())
+
+    base = offset([0] * (outer + n_syms))
+    steps = [offset([int(i == j) for i in range(outer + n_syms)]) - base for j in range(outer + n_syms)]
+    g = math.gcd(base, *steps) or STREAM_ALIGNMENT
+    return min(g & -g, STREAM_ALIGNMENT)
+
+
+def is_linear(expr: AffineExpr) -> bool:
+    """No floordiv, ceildiv or mod anywhere in `expr` (finite differences are then exact)."""
+    if isinstance(expr, AffineBinaryOpExpr):
+        return expr.kind in (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul) and is_linear(expr.lhs) and is_linear(expr.rhs)
+    return True
+
+
+def emit_nest_body(
+    b: Builder,
+    nest: loop.NestOp,
+    ivs,
+    syms,
+    buffers,
+    window: tuple[int, SSAValue, SSAValue] | None = None,
+) -> None:
+    """The body of `nest` at `b` for the point `ivs`. With `window` (output k, a 1-D
+    window, an index), output k is stored at window[index] instead of its access map."""
     n_in = len(nest.ins)
     maps = nest.access_maps
     indices = [[emit_affine(b, e, ivs, syms) for e in m.results] for m in maps]
-    prefetched = {a.data for a in nest.attributes.get(PREFETCH_ATTR, ArrayAttr([]))}
+    prefetched = marked(nest, PREFETCH_ATTR)
     loads = [b.insert(memref.LoadOp.get(buf, idx)) for buf, idx in zip(buffers, indices)]
     for k in prefetched:
         loads[k].attributes[PREFETCH_ATTR] = UnitAttr()
@@ -198,11 +318,19 @@ def emit_nest_body(b: Builder, nest: loop.NestOp, ivs, syms, buffers) -> None:
             mapping[op.result] = b.insert(memref.LoadOp.get(source, [mapping.get(i, i) for i in op.indices])).res
             continue
         b.insert(op.clone(value_mapper=mapping))
-    streaming = {a.data for a in nest.attributes.get(STREAMING_ATTR, ArrayAttr([]))}
+    streamed = marked(nest, STREAMING_ATTR)
     for k, (value, buf, idx) in enumerate(zip(yielded, buffers[n_in:], indices[n_in:])):
+        if window is not None and window[0] == k:
+            buf, idx = window[1], [window[2]]
         store = b.insert(memref.StoreOp.get(value, buf, idx))
-        if k in streaming:
+        if k in streamed:
             store.properties["nontemporal"] = BoolAttr.from_bool(True)
+
+
+def marked(nest: loop.NestOp, attr: str) -> list[int]:
+    """The operand positions that mark_streaming_accesses put in `nest`'s attribute `attr`."""
+    value = nest.attributes.get(attr)
+    return [a.data for a in value.data if isinstance(a, IntAttr)] if isinstance(value, ArrayAttr) else []
 
 
 def innermost_stride(m: AffineMap, shape: Sequence[int], rank: int) -> int | None:

@@ -618,6 +618,32 @@ class ViewLowering(RewritePattern):
         replace_op(rewriter, op, value)
 
 
+class AlignedWindowLowering(RewritePattern):
+    """loop.aligned_window: the element's address rounded up to the alignment with
+    llvm.ptrmask, which LLVM's known-bits analysis reads (an llvm.assume on the
+    rounded address would not reach the vectorized loop's stores); skip is the
+    distance in elements. Where LLVM knows the element aligned already, it folds
+    skip to 0 and the peeled loop away."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: loop.AlignedWindowOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        alignment = op.alignment.value.data
+        t = op.source.type
+        assert isinstance(t, MemRefType)
+        first = address(e, op.source, op.indices)
+        # not inbounds: near the end of the buffer the rounded address may lie past it
+        ahead = e.result(llvm_ops.gep(first, e.const(alignment - 1, i64), i8, inbounds=False))
+        window = e.result(llvm.CallIntrinsicOp("llvm.ptrmask.p0.i64", [ahead, e.const(-alignment, i64)], [PTR]))
+        # skip as (-first) mod alignment: its range is then known, and LLVM keeps the peeled loop short
+        negated = e.result(llvm_ops.int_binary(llvm.SubOp, e.const(0, i64), e.result(llvm.PtrToIntOp(first))))
+        gap = e.result(llvm.AndOp(negated, e.const(alignment - 1, i64)))
+        shift = e.const(abi.element_bytes(t.get_element_type()).bit_length() - 1, i64)
+        skip = e.result(llvm.LShrOp(gap, shift, is_exact=UnitAttr()))
+        casts = [llvm_ops.cast(skip, op.skip.type), llvm_ops.cast(window, op.window.type)]
+        rewriter.replace(op, casts, [c.results[0] for c in casts])
+
+
 class GlobalLowering(RewritePattern):
     """memref.global -> an internal constant byte array (`mlfuse.bytes`: the
     translation writes it in one piece, far cheaper than one attribute per element)."""
@@ -656,6 +682,7 @@ def memref_patterns(declarations: Declarations) -> list[RewritePattern]:
         AllocaLowering(),
         GetGlobalLowering(),
         ViewLowering(),
+        AlignedWindowLowering(),
         GlobalLowering(),
     ]
 

@@ -77,6 +77,30 @@ func.func @view_count(%x: memref<4x8xf32>) {
 
 // -----
 
+func.func @window_indices(%x: memref<4x8xf32>, %i: index) {
+  // CHECK: error: 'loop.aligned_window' needs 2 indices into memref<4x8xf32>, got 1
+  %skip, %w = loop.aligned_window %x[%i] {alignment = 64 : i64} : memref<4x8xf32> -> memref<32xf32>
+  func.return
+}
+
+// -----
+
+func.func @window_type(%x: memref<4x8xf32>, %i: index) {
+  // CHECK: error: 'loop.aligned_window' of memref<4x8xf32> must be memref<32xf32>, got memref<8xf32>
+  %skip, %w = loop.aligned_window %x[%i, %i] {alignment = 64 : i64} : memref<4x8xf32> -> memref<8xf32>
+  func.return
+}
+
+// -----
+
+func.func @window_alignment(%x: memref<4x8xf64>, %i: index) {
+  // CHECK: error: 'loop.aligned_window' alignment must be a power of two of at least the element size (8 bytes), got 4
+  %skip, %w = loop.aligned_window %x[%i, %i] {alignment = 4 : i64} : memref<4x8xf64> -> memref<32xf64>
+  func.return
+}
+
+// -----
+
 func.func @bad_bound(%x: memref<4xf32>) {
   // CHECK: error: expected an integer or an affine map as a loop bound, got "four"
   loop.nest "n" lower [0] upper ["four"] iterators ["parallel"] ins() outs(%x : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {

@@ -45,6 +45,8 @@ func.func @nests(%x: memref<4x8xf32>, %y: memref<4xf32>, %n: index) {
   }
   // CHECK: %{{.*}} = loop.view %{{.*}} : memref<4x8xf32> to memref<32xf32>
   %v = loop.view %x : memref<4x8xf32> to memref<32xf32>
+  // CHECK: %{{.*}}, %{{.*}} = loop.aligned_window %{{.*}}[%{{.*}}, %{{.*}}] {alignment = 64 : i64} : memref<4x8xf32> -> memref<32xf32>
+  %skip, %w = loop.aligned_window %x[%n, %n] {alignment = 64 : i64} : memref<4x8xf32> -> memref<32xf32>
   // CHECK: loop.parallel_call @f(%{{.*}}, %{{.*}}) range 4 : i64 {grain = 1 : i64} : memref<4x8xf32>, memref<4xf32>
   loop.parallel_call @f(%x, %y) range 4 {grain = 1 : i64} : memref<4x8xf32>, memref<4xf32>
   func.return
