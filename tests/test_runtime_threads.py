@@ -151,6 +151,34 @@ def test_team_sizer_runs_the_faster_choice_and_probes_the_other():
     assert [sizer.choose(2) for _ in range(PROBE_EVERY)].count(2) == PROBE_EVERY - 1
 
 
+def test_a_call_beside_another_runs_on_one_thread_and_neither_is_recorded(team_of_two):
+    """Two Python threads call at once: the second runs on one thread (two teams of two
+    would share two cores), and neither time goes into the sizer's windows."""
+    sizer = TeamSizer()
+    sizer.warmed.update({1, 2})  # past the cold first calls, which are never recorded
+    inside, release = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def first_fn():
+        seen["first"] = cpu.get_max_threads()
+        inside.set()
+        assert release.wait(TIMEOUT_S)
+
+    def second_fn():
+        seen["second"] = cpu.get_max_threads()
+
+    first = threading.Thread(target=sizer.call, args=(first_fn, []), daemon=True)
+    first.start()
+    assert inside.wait(TIMEOUT_S)
+    sizer.call(second_fn, [])
+    release.set()
+    first.join(TIMEOUT_S)
+    assert seen == {"first": 2, "second": 1}
+    assert not any(sizer.times.values())
+    sizer.call(second_fn, [])  # alone again: the team, recorded
+    assert seen["second"] == 2 and len(sizer.times[2]) == 1
+
+
 def test_calls_record_their_team(team_of_two):
     fn = mlfuse.compile(PAIR)
     args = [np.ones(s.shape, s.dtype) for s in fn.inputs]

@@ -11,11 +11,22 @@ and with one thread, runs one thread only when its median is clearly (`ONE_THREA
 `PROBE_EVERY`th call to follow the machine's load. On a quiet machine the full team
 wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on the
 choice: team calls split only independent iterations (see llvm_runtime).
+
+A call that starts while another call of compiled code runs in this process (calls
+from several Python threads) runs on one thread: libgomp gives each calling thread a
+team of its own, and two teams of two on two cores wait at each other's barriers.
+Such a call's time says nothing about a lone call's, so it is not recorded, nor is
+a lone call's that another call overlapped. Nor is a call that took page faults
+(fresh outputs from np.empty: the allocator's time, not the team's): recorded, they
+had the sizer run LayerNorm at 65536x1024 on one thread (25-31 ms, against 13.5 on
+the team) after calls into fresh arrays took 41-124 ms.
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -27,6 +38,31 @@ WINDOW = 5  # calls per choice whose median decides
 # One thread must beat the team by this factor: on a quiet machine noise alone must not
 # move a memory-bound kernel onto one thread (a stalled team is 2-100x slower).
 ONE_THREAD_MARGIN = 0.7
+# A call with more minor page faults than this (in the whole process) is not recorded.
+FAULTS_IGNORED = 64
+
+
+class _Calls:
+    """The calls of compiled code running in this process, and how many have started."""
+
+    lock = threading.Lock()
+    running = 0
+    started = 0
+
+    @classmethod
+    def enter(cls) -> tuple[bool, int]:
+        """(another call is running, this call's number)"""
+        with cls.lock:
+            cls.running += 1
+            cls.started += 1
+            return cls.running > 1, cls.started
+
+    @classmethod
+    def leave(cls, number: int) -> bool:
+        """Did the call numbered `number` run alone to its end (no call started since)?"""
+        with cls.lock:
+            cls.running -= 1
+            return cls.started == number
 
 
 class TeamSizer:
@@ -57,12 +93,27 @@ class TeamSizer:
         self.times.setdefault(threads, deque(maxlen=WINDOW)).append(seconds)
 
     def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
-        """Run `fn(*args)` on the chosen number of threads, and time it."""
-        threads = self.choose(cpu.team_size())
-        cpu.use_threads(threads)
-        start = time.perf_counter()
-        fn(*args)
+        """Run `fn(*args)` on the chosen number of threads (one beside another call), and
+        time it if it ran alone and without page faults."""
+        crowded, number = _Calls.enter()
+        try:
+            threads = 1 if crowded else self.choose(cpu.team_size())
+            cpu.use_threads(threads)
+            faults = page_faults()
+            start = time.perf_counter()
+            fn(*args)
+            seconds = time.perf_counter() - start
+            faults = page_faults() - faults
+        finally:
+            alone = _Calls.leave(number) and not crowded
+        if not alone or faults > FAULTS_IGNORED:
+            return
         if threads in self.warmed:
-            self.record(threads, time.perf_counter() - start)
+            self.record(threads, seconds)
         else:  # page faults and the team's start: a first call would decide for a long time
             self.warmed.add(threads)
+
+
+def page_faults() -> int:
+    """Minor page faults of this process so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
