@@ -10,8 +10,8 @@ bands become private functions called directly: one function per kernel, which t
 CPU backend compiles and caches on its own). With `streaming=true` (the default), pure
 unit-stride writes to buffers of 32 MiB or more become `memref.store
 {nontemporal = true}` (streaming stores, made non-temporal after LLVM vectorizes;
-a row that does not start a whole number of cache lines into its buffer is peeled
-with `loop.aligned_window`, so its whole lines are stored aligned),
+each row is peeled with `loop.aligned_window`, so its whole lines are stored
+aligned, and its partial lines combine with the next row's in a per-thread line),
 and unit-stride loads of such buffers inside a `loop.band` get `mlfuse.prefetch`
 (software prefetches a few rows ahead, added after LLVM vectorizes). The
 rewrite is xDSL patterns (mlfuse.conversion.loop_to_scf.loop_to_scf_patterns).

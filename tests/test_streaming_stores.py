@@ -78,7 +78,7 @@ def test_streaming_matches_plain_stores(offset):
         np.testing.assert_allclose(g, r, rtol=2e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("cols, offset", [(1001, 0), (1001, 16), (1004, 48), (1024, 32)])
+@pytest.mark.parametrize("cols, offset", [(1001, 0), (1001, 16), (1004, 48), (1024, 32), (1024, 16), (7, 16), (23, 0)])
 def test_peeled_rows_match_plain_stores(cols, offset):
     rows = -(-(1 << 25) // (cols * 4))  # just past the streaming threshold
     module = layernorm_and_scale(rows, cols)
@@ -92,6 +92,42 @@ def test_peeled_rows_match_plain_stores(cols, offset):
     got = mlfuse.compile(module)(x, gamma, out=outs)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def test_rows_with_gaps_between_them_do_not_combine():
+    """Concatenated along the last axis, the second part's rows are 1000 floats 1003
+    apart: a row's tail and the next row's head share a line with 3 floats of the
+    first part (written before) between them, so they go out plainly (a combined line
+    would overwrite those)."""
+    rows = 8400  # 32 MiB of output
+    b = GraphBuilder()
+    x, y = b.input("x", (rows, 1000)), b.input("y", (rows, 3))
+    b.output(b.concat([y * 3.0, b.exp(x)], axis=1))
+    module = b.module()
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((rows, n)).astype(np.float32) for n in (1000, 3)]
+    want = mlfuse.compile(module, passes=plain_pipeline())(*xs)[0]
+    for offset in (0, 16):
+        out = misaligned((rows, 1003), offset)
+        out.fill(np.nan)
+        mlfuse.compile(module)(*xs, out=[out])
+        np.testing.assert_array_equal(out, want)
+
+
+def test_f64_rows_peel_by_eight():
+    rows, cols = 4200, 1001  # 8 doubles a line
+    b = GraphBuilder()
+    x = b.input("x", (rows, cols), "f64")
+    b.output(b.exp(x) - b.mean(x, axis=-1, keepdims=True))
+    module = b.module()
+    xs = np.random.default_rng(5).standard_normal((rows, cols))
+    want = mlfuse.compile(module, passes=plain_pipeline())(xs)[0]
+    raw = np.empty(rows * cols * 8 + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + 16
+    out = raw[start : start + rows * cols * 8].view(np.float64).reshape(rows, cols)
+    out.fill(np.nan)
+    mlfuse.compile(module)(xs, out=[out])
+    np.testing.assert_array_equal(out, want)
 
 
 @pytest.mark.parametrize("offset", [0, 16])

@@ -9,9 +9,7 @@
 // A 64 MiB output written once, row by row: streams; exp's input is prefetched.
 // CHECK-LABEL: func.func @stream
 // CHECK: memref.load %{{.*}}[%{{.*}}, %{{.*}}] {mlfuse.prefetch} : memref<4096x4096xf32>
-// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] {nontemporal = true} : memref<4096x4096xf32>
-// Its rows start whole cache lines into the buffer: not peeled.
-// CHECK-NOT: loop.aligned_window
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] {nontemporal = true} : memref<16777216xf32>
 // OFF-LABEL: func.func @stream
 // OFF-NOT: nontemporal = true
 func.func @stream(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
@@ -95,25 +93,46 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 
 // -----
 
-// Rows of 1001 floats start anywhere in a cache line: each row is peeled. A loop
-// up to the first element at a 64-byte address, whole lines through the aligned
-// window (counted from 0), then the partial line left.
+// Rows of 1001 floats start anywhere in a cache line: each row is peeled. The
+// nest's own carry (a line of scratch, the waiting tail's flat index and length, the
+// output seen as 1-D) is made before the row loop and flushed after it. Per row: a
+// waiting tail the head does not complete goes out plainly; the head goes into the
+// line; if it joined the tail, the whole line streams as one vector before the
+// window, else the head goes out plainly; whole lines through the window (counted
+// from 0); the tail waits in the line.
 // CHECK-LABEL: func.func @odd_rows
+// CHECK: %[[LINE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16xf32>
+// CHECK: %[[STATE:.*]] = memref.alloca() {alignment = 8 : i64} : memref<2xi64>
+// CHECK: %[[FLAT:.*]] = loop.view %{{.*}} : memref<8400x1001xf32> to memref<8408400xf32>
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %[[ONE:.*]] {
 // CHECK: %[[SKIP:.*]], %[[WINDOW:.*]] = loop.aligned_window %{{.*}}[%[[ROW]], %[[LO:.*]]] {alignment = 64 : i64} : memref<8400x1001xf32> -> memref<8408400xf32>
-// CHECK: %[[FROM:.*]] = arith.addi %[[LO]], %[[SKIP]] : index
-// CHECK: %[[START:.*]] = arith.minsi %[[FROM]], %[[HI:.*]] : index
+// CHECK: %[[START:.*]] = arith.minsi %{{.*}}, %[[HI:.*]] : index
 // CHECK: %[[REST:.*]] = arith.andi %{{.*}}, %{{.*}} : index
 // CHECK: %[[END:.*]] = arith.subi %[[HI]], %[[REST]] : index
+// CHECK: memref.load %[[STATE]]
+// CHECK-COUNT-3: arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK: %[[WAITING:.*]] = arith.select %[[JOINS:.*]], %{{.*}}, %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WAITING]] step
+// CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
 // CHECK: scf.for %[[J:.*]] = %[[LO]] to %[[START]] step %[[ONE]] {
-// CHECK: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[J]]] {nontemporal = true} : memref<8400x1001xf32>
+// CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<16xf32>
+// CHECK: scf.if %[[JOINS]] {
+// CHECK: %[[WHOLE:.*]] = vector.load %[[LINE]][%{{.*}}] : memref<16xf32>, vector<16xf32>
+// CHECK: vector.store %[[WHOLE]], %[[WINDOW]][%{{.*}}] {nontemporal = true} : memref<8408400xf32>, vector<16xf32>
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
 // CHECK: %[[LINES:.*]] = arith.subi %[[END]], %[[START]] : index
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[LINES]] step %[[ONE]] {
 // CHECK: %[[AT:.*]] = arith.addi %[[START]], %[[T]] : index
 // CHECK: memref.load %{{.*}}[%[[ROW]], %[[AT]]] {mlfuse.prefetch} : memref<8400x1001xf32>
 // CHECK: memref.store %{{.*}}, %[[WINDOW]][%[[T]]] {nontemporal = true} : memref<8408400xf32>
 // CHECK: scf.for %[[K:.*]] = %[[END]] to %[[HI]] step %[[ONE]] {
-// CHECK: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[K]]] {nontemporal = true} : memref<8400x1001xf32>
+// CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<16xf32>
+// CHECK: memref.store %{{.*}}, %[[STATE]][%{{.*}}] : memref<2xi64>
+// CHECK: memref.load %[[STATE]]
+// CHECK: scf.for
+// CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
+// CHECK: func.return
 // OFF-LABEL: func.func @odd_rows
 // OFF-NOT: loop.aligned_window
 func.func @odd_rows(%x: memref<8400x1001xf32>, %y: memref<8400x1001xf32>) {
@@ -127,15 +146,50 @@ func.func @odd_rows(%x: memref<8400x1001xf32>, %y: memref<8400x1001xf32>) {
 
 // -----
 
-// Rows reached through a mod are not linear in the ivs: peeled to be safe, even
-// though these start whole lines in.
-// CHECK-LABEL: func.func @mod_rows
+// A band whose rows stream: the carry is the band's (made before its loop, flushed
+// after), so the rows of one thread's iterations combine their partial lines.
+// CHECK-LABEL: func.func @band_rows
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<16xf32>
+// CHECK: scf.for
 // CHECK: loop.aligned_window
-func.func @mod_rows(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
-  loop.nest "exp" lower [0, 0] upper [4096, 4096] iterators ["parallel", "parallel"] ins(%x : memref<4096x4096xf32>) outs(%y : memref<4096x4096xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ((d0 + 1) mod 4096, d1)>] {
-  ^bb0(%a: f32, %o: f32):
-    %e = math.exp %a : f32
-    loop.yield %e : f32
+// CHECK: vector.store
+// CHECK: }
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}] : memref<16809984xf32>
+// CHECK: func.return
+func.func @band_rows(%x: memref<16384x1026xf32>, %y: memref<16384x1026xf32>) {
+  loop.band "rows" upper [16384] {
+  ^bb0(%r: index):
+    loop.nest "scale" syms(%r) lower [0] upper [1026] iterators ["parallel"] ins(%x : memref<16384x1026xf32>) outs(%y : memref<16384x1026xf32>) maps [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> (s0, d0)>] {
+    ^bb0(%a: f32, %o: f32):
+      %t = arith.mulf %a, %a : f32
+      loop.yield %t : f32
+    }
+  }
+  func.return
+}
+
+// -----
+
+// A later nest of the same band reads the streamed output: a tail must not wait
+// in a carry past its row, so the rows are peeled without one.
+// CHECK-LABEL: func.func @band_reader
+// CHECK-NOT: vector.store
+// CHECK: loop.aligned_window
+// CHECK-NOT: vector.store
+// CHECK: func.return
+func.func @band_reader(%x: memref<16384x1026xf32>, %y: memref<16384x1026xf32>, %z: memref<16384xf32>) {
+  loop.band "rows" upper [16384] {
+  ^bb0(%r: index):
+    loop.nest "scale" syms(%r) lower [0] upper [1026] iterators ["parallel"] ins(%x : memref<16384x1026xf32>) outs(%y : memref<16384x1026xf32>) maps [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> (s0, d0)>] {
+    ^bb0(%a: f32, %o: f32):
+      %t = arith.mulf %a, %a : f32
+      loop.yield %t : f32
+    }
+    loop.nest "sum" syms(%r) lower [0] upper [1026] iterators ["reduction"] ins(%y : memref<16384x1026xf32>) outs(%z : memref<16384xf32>) maps [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> (s0)>] {
+    ^bb0(%a: f32, %o: f32):
+      %t = arith.addf %o, %a : f32
+      loop.yield %t : f32
+    }
   }
   func.return
 }

@@ -18,9 +18,8 @@ Only vector stores that LLVM proves aligned to their width qualify (x86 has no
 unaligned vector non-temporal store; LLVM would split it into 8-byte pieces):
 the proof comes from the runtime's guarantee that outputs and the arena are
 64-byte aligned (`llvm.align` on the entry's and the kernels' parameters, see
-convert-to-llvm) and from rows that start whole cache lines into the buffer;
-other rows convert-loop-to-scf peels to their first aligned element
-(`loop.aligned_window`).
+convert-to-llvm) and from convert-loop-to-scf's peel of each streaming row to
+its first element at an aligned address (`loop.aligned_window`).
 
 Loads that stream into the phases of a stitched row (marked `mlfuse.prefetch` by
 convert-loop-to-scf) get a TBAA tag under a root of their own the same way, and

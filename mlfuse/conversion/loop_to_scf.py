@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import arith, func, memref, scf, vector
 from xdsl.dialects.builtin import (
     ArrayAttr,
     BoolAttr,
@@ -46,6 +46,8 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     UnitAttr,
+    VectorType,
+    i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import (
@@ -95,14 +97,15 @@ STREAMING_ATTR = "mlfuse.nontemporal"
 PREFETCH_ATTR = "mlfuse.prefetch"
 # A nest that streams an output stores it from the first element of each innermost
 # row at a cache-line address on (loop.aligned_window; the elements before it, and
-# the partial line after the last whole one, go through loops of their own): x86 has
-# no unaligned non-temporal vector store, so without the peel rows that do not start
-# a whole number of lines into the buffer, and chunks of 1-D nests split across
-# threads, were written with plain stores or streamed in 16-byte pieces. 2 threads,
-# ms before -> after: LayerNorm 65536x1001 19.7 -> 15.0, 65536x1004 23.1 -> 14.3
-# (aligned 65536x1024: 13.1), Adam 65536x1024 64.6 -> 59.1 (out= from np.empty 76.7 ->
-# 61.0; of its three outputs the first is peeled). Rows that start whole lines into
-# the buffer are not peeled (see peeled_output).
+# the partial line after the last whole one, go through loops of their own), and a
+# row's partial lines combine with its neighbours' in a per-thread line (LineCarry):
+# x86 has no unaligned non-temporal vector store, so rows that do not start a whole
+# number of lines into the buffer (outputs from np.empty are 16-byte aligned; rows of
+# 1001 floats), and chunks of 1-D nests split across threads, were written with plain
+# stores or in 16-byte pieces. 2 threads, ms before -> after, out= aligned / from
+# np.empty: LayerNorm 65536x1024 13.3 / 15.3 -> 13.2 / 13.6, 65536x1001 19.7 / 19.6
+# -> 13.6 / 13.7, 65536x1004 23.2 / 22.7 -> 13.1 / 13.0; RMSNorm 11.5 / 15.4 -> 11.5
+# / 11.5; Adam 63.5 / 73.8 -> 58.4 / 59.6 (its first output is peeled).
 STREAM_ALIGNMENT = 64
 
 
@@ -155,8 +158,12 @@ def emit_nest_loops(
     syms: Sequence[SSAValue],
     buffers: Sequence[SSAValue],
     override: dict[int, tuple[SSAValue, SSAValue]] | None = None,
+    carry: LineCarry | None = None,
 ) -> None:
-    """Emit the loops of `nest` at `b`, reading its buffers from `buffers` (ins, outs)."""
+    """Emit the loops of `nest` at `b`, reading its buffers from `buffers` (ins, outs).
+    A peeled output's rows (see STREAM_ALIGNMENT) combine their partial lines through
+    `carry` (the enclosing band's), or through a carry of the nest's own over its
+    outer loops."""
     override = override or {}
 
     def uses_dims(d: int) -> bool:
@@ -170,6 +177,11 @@ def emit_nest_loops(
             emit_bound(builder, nest.upper.data[d], syms, True, ivs),
         )
 
+    peel = peeled_output(nest) if nest.rank else None
+    if carry is None and peel is not None and nest.rank > 1:
+        carry = own_carry = LineCarry.create(b, buffers[len(nest.ins) + peel])
+    else:
+        own_carry = None
     # bounds that use no outer iv are computed before the loops (hoisted), the others in place
     hoisted = {d: bounds_at(b, d, ()) for d in range(nest.rank) if not uses_dims(d)}
     one = index_const(b, 1)
@@ -184,9 +196,11 @@ def emit_nest_loops(
     else:
         d = nest.rank - 1
         lo, hi = hoisted[d] if d in hoisted else bounds_at(inner, d, ivs)
-        emit_innermost_loop(inner, nest, (lo, hi, one), ivs, syms, buffers, peeled_output(nest, d in override))
+        emit_innermost_loop(inner, nest, (lo, hi, one), ivs, syms, buffers, peel, carry)
     for iv in reversed(ivs):
         close_loop(iv)
+    if own_carry is not None:
+        own_carry.flush(b)
 
 
 def open_loop(b: Builder, lo: SSAValue, hi: SSAValue, step: SSAValue) -> tuple[Builder, SSAValue]:
@@ -208,11 +222,12 @@ def emit_innermost_loop(
     syms: Sequence[SSAValue],
     buffers: Sequence[SSAValue],
     peel: int | None,
+    carry: LineCarry | None = None,
 ) -> None:
     """The innermost loop of `nest` over `bounds` (lo, hi, step 1) with the body. With
     `peel` (an output that streams, see STREAM_ALIGNMENT), three loops: up to the
     output's first element at an aligned address, whole aligned lines of it through a
-    window, and the rest."""
+    window, and the rest; with `carry`, the first and the last go through its line."""
     lo, hi, one = bounds
     if peel is None:
         inner, iv = open_loop(b, lo, hi, one)
@@ -226,9 +241,16 @@ def emit_innermost_loop(
     line = STREAM_ALIGNMENT // element_bytes(aligned.window.type.get_element_type())  # type: ignore[attr-defined]
     rest = b.insert(arith.AndIOp(b.insert(arith.SubiOp(hi, start)).result, index_const(b, line - 1))).result
     end = b.insert(arith.SubiOp(hi, rest)).result
+    head = carry.begin_row(b, buffers[k], first, aligned.skip, start, lo) if carry is not None else None
     inner, iv = open_loop(b, lo, start, one)  # up to the first aligned element
-    emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
+    if carry is None or head is None:
+        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
+    else:  # into the carry's line, where the previous row's tail may wait
+        at = inner.insert(arith.AddiOp(head.offset, inner.insert(arith.SubiOp(iv, lo)).result)).result
+        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers, window=(peel, carry.scratch, at), streaming=False)
     close_loop(iv)
+    if carry is not None and head is not None:
+        carry.write_head(b, head, aligned.window)
     # whole lines, counted from 0 as the window is (from `start` on, LLVM lost the
     # alignment of window[iv - start]); unit stride along the innermost dimension
     # makes the row's element start + t the window's element t
@@ -237,54 +259,130 @@ def emit_innermost_loop(
     emit_nest_body(inner, nest, [*ivs, at], syms, buffers, window=(peel, aligned.window, t))
     close_loop(t)
     inner, iv = open_loop(b, end, hi, one)  # the partial line left
-    emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
+    if carry is None or head is None:
+        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
+    else:  # kept in the carry's line for the next row's head
+        at = inner.insert(arith.SubiOp(iv, end)).result
+        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers, window=(peel, carry.scratch, at), streaming=False)
     close_loop(iv)
+    if carry is not None and head is not None:
+        carry.end_row(b, b.insert(arith.AddiOp(head.first, b.insert(arith.SubiOp(end, lo)).result)).result, rest)
 
 
-def peeled_output(nest: loop.NestOp, dynamic_start: bool) -> int | None:
-    """The streaming output whose rows (innermost loops) to peel, if any: the first, unless
-    its rows all start a whole number of lines (STREAM_ALIGNMENT bytes) into the buffer,
-    where LLVM proves the stores aligned in the aligned variant without a peel, and a
-    buffer from np.empty streams faster in 16-byte pieces (LayerNorm at 65536x1024, 1
-    thread, over the aligned call: 1.18x in pieces, 1.25-1.34x peeled: the line each
-    row shares with the next costs more written in two parts). `dynamic_start`: the
-    innermost loop starts at a thread's chunk boundary."""
+def peeled_output(nest: loop.NestOp) -> int | None:
+    """The streaming output whose rows (innermost loops) are peeled: the first, if any."""
     streamed = marked(nest, STREAMING_ATTR)
-    if not streamed:
-        return None
-    if dynamic_start or row_start_alignment(nest, len(nest.ins) + streamed[0]) < STREAM_ALIGNMENT:
-        return streamed[0]
-    return None
+    return streamed[0] if streamed else None
 
 
-def row_start_alignment(nest: loop.NestOp, k: int) -> int:
-    """The largest power of two, up to STREAM_ALIGNMENT, dividing the byte offset in
-    buffer k of the first element of every innermost loop of `nest`; 1 when the
-    access map or the innermost lower bound is not linear (or a max of several)."""
-    t = (*nest.ins, *nest.outs)[k].type
-    m, lower = nest.access_maps[k], nest.lower.data[nest.rank - 1].data
-    if not isinstance(t, MemRefType) or len(lower.results) != 1 or not all(map(is_linear, (*m.results, *lower.results))):
-        return 1
-    shape = t.get_shape()
-    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
-    outer, n_syms = nest.rank - 1, max(m.num_symbols, lower.num_symbols)
+@dataclass
+class RowHead:
+    """Where a row's head goes in the carry's line (`offset`), the flat index of the row's
+    first element (`first`), the head's length, and whether it completes the line the
+    previous row's tail left (`joins`, an i1)."""
 
-    def offset(values: list[int]) -> int:  # bytes to the row start at outer ivs + syms `values`
-        dims, syms = values[:outer], values[outer:]
-        start = lower.eval(dims[: lower.num_dims], syms[: lower.num_symbols])[0]
-        return sum(v * s for v, s in zip(m.eval([*dims, start], syms[: m.num_symbols]), strides)) * element_bytes(t.get_element_type())
-
-    base = offset([0] * (outer + n_syms))
-    steps = [offset([int(i == j) for i in range(outer + n_syms)]) - base for j in range(outer + n_syms)]
-    g = math.gcd(base, *steps) or STREAM_ALIGNMENT
-    return min(g & -g, STREAM_ALIGNMENT)
+    offset: SSAValue
+    first: SSAValue
+    length: SSAValue
+    joins: SSAValue
 
 
-def is_linear(expr: AffineExpr) -> bool:
-    """No floordiv, ceildiv or mod anywhere in `expr` (finite differences are then exact)."""
-    if isinstance(expr, AffineBinaryOpExpr):
-        return expr.kind in (AffineBinaryOpKind.Add, AffineBinaryOpKind.Mul) and is_linear(expr.lhs) and is_linear(expr.rhs)
-    return True
+@dataclass
+class LineCarry:
+    """Software write-combining of a peeled output's partial lines, per thread.
+
+    Consecutive rows of a buffer whose rows do not start on a line boundary share a
+    line: the tail of one row and the head of the next. Written in two parts, at two
+    times, that line costs a read of it from memory (a plain store) or a partial write
+    (a non-temporal one): LayerNorm at 65536x1024 into np.empty took 1.18x the aligned
+    call in 16-byte pieces and 1.25x peeled. So a row's tail waits in `scratch` (one
+    line, per thread), the next row's head joins it there, and the whole line goes out
+    with one aligned non-temporal store; a head that does not join (the first row of a
+    thread's range) and a tail nothing joins (the last) are written plainly. `state`
+    holds the flat index of the waiting line's first element and how many of its
+    elements wait (0: none); `flat` is the output seen as 1-D."""
+
+    scratch: SSAValue
+    state: SSAValue
+    flat: SSAValue
+    line: int
+
+    @staticmethod
+    def create(b: Builder, buffer: SSAValue) -> LineCarry:
+        t = buffer.type
+        assert isinstance(t, MemRefType)
+        el = t.get_element_type()
+        line = STREAM_ALIGNMENT // element_bytes(el)
+        scratch = b.insert(memref.AllocaOp.get(el, STREAM_ALIGNMENT, [line])).memref
+        state = b.insert(memref.AllocaOp.get(i64, 8, [2])).memref  # i64: LLVM has no index memory
+        carry = LineCarry(scratch, state, b.insert(loop.ViewOp(buffer, MemRefType(el, [t.element_count()]))).result, line)
+        carry.set_pending(b, index_const(b, 0), index_const(b, 0))  # nothing waits (an unset load would be poison)
+        return carry
+
+    def set_pending(self, b: Builder, key: SSAValue, count: SSAValue) -> None:
+        for i, v in enumerate((key, count)):
+            b.insert(memref.StoreOp.get(b.insert(arith.IndexCastOp(v, i64)).result, self.state, [index_const(b, i)]))
+
+    def pending(self, b: Builder) -> tuple[SSAValue, SSAValue]:
+        """(flat index of the waiting line, elements waiting)"""
+        key, count = (b.insert(memref.LoadOp.get(self.state, [index_const(b, i)])).res for i in (0, 1))
+        return b.insert(arith.IndexCastOp(key, IndexType())).result, b.insert(arith.IndexCastOp(count, IndexType())).result
+
+    def copy_out(self, b: Builder, count: SSAValue, source: SSAValue, target: SSAValue) -> None:
+        """flat[target + e] = scratch[source + e] for e < count, plain stores."""
+        inner, e = open_loop(b, index_const(b, 0), count, index_const(b, 1))
+        value = inner.insert(memref.LoadOp.get(self.scratch, [inner.insert(arith.AddiOp(source, e)).result])).res
+        inner.insert(memref.StoreOp.get(value, self.flat, [inner.insert(arith.AddiOp(target, e)).result]))
+        close_loop(e)
+
+    def begin_row(self, b: Builder, buffer: SSAValue, first: Sequence[SSAValue], skip: SSAValue, start: SSAValue, lo: SSAValue) -> RowHead:
+        """Before a row's head: a waiting tail that the head does not complete goes out."""
+        t = buffer.type
+        assert isinstance(t, MemRefType)
+        shape = t.get_shape()
+        flat_first = index_const(b, 0)
+        for d, idx in enumerate(first):
+            term = b.insert(arith.MuliOp(idx, index_const(b, math.prod(shape[d + 1 :])))).result
+            flat_first = b.insert(arith.AddiOp(flat_first, term)).result
+        length = b.insert(arith.SubiOp(start, lo)).result
+        offset = b.insert(arith.SubiOp(index_const(b, self.line), skip)).result  # the head ends the line
+        key, waiting = self.pending(b)
+        line_start = b.insert(arith.AddiOp(flat_first, b.insert(arith.SubiOp(skip, index_const(b, self.line))).result)).result
+        same_line = b.insert(arith.CmpiOp(key, line_start, "eq")).result
+        fills = b.insert(arith.CmpiOp(waiting, offset, "eq")).result  # the tail and the head make the line
+        whole_head = b.insert(arith.CmpiOp(length, skip, "eq")).result  # the row reaches the next line
+        some = b.insert(arith.CmpiOp(skip, index_const(b, 0), "sgt")).result
+        joins = same_line
+        for condition in (fills, whole_head, some):
+            joins = b.insert(arith.AndIOp(joins, condition)).result
+        zero = index_const(b, 0)
+        self.copy_out(b, b.insert(arith.SelectOp(joins, zero, waiting)).result, zero, key)
+        return RowHead(offset, flat_first, length, joins)
+
+    def write_head(self, b: Builder, head: RowHead, window: SSAValue) -> None:
+        """The head is in the line: if it joined a tail, the whole line streams (one
+        vector: a copy loop would become a memcpy, whose stores do not stream), else
+        the head goes out plainly."""
+        then = Block()
+        inner = Builder(InsertPoint.at_end(then))
+        el = self.scratch.type.get_element_type()  # type: ignore[attr-defined]
+        line = inner.insert(vector.LoadOp(self.scratch, [index_const(inner, 0)], VectorType(el, [self.line]))).result
+        before = index_const(inner, -self.line)  # the line before the window
+        inner.insert(vector.StoreOp(line, window, [before], nontemporal=BoolAttr.from_bool(True)))
+        inner.insert(scf.YieldOp())
+        b.insert(scf.IfOp(head.joins, [], Region(then)))
+        zero = index_const(b, 0)
+        self.copy_out(b, b.insert(arith.SelectOp(head.joins, zero, head.length)).result, head.offset, head.first)
+
+    def end_row(self, b: Builder, tail_first: SSAValue, count: SSAValue) -> None:
+        """The row's tail (`count` elements from flat index `tail_first`) waits in the line."""
+        self.set_pending(b, tail_first, count)
+
+    def flush(self, b: Builder) -> None:
+        """After the rows: a tail still waiting goes out plainly."""
+        key, waiting = self.pending(b)
+        self.copy_out(b, waiting, index_const(b, 0), key)
+        self.set_pending(b, key, index_const(b, 0))
 
 
 def emit_nest_body(
@@ -294,9 +392,11 @@ def emit_nest_body(
     syms,
     buffers,
     window: tuple[int, SSAValue, SSAValue] | None = None,
+    streaming: bool = True,
 ) -> None:
     """The body of `nest` at `b` for the point `ivs`. With `window` (output k, a 1-D
-    window, an index), output k is stored at window[index] instead of its access map."""
+    window, an index), output k is stored at window[index] instead of its access map;
+    without `streaming`, no store is non-temporal."""
     n_in = len(nest.ins)
     maps = nest.access_maps
     indices = [[emit_affine(b, e, ivs, syms) for e in m.results] for m in maps]
@@ -318,7 +418,7 @@ def emit_nest_body(
             mapping[op.result] = b.insert(memref.LoadOp.get(source, [mapping.get(i, i) for i in op.indices])).res
             continue
         b.insert(op.clone(value_mapper=mapping))
-    streamed = marked(nest, STREAMING_ATTR)
+    streamed = marked(nest, STREAMING_ATTR) if streaming else []
     for k, (value, buf, idx) in enumerate(zip(yielded, buffers[n_in:], indices[n_in:])):
         if window is not None and window[0] == k:
             buf, idx = window[1], [window[2]]
@@ -470,13 +570,15 @@ def band_work(band: loop.BandOp) -> int:
     return math.prod(band.sizes) * max(1, inner)
 
 
-def emit_band_iteration(b: Builder, band: loop.BandOp, ivs: Sequence[SSAValue], mapping: dict[SSAValue, SSAValue]) -> None:
+def emit_band_iteration(
+    b: Builder, band: loop.BandOp, ivs: Sequence[SSAValue], mapping: dict[SSAValue, SSAValue], carries: dict[loop.NestOp, LineCarry]
+) -> None:
     """One iteration of the band body: its nests as loops, other ops cloned."""
     mapping.update(zip(band.block.args, ivs))
     for op in band.block.ops:
         if isinstance(op, loop.NestOp):
             m = lambda v: mapping.get(v, v)  # noqa: E731
-            emit_nest_loops(b, op, [m(v) for v in op.syms], [m(v) for v in (*op.ins, *op.outs)])
+            emit_nest_loops(b, op, [m(v) for v in op.syms], [m(v) for v in (*op.ins, *op.outs)], carry=carries.get(op))
         elif not isinstance(op, memref.AllocaOp):
             b.insert(op.clone(value_mapper=mapping))
 
@@ -490,6 +592,7 @@ def emit_band(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue], 
     for op in band.block.ops:
         if isinstance(op, memref.AllocaOp):
             mapping[op.memref] = b.insert(op.clone()).memref
+    carries = band_carries(b, band, mapping)
     one = index_const(b, 1)
     loops: list[SSAValue] = []
     inner = b
@@ -500,9 +603,31 @@ def emit_band(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue], 
         loops.append(body.args[0])
         inner = Builder(InsertPoint.at_end(body))
     ivs = delinearize(inner, loops[0], band.sizes) if linear is not None else loops
-    emit_band_iteration(inner, band, ivs, mapping)
+    emit_band_iteration(inner, band, ivs, mapping, carries)
     for iv in reversed(loops):
         Builder(InsertPoint.at_end(iv.owner)).insert(scf.YieldOp())
+    for carry in carries.values():
+        carry.flush(b)
+
+
+def band_carries(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue]) -> dict[loop.NestOp, LineCarry]:
+    """A LineCarry for each nest of the band with a peeled output that lives outside
+    the band and that nothing else in the band touches (a tail waits in the carry until
+    the next row, or the end of the thread's rows: a later nest of the same row must
+    not read it, nor write the line)."""
+    carries: dict[loop.NestOp, LineCarry] = {}
+    for op in band.block.ops:
+        peel = peeled_output(op) if isinstance(op, loop.NestOp) and op.rank else None
+        if not isinstance(op, loop.NestOp) or peel is None:
+            continue
+        buffer = op.outs[peel]
+        root = loop.view_root(buffer)
+        touched = any(
+            loop.view_root(v) is root for other in band.walk() if other is not op and not op.is_ancestor(other) for v in other.operands
+        )
+        if not touched and (buffer in mapping or not band.is_ancestor(buffer.owner)):
+            carries[op] = LineCarry.create(b, mapping.get(buffer, buffer))
+    return carries
 
 
 def delinearize(b: Builder, index: SSAValue, sizes: Sequence[int]) -> list[SSAValue]:

@@ -32,7 +32,7 @@ from types import UnionType
 from typing import Union, get_args, get_origin
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, cf, func, llvm, memref, scf
+from xdsl.dialects import arith, cf, func, llvm, memref, scf, vector
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -564,6 +564,29 @@ class StoreLowering(RewritePattern):
         replace_op(rewriter, op)
 
 
+class VectorLoadLowering(RewritePattern):
+    """vector.load of a memref: a vector load at the element's address."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: vector.LoadOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        t = op.result.type
+        replace_op(rewriter, op, e(llvm_ops.load(address(e, op.base, op.indices), t, element_alignment(t))))
+
+
+class VectorStoreLowering(RewritePattern):
+    """vector.store to a memref: a vector store at the element's address (non-temporal
+    ones are tagged like memref.store's, see backend/streaming.py)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: vector.StoreOp, rewriter: PatternRewriter) -> None:
+        e = Emitter(rewriter)
+        t = op.vector.type
+        nontemporal = op.nontemporal is not None and op.nontemporal.value.data != 0
+        e(llvm_ops.store(e.v(op.vector), address(e, op.base, op.indices), element_alignment(t), nontemporal))
+        replace_op(rewriter, op)
+
+
 @dataclass
 class AllocLowering(RewritePattern):
     """memref.alloc -> aligned_alloc (whose size must be a multiple of the alignment)."""
@@ -677,6 +700,8 @@ def memref_patterns(declarations: Declarations) -> list[RewritePattern]:
     return [
         LoadLowering(),
         StoreLowering(),
+        VectorLoadLowering(),
+        VectorStoreLowering(),
         AllocLowering(declarations),
         DeallocLowering(declarations),
         AllocaLowering(),
