@@ -33,6 +33,22 @@ func.func @aligned_window(%y: memref<4x1001xf32>, %i: index, %j: index, %v: f32)
 
 // -----
 
+// vector.load and vector.store of a memref: a vector access at the element's
+// address; the non-temporal mark carries over (backend/streaming.py tags it).
+// CHECK-LABEL: llvm.func @vector_line
+// CHECK: %[[FROM:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: %[[V:.*]] = llvm.load %[[FROM]] {alignment = 4 : i64} : !llvm.ptr -> vector<16xf32>
+// CHECK: %[[TO:.*]] = llvm.getelementptr inbounds %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK: llvm.store %[[V]], %[[TO]] {alignment = 4 : i64, nontemporal} : vector<16xf32>, !llvm.ptr
+func.func @vector_line(%a: memref<16xf32>, %y: memref<64xf32>, %i: index) {
+  %c0 = arith.constant 0 : index
+  %v = vector.load %a[%c0] : memref<16xf32>, vector<16xf32>
+  vector.store %v, %y[%i] {nontemporal = true} : memref<64xf32>, vector<16xf32>
+  func.return
+}
+
+// -----
+
 // scf.for becomes a header block with the induction variable as argument.
 // CHECK-LABEL: llvm.func @loop
 // CHECK: llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
