@@ -98,8 +98,9 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // output seen as 1-D) is made before the row loop and flushed after it. Per row: a
 // waiting tail the head does not complete goes out plainly; the head goes into the
 // line; if it joined the tail, the whole line streams as one vector before the
-// window, else the head goes out plainly; whole lines through the window (counted
-// from 0); the tail waits in the line.
+// window, else the head goes out plainly; the state records where this row's tail
+// will wait; whole lines through the window (counted from 0); the tail goes into the
+// line.
 // CHECK-LABEL: func.func @odd_rows
 // CHECK: %[[LINE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16xf32>
 // CHECK: %[[STATE:.*]] = memref.alloca() {alignment = 8 : i64} : memref<2xi64>
@@ -121,6 +122,7 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // CHECK: vector.store %[[WHOLE]], %[[WINDOW]][%{{.*}}] {nontemporal = true} : memref<8408400xf32>, vector<16xf32>
 // CHECK: scf.for
 // CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
+// CHECK: memref.store %{{.*}}, %[[STATE]][%{{.*}}] : memref<2xi64>
 // CHECK: %[[LINES:.*]] = arith.subi %[[END]], %[[START]] : index
 // CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[LINES]] step %[[ONE]] {
 // CHECK: %[[AT:.*]] = arith.addi %[[START]], %[[T]] : index
@@ -128,7 +130,6 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // CHECK: memref.store %{{.*}}, %[[WINDOW]][%[[T]]] {nontemporal = true} : memref<8408400xf32>
 // CHECK: scf.for %[[K:.*]] = %[[END]] to %[[HI]] step %[[ONE]] {
 // CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<16xf32>
-// CHECK: memref.store %{{.*}}, %[[STATE]][%{{.*}}] : memref<2xi64>
 // CHECK: memref.load %[[STATE]]
 // CHECK: scf.for
 // CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>

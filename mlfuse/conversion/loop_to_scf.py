@@ -238,19 +238,17 @@ def emit_innermost_loop(
     first = [emit_affine(b, e, [*ivs, lo], syms) for e in nest.access_maps[k].results]
     aligned = b.insert(loop.AlignedWindowOp(buffers[k], first, STREAM_ALIGNMENT))
     start = b.insert(arith.MinSIOp(b.insert(arith.AddiOp(lo, aligned.skip)).result, hi)).result
-    line = STREAM_ALIGNMENT // element_bytes(aligned.window.type.get_element_type())  # type: ignore[attr-defined]
-    rest = b.insert(arith.AndIOp(b.insert(arith.SubiOp(hi, start)).result, index_const(b, line - 1))).result
+    per_line = STREAM_ALIGNMENT // element_bytes(aligned.window.type.get_element_type())  # type: ignore[attr-defined]
+    rest = b.insert(arith.AndIOp(b.insert(arith.SubiOp(hi, start)).result, index_const(b, per_line - 1))).result
     end = b.insert(arith.SubiOp(hi, rest)).result
     head = carry.begin_row(b, buffers[k], first, aligned.skip, start, lo) if carry is not None else None
-    inner, iv = open_loop(b, lo, start, one)  # up to the first aligned element
-    if carry is None or head is None:
-        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
-    else:  # into the carry's line, where the previous row's tail may wait
-        at = inner.insert(arith.AddiOp(head.offset, inner.insert(arith.SubiOp(iv, lo)).result)).result
-        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers, window=(peel, carry.scratch, at), streaming=False)
-    close_loop(iv)
+    line = (carry.scratch, head.offset) if carry is not None and head is not None else None
+    emit_row_part(b, nest, (lo, start, one), ivs, syms, buffers, peel, line)  # up to the first aligned element
     if carry is not None and head is not None:
         carry.write_head(b, head, aligned.window)
+        # the tail's place is known already: said now, nothing of the head stays live
+        # through the whole lines (LLVM spilled registers in their loop)
+        carry.end_row(b, b.insert(arith.AddiOp(head.first, b.insert(arith.SubiOp(end, lo)).result)).result, rest)
     # whole lines, counted from 0 as the window is (from `start` on, LLVM lost the
     # alignment of window[iv - start]); unit stride along the innermost dimension
     # makes the row's element start + t the window's element t
@@ -258,15 +256,30 @@ def emit_innermost_loop(
     at = inner.insert(arith.AddiOp(start, t)).result
     emit_nest_body(inner, nest, [*ivs, at], syms, buffers, window=(peel, aligned.window, t))
     close_loop(t)
-    inner, iv = open_loop(b, end, hi, one)  # the partial line left
-    if carry is None or head is None:
+    line = (carry.scratch, index_const(b, 0)) if carry is not None else None  # the tail waits for the next row
+    emit_row_part(b, nest, (end, hi, one), ivs, syms, buffers, peel, line)
+
+
+def emit_row_part(
+    b: Builder,
+    nest: loop.NestOp,
+    bounds: tuple[SSAValue, SSAValue, SSAValue],
+    ivs: list[SSAValue],
+    syms: Sequence[SSAValue],
+    buffers: Sequence[SSAValue],
+    peel: int,
+    line: tuple[SSAValue, SSAValue] | None,
+) -> None:
+    """A loop over part of a peeled row (`bounds`: lo, hi, step). With `line` (a carry's
+    scratch line, a slot in it), output `peel` goes to line[slot + iv - lo], plainly."""
+    lo, hi, one = bounds
+    inner, iv = open_loop(b, lo, hi, one)
+    if line is None:
         emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
-    else:  # kept in the carry's line for the next row's head
-        at = inner.insert(arith.SubiOp(iv, end)).result
-        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers, window=(peel, carry.scratch, at), streaming=False)
+    else:
+        at = inner.insert(arith.AddiOp(line[1], inner.insert(arith.SubiOp(iv, lo)).result)).result
+        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers, window=(peel, line[0], at), streaming=False)
     close_loop(iv)
-    if carry is not None and head is not None:
-        carry.end_row(b, b.insert(arith.AddiOp(head.first, b.insert(arith.SubiOp(end, lo)).result)).result, rest)
 
 
 def peeled_output(nest: loop.NestOp) -> int | None:
