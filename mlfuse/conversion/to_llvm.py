@@ -544,46 +544,28 @@ def address(e: Emitter, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
 
 
 class LoadLowering(RewritePattern):
+    """memref.load, and vector.load of a memref: a load at the element's address."""
+
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: memref.LoadOp | vector.LoadOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
-        t = op.res.type
-        load = llvm_ops.load(address(e, op.memref, op.indices), t, element_alignment(t))
+        buffer, t = (op.memref, op.res.type) if isinstance(op, memref.LoadOp) else (op.base, op.result.type)
+        load = llvm_ops.load(address(e, buffer, op.indices), t, element_alignment(t))
         if "mlfuse.prefetch" in op.attributes:  # the translation tags it (backend/streaming.py)
             load.attributes["mlfuse.prefetch"] = UnitAttr()
         replace_op(rewriter, op, e(load))
 
 
 class StoreLowering(RewritePattern):
+    """memref.store, and vector.store to a memref: a store at the element's address
+    (non-temporal ones are tagged, see backend/streaming.py)."""
+
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: memref.StoreOp | vector.StoreOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
-        t = op.value.type
+        value, buffer = (op.value, op.memref) if isinstance(op, memref.StoreOp) else (op.vector, op.base)
         nontemporal = op.nontemporal is not None and op.nontemporal.value.data != 0
-        e(llvm_ops.store(e.v(op.value), address(e, op.memref, op.indices), element_alignment(t), nontemporal))
-        replace_op(rewriter, op)
-
-
-class VectorLoadLowering(RewritePattern):
-    """vector.load of a memref: a vector load at the element's address."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: vector.LoadOp, rewriter: PatternRewriter) -> None:
-        e = Emitter(rewriter)
-        t = op.result.type
-        replace_op(rewriter, op, e(llvm_ops.load(address(e, op.base, op.indices), t, element_alignment(t))))
-
-
-class VectorStoreLowering(RewritePattern):
-    """vector.store to a memref: a vector store at the element's address (non-temporal
-    ones are tagged like memref.store's, see backend/streaming.py)."""
-
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: vector.StoreOp, rewriter: PatternRewriter) -> None:
-        e = Emitter(rewriter)
-        t = op.vector.type
-        nontemporal = op.nontemporal is not None and op.nontemporal.value.data != 0
-        e(llvm_ops.store(e.v(op.vector), address(e, op.base, op.indices), element_alignment(t), nontemporal))
+        e(llvm_ops.store(e.v(value), address(e, buffer, op.indices), element_alignment(value.type), nontemporal))
         replace_op(rewriter, op)
 
 
@@ -700,8 +682,6 @@ def memref_patterns(declarations: Declarations) -> list[RewritePattern]:
     return [
         LoadLowering(),
         StoreLowering(),
-        VectorLoadLowering(),
-        VectorStoreLowering(),
         AllocLowering(declarations),
         DeallocLowering(declarations),
         AllocaLowering(),
