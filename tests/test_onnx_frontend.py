@@ -157,6 +157,21 @@ def test_initializers_as_arguments():
     assert not np.allclose(other, ours)
 
 
+def test_malformed_tensors_are_diagnosed():
+    """An initializer whose data does not fill its dims (fuzz seed 47 case 293: dims
+    [2^40], 4 floats; ONNX's checker lets it through) is one located diagnostic, not an
+    internal error."""
+    bias = numpy_helper.from_array(np.ones(4, np.float32), "b")
+    bias.dims[:] = [1 << 40]
+    gemm = helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="gemm")
+    inputs, outputs = [helper.make_tensor_value_info("x", FLOAT, [2, 8])], [helper.make_tensor_value_info("y", FLOAT, [2, 4])]
+    weights = [numpy_helper.from_array(np.ones((8, 4), np.float32), "w"), bias]
+    model = helper.make_model(helper.make_graph([gemm], "g", inputs, outputs, weights))
+    with pytest.raises(Diagnostic, match=r"initializer 'b' is malformed: its data does not fit its dims \[1099511627776\]") as info:
+        import_onnx(model, name="bad.onnx")
+    assert info.value.location == "bad.onnx"
+
+
 def test_initializers_listed_as_graph_inputs_are_not_arguments():
     model = two_layer(symbolic=False)
     model.graph.input.append(helper.make_tensor_value_info("W", FLOAT, [8, 4]))  # IR < 4 style

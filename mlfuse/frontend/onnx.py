@@ -49,6 +49,7 @@ from mlfuse.frontend.onnx_ops import (
     Value,
     dense_from_numpy,
     element_type,
+    tensor_array,
 )
 
 # 13 up to what the installed onnx defines; older models are upgraded to 13 first
@@ -507,7 +508,7 @@ class OnnxImporter:
             arg_names.append(vi.name)
             arg_types.append(TensorType(el, list(shapes[vi.name])))
         for name, tensor in initializers.items():
-            array = numpy_helper.to_array(tensor)
+            array = tensor_array(tensor, f"initializer '{name}'", self.source)
             if name in arg_initializers:
                 el = element_type(tensor.data_type, f"initializer '{name}'", self.source)
                 arg_names.append(name)

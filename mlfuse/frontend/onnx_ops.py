@@ -76,6 +76,16 @@ def element_type(onnx_type: int, what: str, location: str | None = None) -> Attr
     return ELEMENT_TYPES[onnx_type]
 
 
+def tensor_array(tensor: TensorProto, what: str, location: str | None = None) -> np.ndarray:
+    """numpy_helper.to_array, with a malformed tensor (data that does not fill its dims)
+    reported as one diagnostic naming it."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, MemoryError) as e:
+        reason = (str(e).splitlines() or [type(e).__name__])[0]
+        raise Diagnostic(f"{what} is malformed: its data does not fit its dims {list(tensor.dims)} ({reason})", location) from None
+
+
 def dense_from_numpy(array: np.ndarray, el: Attribute) -> DenseIntOrFPElementsAttr:
     """A dense attribute holding `array`, packed straight from its bytes (graph.dense_attr)."""
     return graph.dense_attr(array, el)
@@ -107,7 +117,10 @@ class Node:
         if isinstance(value, bytes):
             return value.decode()
         if isinstance(value, TensorProto):
-            return numpy_helper.to_array(value)
+            try:
+                return tensor_array(value, f"attribute '{name}'")
+            except Diagnostic as d:
+                raise self.error(d.message) from None
         if isinstance(value, list):
             return [v.decode() if isinstance(v, bytes) else v for v in value]
         return value
