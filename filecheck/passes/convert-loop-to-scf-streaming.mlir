@@ -94,15 +94,15 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // -----
 
 // Rows of 1001 floats start anywhere in a cache line: each row is peeled. The
-// nest's own carry (a line of scratch, the waiting tail's flat index and length, the
-// output seen as 1-D) is made before the row loop and flushed after it. Per row: a
-// waiting tail the head does not complete goes out plainly; the head goes into the
-// line; if it joined the tail, the whole line streams as one vector before the
-// window, else the head goes out plainly; the state records where this row's tail
-// will wait; whole lines through the window (counted from 0); the tail goes into the
-// line.
+// nest's own carry (two lines of scratch, the waiting tail's flat index and length,
+// the output seen as 1-D) is made before the row loop and flushed after it. Per row:
+// the head goes into the scratch (the waiting tail's line if it completes it, else
+// the second line); if it joined the tail, the whole line streams as one vector
+// before the window, else the waiting tail and the head go out plainly (copies under
+// a condition); the state records where this row's tail will wait; whole lines
+// through the window (counted from 0); the tail goes into the first line.
 // CHECK-LABEL: func.func @odd_rows
-// CHECK: %[[LINE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<16xf32>
+// CHECK: %[[LINE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<32xf32>
 // CHECK: %[[STATE:.*]] = memref.alloca() {alignment = 8 : i64} : memref<2xi64>
 // CHECK: %[[FLAT:.*]] = loop.view %{{.*}} : memref<8400x1001xf32> to memref<8408400xf32>
 // CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %[[ONE:.*]] {
@@ -112,15 +112,17 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // CHECK: %[[END:.*]] = arith.subi %[[HI]], %[[REST]] : index
 // CHECK: memref.load %[[STATE]]
 // CHECK-COUNT-3: arith.andi %{{.*}}, %{{.*}} : i1
-// CHECK: %[[WAITING:.*]] = arith.select %[[JOINS:.*]], %{{.*}}, %{{.*}} : index
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WAITING]] step
-// CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
+// CHECK: arith.select %[[JOINS:.*]], %{{.*}}, %{{.*}} : index
 // CHECK: scf.for %[[J:.*]] = %[[LO]] to %[[START]] step %[[ONE]] {
-// CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<16xf32>
+// CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<32xf32>
 // CHECK: scf.if %[[JOINS]] {
-// CHECK: %[[WHOLE:.*]] = vector.load %[[LINE]][%{{.*}}] : memref<16xf32>, vector<16xf32>
+// CHECK: %[[WHOLE:.*]] = vector.load %[[LINE]][%{{.*}}] : memref<32xf32>, vector<16xf32>
 // CHECK: vector.store %[[WHOLE]], %[[WINDOW]][%{{.*}}] {nontemporal = true} : memref<8408400xf32>, vector<16xf32>
 // CHECK: scf.for
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
+// CHECK: scf.for
+// CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
 // CHECK: memref.store %{{.*}}, %[[STATE]][%{{.*}}] : memref<2xi64>
 // CHECK: %[[LINES:.*]] = arith.subi %[[END]], %[[START]] : index
@@ -129,7 +131,7 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // CHECK: memref.load %{{.*}}[%[[ROW]], %[[AT]]] {mlfuse.prefetch} : memref<8400x1001xf32>
 // CHECK: memref.store %{{.*}}, %[[WINDOW]][%[[T]]] {nontemporal = true} : memref<8408400xf32>
 // CHECK: scf.for %[[K:.*]] = %[[END]] to %[[HI]] step %[[ONE]] {
-// CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<16xf32>
+// CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<32xf32>
 // CHECK: memref.load %[[STATE]]
 // CHECK: scf.for
 // CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
@@ -150,7 +152,7 @@ func.func @odd_rows(%x: memref<8400x1001xf32>, %y: memref<8400x1001xf32>) {
 // A band whose rows stream: the carry is the band's (made before its loop, flushed
 // after), so the rows of one thread's iterations combine their partial lines.
 // CHECK-LABEL: func.func @band_rows
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<16xf32>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<32xf32>
 // CHECK: scf.for
 // CHECK: loop.aligned_window
 // CHECK: vector.store
