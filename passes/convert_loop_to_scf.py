@@ -38,7 +38,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from mlfuse.conversion.loop_to_scf import convert_loop_to_scf
+from mlfuse.conversion.loop_to_scf import NONTEMPORAL_MIN_BYTES, convert_loop_to_scf
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,16 @@ class ConvertLoopToScfPass(ModulePass):
     parallel: bool = True
     streaming: bool = True
     """Mark streaming stores and prefetched loads of large buffers (see above)."""
+    streaming_min_bytes: int = NONTEMPORAL_MIN_BYTES
+    """How large a buffer must be to stream (tests lower it to exercise the peeled rows
+    on small shapes)."""
     outline_serial: bool = False
     """Outline the kernels that stay serial too, each into a function of its own called
     directly (see mlfuse.conversion.loop_to_scf.outline_serial)."""
 
+    def __post_init__(self) -> None:
+        if self.streaming_min_bytes < 1:
+            raise ValueError(f"convert-loop-to-scf: streaming-min-bytes must be at least 1, got {self.streaming_min_bytes}")
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_loop_to_scf(op, self.parallel, self.streaming, self.outline_serial)
+        convert_loop_to_scf(op, self.parallel, self.streaming, self.outline_serial, self.streaming_min_bytes)

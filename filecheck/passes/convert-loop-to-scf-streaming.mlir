@@ -5,6 +5,9 @@
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false}' | filecheck %s
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false streaming=false}' | filecheck %s --check-prefix=OFF
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf' | filecheck %s --check-prefix=PAR
+// RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false streaming-min-bytes=65536}' | filecheck %s --check-prefix=LOW
+// RUN: not mlfuse-opt %s -p 'convert-loop-to-scf{streaming-min-bytes=0}' 2>&1 | filecheck %s --check-prefix=BAD
+// BAD: error: invalid pass pipeline {{.*}}streaming-min-bytes must be at least 1, got 0
 
 // A 64 MiB output written once, row by row: streams; exp's input is prefetched.
 // CHECK-LABEL: func.func @stream
@@ -23,9 +26,13 @@ func.func @stream(%x: memref<4096x4096xf32>, %y: memref<4096x4096xf32>) {
 
 // -----
 
-// Does not stream: a small output (a later reader finds it in cache).
+// Does not stream: a small output (a later reader finds it in cache). With the
+// threshold lowered (streaming-min-bytes, for tests) it streams, peeled.
 // CHECK-LABEL: func.func @small
 // CHECK-NOT: nontemporal = true
+// LOW-LABEL: func.func @small
+// LOW: loop.aligned_window
+// LOW: nontemporal = true
 func.func @small(%x: memref<256x256xf32>, %y: memref<256x256xf32>) {
   loop.nest "exp" lower [0, 0] upper [256, 256] iterators ["parallel", "parallel"] ins(%x : memref<256x256xf32>) outs(%y : memref<256x256xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
   ^bb0(%a: f32, %o: f32):

@@ -804,7 +804,13 @@ def loop_to_scf_patterns(
     return [BandToScf(kernels, parallel, outline_serial), NestToScf(kernels, parallel, outline_serial)]
 
 
-def convert_loop_to_scf(module: ModuleOp, parallel: bool = True, streaming: bool = True, outline_serial: bool = False) -> None:
+def convert_loop_to_scf(
+    module: ModuleOp,
+    parallel: bool = True,
+    streaming: bool = True,
+    outline_serial: bool = False,
+    streaming_min_bytes: int = NONTEMPORAL_MIN_BYTES,
+) -> None:
     """Mark the streaming accesses (an analysis of whole nests, before any is lowered),
     number the kernels, then lower every band and nest in one walk of the patterns
     (no DCE: an unused constant stays, as it always has; LLVM removes it). With
@@ -813,7 +819,7 @@ def convert_loop_to_scf(module: ModuleOp, parallel: bool = True, streaming: bool
     for fn in module.ops:
         if isinstance(fn, func.FuncOp):
             if streaming:
-                mark_streaming_accesses(fn)
+                mark_streaming_accesses(fn, streaming_min_bytes)
             kernels.update(number_kernels(fn))
     applier = GreedyRewritePatternApplier(loop_to_scf_patterns(kernels, parallel, outline_serial), dce_enabled=False)
     PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(module)
