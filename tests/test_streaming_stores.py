@@ -201,36 +201,41 @@ def random_row_graph(rng: np.random.Generator, rows: int, cols: int):
     concat whose parts' rows have gaps between them, chosen by `rng`."""
     b = GraphBuilder()
     x = b.input("x", (rows, cols))
-    kind = int(rng.integers(3))
+    kind = int(rng.integers(4))
     if kind == 0:
         b.output(x - b.mean(x, axis=-1, keepdims=True) * 0.5)
     elif kind == 1:
         b.output(b.exp(x) * 2.0)
-    else:
+    elif kind == 2:
         b.output(b.concat([x * 3.0, b.exp(x)], axis=1))
+    else:  # two streamed outputs of one nest: windows for both when they start alike
+        b.output(b.exp(x), x * 2.0 + 1.0)
     return b.module()
 
 
 def test_peeled_rows_on_random_small_shapes():
     """Seeded: random row widths, row counts and out= offsets (16-byte ones go to the
-    variant for np.empty, others through a copy), 1 or 2 threads: the same bits as plain
-    stores. Failures print the seed and the case."""
+    variant for np.empty, others through a copy; two outputs aligned alike or not), 1 or
+    2 threads: the same bits as plain stores. Failures print the seed and the case."""
     from mlfuse.backend import cpu
 
     seed = 20261202
     rng = np.random.default_rng(seed)
     before = cpu.team_size()
     try:
-        for case in range(40):
+        for case in range(48):
             rows, cols = int(rng.integers(2, 400)), int(rng.integers(1, 90))
             offset = int(rng.choice([0, 16, 32, 48, 4]))
             cpu.set_num_threads(int(rng.integers(1, 3)))
             module = random_row_graph(rng, rows, cols)
             x = rng.standard_normal((rows, cols)).astype(np.float32)
-            want = mlfuse.compile(module, passes=plain_pipeline())(x)[0]
-            out = misaligned(want.shape, offset)
-            out.fill(np.nan)
-            mlfuse.compile(module, passes=low_threshold_pipeline())(x, out=[out])
-            assert np.array_equal(out, want), f"seed {seed} case {case}: {rows}x{cols}, offset {offset}"
+            wants = mlfuse.compile(module, passes=plain_pipeline())(x)
+            offsets = [offset, *(int(rng.choice([offset, 0, 16, 48])) for _ in wants[1:])]
+            outs = [misaligned(w.shape, o) for w, o in zip(wants, offsets)]
+            for out in outs:
+                out.fill(np.nan)
+            mlfuse.compile(module, passes=low_threshold_pipeline())(x, out=outs)
+            for out, want in zip(outs, wants):
+                assert np.array_equal(out, want), f"seed {seed} case {case}: {rows}x{cols}, offsets {offsets}"
     finally:
         cpu.set_num_threads(before)

@@ -221,3 +221,28 @@ func.func @flat(%x: memref<16777216xf32>, %y: memref<16777216xf32>) {
   }
   func.return
 }
+
+// -----
+
+// Two streamed outputs of one chunked nest: the second gets a window of its own, and
+// when its chunk starts as far from a line as the first's (the runtime's own buffers
+// are aligned alike) both stream whole lines; else only the first does.
+// PAR-LABEL: func.func private @two_outputs__0_pair(
+// PAR: %[[SKIP:.*]], %[[FIRST:.*]] = loop.aligned_window %{{.*}}[%{{.*}}] {alignment = 64 : i64}
+// PAR: %[[SKIP2:.*]], %[[SECOND:.*]] = loop.aligned_window %{{.*}}[%{{.*}}] {alignment = 64 : i64}
+// PAR: %[[SAME:.*]] = arith.cmpi eq, %[[SKIP2]], %[[SKIP]] : index
+// PAR: scf.if %[[SAME]] {
+// PAR: memref.store %{{.*}}, %[[FIRST]][%[[T:.*]]] {nontemporal = true}
+// PAR: memref.store %{{.*}}, %[[SECOND]][%[[T]]] {nontemporal = true}
+// PAR: } else {
+// PAR: memref.store %{{.*}}, %[[FIRST]][%{{.*}}] {nontemporal = true}
+// PAR-NOT: %[[SECOND]]
+// PAR: }
+func.func @two_outputs(%x: memref<16777216xf32>, %y: memref<16777216xf32>, %z: memref<16777216xf32>) {
+  loop.nest "pair" lower [0] upper [16777216] iterators ["parallel"] ins(%x : memref<16777216xf32>) outs(%y, %z : memref<16777216xf32>, memref<16777216xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32, %p: f32):
+    %e = math.exp %a : f32
+    loop.yield %e, %a : f32, f32
+  }
+  func.return
+}

@@ -105,7 +105,10 @@ PREFETCH_ATTR = "mlfuse.prefetch"
 # stores or in 16-byte pieces. 2 threads, ms before -> after, out= aligned / from
 # np.empty: LayerNorm 65536x1024 13.3 / 15.3 -> 13.2 / 13.6, 65536x1001 19.7 / 19.6
 # -> 13.6 / 13.7, 65536x1004 23.2 / 22.7 -> 13.1 / 13.0; RMSNorm 11.5 / 15.4 -> 11.5
-# / 11.5; Adam 63.5 / 73.8 -> 58.4 / 59.6 (its first output is peeled).
+# / 11.5; Adam 63.5 / 73.8 -> 58.4 / 59.6. Other streamed outputs of a nest without a
+# carry (chunks of 1-D nests) get windows of their own, used when their chunks start as
+# far from a line (companion_windows): Adam, three outputs, 60.0-60.4 / 62.6-67.2 -> 53.5
+# / 58.2-59.1.
 STREAM_ALIGNMENT = 64
 
 
@@ -249,15 +252,69 @@ def emit_innermost_loop(
         # the tail's place is known already: said now, nothing of the head stays live
         # through the whole lines (LLVM spilled registers in their loop)
         carry.end_row(b, b.insert(arith.AddiOp(head.first, b.insert(arith.SubiOp(end, lo)).result)).result, rest)
-    # whole lines, counted from 0 as the window is (from `start` on, LLVM lost the
-    # alignment of window[iv - start]); unit stride along the innermost dimension
-    # makes the row's element start + t the window's element t
-    inner, t = open_loop(b, index_const(b, 0), b.insert(arith.SubiOp(end, start)).result, one)
-    at = inner.insert(arith.AddiOp(start, t)).result
-    emit_nest_body(inner, nest, [*ivs, at], syms, buffers, window=(peel, aligned.window, t))
-    close_loop(t)
+    lines = (start, b.insert(arith.SubiOp(end, start)).result, one)
+    others = companion_windows(b, nest, ivs, lo, syms, buffers, peel, aligned) if carry is None else []
+    if not others:
+        emit_whole_lines(b, nest, ivs, syms, buffers, lines, {peel: aligned.window})
+    else:  # the other streamed outputs' windows serve when their rows start as misaligned
+        same: SSAValue = b.insert(arith.CmpiOp(others[0][1], aligned.skip, "eq")).result
+        for _, skip, _ in others[1:]:
+            same = b.insert(arith.AndIOp(same, b.insert(arith.CmpiOp(skip, aligned.skip, "eq")).result)).result
+        alone: dict[int, SSAValue] = {peel: aligned.window}
+        together: dict[int, SSAValue] = {**alone, **{j: w for j, _, w in others}}
+        both = Block(), Block()
+        for block, windows in zip(both, (together, alone)):
+            inner = Builder(InsertPoint.at_end(block))
+            emit_whole_lines(inner, nest, ivs, syms, buffers, lines, windows)
+            inner.insert(scf.YieldOp())
+        b.insert(scf.IfOp(same, [], Region(both[0]), Region(both[1])))
     line = (carry.scratch, index_const(b, 0)) if carry is not None else None  # the tail waits for the next row
     emit_row_part(b, nest, (end, hi, one), ivs, syms, buffers, peel, line)
+
+
+def emit_whole_lines(
+    b: Builder,
+    nest: loop.NestOp,
+    ivs: list[SSAValue],
+    syms: Sequence[SSAValue],
+    buffers: Sequence[SSAValue],
+    lines: tuple[SSAValue, SSAValue, SSAValue],
+    windows: dict[int, SSAValue],
+) -> None:
+    """The loop over a peeled row's whole lines (`lines`: the row's first aligned element,
+    the count, step), counted from 0 as the windows are (from the first element on, LLVM
+    lost the alignment of window[iv - start]); unit stride along the innermost dimension
+    makes the row's element start + t each window's element t."""
+    start, count, one = lines
+    inner, t = open_loop(b, index_const(b, 0), count, one)
+    at = inner.insert(arith.AddiOp(start, t)).result
+    emit_nest_body(inner, nest, [*ivs, at], syms, buffers, windows={k: (w, t) for k, w in windows.items()})
+    close_loop(t)
+
+
+def companion_windows(
+    b: Builder,
+    nest: loop.NestOp,
+    ivs: list[SSAValue],
+    lo: SSAValue,
+    syms: Sequence[SSAValue],
+    buffers: Sequence[SSAValue],
+    peel: int,
+    aligned: loop.AlignedWindowOp,
+) -> list[tuple[int, SSAValue, SSAValue]]:
+    """(output, skip, window) of each other streamed output of `nest` with the peeled
+    one's element type: their whole lines stream too when their rows start as far from a
+    line as the peeled one's (all outputs aligned alike: the runtime's own buffers)."""
+    found = []
+    el = aligned.window.type.get_element_type()  # type: ignore[attr-defined]
+    for j in marked(nest, STREAMING_ATTR):
+        buffer = buffers[len(nest.ins) + j]
+        if j == peel or buffer.type.get_element_type() != el:  # type: ignore[attr-defined]
+            continue
+        first = [emit_affine(b, e, [*ivs, lo], syms) for e in nest.access_maps[len(nest.ins) + j].results]
+        window = b.insert(loop.AlignedWindowOp(buffer, first, STREAM_ALIGNMENT))
+        found.append((j, window.skip, window.window))
+    return found
 
 
 def emit_row_part(
@@ -278,7 +335,7 @@ def emit_row_part(
         emit_nest_body(inner, nest, [*ivs, iv], syms, buffers)
     else:
         at = inner.insert(arith.AddiOp(line[1], inner.insert(arith.SubiOp(iv, lo)).result)).result
-        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers, window=(peel, line[0], at), streaming=False)
+        emit_nest_body(inner, nest, [*ivs, iv], syms, buffers, windows={peel: (line[0], at)}, streaming=False)
     close_loop(iv)
 
 
@@ -417,10 +474,10 @@ def emit_nest_body(
     ivs,
     syms,
     buffers,
-    window: tuple[int, SSAValue, SSAValue] | None = None,
+    windows: dict[int, tuple[SSAValue, SSAValue]] | None = None,
     streaming: bool = True,
 ) -> None:
-    """The body of `nest` at `b` for the point `ivs`. With `window` (output k, a 1-D
+    """The body of `nest` at `b` for the point `ivs`. With `windows` (output k: a 1-D
     window, an index), output k is stored at window[index] instead of its access map;
     without `streaming`, no store is non-temporal."""
     n_in = len(nest.ins)
@@ -446,8 +503,8 @@ def emit_nest_body(
         b.insert(op.clone(value_mapper=mapping))
     streamed = marked(nest, STREAMING_ATTR) if streaming else []
     for k, (value, buf, idx) in enumerate(zip(yielded, buffers[n_in:], indices[n_in:])):
-        if window is not None and window[0] == k:
-            buf, idx = window[1], [window[2]]
+        if windows and k in windows:
+            buf, idx = windows[k][0], [windows[k][1]]
         store = b.insert(memref.StoreOp.get(value, buf, idx))
         if k in streamed:
             store.properties["nontemporal"] = BoolAttr.from_bool(True)
