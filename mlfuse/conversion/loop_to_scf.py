@@ -238,10 +238,9 @@ def emit_innermost_loop(
         close_loop(iv)
         return
     k = len(nest.ins) + peel
-    first = [emit_affine(b, e, [*ivs, lo], syms) for e in nest.access_maps[k].results]
-    aligned = b.insert(loop.AlignedWindowOp(buffers[k], first, STREAM_ALIGNMENT))
+    first, aligned = row_window(b, nest, k, buffers, [*ivs, lo], syms)
     start = b.insert(arith.MinSIOp(b.insert(arith.AddiOp(lo, aligned.skip)).result, hi)).result
-    per_line = STREAM_ALIGNMENT // element_bytes(aligned.window.type.get_element_type())  # type: ignore[attr-defined]
+    per_line = elements_per_line(buffers[k])
     rest = b.insert(arith.AndIOp(b.insert(arith.SubiOp(hi, start)).result, index_const(b, per_line - 1))).result
     end = b.insert(arith.SubiOp(hi, rest)).result
     head = carry.begin_row(b, buffers[k], first, aligned.skip, start, lo) if carry is not None else None
@@ -251,15 +250,13 @@ def emit_innermost_loop(
         carry.write_head(b, head, aligned.window)
         # the tail's place is known already: said now, nothing of the head stays live
         # through the whole lines (LLVM spilled registers in their loop)
-        carry.end_row(b, b.insert(arith.AddiOp(head.first, b.insert(arith.SubiOp(end, lo)).result)).result, rest)
+        carry.set_pending(b, b.insert(arith.AddiOp(head.first, b.insert(arith.SubiOp(end, lo)).result)).result, rest)
     lines = (start, b.insert(arith.SubiOp(end, start)).result, one)
     others = companion_windows(b, nest, ivs, lo, syms, buffers, peel, aligned) if carry is None else []
     if not others:
         emit_whole_lines(b, nest, ivs, syms, buffers, lines, {peel: aligned.window})
     else:  # the other streamed outputs' windows serve when their rows start as misaligned
-        same: SSAValue = b.insert(arith.CmpiOp(others[0][1], aligned.skip, "eq")).result
-        for _, skip, _ in others[1:]:
-            same = b.insert(arith.AndIOp(same, b.insert(arith.CmpiOp(skip, aligned.skip, "eq")).result)).result
+        same = all_true(b, [b.insert(arith.CmpiOp(skip, aligned.skip, "eq")).result for _, skip, _ in others])
         alone: dict[int, SSAValue] = {peel: aligned.window}
         together: dict[int, SSAValue] = {**alone, **{j: w for j, _, w in others}}
         both = Block(), Block()
@@ -311,10 +308,30 @@ def companion_windows(
         buffer = buffers[len(nest.ins) + j]
         if j == peel or buffer.type.get_element_type() != el:  # type: ignore[attr-defined]
             continue
-        first = [emit_affine(b, e, [*ivs, lo], syms) for e in nest.access_maps[len(nest.ins) + j].results]
-        window = b.insert(loop.AlignedWindowOp(buffer, first, STREAM_ALIGNMENT))
+        _, window = row_window(b, nest, len(nest.ins) + j, buffers, [*ivs, lo], syms)
         found.append((j, window.skip, window.window))
     return found
+
+
+def row_window(
+    b: Builder, nest: loop.NestOp, k: int, buffers: Sequence[SSAValue], point: list[SSAValue], syms: Sequence[SSAValue]
+) -> tuple[list[SSAValue], loop.AlignedWindowOp]:
+    """Buffer k's indices at the row's first point, and its aligned window from there."""
+    first = [emit_affine(b, e, point, syms) for e in nest.access_maps[k].results]
+    return first, b.insert(loop.AlignedWindowOp(buffers[k], first, STREAM_ALIGNMENT))
+
+
+def elements_per_line(buffer: SSAValue) -> int:
+    """How many of `buffer`'s elements a STREAM_ALIGNMENT-byte line holds."""
+    return STREAM_ALIGNMENT // element_bytes(buffer.type.get_element_type())  # type: ignore[attr-defined]
+
+
+def all_true(b: Builder, conditions: Sequence[SSAValue]) -> SSAValue:
+    """The i1 conjunction of `conditions` (at least one)."""
+    result = conditions[0]
+    for condition in conditions[1:]:
+        result = b.insert(arith.AndIOp(result, condition)).result
+    return result
 
 
 def emit_row_part(
@@ -388,7 +405,7 @@ class LineCarry:
         t = buffer.type
         assert isinstance(t, MemRefType)
         el = t.get_element_type()
-        line = STREAM_ALIGNMENT // element_bytes(el)
+        line = elements_per_line(buffer)
         scratch = b.insert(memref.AllocaOp.get(el, STREAM_ALIGNMENT, [2 * line])).memref
         state = b.insert(memref.AllocaOp.get(i64, 8, [2])).memref  # i64: LLVM has no index memory
         carry = LineCarry(scratch, state, b.insert(loop.ViewOp(buffer, MemRefType(el, [t.element_count()]))).result, line)
@@ -396,6 +413,7 @@ class LineCarry:
         return carry
 
     def set_pending(self, b: Builder, key: SSAValue, count: SSAValue) -> None:
+        """`count` elements wait in the first line, for the line at flat index `key`."""
         for i, v in enumerate((key, count)):
             b.insert(memref.StoreOp.get(b.insert(arith.IndexCastOp(v, i64)).result, self.state, [index_const(b, i)]))
 
@@ -435,9 +453,7 @@ class LineCarry:
         fills = b.insert(arith.CmpiOp(waiting, ends, "eq")).result  # the tail and the head make the line
         whole_head = b.insert(arith.CmpiOp(length, skip, "eq")).result  # the row reaches the next line
         some = b.insert(arith.CmpiOp(skip, index_const(b, 0), "sgt")).result
-        joins = same_line
-        for condition in (fills, whole_head, some):
-            joins = b.insert(arith.AndIOp(joins, condition)).result
+        joins = all_true(b, [same_line, fills, whole_head, some])
         second = b.insert(arith.SelectOp(joins, index_const(b, 0), index_const(b, self.line))).result
         return RowHead(b.insert(arith.AddiOp(second, ends)).result, flat_first, length, joins, key, waiting)
 
@@ -456,10 +472,6 @@ class LineCarry:
         zero = index_const(b, 0)
         self.copy_out(b, b.insert(arith.SelectOp(head.joins, zero, head.waiting)).result, zero, head.key)
         self.copy_out(b, b.insert(arith.SelectOp(head.joins, zero, head.length)).result, head.offset, head.first)
-
-    def end_row(self, b: Builder, tail_first: SSAValue, count: SSAValue) -> None:
-        """The row's tail (`count` elements from flat index `tail_first`) waits in the line."""
-        self.set_pending(b, tail_first, count)
 
     def flush(self, b: Builder) -> None:
         """After the rows: a tail still waiting goes out plainly."""
@@ -681,14 +693,12 @@ def emit_band(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue], 
     inner = b
     ranges = [linear] if linear is not None else [(index_const(b, 0), index_const(b, n)) for n in band.sizes]
     for lo, hi in ranges:
-        body = Block(arg_types=[IndexType()])
-        inner.insert(scf.ForOp(lo, hi, one, [], body))
-        loops.append(body.args[0])
-        inner = Builder(InsertPoint.at_end(body))
+        inner, iv = open_loop(inner, lo, hi, one)
+        loops.append(iv)
     ivs = delinearize(inner, loops[0], band.sizes) if linear is not None else loops
     emit_band_iteration(inner, band, ivs, mapping, carries)
     for iv in reversed(loops):
-        Builder(InsertPoint.at_end(iv.owner)).insert(scf.YieldOp())
+        close_loop(iv)
     for carry in carries.values():
         carry.flush(b)
 
