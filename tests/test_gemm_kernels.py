@@ -68,7 +68,7 @@ def operands(rng, shape: GemmShape):
 
 
 def test_blocking_follows_the_vector_registers():
-    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256)
+    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True)
     assert blocking_for(FEATURES["avx2"]) == Blocking(vw=8, mr=6, nr_vecs=2, kc=256)
     assert blocking_for("-avx512f," + FEATURES["sse"]).nr == 8
     narrow, conv, wide = GemmShape(1, 32, 4096, 288), GemmShape(1, 512, 49, 4608, window=Window(3, 3, 9, 9)), GemmShape(1, 768, 768, 768)
@@ -79,6 +79,22 @@ def test_blocking_follows_the_vector_registers():
         for shape in (None, narrow, conv, wide):
             blk = blocking_for(features, shape)
             assert TASK_COLUMNS % blk.nr == 0 and ROW_SLICE % blk.mr == 0
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2"])
+def test_micro_kernels_prefetch_the_next_tiles_on_avx512_only(isa):
+    """The prefetches of prefetch_next_tiles (one per depth step, for prepacked A and
+    B) are in AVX-512 micro-kernels only: on Zen 3's AVX2 they cost time (see
+    NEXT_PANEL_LOCALITY). The element type keeps the blocking's choice (f64)."""
+    for dtype in ("f32", "f64"):
+        shape = GemmShape(1, 64, 96, 64, dtype, packed_a=True, packed_b=True)
+        module = ir.Module()
+        ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR]), name=shape.symbol)
+        define_gemm_kernels(module, FEATURES[isa])
+        micros = [fn for fn in module.functions if "_micro" in fn.name]
+        assert micros
+        prefetches = [str(fn).count("@\"llvm.prefetch.p0\"") for fn in micros]
+        assert all(prefetches) if isa == "avx512" else not any(prefetches)
 
 
 def test_symbol_round_trip():

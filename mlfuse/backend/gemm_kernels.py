@@ -46,7 +46,7 @@ LLVM targets the host's AVX-512 (the GEMM-bearing graphs of bench/results/latest
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import llvmlite.ir as ir
 import numpy as np
@@ -61,13 +61,18 @@ ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (B
 # 0.88x the time on ResNet-18's 64 x 3136 x 576 over an image, 0.92x on 16 x 50176 x 288,
 # 0.97-1.02x elsewhere. (A prefetch never faults, so rows past the end are harmless.)
 PACK_PREFETCH_ROWS = 8
-# The micro-kernel prefetches the next panel of a prepacked B and the next tile of a
-# prepacked A (prefetch_next_tiles), at these llvm.prefetch localities (2: L2, 3: L1).
-# Whole models, one process, medians of 21 (time with over without, AVX-512): one
-# thread ResNet-18 0.93 (the B panels 0.955, then A 0.975), MobileNetV2 0.96, GPT-2
-# 0.97, BERT 0.99; two threads ResNet-18 0.97, U-Net 1.00. (Separate processes, these
-# and 7x7 convs along the channels together: ResNet-18 0.88 at one thread, 0.97-0.99 at
-# two, where the team's waits, not the kernels, hold it back.)
+# On AVX-512 hosts (Blocking.prefetch_tiles) the micro-kernel prefetches the next panel
+# of a prepacked B and the next tile of a prepacked A (prefetch_next_tiles), at these
+# llvm.prefetch localities (2: L2, 3: L1). Whole models, one process, medians of 21
+# (time with over without, AVX-512 Xeon): one thread ResNet-18 0.93 (the B panels 0.955,
+# then A 0.975), MobileNetV2 0.96, GPT-2 0.97, BERT 0.99; two threads ResNet-18 0.97,
+# U-Net 1.00. (Separate processes, these and 7x7 convs along the channels together:
+# ResNet-18 0.88 at one thread, 0.97-0.99 at two, where the team's waits, not the
+# kernels, hold it back.) On an AVX2 host (Zen 3) the same prefetches cost time, a
+# prefetch per depth step beside 12 fmas: one process, variants compiled side by side,
+# medians of 45-55 calls (time without over with): a 3x3 conv 32 -> 32 at 112x112 0.82-0.93
+# at one thread; without A's prefetch ResNet-18 0.96 and U-Net 0.99 at two threads,
+# 0.98 at one; without B's as well ResNet-18 0.96 at one thread, MobileNetV2 0.86 at two.
 NEXT_PANEL_LOCALITY = 2
 NEXT_A_LOCALITY = 3
 PREFIX = "mlfuse_gemm_"
@@ -180,6 +185,7 @@ class Blocking:
     mr: int  # rows of the register tile
     nr_vecs: int  # vectors per row of the register tile
     kc: int  # depth of a packed panel
+    prefetch_tiles: bool = False  # prefetch the next B panel and A tile (prefetch_next_tiles)
 
     @property
     def nr(self) -> int:
@@ -207,10 +213,11 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     64 x 3136 x 576, 0.93-0.99 at 128 and 256 rows, 0.95-0.98 at 512; but 1.04-1.11 on
     a transformer's 1536 x 768 x 384, which keeps 6 x 16. Whole models against 6 x 16
     everywhere (one process, medians of 21-31): U-Net 0.92-0.96, MobileNetV3-small
-    0.96, MobileNetV2 and ResNet-18 1.01 (noise)."""
+    0.96, MobileNetV2 and ResNet-18 1.01 (noise). Only AVX-512 kernels prefetch the
+    next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     if "avx512f" in enabled:
-        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256)  # 24 of 32 zmm accumulate
+        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True)  # 24 of 32 zmm accumulate
     if "avx" in enabled:
         if shape is not None and (shape.window is not None or shape.m <= NARROW_ROWS):
             return Blocking(vw=8, mr=4, nr_vecs=3, kc=256)  # 12 of 16 ymm
@@ -226,7 +233,7 @@ def shape_blocking(features: str, shape: GemmShape) -> Blocking:
 def element_blocking(blocking: Blocking, dtype: str) -> Blocking:
     """The blocking of `dtype`'s kernels: f64 has half the lanes per vector, the same registers."""
     if ELEMENTS[dtype][1] == 8:
-        return Blocking(vw=blocking.vw // 2, mr=blocking.mr, nr_vecs=blocking.nr_vecs, kc=blocking.kc)
+        return replace(blocking, vw=blocking.vw // 2)
     return blocking
 
 
@@ -544,8 +551,11 @@ class _Kernels:
         the panel after this one (kc x NR on: into L2, it is read a row block later),
         with packed_a the next tile's A (kc x MR on: into L1). The hardware prefetcher
         does not reach across those jumps, and weights come from memory (ResNet-18's
-        are 47 MB). See NEXT_PANEL_LOCALITY."""
+        are 47 MB). Only where the blocking asks for it (Blocking.prefetch_tiles): see
+        NEXT_PANEL_LOCALITY."""
         blk = self.blk
+        if not blk.prefetch_tiles:
+            return
         if self.shape.packed_b:
             ahead = b.gep(panel_row, [b.mul(kc, ir.Constant(I64, blk.nr))], source_etype=self.el)
             for v in vecs:

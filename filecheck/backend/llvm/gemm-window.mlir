@@ -16,7 +16,10 @@
 // CHECK: call void @"llvm.prefetch.p0"
 // CHECK: load <8 x float>
 // CHECK-COUNT-2: call <8 x float> @"llvm.masked.load.v8f32.p0"
+// (the micro-kernels prefetch no next tiles on AVX2: Blocking.prefetch_tiles)
 // CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x8x49x18_w3x3x9x9_micro4x24"
+// CHECK-NOT: llvm.prefetch
+// CHECK: ret void
 
 func.func @main(%a: memref<1x8x18xf32>, %x: memref<1x2x9x9xf32>, %c: memref<1x8x49xf32>) {
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x8x18xf32>, memref<1x2x9x9xf32>, memref<1x8x49xf32>
