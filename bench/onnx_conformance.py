@@ -14,7 +14,8 @@ run), and ends in one of:
   pass        outputs match onnx's expected ones within the case's rtol/atol
   rejected    a Diagnostic naming the node (or the model) and the reason
   wrong       compiled and ran, but an output differs: a bug
-  crash       an exception that is not a Diagnostic, a signal, or a timeout: a bug
+  crash       an exception that is not a Diagnostic, an internal error (a Diagnostic that
+              says so: a pass raised), a signal, or a timeout: a bug
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ def run_in_process(case) -> tuple[str, str]:
                     return "wrong", f"output {i} differs (rtol {case.rtol}, atol {case.atol})"
         return "pass", ""
     except Diagnostic as d:
-        return "rejected", str(d).split("\n")[0]
+        first = str(d).split("\n")[0]
+        return ("crash" if "error: internal error:" in first else "rejected"), first
     except Exception:
         return "crash", traceback.format_exc(limit=-3)
 

@@ -119,6 +119,27 @@ func.func @untouched(%y: memref<100x100xf32>, %z: memref<8x8xf32>, %n: index) {
 
 // -----
 
+// An empty domain (an extent of 0: what a slice to nothing leaves, as in ONNX's expanded
+// rotary embedding) is left as it is, with the default sizes too (they divided by a row
+// of 0 bytes: an internal error).
+// RUN: mlfuse-opt %s --split-input-file -p loop-tile | filecheck %s --check-prefix=DEFAULT
+// CHECK-LABEL: func.func @empty_rows
+// CHECK-NOT: loop.band
+// CHECK: loop.nest "exp" lower [0, 0] upper [4, 0]
+// DEFAULT-LABEL: func.func @empty_rows
+// DEFAULT-NOT: loop.band
+// DEFAULT: loop.nest "exp" lower [0, 0] upper [4, 0]
+func.func @empty_rows(%x: memref<4x0xf32>, %y: memref<4x0xf32>) {
+  loop.nest "exp" lower [0, 0] upper [4, 0] iterators ["parallel", "parallel"] ins(%x : memref<4x0xf32>) outs(%y : memref<4x0xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    loop.yield %e : f32
+  }
+  func.return
+}
+
+// -----
+
 // Invalid options are rejected before anything runs.
 // RUN: not mlfuse-opt %s -p 'loop-tile{sizes=4,-1}' 2>&1 | filecheck %s --check-prefix=NEG
 // NEG: error: loop-tile: tile sizes must be >= 0 (0: not tiled), got [4, -1]

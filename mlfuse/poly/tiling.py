@@ -113,7 +113,8 @@ def default_tile_sizes(
     sizes = [0 if d in whole else 1 for d in range(len(shape) - 1)] + [0 if inner == shape[-1] else inner]
     if len(shape) >= 2:
         row = inner * math.prod(shape[d] for d in whole if d < len(shape) - 2)
-        rows = max(1, (cache // 2) // (itemsize * row * live_buffers))
+        # an empty domain (an extent of 0: a slice or split to nothing) has rows of 0 bytes
+        rows = max(1, (cache // 2) // max(1, itemsize * row * live_buffers))
         rows = 1 << (rows.bit_length() - 1)  # a power of two
         rows = max(8, min(rows, 256))
         sizes[-2] = 0 if rows >= shape[-2] else rows
