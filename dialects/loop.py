@@ -67,8 +67,10 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_prop_def,
+    opt_region_def,
     prop_def,
     region_def,
     result_def,
@@ -426,7 +428,7 @@ def _dims_of(expr: AffineExpr) -> set[int]:
 class YieldOp(IRDLOperation):
     name = "loop.yield"
     values = var_operand_def(AnyAttr())
-    traits = traits_def(IsTerminator(), HasParent(NestOp))
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(NestOp, GemmOp)))
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue):
@@ -626,19 +628,55 @@ class GemmOp(IRDLOperation):
 
         loop.gemm %w, %xpad into %y {window = array<i64: 3, 3>}
             : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x3136xf32>
+
+    With an `epilogue` region, C holds an elementwise function of the product rather
+    than the product: C[d] = epilogue((A @ B)[d], in_0[map_0(d)], ...), the region's
+    block arguments being the product's element and one element per `epilogue` operand
+    at its map (`epilogue_maps`, from C's indices, like a `loop.nest`'s), and its
+    `loop.yield` the value stored (loop-gemm-epilogue-fuse folds a conv's bias,
+    residual and ReLU in; the generated kernel applies it in registers):
+
+        loop.gemm %w, %xpad into %y epilogue ins(%bias : memref<64xf32>) {
+        ^bb0(%acc: f32, %b: f32):
+          %s = arith.addf %acc, %b : f32
+          loop.yield %s : f32
+        } {epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>], window = array<i64: 3, 3>}
+            : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x3136xf32>
     """
 
     name = "loop.gemm"
     a = operand_def(MemRefType)
     b = operand_def(MemRefType)
     c = operand_def(MemRefType)
+    epilogue_ins = var_operand_def(MemRefType)
     window = opt_prop_def(DenseArrayBase[IntegerType])
-    assembly_format = "$a `,` $b `into` $c attr-dict `:` type($a) `,` type($b) `,` type($c)"
+    epilogue_maps = opt_prop_def(ArrayAttr[AffineMapAttr])
+    epilogue = opt_region_def("single_block")
+    assembly_format = (
+        "$a `,` $b `into` $c (`epilogue` (`ins` `(` $epilogue_ins^ `:` type($epilogue_ins) `)`)? $epilogue^)?"
+        " attr-dict `:` type($a) `,` type($b) `,` type($c)"
+    )
     irdl_options = (ParsePropInAttrDict(),)
 
-    def __init__(self, a: SSAValue, b: SSAValue, c: SSAValue, window: tuple[int, int] | None = None):
-        properties = {"window": DenseArrayBase.from_list(i64, window)} if window is not None else {}
-        super().__init__(operands=[a, b, c], properties=properties)
+    def __init__(
+        self,
+        a: SSAValue,
+        b: SSAValue,
+        c: SSAValue,
+        window: tuple[int, int] | None = None,
+        epilogue: tuple[Sequence[SSAValue], Sequence[AffineMap], Region] | None = None,
+    ):
+        """`epilogue`: its operands, their maps from C's indices, and its region."""
+        properties: dict[str, Attribute] = {}
+        if window is not None:
+            properties["window"] = DenseArrayBase.from_list(i64, window)
+        ins: Sequence[SSAValue] = ()
+        regions: list[Region | None] = [None]
+        if epilogue is not None:
+            ins, maps, region = epilogue
+            properties["epilogue_maps"] = ArrayAttr([AffineMapAttr(m) for m in maps])
+            regions = [region]
+        super().__init__(operands=[a, b, c, list(ins)], properties=properties, regions=regions)
 
     @property
     def window_size(self) -> tuple[int, int] | None:
@@ -660,6 +698,32 @@ class GemmOp(IRDLOperation):
         el = {str(t.get_element_type()) for t in (ta, tb, tc)}
         if el not in ({"f32"}, {"f64"}):
             raise VerifyException(f"'loop.gemm' supports f32 and f64, got {', '.join(sorted(el))}")
+        self.verify_epilogue(tc)
+
+    def verify_epilogue(self, tc: MemRefType) -> None:
+        """One map per epilogue operand, from C's indices to its own; block arguments of
+        the element type (the product's, then one per operand); one value yielded."""
+        maps = self.epilogue_maps.data if self.epilogue_maps is not None else ()
+        if self.epilogue is None:
+            if maps or self.epilogue_ins:
+                raise VerifyException("'loop.gemm' has epilogue operands or maps but no epilogue region")
+            return
+        if len(maps) != len(self.epilogue_ins):
+            raise VerifyException(f"'loop.gemm' needs one epilogue map per epilogue operand, got {len(maps)} for {len(self.epilogue_ins)}")
+        for value, m in zip(self.epilogue_ins, maps):
+            t = value.type
+            assert isinstance(t, MemRefType)
+            if m.data.num_dims != tc.get_num_dims() or len(m.data.results) != t.get_num_dims():
+                raise VerifyException(f"'loop.gemm' epilogue map {m.data} does not take C's indices to those of {t}")
+        el = tc.get_element_type()
+        types = [a.type for a in self.epilogue.block.args]
+        if types != [el] * (1 + len(self.epilogue_ins)) or any(
+            t.get_element_type() != el for t in (v.type for v in self.epilogue_ins) if isinstance(t, MemRefType)
+        ):
+            raise VerifyException(f"'loop.gemm' epilogue takes one {el} for the product and one per operand, got ({', '.join(map(str, types))})")
+        last = self.epilogue.block.last_op
+        if not isinstance(last, YieldOp) or [v.type for v in last.values] != [el]:
+            raise VerifyException(f"'loop.gemm' epilogue must yield one {el}")
 
     def patches_shape(self, image: Sequence[int]) -> tuple[int, ...]:
         """The shape of B that a window over `image` [batch..., c, hp, wp] stands for."""

@@ -50,7 +50,9 @@ def cpu_pipeline(
     with the group; WINDOW_GROUPS then runs post-tiling fusion inside each window group:
     tile its live-outs, fuse its producers into the tiles, shrink its intermediates.
     loop-coalesce then merges the dimensions every access walks as one run (an
-    epilogue's 28 x 28 pixels: one loop of 784 for LLVM to vectorize).
+    epilogue's 28 x 28 pixels: one loop of 784 for LLVM to vectorize), and
+    loop-gemm-epilogue-fuse folds the elementwise nest after a conv's or a linear
+    layer's product into the GEMM kernel's register tile.
 
     post_tile: also run post-tiling fusion across the whole function afterwards
     (POST_TILE, an experiment: it may join nests of different groups).
@@ -68,8 +70,10 @@ def cpu_pipeline(
     if post_tile:
         passes += POST_TILE
     outline = " outline-serial=true" if outline_serial else ""
+    passes.append("loop-coalesce")
+    if fuse:
+        passes.append("loop-gemm-epilogue-fuse")
     passes += [
-        "loop-coalesce",
         "assign-buffers",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
         "merge-kernels",

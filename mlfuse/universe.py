@@ -51,6 +51,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "loop-post-tile-fuse": ("loop_post_tile_fuse", "LoopPostTileFusePass"),
     "loop-storage-reduce": ("loop_storage_reduce", "LoopStorageReducePass"),
     "loop-coalesce": ("loop_coalesce", "LoopCoalescePass"),
+    "loop-gemm-epilogue-fuse": ("loop_gemm_epilogue_fuse", "LoopGemmEpilogueFusePass"),
     "loop-tile-after-fuse": ("loop_tile_after_fuse", "LoopTileAfterFusePass"),
     "convert-stablehlo-to-graph": ("convert_stablehlo_to_graph", "ConvertStablehloToGraphPass"),
 }

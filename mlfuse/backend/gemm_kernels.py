@@ -51,6 +51,8 @@ from dataclasses import dataclass, replace
 import llvmlite.ir as ir
 import numpy as np
 
+from mlfuse.backend.gemm_epilogue import Epilogue
+
 TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
@@ -118,13 +120,15 @@ class GemmShape:
     window: Window | None = None  # B is an image's patches (n = out_h * out_w)
     packed_b: bool = False  # B is a constant laid out as the kernel's panels (prepack_b)
     packed_a: bool = False  # A is a constant laid out as the kernel's row panels (prepack_a)
+    epilogue: Epilogue | None = None  # C = epilogue(A @ B, operands...) (mlfuse/backend/gemm_epilogue.py)
 
     @property
     def symbol(self) -> str:
         base = f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
         w = self.window
         base = base if w is None else f"{base}_w{w.kh}x{w.kw}x{w.hp}x{w.wp}"
-        return base + ("_pa" if self.packed_a else "") + ("_pb" if self.packed_b else "")
+        base += ("_pa" if self.packed_a else "") + ("_pb" if self.packed_b else "")
+        return base if self.epilogue is None else f"{base}_e.{self.epilogue.token}"
 
     @property
     def column_tasks(self) -> int:
@@ -169,14 +173,16 @@ class GemmShape:
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
         match = re.fullmatch(
-            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pa)?(_pb)?", name
+            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pa)?(_pb)?(?:_e\.([\w.]+))?",
+            name,
         )
         if match is None:
             return None
         dims = [int(g) if g is not None else None for g in match.groups()[1:9]]
         window = Window(*dims[4:]) if dims[4] is not None else None  # type: ignore[arg-type]
         packed_a, packed_b = match.group(10) is not None, match.group(11) is not None
-        return GemmShape(*dims[:4], dtype=match.group(1), window=window, packed_b=packed_b, packed_a=packed_a)  # type: ignore[arg-type]
+        epilogue = Epilogue.parse(match.group(12)) if match.group(12) is not None else None
+        return GemmShape(*dims[:4], dtype=match.group(1), window=window, packed_b=packed_b, packed_a=packed_a, epilogue=epilogue)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -505,14 +511,16 @@ class _Kernels:
     def micro_fn(self, rows: int, width: int, direct: bool = False) -> ir.Function:
         """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C.
         The panel is packed (rows NR apart, zero-padded), or with `direct` B itself (rows
-        n apart, the last panel's loads masked)."""
+        n apart, the last panel's loads masked). With an epilogue it also takes (last,
+        batch, i0, j0, operands...) and applies it before the last depth block's store."""
         if (rows, width, direct) in self.micro:
             return self.micro[(rows, width, direct)]
-        blk, n = self.blk, self.shape.n
+        blk, n, epilogue = self.blk, self.shape.n, self.shape.epilogue
         vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
         suffix = "_direct" if direct else ""
-        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1])
-        a, packed, c, kc, first = fn.args
+        extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
+        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1, *extra])
+        a, packed, c, kc, first = fn.args[:5]
         for arg in (a, packed, c):
             arg.add_attribute("noalias")
         zero = ir.Constant(self.vec, None)
@@ -538,12 +546,51 @@ class _Kernels:
             return out
 
         acc = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
-        for i in range(rows):
-            for j, v in enumerate(vecs):
-                self.store_row_vec(b, acc[i * len(vecs) + j], c_ptrs[i, v], self.lanes(width, v))
+
+        def store(values) -> None:
+            for i in range(rows):
+                for j, v in enumerate(vecs):
+                    self.store_row_vec(b, values[i * len(vecs) + j], c_ptrs[i, v], self.lanes(width, v))
+
+        if epilogue is None:
+            store(acc)
+        else:
+            with b.if_else(fn.args[5]) as (last, partial):
+                with last:
+                    store(self.apply_epilogue(b, acc, rows, width, fn.args[6:]))
+                with partial:
+                    store(acc)
         b.ret_void()
         self.micro[(rows, width, direct)] = fn
         return fn
+
+    def apply_epilogue(self, b: ir.IRBuilder, acc: list, rows: int, width: int, args) -> list:
+        """The shape's epilogue on the tile's accumulators (rows x the vectors of `width`
+        columns, row-major), at (batch, i0, j0, operand pointers...) = args."""
+        epilogue, blk = self.shape.epilogue, self.blk
+        assert epilogue is not None
+        batch, i0, j0, *pointers = args
+        vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
+        suffix = f"v{blk.vw}{self.shape.dtype}"
+
+        def intrinsic(name: str) -> ir.Function:
+            return self.intrinsic(f"{name}.{suffix}", self.vec, [self.vec, self.vec])
+
+        def operand(k: int, i: int, v: int):
+            o = epilogue.operands[k]
+            row, col = b.add(i0, ir.Constant(I64, i)), b.add(j0, ir.Constant(I64, v * blk.vw))
+            at = b.add(ir.Constant(I64, o.offset), b.mul(batch, ir.Constant(I64, o.batch_stride)))
+            at = b.add(b.add(at, b.mul(row, ir.Constant(I64, o.row_stride))), b.mul(col, ir.Constant(I64, o.col_stride)))
+            ptr = b.gep(pointers[k], [at], source_etype=self.el)
+            if o.col_stride:
+                return self.load_row_vec(b, ptr, self.lanes(width, v))
+            return self.splat(b, b.load(ptr, typ=self.el, align=self.ebytes))
+
+        return [
+            epilogue.emit(b, acc[i * len(vecs) + j], lambda k, i=i, v=v: operand(k, i, v), intrinsic)
+            for i in range(rows)
+            for j, v in enumerate(vecs)
+        ]
 
     def prefetch_next_tiles(self, b: ir.IRBuilder, a, panel_row, k, kc, vecs: list[int]) -> None:
         """Prefetch, at depth k, what the micro-kernel call after the next ones reads
@@ -576,19 +623,25 @@ class _Kernels:
         stride = kc if self.shape.packed_a else ir.Constant(I64, self.shape.k)
         return b.gep(a_block, [b.mul(i0, stride)], source_etype=self.el)
 
-    def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple) -> None:
+    def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple, tile: tuple) -> None:
         """One panel of `width` columns (packed, or B itself when `unpacked`) against the
-        row blocks of A in rows = (row0, row1): row0 a multiple of MR, row1 one too or m."""
+        row blocks of A in rows = (row0, row1): row0 a multiple of MR, row1 one too or m.
+        tile = (last, batch, j0, epilogue operands...): what an epilogue needs besides the row."""
         direct = self.unpacked
         m, n, mr = self.shape.m, self.shape.n, self.blk.mr
         full, (row0, row1) = m - m % mr, rows
+        last, batch, j0, *operands = tile
+
+        def epilogue_args(i0) -> list:
+            return [last, batch, i0, j0, *operands] if self.shape.epilogue is not None else []
+
         if full:
             micro = self.micro_fn(mr, width, direct)
 
             def block(b, i0, _):
                 a_rows = self.a_rows(b, a_block, i0, kc)
                 c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
-                b.call(micro, [a_rows, packed, c_rows, kc, first])
+                b.call(micro, [a_rows, packed, c_rows, kc, first, *epilogue_args(i0)])
                 return []
 
             stop = b.select(b.icmp_signed("<", row1, ir.Constant(I64, full)), row1, ir.Constant(I64, full))
@@ -597,7 +650,7 @@ class _Kernels:
             with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
                 a_rows = self.a_rows(b, a_block, ir.Constant(I64, full), kc)
                 c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
-                b.call(self.micro_fn(m % mr, width, direct), [a_rows, packed, c_rows, kc, first])
+                b.call(self.micro_fn(m % mr, width, direct), [a_rows, packed, c_rows, kc, first, *epilogue_args(ir.Constant(I64, full))])
 
     def for_panel_width(self, b: ir.IRBuilder, j0, emit) -> None:
         """emit(b, width) for the panel at column j0: NR wide, or the last one's width."""
@@ -630,11 +683,13 @@ class _Kernels:
             return b.gep(a, [start], source_etype=self.el)
         return b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
 
-    def task(self, b: ir.IRBuilder, t, pc, kc, first, packed, operands: tuple) -> None:
-        """Task t at depth pc: the panels of B in its columns packed once, then its rows
+    def task(self, b: ir.IRBuilder, t, pc, kc, depth: tuple, packed, operands: tuple) -> None:
+        """Task t at depth pc (depth = (first, last): whether it is the first and the last
+        depth block): the panels of B in its columns packed once, then its rows
         in blocks of ROW_BLOCK, each against every panel (the block of A stays in L2
-        while the panels pass over it, instead of all of A streaming once per panel)."""
-        s, blk, (a, bm, c) = self.shape, self.blk, operands
+        while the panels pass over it, instead of all of A streaming once per panel).
+        operands: A, B, C and the epilogue's."""
+        s, blk, (a, bm, c, *epilogue_operands), (first, last) = self.shape, self.blk, operands, depth
         per_batch = ir.Constant(I64, s.column_tasks * s.row_tasks)
         batch, within = b.sdiv(t, per_batch), b.srem(t, per_batch)
         within = self.ordered(b, within)
@@ -683,8 +738,9 @@ class _Kernels:
 
             def panel(b, j0, _):
                 c_col = b.gep(c_base, [j0], source_etype=self.el)
+                tile = (last, batch, j0, *epilogue_operands)
                 self.for_panel_width(b, j0, lambda b, width: self.multiply(
-                    b, width, a_block, slot(b, j0), c_col, kc, first, (i0, i1)))
+                    b, width, a_block, slot(b, j0), c_col, kc, first, (i0, i1), tile))
                 return []
 
             self.counted_loop(b, col0, col1, blk.nr, panel)
@@ -695,8 +751,8 @@ class _Kernels:
     def define(self, fn: ir.Function) -> None:
         """The body of the task function `fn` (declared by convert-to-llvm)."""
         s, blk = self.shape, self.blk
-        lo, hi, a, bm, c = fn.args
-        for arg in (a, bm, c):
+        lo, hi, *operands = fn.args
+        for arg in operands[:3]:
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         packed = b.alloca(ir.ArrayType(self.el, blk.kc * TASK_COLUMNS))  # every panel of a task
@@ -706,9 +762,10 @@ class _Kernels:
             kc = b.select(b.icmp_signed("<", b.sub(ir.Constant(I64, s.k), pc), ir.Constant(I64, blk.kc)),
                           b.sub(ir.Constant(I64, s.k), pc), ir.Constant(I64, blk.kc))
             first = b.icmp_signed("==", pc, ir.Constant(I64, 0))
+            last = b.icmp_signed(">=", b.add(pc, ir.Constant(I64, blk.kc)), ir.Constant(I64, s.k))
 
             def task(b, t, _):
-                self.task(b, t, pc, kc, first, packed, (a, bm, c))
+                self.task(b, t, pc, kc, (first, last), packed, tuple(operands))
                 return []
 
             self.counted_loop(b, lo, hi, 1, task)

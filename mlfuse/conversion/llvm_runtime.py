@@ -149,7 +149,8 @@ class GemmLowering(RewritePattern):
     """loop.gemm -> a team call of a generated kernel (mlfuse/backend/gemm_kernels.py:
     declared here, its body written at translation for the target's vectors), or
     with gemm=blas, BLAS calls (see emit_blas_gemm); a product over a window's
-    patches always runs the generated kernel, whose packing reads them."""
+    patches or with an epilogue always runs the generated kernel, whose packing reads
+    the patches and whose register tile takes the epilogue (its operands follow C)."""
 
     declarations: Declarations
     gemm: str = "generated"
@@ -158,18 +159,20 @@ class GemmLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.GemmOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
-        if self.gemm == "blas" and op.window is None:  # BLAS has no implicit im2col
+        if self.gemm == "blas" and op.window is None and op.epilogue is None:  # BLAS has no implicit im2col
             emit_blas_gemm(e, self.declarations, op)
         else:
             shape = gemm_shape(op, op in self.packed.b, op in self.packed.a)
-            self.declarations.declare(rewriter, op, shape.symbol, None, [i64, i64, PTR, PTR, PTR])
-            emit_team_call(e, self.declarations, op, shape.symbol, shape.tasks, 1, [e.v(op.a), e.v(op.b), e.v(op.c)])
+            buffers = [op.a, op.b, op.c, *op.epilogue_ins]
+            self.declarations.declare(rewriter, op, shape.symbol, None, [i64, i64, *[PTR] * len(buffers)])
+            emit_team_call(e, self.declarations, op, shape.symbol, shape.tasks, 1, [e.v(v) for v in buffers])
         replace_op(rewriter, op)
 
 
 def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) -> GemmShape:
-    """The generated kernel that runs `op` (its symbol names the shape)."""
+    """The generated kernel that runs `op` (its symbol names the shape and the epilogue)."""
     from mlfuse.backend.gemm_kernels import GemmShape, Window
+    from mlfuse.conversion.gemm_epilogue import kernel_epilogue
 
     ta, tb, tc = op.a.type, op.b.type, op.c.type
     assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
@@ -177,7 +180,7 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) 
     dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
     window = op.window_size
     image = Window(*window, *tb.get_shape()[-2:]) if window is not None else None
-    return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b, packed_a)
+    return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b, packed_a, kernel_epilogue(op))
 
 
 def constant_operand_products(module: ModuleOp) -> PackedOperands:
@@ -241,7 +244,8 @@ def _reads_as(op: loop.GemmOp, name: str, role: str) -> bool:
     operands = {"a": op.a, "b": op.b, "c": op.c}
     if role == "b" and op.window is not None:
         return False
-    return _global_read(operands[role]) == name and all(_global_read(v) != name for r, v in operands.items() if r != role)
+    others = [v for r, v in operands.items() if r != role] + list(op.epilogue_ins)
+    return _global_read(operands[role]) == name and all(_global_read(v) != name for v in others)
 
 
 def emit_blas_gemm(e: Emitter, decl: Declarations, op: loop.GemmOp) -> None:

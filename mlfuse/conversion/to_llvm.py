@@ -940,6 +940,7 @@ def check_converted(root: Operation) -> None:
 
 def check_input(module: ModuleOp) -> None:
     """Located diagnostics for what convert-to-llvm cannot take, before it changes anything."""
+    from mlfuse.conversion.gemm_epilogue import kernel_epilogue
     for op in module.ops:
         if isinstance(op, func.FuncOp):
             name, ftype = op.sym_name.data, op.function_type
@@ -954,6 +955,12 @@ def check_input(module: ModuleOp) -> None:
             raise Diagnostic(f"'{op.name}' on {op.results[0].type} has no CPU lowering", location_of(op))
         if isinstance(op, memref.GlobalOp) and not isinstance(op.initial_value, DenseIntOrFPElementsAttr):
             raise Diagnostic(f"memref.global @{op.sym_name.data} needs a dense initial value", location_of(op))
+        if isinstance(op, loop.GemmOp) and op.epilogue is not None and kernel_epilogue(op) is None:
+            raise Diagnostic(
+                "loop.gemm's epilogue is not one the generated kernel applies (arith's float ops and constants;"
+                " operands that step 0 or 1 along C's columns)",
+                location_of(op),
+            )
 
 
 def cpu_patterns(
@@ -980,9 +987,13 @@ def convert_to_llvm(
 ) -> None:
     """Lower a module of func/arith/math/scf/memref/loop ops to the llvm dialect; entry
     outputs are assumed `output_alignment`-byte aligned."""
+    from mlfuse.conversion.llvm_runtime import GemmLowering
+
     check_input(module)
     patterns = cpu_patterns(module, fast_math, gemm, output_alignment)  # the alignment analysis reads memrefs
     apply_patterns(module, control_flow_patterns())
+    # products first: a loop.gemm's epilogue region is read as arith (its symbol), before arith is lowered
+    apply_patterns(module, [p for p in patterns if isinstance(p, GemmLowering)])
     apply_patterns(module, patterns)
     reconcile_casts(module)
     check_converted(module)

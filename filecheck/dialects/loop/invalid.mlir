@@ -200,3 +200,55 @@ func.func @gemm_window_shapes(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x16xf32>
   func.return
 }
+
+// -----
+
+func.func @gemm_epilogue_maps(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>, %bias: memref<4xf32>) {
+  // CHECK: error: 'loop.gemm' needs one epilogue map per epilogue operand, got 0 for 1
+  loop.gemm %a, %b into %c epilogue ins(%bias : memref<4xf32>) {
+  ^bb0(%p: f32, %q: f32):
+    loop.yield %p : f32
+  } : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_epilogue_map_rank(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>, %bias: memref<4xf32>) {
+  // CHECK: error: 'loop.gemm' epilogue map (d0, d1, d2) -> (d1) does not take C's indices to those of memref<4xf32>
+  loop.gemm %a, %b into %c epilogue ins(%bias : memref<4xf32>) {
+  ^bb0(%p: f32, %q: f32):
+    loop.yield %p : f32
+  } {epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>]} : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_epilogue_args(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
+  // CHECK: error: 'loop.gemm' epilogue takes one f32 for the product and one per operand, got (f32, f32)
+  loop.gemm %a, %b into %c epilogue {
+  ^bb0(%p: f32, %q: f32):
+    loop.yield %p : f32
+  } : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_epilogue_yield(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
+  // CHECK: error: 'loop.gemm' epilogue must yield one f32
+  loop.gemm %a, %b into %c epilogue {
+  ^bb0(%p: f32):
+    loop.yield %p, %p : f32, f32
+  } : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_maps_without_epilogue(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
+  // CHECK: error: 'loop.gemm' has epilogue operands or maps but no epilogue region
+  loop.gemm %a, %b into %c {epilogue_maps = [affine_map<(d0, d1) -> (d1)>]} : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}

@@ -60,3 +60,29 @@ func.func @gemm_window(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memr
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
   func.return
 }
+
+// A product with an epilogue (a bias per row, then ReLU), and one without operands.
+// CHECK-LABEL: func.func @gemm_epilogue
+// CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} epilogue ins(%{{.*}} : memref<4xf32>) {
+// CHECK-NEXT: ^{{.*}}(%[[P:.*]]: f32, %[[B:.*]]: f32):
+// CHECK-NEXT: arith.addf %[[P]], %[[B]] : f32
+// CHECK: loop.yield %{{.*}} : f32
+// CHECK-NEXT: } {window = array<i64: 3, 3>, epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>]} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+// CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} epilogue {
+// CHECK-NEXT: ^{{.*}}(%{{.*}}: f32):
+// GENERIC: "loop.gemm"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{window = array<i64: 3, 3>, epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>]}> ({
+func.func @gemm_epilogue(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x9xf32>, %bias: memref<4xf32>) {
+  loop.gemm %a, %x into %c epilogue ins(%bias : memref<4xf32>) {
+  ^bb0(%p: f32, %b: f32):
+    %s = arith.addf %p, %b : f32
+    %z = arith.constant 0.0 : f32
+    %r = arith.maximumf %s, %z : f32
+    loop.yield %r : f32
+  } {window = array<i64: 3, 3>, epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>]} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+  loop.gemm %a, %x into %c epilogue {
+  ^bb0(%p: f32):
+    %n = arith.negf %p : f32
+    loop.yield %n : f32
+  } {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+  func.return
+}

@@ -1,0 +1,192 @@
+// RUN: mlfuse-opt %s --split-input-file -p loop-gemm-epilogue-fuse | filecheck %s
+// RUN: mlfuse-opt %s --split-input-file -p 'loop-gemm-epilogue-fuse,convert-loop-to-scf,convert-to-llvm' -t 'llvm{features="+avx2,+avx,+fma"}' | filecheck %s --check-prefix=LLVM
+// RUN: not mlfuse-opt %s --split-input-file -p loop-gemm-epilogue-fuse{depth=1} 2>&1 | filecheck %s --check-prefix=BAD
+
+// A conv's product and its epilogue (bias along the channels, a residual, ReLU): the
+// nest becomes the product's epilogue, written into the nest's output; C is gone, and
+// the output's alloc moves above the product. The kernel's symbol spells the epilogue.
+// CHECK-LABEL: func.func @conv_bias_residual_relu
+// CHECK-NEXT: %[[Y:.*]] = memref.alloc() : memref<1x8x64xf32>
+// CHECK-NEXT: loop.gemm %{{.*}}, %{{.*}} into %[[Y]] epilogue ins(%{{.*}}, %{{.*}} : memref<8xf32>, memref<1x8x64xf32>) {
+// CHECK-NEXT: ^bb0(%[[P:.*]]: f32, %[[B:.*]]: f32, %[[R:.*]]: f32):
+// CHECK-NEXT: %[[S:.*]] = arith.addf %[[P]], %[[B]] : f32
+// CHECK-NEXT: %[[T:.*]] = arith.addf %[[S]], %[[R]] : f32
+// CHECK: arith.cmpf ugt, %[[T]]
+// CHECK: loop.yield
+// CHECK-NEXT: } {window = array<i64: 3, 3>, epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]}
+// CHECK-NOT: loop.nest
+// CHECK-NOT: memref.alloc
+// CHECK: return %[[Y]]
+// LLVM-LABEL: define internal void @"mlfuse_gemm_f32_1x8x64x36_w3x3x10x10_e.o0x0x1x0.o0x512x64x1.c.i0.add.i1.add.k00000000.cmpugt.c.i0.add.i1.add.k00000000.sel_micro4x24"
+// LLVM: fcmp ugt <8 x float>
+// LLVM: select <8 x i1>
+func.func @conv_bias_residual_relu(%w: memref<1x8x36xf32>, %x: memref<1x4x10x10xf32>, %bias: memref<8xf32>, %res: memref<1x8x64xf32>) -> memref<1x8x64xf32> {
+  %c = memref.alloc() : memref<1x8x64xf32>
+  loop.gemm %w, %x into %c {window = array<i64: 3, 3>} : memref<1x8x36xf32>, memref<1x4x10x10xf32>, memref<1x8x64xf32>
+  %y = memref.alloc() : memref<1x8x64xf32>
+  loop.nest "relu" lower [0, 0, 0] upper [1, 8, 64] iterators ["parallel", "parallel", "parallel"] ins(%c, %bias, %res : memref<1x8x64xf32>, memref<8xf32>, memref<1x8x64xf32>) outs(%y : memref<1x8x64xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%p: f32, %b: f32, %r: f32, %o: f32):
+    %s = arith.addf %p, %b : f32
+    %t = arith.addf %s, %r : f32
+    %z = arith.constant 0.0 : f32
+    %g = arith.cmpf ugt, %t, %z : f32
+    %v = arith.select %g, %t, %z : f32
+    loop.yield %v : f32
+  }
+  memref.dealloc %c : memref<1x8x64xf32>
+  func.return %y : memref<1x8x64xf32>
+}
+
+// -----
+
+// C seen through views, a nest it does not read in between (now after the product),
+// the product's element not the first input: a linear layer's bias along the columns
+// and a clamp (ReLU6).
+// CHECK-LABEL: func.func @views_between
+// CHECK-NEXT: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} epilogue ins(%{{.*}} : memref<32xf32>) {
+// CHECK-NEXT: ^bb0(%[[P:.*]]: f32, %[[B:.*]]: f32):
+// CHECK-NEXT: arith.addf %[[B]], %[[P]]
+// CHECK: arith.minimumf
+// CHECK: epilogue_maps = [affine_map<(d0, d1) -> (d1)>]
+// CHECK-NEXT: loop.nest "other"
+// CHECK-NOT: loop.nest
+// LLVM-LABEL: define internal void @"mlfuse_gemm_f32_1x16x32x8_e.o0x0x0x1.i0.c.add.k00000000.max.k0000c040.min_micro4x24"
+// LLVM: call <8 x float> @"llvm.maximum.v8f32"
+// LLVM: call <8 x float> @"llvm.minimum.v8f32"(<8 x float> %{{.*}}, <8 x float> <float 0x4018000000000000
+func.func @views_between(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %bias: memref<32xf32>, %u: memref<4xf32>, %v: memref<4xf32>, %y: memref<16x32xf32>) {
+  %c = memref.alloc() : memref<512xf32>
+  %cv = loop.view %c : memref<512xf32> to memref<16x32xf32>
+  loop.gemm %a, %b into %cv : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  loop.nest "other" lower [0] upper [4] iterators ["parallel"] ins(%u : memref<4xf32>) outs(%v : memref<4xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%e: f32, %o: f32):
+    loop.yield %e : f32
+  }
+  %cr = loop.view %c : memref<512xf32> to memref<16x32xf32>
+  loop.nest "relu6" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%bias, %cr : memref<32xf32>, memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%bb: f32, %p: f32, %o: f32):
+    %s = arith.addf %bb, %p : f32
+    %z = arith.constant 0.0 : f32
+    %six = arith.constant 6.0 : f32
+    %lo = arith.maximumf %s, %z : f32
+    %hi = arith.minimumf %lo, %six : f32
+    loop.yield %hi : f32
+  }
+  memref.dealloc %c : memref<512xf32>
+  func.return
+}
+
+// -----
+
+// loop-coalesce merged the batch of one away: the nest walks 8 x 64 while C is 1 x 8 x
+// 64. The maps are taken back to C's indices and the output is seen with C's shape.
+// CHECK-LABEL: func.func @batch_of_one
+// CHECK-NEXT: %[[Y:.*]] = loop.view %{{.*}} : memref<8x64xf32> to memref<1x8x64xf32>
+// CHECK-NEXT: loop.gemm %{{.*}}, %{{.*}} into %[[Y]] epilogue ins(%{{.*}}, %{{.*}} : memref<8x1xf32>, memref<8x64xf32>) {
+// CHECK: epilogue_maps = [affine_map<(d0, d1, d2) -> (d1, 0)>, affine_map<(d0, d1, d2) -> (d1, d2)>]
+// CHECK-NOT: loop.nest
+func.func @batch_of_one(%w: memref<1x8x36xf32>, %x: memref<1x4x10x10xf32>, %bias: memref<8x1xf32>, %res: memref<8x64xf32>, %y: memref<8x64xf32>) {
+  %c = memref.alloc() : memref<1x8x64xf32>
+  loop.gemm %w, %x into %c {window = array<i64: 3, 3>} : memref<1x8x36xf32>, memref<1x4x10x10xf32>, memref<1x8x64xf32>
+  %cv = loop.view %c : memref<1x8x64xf32> to memref<8x64xf32>
+  loop.nest "add" lower [0, 0] upper [8, 64] iterators ["parallel", "parallel"] ins(%cv, %bias, %res : memref<8x64xf32>, memref<8x1xf32>, memref<8x64xf32>) outs(%y : memref<8x64xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %b: f32, %r: f32, %o: f32):
+    %s = arith.addf %p, %b : f32
+    %t = arith.mulf %s, %r : f32
+    loop.yield %t : f32
+  }
+  memref.dealloc %c : memref<1x8x64xf32>
+  func.return
+}
+
+// -----
+
+// Not folded: C read by two nests; an epilogue that calls math.exp (the kernel does not
+// generate it); a nest that writes into one of its own inputs' buffers... and a nest
+// that reads its output (an accumulation into y).
+// CHECK-LABEL: func.func @not_folded
+// CHECK-NOT: epilogue
+// CHECK: return
+func.func @not_folded(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %y: memref<16x32xf32>, %z: memref<16x32xf32>) {
+  %c = memref.alloc() : memref<16x32xf32>
+  loop.gemm %a, %b into %c : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  loop.nest "neg" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%c : memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: f32):
+    %n = arith.negf %p : f32
+    loop.yield %n : f32
+  }
+  loop.nest "copy" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%c : memref<16x32xf32>) outs(%z : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: f32):
+    loop.yield %p : f32
+  }
+  memref.dealloc %c : memref<16x32xf32>
+  %d = memref.alloc() : memref<16x32xf32>
+  loop.gemm %a, %b into %d : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  loop.nest "exp" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%d : memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: f32):
+    %e = math.exp %p : f32
+    loop.yield %e : f32
+  }
+  memref.dealloc %d : memref<16x32xf32>
+  %f = memref.alloc() : memref<16x32xf32>
+  loop.gemm %a, %b into %f : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  loop.nest "accumulate" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%f : memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: f32):
+    %s = arith.addf %o, %p : f32
+    loop.yield %s : f32
+  }
+  memref.dealloc %f : memref<16x32xf32>
+  func.return
+}
+
+// -----
+
+// Not folded: C broadcast (read along one dimension only), a nest after a op between
+// that writes the bias it reads, an output that is the product's A, a transposed read
+// of C (the unpack of patches @ wt), and a product into a function argument.
+// CHECK-LABEL: func.func @not_folded_either
+// CHECK-NOT: epilogue
+// CHECK: return
+func.func @not_folded_either(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %bias: memref<16xf32>, %y: memref<16x16xf32>, %arg: memref<16x16xf32>) {
+  %c = memref.alloc() : memref<16x16xf32>
+  loop.gemm %a, %b into %c : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
+  loop.nest "writes_bias" lower [0] upper [16] iterators ["parallel"] ins() outs(%bias : memref<16xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    %k = arith.constant 1.0 : f32
+    loop.yield %k : f32
+  }
+  loop.nest "add" lower [0, 0] upper [16, 16] iterators ["parallel", "parallel"] ins(%c, %bias : memref<16x16xf32>, memref<16xf32>) outs(%y : memref<16x16xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %s = arith.addf %p, %q : f32
+    loop.yield %s : f32
+  }
+  memref.dealloc %c : memref<16x16xf32>
+  %d = memref.alloc() : memref<16x16xf32>
+  loop.gemm %a, %b into %d : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
+  loop.nest "into_a" lower [0, 0] upper [16, 16] iterators ["parallel", "parallel"] ins(%d : memref<16x16xf32>) outs(%a : memref<16x16xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: f32):
+    loop.yield %p : f32
+  }
+  memref.dealloc %d : memref<16x16xf32>
+  %e = memref.alloc() : memref<16x16xf32>
+  loop.gemm %a, %b into %e : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
+  loop.nest "transpose" lower [0, 0] upper [16, 16] iterators ["parallel", "parallel"] ins(%e : memref<16x16xf32>) outs(%y : memref<16x16xf32>) maps [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: f32):
+    loop.yield %p : f32
+  }
+  memref.dealloc %e : memref<16x16xf32>
+  loop.gemm %a, %b into %arg : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
+  loop.nest "from_arg" lower [0, 0] upper [16, 16] iterators ["parallel", "parallel"] ins(%arg : memref<16x16xf32>) outs(%y : memref<16x16xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: f32):
+    %n = arith.negf %p : f32
+    loop.yield %n : f32
+  }
+  func.return
+}
+
+// -----
+
+// The pass takes no options.
+// BAD: invalid pass pipeline 'loop-gemm-epilogue-fuse{depth=1}': Provided arguments ["depth"] not found
+func.func @f() {
+  func.return
+}

@@ -1,0 +1,112 @@
+"""The elementwise epilogue of a generated GEMM kernel (`loop.gemm` with an `epilogue`).
+
+The kernel applies the epilogue to its register tile before the last depth block's
+store, so a conv's bias, residual and ReLU cost no pass over the output. Like the rest
+of the kernel, the epilogue is written into the kernel's symbol, so that the
+translation generates the whole kernel from its name (mlfuse/backend/gemm_kernels.py)
+and identical kernels share one object:
+
+    mlfuse_gemm_f32_1x64x3136x576_w3x3x58x58_pa_e.o0x0x1x0.c.i0.add.k00000000.cmpugt.c.i0.add.k00000000.sel
+
+is C = relu(A @ B + bias[row]): `o<offset>x<batch>x<row>x<col>` per operand, how far
+apart its elements are (in elements) along C's batch, rows and columns (0 or 1: a
+splat of one value per row, or a vector along the row), then the region's yielded
+value as a postfix program:
+
+    c          the product's element
+    i<k>       operand k's element
+    k<hex>     a constant (its little-endian bytes: 6.0f is k0000c040)
+    add sub mul div max min maxnum minnum neg       arith's addf ... negf, maximumf ...
+    cmp<pred>  arith.cmpf (oeq ... uno)             sel   arith.select
+
+Each op is evaluated as convert-to-llvm lowers it (llvm.maximum for maximumf, an fcmp
+with the same predicate), without fast-math flags, so the result is the same as the
+epilogue nest's. A value used twice is written twice (LLVM's CSE merges them).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+INTRINSICS = {"max": "llvm.maximum", "min": "llvm.minimum", "maxnum": "llvm.maxnum", "minnum": "llvm.minnum"}
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Where an epilogue operand's element for C[batch, row, col] is: offset + batch *
+    batch_stride + row * row_stride + col * col_stride (col_stride 0 or 1)."""
+
+    offset: int
+    batch_stride: int
+    row_stride: int
+    col_stride: int
+
+    @property
+    def token(self) -> str:
+        return f"o{self.offset}x{self.batch_stride}x{self.row_stride}x{self.col_stride}"
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    operands: tuple[Operand, ...]
+    program: tuple[str, ...]
+
+    @property
+    def token(self) -> str:
+        return ".".join([o.token for o in self.operands] + list(self.program))
+
+    @staticmethod
+    def parse(token: str) -> Epilogue:
+        parts = token.split(".")
+        operands = tuple(Operand(*map(int, p[1:].split("x"))) for p in parts if p.startswith("o"))
+        return Epilogue(operands, tuple(p for p in parts if not p.startswith("o")))
+
+    # --- into a kernel ------------------------------------------------------------------
+
+    def emit(self, b: ir.IRBuilder, acc, operand: Callable[[int], ir.Value], intrinsic: Callable[[str], ir.Function]):
+        """The program on the vector `acc`: operand(k) gives operand k's vector,
+        intrinsic(name) an element-wise intrinsic of acc's type."""
+        stack: list = []
+        for t in self.program:
+            if t == "c":
+                stack.append(acc)
+            elif t[0] == "i":
+                stack.append(operand(int(t[1:])))
+            elif t[0] == "k":
+                stack.append(splat_constant(acc.type, t[1:]))
+            elif t == "neg":
+                stack.append(b.fneg(stack.pop()))
+            elif t == "sel":
+                f, tv, cond = stack.pop(), stack.pop(), stack.pop()
+                stack.append(b.select(cond, tv, f))
+            else:
+                y, x = stack.pop(), stack.pop()
+                stack.append(binary(b, t, x, y, intrinsic))
+        (result,) = stack
+        return result
+
+
+def binary(b: ir.IRBuilder, t: str, x, y, intrinsic: Callable[[str], ir.Function]):
+    if t.startswith("cmp"):
+        pred = t[3:]
+        if pred in ("false", "true"):
+            return ir.Constant(ir.VectorType(ir.IntType(1), x.type.count), [pred == "true"] * x.type.count)
+        ordered = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "one": "!=", "ord": "ord"}
+        unordered = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<=", "une": "!=", "uno": "uno"}
+        if pred in ordered:
+            return b.fcmp_ordered(ordered[pred], x, y)
+        return b.fcmp_unordered(unordered[pred], x, y)
+    if t in INTRINSICS:
+        return b.call(intrinsic(INTRINSICS[t]), [x, y])
+    return {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv}[t](x, y)
+
+
+def splat_constant(vector: ir.VectorType, bits: str) -> ir.Constant:
+    """The constant `bits` (its little-endian bytes in hex) in every lane of `vector`."""
+    fmt = "<f" if isinstance(vector.element, ir.FloatType) else "<d"
+    value = struct.unpack(fmt, bytes.fromhex(bits))[0]
+    return ir.Constant(vector, [value] * vector.count)

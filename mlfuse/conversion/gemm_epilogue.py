@@ -1,0 +1,129 @@
+"""A `loop.gemm`'s epilogue region as the generated kernel's program
+(mlfuse/backend/gemm_epilogue.py): which regions and operand maps it can apply.
+
+The kernel evaluates arith's float ops (addf subf mulf divf negf, maximumf minimumf
+maxnumf minnumf, cmpf and select) and constants on vectors along C's rows; an operand
+must step by 0 or 1 element along C's columns (a value per row, or a row of its own).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType
+from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
+
+from mlfuse.backend.gemm_epilogue import Epilogue, Operand
+from mlfuse.dialects import loop
+
+MAX_TOKENS = 64  # longer programs (a value used many times, written out) stay a nest
+BINARY = {
+    arith.AddfOp: "add",
+    arith.SubfOp: "sub",
+    arith.MulfOp: "mul",
+    arith.DivfOp: "div",
+    arith.MaximumfOp: "max",
+    arith.MinimumfOp: "min",
+    arith.MaxnumfOp: "maxnum",
+    arith.MinnumfOp: "minnum",
+}
+PREDICATES = arith.CMPF_COMPARISON_OPERATIONS  # cmpf's predicate numbering: "false", "oeq", ...
+
+
+def kernel_epilogue(op: loop.GemmOp) -> Epilogue | None:
+    """The epilogue of `op` as the generated kernel's program: None without one, or
+    when the kernel cannot apply it (an op it does not generate, an operand read across
+    C's columns other than one by one, a program of more than MAX_TOKENS)."""
+    if op.epilogue is None:
+        return None
+    tc = op.c.type
+    assert isinstance(tc, MemRefType)
+    operands = []
+    maps = op.epilogue_maps.data if op.epilogue_maps is not None else ()
+    for value, m in zip(op.epilogue_ins, maps):
+        operand = operand_strides(value, m.data.results, tc.get_num_dims())
+        if operand is None:
+            return None
+        operands.append(operand)
+    block = op.epilogue.block
+    last = block.last_op
+    assert isinstance(last, loop.YieldOp)
+    program = postfix(last.values[0], block.args)
+    if program is None or len(program) > MAX_TOKENS:
+        return None
+    return Epilogue(tuple(operands), tuple(program))
+
+
+def postfix(value: SSAValue, args: Sequence[BlockArgument]) -> list[str] | None:
+    """`value` as a postfix program over the block's arguments (the product, then the
+    operands), or None when it uses an op the kernel does not generate."""
+    if isinstance(value, BlockArgument):
+        return ["c"] if value.index == 0 else [f"i{value.index - 1}"]
+    op = value.owner
+    if isinstance(op, arith.ConstantOp):
+        t = value.type
+        if not isinstance(t, Float32Type | Float64Type):
+            return None
+        fmt = "<f" if isinstance(t, Float32Type) else "<d"
+        return ["k" + struct.pack(fmt, op.value.value.data).hex()]  # type: ignore[union-attr]
+    parts: list[list[str] | None]
+    if type(op) in BINARY:
+        parts, name = [postfix(v, args) for v in op.operands], BINARY[type(op)]  # type: ignore[index]
+    elif isinstance(op, arith.NegfOp):
+        parts, name = [postfix(op.operand, args)], "neg"
+    elif isinstance(op, arith.CmpfOp):
+        parts, name = [postfix(op.lhs, args), postfix(op.rhs, args)], "cmp" + PREDICATES[op.predicate.value.data]
+    elif isinstance(op, arith.SelectOp):
+        parts, name = [postfix(v, args) for v in (op.cond, op.lhs, op.rhs)], "sel"
+    else:
+        return None
+    if any(p is None for p in parts):
+        return None
+    return [t for p in parts for t in p] + [name]  # type: ignore[union-attr]
+
+
+def operand_strides(value: SSAValue, results: Sequence[AffineExpr], c_rank: int) -> Operand | None:
+    """How an operand read at `results` (affine in C's indices d0..) steps along C's
+    batch (d0 of a rank-3 C), rows and columns; None unless the map is linear, its
+    step along the columns 0 or 1, and its strides not negative."""
+    t = value.type
+    if not isinstance(t, MemRefType) or c_rank not in (2, 3):
+        return None
+    shape = t.get_shape()
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    total: dict[int, int] = {}
+    for expr, stride in zip(results, strides):
+        form = linear(expr)
+        if form is None:
+            return None
+        for d, coeff in form.items():
+            total[d] = total.get(d, 0) + coeff * stride
+    steps = [total.get(d, 0) for d in range(c_rank)]
+    batch = steps[0] if c_rank == 3 else 0
+    operand = Operand(total.get(-1, 0), batch, steps[-2], steps[-1])
+    if operand.col_stride not in (0, 1) or min(operand.offset, operand.batch_stride, operand.row_stride) < 0:
+        return None
+    return operand
+
+
+def linear(expr: AffineExpr) -> dict[int, int] | None:
+    """expr as {dimension: coefficient, -1: constant}, or None when it is not linear."""
+    if isinstance(expr, AffineDimExpr):
+        return {expr.position: 1}
+    if isinstance(expr, AffineConstantExpr):
+        return {-1: expr.value}
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs, rhs = linear(expr.lhs), linear(expr.rhs)
+        if lhs is None or rhs is None:
+            return None
+        if expr.kind == AffineBinaryOpKind.Add:
+            return {d: lhs.get(d, 0) + rhs.get(d, 0) for d in lhs.keys() | rhs.keys()}
+        if expr.kind == AffineBinaryOpKind.Mul and (set(lhs) == {-1} or set(rhs) == {-1}):
+            scale, form = (lhs[-1], rhs) if set(lhs) == {-1} else (rhs[-1], lhs)
+            return {d: c * scale for d, c in form.items()}
+    return None

@@ -1,0 +1,207 @@
+"""Fold the elementwise nest that reads a `loop.gemm`'s product into the product's
+`epilogue` (loop-gemm-epilogue-fuse).
+
+A conv lowered as a product (convert-graph-to-loop) writes C, and its window group's
+epilogue (bias, residual, ReLU, ..., one nest after start-up fusion and loop-coalesce)
+reads C once and writes the group's output. Folded, the kernel applies the epilogue to
+its register tile before the last store: no pass over C, and no C.
+
+Folded when all of these hold (else both are left as they are):
+- C is a fresh buffer (`memref.alloc`, through views) that nothing else reads: the
+  product writes it, the nest reads it, a dealloc frees it;
+- the nest follows the product in its block, and the ops between them are allocs,
+  deallocs, views, and nests and products that neither write what the nest reads nor
+  touch what it writes (the nest's work moves up to the product);
+- the nest has no symbols, a domain from 0 to C's shape (give or take dimensions of
+  1: loop-coalesce may have merged a batch of one away) with every dimension parallel,
+  reads C seen with that shape by the identity map and writes one output of that
+  shape by the identity map, which is not a buffer the product or the nest reads;
+- its body does not read the output, and the generated kernel can apply it
+  (mlfuse/conversion/gemm_epilogue.py: arith's float ops, operands stepping 0 or 1
+  along C's columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from mlfuse.conversion.gemm_epilogue import kernel_epilogue
+from mlfuse.dialects import loop
+
+MEMORY = (memref.AllocOp, memref.DeallocOp, loop.ViewOp)  # ops between that touch no element
+
+
+def fuse_gemm_epilogues(module: ModuleOp) -> int:
+    """Fold every foldable epilogue nest into its product; returns how many were folded."""
+    folded = 0
+    for gemm in [op for op in module.walk() if isinstance(op, loop.GemmOp)]:
+        nest = epilogue_nest(gemm)
+        if nest is not None and fold(gemm, nest):
+            folded += 1
+    return folded
+
+
+def alias_users(buffer: SSAValue) -> list[Operation]:
+    """The ops that use `buffer`, looking through the views made of it."""
+    found = []
+    for use in buffer.uses:
+        if isinstance(use.operation, loop.ViewOp):
+            found += alias_users(use.operation.result)
+        else:
+            found.append(use.operation)
+    return found
+
+
+def epilogue_nest(gemm: loop.GemmOp) -> loop.NestOp | None:
+    """The nest that is the product's only reader, if it may become its epilogue."""
+    if gemm.epilogue is not None:
+        return None
+    root = loop.view_root(gemm.c)
+    if not isinstance(root.owner, memref.AllocOp):
+        return None
+    users = [u for u in alias_users(root) if u is not gemm and not isinstance(u, memref.DeallocOp)]
+    if len(users) != 1 or not isinstance(users[0], loop.NestOp):
+        return None
+    nest = users[0]
+    if nest.parent_block() is not gemm.parent_block() or not elementwise_over(nest, gemm.c):
+        return None
+    reads = {loop.view_root(v) for v in nest.ins}
+    written = loop.view_root(nest.outs[0])
+    op = gemm.next_op
+    while op is not None and op is not nest:
+        if not independent(op, reads, written):
+            return None
+        op = op.next_op
+    return nest if op is nest else None
+
+
+def independent(op: Operation, reads: set[SSAValue], written: SSAValue) -> bool:
+    """Whether `op` can run after a nest that reads `reads` and writes `written` (buffer
+    roots) instead of before it: it writes none of them and does not read `written`."""
+    if isinstance(op, MEMORY):
+        return True
+    if isinstance(op, loop.NestOp):
+        op_reads, op_writes = op.ins, op.outs
+    elif isinstance(op, loop.GemmOp):
+        op_reads, op_writes = (op.a, op.b, *op.epilogue_ins), (op.c,)
+    else:
+        return False
+    op_writes = {loop.view_root(v) for v in op_writes}
+    return not (op_writes & (reads | {written})) and written not in {loop.view_root(v) for v in op_reads}
+
+
+def elementwise_over(nest: loop.NestOp, c: SSAValue) -> bool:
+    """`nest` walks C's shape (up to dimensions of 1) in parallel, reads C once by the
+    identity map and writes one output of its domain by the identity map, without
+    reading the output."""
+    bounds = nest.static_bounds()
+    if nest.syms or bounds is None or any(lo != 0 for lo, _ in bounds) or any(k != "parallel" for k in nest.iterator_kinds):
+        return False
+    shape = tuple(hi for _, hi in bounds)
+    if from_c_indices(c.type.get_shape(), shape) is None:  # type: ignore[attr-defined]
+        return False
+    identity = AffineMap.identity(len(shape))
+    if len(nest.outs) != 1 or nest.out_maps != [identity] or nest.outs[0].type.get_shape() != shape:  # type: ignore[attr-defined]
+        return False
+    reads_c = [k for k, v in enumerate(nest.ins) if loop.view_root(v) == loop.view_root(c)]
+    if len(reads_c) != 1 or nest.in_maps[reads_c[0]] != identity or nest.ins[reads_c[0]].type.get_shape() != shape:  # type: ignore[attr-defined]
+        return False
+    return not nest.block.args[len(nest.ins)].uses  # the output's current element
+
+
+def from_c_indices(c_shape: Sequence[int], domain: Sequence[int]) -> AffineMap | None:
+    """The map from C's indices to a nest domain's that walks the same elements in the
+    same order, when the two shapes differ only by dimensions of 1 (else None):
+    (d0, d1, d2) -> (d1, d2) from 1 x 24 x 210 to 24 x 210."""
+    if tuple(c_shape) == tuple(domain):
+        return AffineMap.identity(len(domain))
+    c_dims = [i for i, n in enumerate(c_shape) if n != 1]
+    nest_dims = [j for j, n in enumerate(domain) if n != 1]
+    if [c_shape[i] for i in c_dims] != [domain[j] for j in nest_dims]:
+        return None
+    results = [AffineExpr.constant(0)] * len(domain)
+    for i, j in zip(c_dims, nest_dims):
+        results[j] = AffineExpr.dimension(i)
+    return AffineMap(len(c_shape), 0, tuple(results))
+
+
+def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> bool:
+    """Replace the product and the nest by one product into the nest's output with
+    the nest's body as its epilogue; False (nothing changed) when the kernel cannot
+    apply it or the output is a buffer the product reads."""
+    out = nest.outs[0]
+    c_type = gemm.c.type
+    assert isinstance(c_type, MemRefType)
+    c_root = loop.view_root(gemm.c)
+    k = next(i for i, v in enumerate(nest.ins) if loop.view_root(v) == c_root)
+    others = [v for i, v in enumerate(nest.ins) if i != k]
+    to_nest = from_c_indices(c_type.get_shape(), [hi for _, hi in nest.static_bounds() or ()])
+    assert to_nest is not None  # elementwise_over
+    maps = [m.compose(to_nest) for i, m in enumerate(nest.in_maps) if i != k]
+    if loop.view_root(out) in {loop.view_root(v) for v in (gemm.a, gemm.b, *others)}:
+        return False
+    view = loop.ViewOp(out, MemRefType(c_type.get_element_type(), c_type.get_shape())) if out.type != c_type else None
+    c = view.result if view is not None else out  # the output seen with C's shape
+    fused = loop.GemmOp(gemm.a, gemm.b, c, gemm.window_size, (others, maps, epilogue_region(nest, k)))
+    if kernel_epilogue(fused) is None:
+        fused.erase()
+        if view is not None:
+            view.erase()
+        return False
+    if view is not None:
+        Rewriter.insert_op(view, InsertPoint.before(nest))
+    for value in (c, *others):
+        hoist_above(value, gemm)
+    Rewriter.replace_op(gemm, fused, [])
+    Rewriter.erase_op(nest)
+    erase_buffer(c_root)
+    return True
+
+
+def epilogue_region(nest: loop.NestOp, k: int) -> Region:
+    """The nest's body as an epilogue: the product's element (input k) first, the other
+    inputs' after it, the output's dropped (unused)."""
+    old = nest.block
+    el = old.args[k].type
+    block = Block(arg_types=[el] + [a.type for i, a in enumerate(old.args[: len(nest.ins)]) if i != k])
+    mapping = {old.args[k]: block.args[0]}
+    mapping.update(zip([a for i, a in enumerate(old.args[: len(nest.ins)]) if i != k], block.args[1:]))
+    for before, after in mapping.items():
+        after.name_hint = before.name_hint
+    for op in old.ops:
+        block.add_op(op.clone(value_mapper=mapping))  # type: ignore[arg-type]
+    return Region(block)
+
+
+def hoist_above(value: SSAValue, anchor: Operation) -> None:
+    """Move the allocs and views that make `value` (and what they use) above `anchor`
+    when they come after it in its block, so that `value` is defined there."""
+    op = value.owner
+    if not isinstance(op, Operation) or op.parent_block() is not anchor.parent_block():
+        return
+    block = anchor.parent_block()
+    assert block is not None
+    if block.get_operation_index(op) < block.get_operation_index(anchor):
+        return
+    for operand in op.operands:
+        hoist_above(operand, anchor)
+    op.detach()
+    block.insert_op_before(op, anchor)
+
+
+def erase_buffer(root: SSAValue) -> None:
+    """Erase the buffer `root` (an alloc nothing reads any more), its views and its dealloc."""
+    for user in alias_users(root):
+        Rewriter.erase_op(user)
+    views = [u.operation for u in root.uses]
+    for view in views:
+        erase_buffer(view.results[0])
+    owner = root.owner
+    assert isinstance(owner, Operation)
+    Rewriter.erase_op(owner)

@@ -1,0 +1,187 @@
+"""Epilogues in the generated GEMM kernels (loop-gemm-epilogue-fuse,
+mlfuse/backend/gemm_epilogue.py) against numpy.
+
+Each C element is the same fma chain with or without an epilogue, and the epilogue's
+ops are IEEE single operations in the region's order, so the kernel with an epilogue
+must give numpy's epilogue on the plain kernel's product bit for bit (NaN where
+numpy has NaN). Outputs are poisoned with NaN first; random data is seeded by the
+case's parameters (pytest prints them on failure).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import zlib
+
+import llvmlite.ir as ir
+import numpy as np
+import pytest
+
+import mlfuse
+from mlfuse import pipelines
+from mlfuse.api import module_text, run_pipeline
+from mlfuse.backend import cpu
+from mlfuse.backend.gemm_epilogue import Epilogue, Operand
+from mlfuse.backend.gemm_kernels import I64, PTR, GemmShape, Window, define_gemm_kernels
+from mlfuse.dialects import loop
+from mlfuse.frontend.builder import GraphBuilder
+
+FEATURES = {"avx512": "+avx512f,+avx2,+avx,+fma", "avx2": "+avx2,+avx,+fma", "sse": "+sse4.2"}
+NUMPY = {"f32": np.float32, "f64": np.float64}
+_JITS: list = []
+
+
+def kernel(shape: GemmShape, features: str):
+    module = ir.Module()
+    module.triple = cpu.target_machine().triple
+    buffers = 3 + (len(shape.epilogue.operands) if shape.epilogue else 0)
+    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64] + [PTR] * buffers), name=shape.symbol)
+    assert define_gemm_kernels(module, features) == [shape.symbol]
+    jit = cpu.JitModule(cpu.compile_object(str(module)))
+    _JITS.append(jit)
+    signature = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, *[ctypes.c_void_p] * buffers)
+    return signature(jit.address(shape.symbol))
+
+
+def constant(value: float, dtype: str) -> str:
+    return "k" + np.array(value, NUMPY[dtype]).tobytes().hex()
+
+
+# (program, numpy of (c, operands)): bias per row, residual, a column bias, a scalar, ReLU
+# as cmpf ugt + select (NaN passes), ReLU6 as maximumf / minimumf, and the rest of arith
+def programs(dtype: str):
+    zero, six, three = constant(0.0, dtype), constant(6.0, dtype), constant(3.0, dtype)
+    relu = lambda t: np.where((t > 0) | np.isnan(t), t, t.dtype.type(0))  # noqa: E731
+    return {
+        "bias_residual_relu": (
+            ["c", "i0", "add", "i1", "add", zero, "cmpugt", "c", "i0", "add", "i1", "add", zero, "sel"],
+            lambda c, row, full, col, one: relu(c + row + full),
+        ),
+        "column_bias_relu6": (
+            ["c", "i2", "add", zero, "max", six, "min"],
+            lambda c, row, full, col, one: np.minimum(np.maximum(c + col, 0), 6),
+        ),
+        "hardswish_like": (
+            ["c", "c", three, "add", zero, "maxnum", six, "minnum", "mul", six, "div"],
+            lambda c, row, full, col, one: c * np.fmin(np.fmax(c + 3, 0), 6) / c.dtype.type(6),
+        ),
+        "scale_shift_neg": (
+            ["c", "i1", "cmpolt", "c", "c", "i3", "mul", "i0", "sub", "neg", "sel"],
+            lambda c, row, full, col, one: np.where(c < full, c, -(c * one - row)),
+        ),
+    }
+
+
+OPERANDS = lambda m, n: (Operand(0, m, 1, 0), Operand(0, m * n, n, 1), Operand(0, 0, 0, 1), Operand(0, 0, 0, 0))  # noqa: E731
+
+
+def operand_arrays(rng, batch: int, m: int, n: int, t, special: bool):
+    row = rng.standard_normal((batch, m, 1)).astype(t)
+    full = rng.standard_normal((batch, m, n)).astype(t)
+    col = rng.standard_normal((1, 1, n)).astype(t)
+    one = np.array([[[1.5]]], t)
+    if special:  # NaN, infinities and signed zeros through the epilogue
+        flat = full.reshape(-1)
+        flat[rng.choice(flat.size, 4 * batch, replace=False)] = [np.nan, np.inf, -np.inf, -0.0] * batch
+        row.reshape(-1)[0] = np.nan
+    return row, full, col, one
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("isa", sorted(FEATURES))
+@pytest.mark.parametrize("name", ["bias_residual_relu", "column_bias_relu6", "hardswish_like", "scale_shift_neg"])
+@pytest.mark.parametrize("dims", [(1, 20, 50, 300), (2, 13, 97, 17), (1, 3, 40, 600)])
+def test_epilogue_matches_numpy_on_the_product(dims, name, isa, dtype):
+    """The shapes cover several depth blocks (the epilogue only at the last), partial
+    panels (masked operand loads), rows past whole tiles, batches, m <= MR (B unpacked)."""
+    batch, m, n, k = dims
+    t = NUMPY[dtype]
+    rng = np.random.default_rng(zlib.crc32(repr((dims, name, dtype)).encode()))
+    program, reference = programs(dtype)[name]
+    a = rng.standard_normal((batch, m, k)).astype(t)
+    b = rng.standard_normal((batch, k, n)).astype(t)
+    row, full, col, one = operand_arrays(rng, batch, m, n, t, special=name == "bias_residual_relu")
+    shape = GemmShape(batch, m, n, k, dtype, epilogue=Epilogue(OPERANDS(m, n), tuple(program)))
+    assert GemmShape.from_symbol(shape.symbol) == shape
+    plain_shape = GemmShape(batch, m, n, k, dtype)
+    product = np.full((batch, m, n), np.nan, t)
+    kernel(plain_shape, FEATURES[isa])(0, plain_shape.tasks, a.ctypes.data, b.ctypes.data, product.ctypes.data)
+    got = np.full((batch, m, n), np.nan, t)
+    ptrs = [x.ctypes.data for x in (a, b, got, row, full, col, one)]
+    kernel(shape, FEATURES[isa])(0, shape.tasks, *ptrs)
+    with np.errstate(all="ignore"):
+        want = reference(product, row, full, col, one).astype(t)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("isa", ["avx512", "avx2"])
+def test_window_and_prepacked_kernels_take_the_epilogue(isa):
+    """A conv's product (B an image's patches, A laid out as row panels) with a bias per
+    channel and ReLU: the plain kernel's bits, then numpy's epilogue."""
+    from mlfuse.backend.gemm_kernels import prepack_a
+
+    rng = np.random.default_rng(11)
+    window = Window(3, 3, 12, 14)
+    m, c = 10, 4
+    k, n = c * 9, window.out_h * window.out_w
+    image = rng.standard_normal((1, c, window.hp, window.wp)).astype(np.float32)
+    a = rng.standard_normal((1, m, k)).astype(np.float32)
+    bias = rng.standard_normal(m).astype(np.float32)
+    zero = constant(0.0, "f32")
+    relu = Epilogue((Operand(0, 0, 1, 0),), ("c", "i0", "add", zero, "cmpugt", "c", "i0", "add", zero, "sel"))
+    plain = GemmShape(1, m, n, k, window=window)
+    fused = GemmShape(1, m, n, k, window=window, packed_a=True, epilogue=relu)
+    product, got = np.full((1, m, n), np.nan, np.float32), np.full((1, m, n), np.nan, np.float32)
+    kernel(plain, FEATURES[isa])(0, plain.tasks, a.ctypes.data, image.ctypes.data, product.ctypes.data)
+    packed = np.ascontiguousarray(prepack_a(a, fused, FEATURES[isa]))
+    kernel(fused, FEATURES[isa])(0, fused.tasks, packed.ctypes.data, image.ctypes.data, got.ctypes.data, bias.ctypes.data)
+    s = product + bias[None, :, None]
+    np.testing.assert_array_equal(got, np.where((s > 0) | np.isnan(s), s, np.float32(0)))
+
+
+def conv_block(constant_weight: bool, residual: bool):
+    """conv 3x3 (stride 1, pad 1) + bias [+ residual] + ReLU, 16 -> 24 channels over
+    14 x 15 pixels: a loop.gemm (above GEMM_KERNEL_MIN_MACS) over the padded image."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 16, 14, 15)).astype(np.float32)
+    w = rng.standard_normal((24, 16, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(24).astype(np.float32)
+    r = rng.standard_normal((1, 24, 14, 15)).astype(np.float32)
+    b = GraphBuilder()
+    xs = b.input("x", x.shape, "f32")
+    ws = b.constant(w, "f32") if constant_weight else b.input("w", w.shape, "f32")
+    rs = b.input("r", r.shape, "f32")
+    y = b.conv2d(xs, ws, [1, 1], [1] * 4, [1, 1], 1)
+    y = y + b.broadcast_to(b.constant(bias, "f32").reshape(1, 24, 1, 1), y.shape)
+    b.output(b.relu(y + rs if residual else y))
+    inputs = [x] + ([] if constant_weight else [w]) + [r]
+    return b.module(), inputs, (x, w, bias, r)
+
+
+@pytest.mark.parametrize("constant_weight, residual", [(True, True), (False, False), (True, False)])
+def test_conv_epilogue_runs_in_the_kernel(constant_weight, residual):
+    """End to end: the conv's epilogue is the product's (no nest reads the product), the
+    output is the pipeline's without loop-gemm-epilogue-fuse bit for bit, and float64
+    numpy's within fp32 rounding of 144-term sums (atol 1e-5 of the output's range);
+    outputs poisoned, allocating and out= calls."""
+    module, inputs, (x, w, bias, r) = conv_block(constant_weight, residual)
+    steps = pipelines.cpu_pipeline()
+    assert "loop-gemm-epilogue-fuse" in steps
+    lowered = run_pipeline(module.clone(), steps[: steps.index("loop-gemm-epilogue-fuse") + 1])
+    gemms = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
+    assert len(gemms) == 1 and gemms[0].epilogue is not None
+    assert not [op for op in lowered.walk() if isinstance(op, loop.NestOp) and loop.view_root(gemms[0].c) in
+                {loop.view_root(v) for v in op.ins}]
+    assert "_e." in module_text(run_pipeline(module.clone(), steps))
+    out = np.full((1, 24, 14, 15), np.nan, np.float32)
+    mlfuse.compile(module)(*inputs, out=[out])
+    (allocated,) = mlfuse.compile(module)(*inputs)
+    without = [s for s in steps if s != "loop-gemm-epilogue-fuse"]
+    (nest,) = mlfuse.compile(module, passes=without)(*inputs)
+    np.testing.assert_array_equal(out, nest)
+    np.testing.assert_array_equal(allocated, nest)
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = sum(np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), xp[:, :, i : i + 14, j : j + 15])
+               for i in range(3) for j in range(3))
+    want = np.maximum(conv + bias[None, :, None, None] + (r if residual else 0), 0)
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
