@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
 from mlfuse.backend.gemm_epilogue import Epilogue, Operand
@@ -51,18 +51,23 @@ def kernel_epilogue(op: loop.GemmOp) -> Epilogue | None:
     block = op.epilogue.block
     last = block.last_op
     assert isinstance(last, loop.YieldOp)
-    program = postfix(last.values[0], block.args)
+    program = postfix(last.values[0], block)
     if program is None or len(program) > MAX_TOKENS:
         return None
     return Epilogue(tuple(operands), tuple(program))
 
 
-def postfix(value: SSAValue, args: Sequence[BlockArgument]) -> list[str] | None:
-    """`value` as a postfix program over the block's arguments (the product, then the
-    operands), or None when it uses an op the kernel does not generate."""
+def postfix(value: SSAValue, block: Block) -> list[str] | None:
+    """`value` as a postfix program over `block`'s arguments (the product, then the
+    operands), or None when it uses an op the kernel does not generate or a value from
+    outside the region (the region is not isolated from above)."""
     if isinstance(value, BlockArgument):
+        if value.block is not block:
+            return None
         return ["c"] if value.index == 0 else [f"i{value.index - 1}"]
     op = value.owner
+    if not isinstance(op, arith.ConstantOp) and op.parent_block() is not block:
+        return None
     if isinstance(op, arith.ConstantOp):
         t = value.type
         if not isinstance(t, Float32Type | Float64Type):
@@ -71,13 +76,13 @@ def postfix(value: SSAValue, args: Sequence[BlockArgument]) -> list[str] | None:
         return ["k" + struct.pack(fmt, op.value.value.data).hex()]  # type: ignore[union-attr]
     parts: list[list[str] | None]
     if type(op) in BINARY:
-        parts, name = [postfix(v, args) for v in op.operands], BINARY[type(op)]  # type: ignore[index]
+        parts, name = [postfix(v, block) for v in op.operands], BINARY[type(op)]  # type: ignore[index]
     elif isinstance(op, arith.NegfOp):
-        parts, name = [postfix(op.operand, args)], "neg"
+        parts, name = [postfix(op.operand, block)], "neg"
     elif isinstance(op, arith.CmpfOp):
-        parts, name = [postfix(op.lhs, args), postfix(op.rhs, args)], "cmp" + PREDICATES[op.predicate.value.data]
+        parts, name = [postfix(op.lhs, block), postfix(op.rhs, block)], "cmp" + PREDICATES[op.predicate.value.data]
     elif isinstance(op, arith.SelectOp):
-        parts, name = [postfix(v, args) for v in (op.cond, op.lhs, op.rhs)], "sel"
+        parts, name = [postfix(v, block) for v in (op.cond, op.lhs, op.rhs)], "sel"
     else:
         return None
     if any(p is None for p in parts):

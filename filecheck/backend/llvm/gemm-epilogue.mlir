@@ -69,3 +69,17 @@ func.func @transposed(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<1
   } {epilogue_maps = [affine_map<(d0, d1) -> (d1, d0)>]} : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
   func.return
 }
+
+// -----
+
+// The region is not isolated from above: a value from outside it (here the function's
+// argument, which is not the product) is refused, not read as a block argument.
+// CHECK: gemm-epilogue.mlir:[[# @LINE + 2]]:3: error: loop.gemm's epilogue is not one the generated kernel applies
+func.func @outside(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>, %s: f32) {
+  loop.gemm %a, %b into %c epilogue {
+  ^bb0(%p: f32):
+    %t = arith.addf %p, %s : f32
+    loop.yield %t : f32
+  } : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
+  func.return
+}
