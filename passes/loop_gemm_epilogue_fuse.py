@@ -1,5 +1,5 @@
-"""loop-gemm-epilogue-fuse: fold the elementwise nest that reads a `loop.gemm`'s
-product into the product's epilogue (mlfuse.poly.gemm_epilogue_fusion).
+"""loop-gemm-epilogue-fuse{remarks=false}: fold the elementwise nest that reads a
+`loop.gemm`'s product into the product's epilogue (mlfuse.poly.gemm_epilogue_fusion).
 
 A product into a fresh buffer C that only one nest reads, right after it (allocs,
 deallocs and views between), where the nest walks C's shape in parallel, reads C by
@@ -39,11 +39,15 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from mlfuse.poly.gemm_epilogue_fusion import fuse_gemm_epilogues
+from mlfuse.poly.program import print_remark
 
 
 @dataclass(frozen=True)
 class LoopGemmEpilogueFusePass(ModulePass):
     name = "loop-gemm-epilogue-fuse"
 
+    remarks: bool = False
+    """Say on stderr why a product's nest was not folded."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        fuse_gemm_epilogues(op)
+        fuse_gemm_epilogues(op, print_remark if self.remarks else None)

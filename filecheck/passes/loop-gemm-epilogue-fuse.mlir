@@ -1,5 +1,6 @@
 // RUN: mlfuse-opt %s --split-input-file -p loop-gemm-epilogue-fuse | filecheck %s
 // RUN: mlfuse-opt %s --split-input-file -p 'loop-gemm-epilogue-fuse,convert-loop-to-scf,convert-to-llvm' -t 'llvm{features="+avx2,+avx,+fma"}' | filecheck %s --check-prefix=LLVM
+// RUN: mlfuse-opt %s --split-input-file -p 'loop-gemm-epilogue-fuse{remarks=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 // RUN: not mlfuse-opt %s --split-input-file -p loop-gemm-epilogue-fuse{depth=1} 2>&1 | filecheck %s --check-prefix=BAD
 
 // A conv's product and its epilogue (bias along the channels, a residual, ReLU): the
@@ -105,6 +106,9 @@ func.func @batch_of_one(%w: memref<1x8x36xf32>, %x: memref<1x4x10x10xf32>, %bias
 // that reads its output (an accumulation into y).
 // CHECK-LABEL: func.func @not_folded
 // CHECK-NOT: epilogue
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 6]]:3: remark: no epilogue folded: C is read by 2 ops, not by one loop.nest
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 17]]:3: remark: no epilogue folded: the GEMM kernel cannot apply 'exp'
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 24]]:3: remark: no epilogue folded: 'accumulate' reads its output
 // CHECK: return
 func.func @not_folded(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %y: memref<16x32xf32>, %z: memref<16x32xf32>) {
   %c = memref.alloc() : memref<16x32xf32>
@@ -145,6 +149,10 @@ func.func @not_folded(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %y: memref<16x
 // of C (the unpack of patches @ wt), and a product into a function argument.
 // CHECK-LABEL: func.func @not_folded_either
 // CHECK-NOT: epilogue
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 7]]:3: remark: no epilogue folded: 'writes_bias' between them writes what 'add' reads
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 19]]:3: remark: no epilogue folded: 'into_a' writes a buffer that it or the product reads
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 25]]:3: remark: no epilogue folded: 'transpose' does not read C once by the identity map
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 30]]:3: remark: no epilogue folded: C is not a buffer of its own (memref.alloc)
 // CHECK: return
 func.func @not_folded_either(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %bias: memref<16xf32>, %y: memref<16x16xf32>, %arg: memref<16x16xf32>) {
   %c = memref.alloc() : memref<16x16xf32>

@@ -23,7 +23,7 @@ Folded when all of these hold (else both are left as they are):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import MemRefType, ModuleOp
@@ -37,13 +37,20 @@ from mlfuse.dialects import loop
 MEMORY = (memref.AllocOp, memref.DeallocOp, loop.ViewOp)  # ops between that touch no element
 
 
-def fuse_gemm_epilogues(module: ModuleOp) -> int:
-    """Fold every foldable epilogue nest into its product; returns how many were folded."""
+Remark = Callable[[Operation, str], None]
+
+
+def fuse_gemm_epilogues(module: ModuleOp, remark: Remark | None = None) -> int:
+    """Fold every foldable epilogue nest into its product; returns how many were folded.
+    `remark(op, why)` hears why a product kept its nest."""
     folded = 0
-    for gemm in [op for op in module.walk() if isinstance(op, loop.GemmOp)]:
+    for gemm in [op for op in module.walk() if isinstance(op, loop.GemmOp) and op.epilogue is None]:
         nest = epilogue_nest(gemm)
-        if nest is not None and fold(gemm, nest):
+        why = nest if isinstance(nest, str) else fold(gemm, nest)
+        if why is None:
             folded += 1
+        elif remark is not None:
+            remark(gemm, f"no epilogue folded: {why}")
     return folded
 
 
@@ -58,27 +65,29 @@ def alias_users(buffer: SSAValue) -> list[Operation]:
     return found
 
 
-def epilogue_nest(gemm: loop.GemmOp) -> loop.NestOp | None:
-    """The nest that is the product's only reader, if it may become its epilogue."""
-    if gemm.epilogue is not None:
-        return None
+def epilogue_nest(gemm: loop.GemmOp) -> loop.NestOp | str:
+    """The nest that is the product's only reader, if it may become its epilogue, else
+    why not."""
     root = loop.view_root(gemm.c)
     if not isinstance(root.owner, memref.AllocOp):
-        return None
+        return "C is not a buffer of its own (memref.alloc)"
     users = [u for u in alias_users(root) if u is not gemm and not isinstance(u, memref.DeallocOp)]
     if len(users) != 1 or not isinstance(users[0], loop.NestOp):
-        return None
+        return f"C is read by {len(users)} ops, not by one loop.nest"
     nest = users[0]
-    if nest.parent_block() is not gemm.parent_block() or not elementwise_over(nest, gemm.c):
-        return None
+    if nest.parent_block() is not gemm.parent_block():
+        return f"'{nest.nest_name.data}' is not in the product's block"
+    if (why := not_elementwise(nest, gemm.c)) is not None:
+        return f"'{nest.nest_name.data}' {why}"
     reads = {loop.view_root(v) for v in nest.ins}
     written = loop.view_root(nest.outs[0])
     op = gemm.next_op
     while op is not None and op is not nest:
         if not independent(op, reads, written):
-            return None
+            what = op.nest_name.data if isinstance(op, loop.NestOp) else op.name
+            return f"'{what}' between them writes what '{nest.nest_name.data}' reads or touches what it writes"
         op = op.next_op
-    return nest if op is nest else None
+    return nest
 
 
 def independent(op: Operation, reads: set[SSAValue], written: SSAValue) -> bool:
@@ -96,23 +105,25 @@ def independent(op: Operation, reads: set[SSAValue], written: SSAValue) -> bool:
     return not (op_writes & (reads | {written})) and written not in {loop.view_root(v) for v in op_reads}
 
 
-def elementwise_over(nest: loop.NestOp, c: SSAValue) -> bool:
-    """`nest` walks C's shape (up to dimensions of 1) in parallel, reads C once by the
-    identity map and writes one output of its domain by the identity map, without
-    reading the output."""
+def not_elementwise(nest: loop.NestOp, c: SSAValue) -> str | None:
+    """None when `nest` walks C's shape (up to dimensions of 1) in parallel, reads C
+    once by the identity map and writes one output of its domain by the identity map,
+    without reading the output; else what it does instead."""
     bounds = nest.static_bounds()
     if nest.syms or bounds is None or any(lo != 0 for lo, _ in bounds) or any(k != "parallel" for k in nest.iterator_kinds):
-        return False
+        return "is not a parallel nest over a box from 0"
     shape = tuple(hi for _, hi in bounds)
     if from_c_indices(c.type.get_shape(), shape) is None:  # type: ignore[attr-defined]
-        return False
+        return f"walks {list(shape)}, not C's shape {list(c.type.get_shape())}"  # type: ignore[attr-defined]
     identity = AffineMap.identity(len(shape))
     if len(nest.outs) != 1 or nest.out_maps != [identity] or nest.outs[0].type.get_shape() != shape:  # type: ignore[attr-defined]
-        return False
+        return "does not write one output of its domain by the identity map"
     reads_c = [k for k, v in enumerate(nest.ins) if loop.view_root(v) == loop.view_root(c)]
     if len(reads_c) != 1 or nest.in_maps[reads_c[0]] != identity or nest.ins[reads_c[0]].type.get_shape() != shape:  # type: ignore[attr-defined]
-        return False
-    return not nest.block.args[len(nest.ins)].uses  # the output's current element
+        return "does not read C once by the identity map"
+    if nest.block.args[len(nest.ins)].uses:
+        return "reads its output"
+    return None
 
 
 def from_c_indices(c_shape: Sequence[int], domain: Sequence[int]) -> AffineMap | None:
@@ -131,10 +142,10 @@ def from_c_indices(c_shape: Sequence[int], domain: Sequence[int]) -> AffineMap |
     return AffineMap(len(c_shape), 0, tuple(results))
 
 
-def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> bool:
+def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> str | None:
     """Replace the product and the nest by one product into the nest's output with
-    the nest's body as its epilogue; False (nothing changed) when the kernel cannot
-    apply it or the output is a buffer the product reads."""
+    the nest's body as its epilogue; or say why not (nothing changed): the kernel
+    cannot apply it, or the output is a buffer the product reads."""
     out = nest.outs[0]
     c_type = gemm.c.type
     assert isinstance(c_type, MemRefType)
@@ -145,7 +156,7 @@ def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> bool:
     assert to_nest is not None  # elementwise_over
     maps = [m.compose(to_nest) for i, m in enumerate(nest.in_maps) if i != k]
     if loop.view_root(out) in {loop.view_root(v) for v in (gemm.a, gemm.b, *others)}:
-        return False
+        return f"'{nest.nest_name.data}' writes a buffer that it or the product reads"
     view = loop.ViewOp(out, MemRefType(c_type.get_element_type(), c_type.get_shape())) if out.type != c_type else None
     c = view.result if view is not None else out  # the output seen with C's shape
     fused = loop.GemmOp(gemm.a, gemm.b, c, gemm.window_size, (others, maps, epilogue_region(nest, k)))
@@ -153,7 +164,7 @@ def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> bool:
         fused.erase()
         if view is not None:
             view.erase()
-        return False
+        return f"the GEMM kernel cannot apply '{nest.nest_name.data}' (an op other than arith's float ops, or an operand read across C's columns)"
     if view is not None:
         Rewriter.insert_op(view, InsertPoint.before(nest))
     for value in (c, *others):
@@ -161,7 +172,7 @@ def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> bool:
     Rewriter.replace_op(gemm, fused, [])
     Rewriter.erase_op(nest)
     erase_buffer(c_root)
-    return True
+    return None
 
 
 def epilogue_region(nest: loop.NestOp, k: int) -> Region:
