@@ -708,6 +708,9 @@ class GemmOp(IRDLOperation):
             if maps or self.epilogue_ins:
                 raise VerifyException("'loop.gemm' has epilogue operands or maps but no epilogue region")
             return
+        if any(view_root(v) == view_root(self.c) for v in self.epilogue_ins):
+            # the kernel keeps partial sums in C until the last depth block
+            raise VerifyException("'loop.gemm' epilogue operands must not be C's buffer")
         if len(maps) != len(self.epilogue_ins):
             raise VerifyException(f"'loop.gemm' needs one epilogue map per epilogue operand, got {len(maps)} for {len(self.epilogue_ins)}")
         for value, m in zip(self.epilogue_ins, maps):

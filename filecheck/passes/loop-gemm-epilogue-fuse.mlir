@@ -193,6 +193,93 @@ func.func @not_folded_either(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %bias
 
 // -----
 
+// Not folded either: a nest before the product in a block without a terminator (a
+// band's: the walk from the product must not run off its end), a nest that computes
+// an i1 (C's type is f32), and a chain of 40 squares (each value used twice: written
+// out, the program would double at each step; refused once past MAX_TOKENS, at once).
+// CHECK-LABEL: func.func @not_folded_either_way
+// CHECK-NOT: epilogue
+// CHECK: return
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 16]]:5: remark: no epilogue folded: 'e' comes before the product
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 19]]:3: remark: no epilogue folded: 'gt' computes on other types than C's f32
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 27]]:3: remark: no epilogue folded: the GEMM kernel cannot apply 'squares'
+func.func @not_folded_either_way(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %x: memref<16x32xf32>, %y: memref<16x32xf32>, %z: memref<2x16x32xf32>, %m: memref<16x32xi1>) {
+  %c0 = memref.alloc() : memref<16x32xf32>
+  loop.band "b" upper [2] {
+  ^bb0(%i: index):
+    loop.nest "e" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%c0, %x : memref<16x32xf32>, memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+    ^bb0(%p: f32, %q: f32, %o: f32):
+      %n = arith.negf %q : f32
+      loop.yield %n : f32
+    }
+    loop.nest "use" syms(%i) lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%y : memref<16x32xf32>) outs(%z : memref<2x16x32xf32>) maps [affine_map<(d0, d1)[s0] -> (d0, d1)>, affine_map<(d0, d1)[s0] -> (s0, d0, d1)>] {
+    ^bb0(%p: f32, %o: f32):
+      loop.yield %p : f32
+    }
+    loop.gemm %a, %b into %c0 : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  }
+  memref.dealloc %c0 : memref<16x32xf32>
+  %c1 = memref.alloc() : memref<16x32xf32>
+  loop.gemm %a, %b into %c1 : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  loop.nest "gt" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%c1 : memref<16x32xf32>) outs(%m : memref<16x32xi1>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %o: i1):
+    %zero = arith.constant 0.0 : f32
+    %s = arith.cmpf ogt, %p, %zero : f32
+    loop.yield %s : i1
+  }
+  memref.dealloc %c1 : memref<16x32xf32>
+  %c = memref.alloc() : memref<16x32xf32>
+  loop.gemm %a, %b into %c : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  loop.nest "squares" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%c : memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v0: f32, %o: f32):
+    %v1 = arith.mulf %v0, %v0 : f32
+    %v2 = arith.mulf %v1, %v1 : f32
+    %v3 = arith.mulf %v2, %v2 : f32
+    %v4 = arith.mulf %v3, %v3 : f32
+    %v5 = arith.mulf %v4, %v4 : f32
+    %v6 = arith.mulf %v5, %v5 : f32
+    %v7 = arith.mulf %v6, %v6 : f32
+    %v8 = arith.mulf %v7, %v7 : f32
+    %v9 = arith.mulf %v8, %v8 : f32
+    %v10 = arith.mulf %v9, %v9 : f32
+    %v11 = arith.mulf %v10, %v10 : f32
+    %v12 = arith.mulf %v11, %v11 : f32
+    %v13 = arith.mulf %v12, %v12 : f32
+    %v14 = arith.mulf %v13, %v13 : f32
+    %v15 = arith.mulf %v14, %v14 : f32
+    %v16 = arith.mulf %v15, %v15 : f32
+    %v17 = arith.mulf %v16, %v16 : f32
+    %v18 = arith.mulf %v17, %v17 : f32
+    %v19 = arith.mulf %v18, %v18 : f32
+    %v20 = arith.mulf %v19, %v19 : f32
+    %v21 = arith.mulf %v20, %v20 : f32
+    %v22 = arith.mulf %v21, %v21 : f32
+    %v23 = arith.mulf %v22, %v22 : f32
+    %v24 = arith.mulf %v23, %v23 : f32
+    %v25 = arith.mulf %v24, %v24 : f32
+    %v26 = arith.mulf %v25, %v25 : f32
+    %v27 = arith.mulf %v26, %v26 : f32
+    %v28 = arith.mulf %v27, %v27 : f32
+    %v29 = arith.mulf %v28, %v28 : f32
+    %v30 = arith.mulf %v29, %v29 : f32
+    %v31 = arith.mulf %v30, %v30 : f32
+    %v32 = arith.mulf %v31, %v31 : f32
+    %v33 = arith.mulf %v32, %v32 : f32
+    %v34 = arith.mulf %v33, %v33 : f32
+    %v35 = arith.mulf %v34, %v34 : f32
+    %v36 = arith.mulf %v35, %v35 : f32
+    %v37 = arith.mulf %v36, %v36 : f32
+    %v38 = arith.mulf %v37, %v37 : f32
+    %v39 = arith.mulf %v38, %v38 : f32
+    %v40 = arith.mulf %v39, %v39 : f32
+    loop.yield %v40 : f32
+  }
+  memref.dealloc %c : memref<16x32xf32>
+  func.return
+}
+
+// -----
+
 // The pass takes no options.
 // BAD: invalid pass pipeline 'loop-gemm-epilogue-fuse{depth=1}': Provided arguments ["depth"] not found
 func.func @f() {

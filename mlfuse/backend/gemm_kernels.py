@@ -173,7 +173,7 @@ class GemmShape:
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
         match = re.fullmatch(
-            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pa)?(_pb)?(?:_e\.([\w.]+))?",
+            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pa)?(_pb)?(?:_e\.([a-z0-9.]+))?",
             name,
         )
         if match is None:

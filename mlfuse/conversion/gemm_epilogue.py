@@ -51,16 +51,21 @@ def kernel_epilogue(op: loop.GemmOp) -> Epilogue | None:
     block = op.epilogue.block
     last = block.last_op
     assert isinstance(last, loop.YieldOp)
-    program = postfix(last.values[0], block)
-    if program is None or len(program) > MAX_TOKENS:
-        return None
-    return Epilogue(tuple(operands), tuple(program))
+    if tc.get_shape()[-1] == 0 or op.a.type.get_shape()[-1] == 0:  # type: ignore[attr-defined]
+        return None  # no depth block: the kernel would never reach its last one
+    program = postfix(last.values[0], block, [MAX_TOKENS])
+    return Epilogue(tuple(operands), tuple(program)) if program is not None else None
 
 
-def postfix(value: SSAValue, block: Block) -> list[str] | None:
+def postfix(value: SSAValue, block: Block, budget: list[int]) -> list[str] | None:
     """`value` as a postfix program over `block`'s arguments (the product, then the
-    operands), or None when it uses an op the kernel does not generate or a value from
-    outside the region (the region is not isolated from above)."""
+    operands), or None when it uses an op the kernel does not generate, a value from
+    outside the region (the region is not isolated from above), or more tokens than
+    `budget` holds (values used twice are written out twice: a chain of squares would
+    double at each step)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return None
     if isinstance(value, BlockArgument):
         if value.block is not block:
             return None
@@ -76,13 +81,13 @@ def postfix(value: SSAValue, block: Block) -> list[str] | None:
         return ["k" + struct.pack(fmt, op.value.value.data).hex()]  # type: ignore[union-attr]
     parts: list[list[str] | None]
     if type(op) in BINARY:
-        parts, name = [postfix(v, block) for v in op.operands], BINARY[type(op)]  # type: ignore[index]
+        parts, name = [postfix(v, block, budget) for v in op.operands], BINARY[type(op)]  # type: ignore[index]
     elif isinstance(op, arith.NegfOp):
-        parts, name = [postfix(op.operand, block)], "neg"
+        parts, name = [postfix(op.operand, block, budget)], "neg"
     elif isinstance(op, arith.CmpfOp):
-        parts, name = [postfix(op.lhs, block), postfix(op.rhs, block)], "cmp" + PREDICATES[op.predicate.value.data]
+        parts, name = [postfix(op.lhs, block, budget), postfix(op.rhs, block, budget)], "cmp" + PREDICATES[op.predicate.value.data]
     elif isinstance(op, arith.SelectOp):
-        parts, name = [postfix(v, block) for v in (op.cond, op.lhs, op.rhs)], "sel"
+        parts, name = [postfix(v, block, budget) for v in (op.cond, op.lhs, op.rhs)], "sel"
     else:
         return None
     if any(p is None for p in parts):

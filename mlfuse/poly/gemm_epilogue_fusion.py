@@ -87,6 +87,8 @@ def epilogue_nest(gemm: loop.GemmOp) -> loop.NestOp | str:
             what = op.nest_name.data if isinstance(op, loop.NestOp) else op.name
             return f"'{what}' between them writes what '{nest.nest_name.data}' reads or touches what it writes"
         op = op.next_op
+    if op is None:
+        return f"'{nest.nest_name.data}' comes before the product"
     return nest
 
 
@@ -115,6 +117,9 @@ def not_elementwise(nest: loop.NestOp, c: SSAValue) -> str | None:
     shape = tuple(hi for _, hi in bounds)
     if from_c_indices(c.type.get_shape(), shape) is None:  # type: ignore[attr-defined]
         return f"walks {list(shape)}, not C's shape {list(c.type.get_shape())}"  # type: ignore[attr-defined]
+    element = c.type.get_element_type()  # type: ignore[attr-defined]
+    if any(a.type != element for a in nest.block.args):
+        return f"computes on other types than C's {element}"
     identity = AffineMap.identity(len(shape))
     if len(nest.outs) != 1 or nest.out_maps != [identity] or nest.outs[0].type.get_shape() != shape:  # type: ignore[attr-defined]
         return "does not write one output of its domain by the identity map"
@@ -164,7 +169,7 @@ def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> str | None:
         fused.erase()
         if view is not None:
             view.erase()
-        return f"the GEMM kernel cannot apply '{nest.nest_name.data}' (an op other than arith's float ops, or an operand read across C's columns)"
+        return f"the GEMM kernel cannot apply '{nest.nest_name.data}' (ops other than arith's float ops, an operand read across C's columns, or too long a program)"
     if view is not None:
         Rewriter.insert_op(view, InsertPoint.before(nest))
     for value in (c, *others):

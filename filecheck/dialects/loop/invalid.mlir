@@ -252,3 +252,15 @@ func.func @gemm_maps_without_epilogue(%a: memref<4x8xf32>, %b: memref<8x3xf32>, 
   loop.gemm %a, %b into %c {epilogue_maps = [affine_map<(d0, d1) -> (d1)>]} : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
   func.return
 }
+
+// -----
+
+func.func @gemm_epilogue_reads_c(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
+  // CHECK: error: 'loop.gemm' epilogue operands must not be C's buffer
+  loop.gemm %a, %b into %c epilogue ins(%c : memref<4x3xf32>) {
+  ^bb0(%p: f32, %q: f32):
+    %s = arith.addf %p, %q : f32
+    loop.yield %s : f32
+  } {epilogue_maps = [affine_map<(d0, d1) -> (d0, d1)>]} : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
