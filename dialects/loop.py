@@ -57,7 +57,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
-from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineConstantExpr, AffineDimExpr, AffineExpr, AffineMap
 from xdsl.irdl import (
     AnyAttr,
@@ -812,6 +812,18 @@ def view_root(v: SSAValue) -> SSAValue:
     while isinstance(v.owner, ViewOp):
         v = v.owner.source
     return v
+
+
+def view_users(v: SSAValue) -> list[Operation]:
+    """The ops that use the buffer `v`, looking through the `loop.view`s made of it
+    (the same bytes, reshaped)."""
+    found = []
+    for use in v.uses:
+        if isinstance(use.operation, ViewOp):
+            found += view_users(use.operation.result)
+        else:
+            found.append(use.operation)
+    return found
 
 
 Loop = Dialect(

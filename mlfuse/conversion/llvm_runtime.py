@@ -194,7 +194,7 @@ def constant_operand_products(module: ModuleOp) -> PackedOperands:
     users: dict[str, list[Operation]] = {}
     for op in module.walk():
         if isinstance(op, memref.GetGlobalOp):
-            users.setdefault(op.name_.root_reference.data, []).extend(_through_views(op.memref))
+            users.setdefault(op.name_.root_reference.data, []).extend(loop.view_users(op.memref))
     globals_ = {g.sym_name.data: g for g in module.ops if isinstance(g, memref.GlobalOp)}
     found: dict[str, dict[str, list[loop.GemmOp]]] = {"a": {}, "b": {}}
     for name, uses in users.items():
@@ -219,17 +219,6 @@ def _role(name: str, uses: list[Operation]) -> str | None:
         if all(_reads_as(u, name, role) for u in uses) and len({gemm_shape(u) for u in uses}) == 1:  # type: ignore[arg-type]
             return role
     return None
-
-
-def _through_views(value: SSAValue) -> list[Operation]:
-    """The ops that read `value`, looking through loop.view (the same bytes, reshaped)."""
-    found = []
-    for use in value.uses:
-        if isinstance(use.operation, loop.ViewOp):
-            found += _through_views(use.operation.result)
-        else:
-            found.append(use.operation)
-    return found
 
 
 def _global_read(value: SSAValue) -> str | None:

@@ -54,24 +54,13 @@ def fuse_gemm_epilogues(module: ModuleOp, remark: Remark | None = None) -> int:
     return folded
 
 
-def alias_users(buffer: SSAValue) -> list[Operation]:
-    """The ops that use `buffer`, looking through the views made of it."""
-    found = []
-    for use in buffer.uses:
-        if isinstance(use.operation, loop.ViewOp):
-            found += alias_users(use.operation.result)
-        else:
-            found.append(use.operation)
-    return found
-
-
 def epilogue_nest(gemm: loop.GemmOp) -> loop.NestOp | str:
     """The nest that is the product's only reader, if it may become its epilogue, else
     why not."""
     root = loop.view_root(gemm.c)
     if not isinstance(root.owner, memref.AllocOp):
         return "C is not a buffer of its own (memref.alloc)"
-    users = [u for u in alias_users(root) if u is not gemm and not isinstance(u, memref.DeallocOp)]
+    users = [u for u in loop.view_users(root) if u is not gemm and not isinstance(u, memref.DeallocOp)]
     if len(users) != 1 or not isinstance(users[0], loop.NestOp):
         return f"C is read by {len(users)} ops, not by one loop.nest"
     nest = users[0]
@@ -213,7 +202,7 @@ def hoist_above(value: SSAValue, anchor: Operation) -> None:
 
 def erase_buffer(root: SSAValue) -> None:
     """Erase the buffer `root` (an alloc nothing reads any more), its views and its dealloc."""
-    for user in alias_users(root):
+    for user in loop.view_users(root):
         Rewriter.erase_op(user)
     views = [u.operation for u in root.uses]
     for view in views:
