@@ -65,6 +65,10 @@ def programs(dtype: str):
             ["c", "c", three, "add", zero, "maxnum", six, "minnum", "mul", six, "div"],
             lambda c, row, full, col, one: c * np.fmin(np.fmax(c + 3, 0), 6) / c.dtype.type(6),
         ),
+        "constant_predicates": (  # cmpf false / true: never and always, NaN or not
+            ["c", "c", "cmpfalse", "i0", "c", "sel", "c", "c", "cmptrue", "i1", "c", "sel", "add"],
+            lambda c, row, full, col, one: c + full,
+        ),
         "scale_shift_neg": (
             ["c", "i1", "cmpolt", "c", "c", "i3", "mul", "i0", "sub", "neg", "sel"],
             lambda c, row, full, col, one: np.where(c < full, c, -(c * one - row)),
@@ -89,7 +93,7 @@ def operand_arrays(rng, batch: int, m: int, n: int, t, special: bool):
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("isa", sorted(FEATURES))
-@pytest.mark.parametrize("name", ["bias_residual_relu", "column_bias_relu6", "hardswish_like", "scale_shift_neg"])
+@pytest.mark.parametrize("name", ["bias_residual_relu", "column_bias_relu6", "hardswish_like", "constant_predicates", "scale_shift_neg"])
 @pytest.mark.parametrize("dims", [(1, 20, 50, 300), (2, 13, 97, 17), (1, 3, 40, 600)])
 def test_epilogue_matches_numpy_on_the_product(dims, name, isa, dtype):
     """The shapes cover several depth blocks (the epilogue only at the last), partial

@@ -15,6 +15,24 @@ func.func @load_store(%x: memref<4x8xf32>, %y: memref<4x8xf32>, %i: index, %j: i
 
 // -----
 
+// cmpf's "false" and "true" predicates (xDSL's llvm.fcmp has no such flags): never and
+// always, as ord & uno and ord | uno of the same operands.
+// CHECK-LABEL: llvm.func @cmpf_constant_predicates
+// CHECK: %[[O:.*]] = llvm.fcmp "ord" %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: %[[U:.*]] = llvm.fcmp "uno" %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: llvm.and %[[O]], %[[U]] : i1
+// CHECK: %[[O2:.*]] = llvm.fcmp "ord" %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: %[[U2:.*]] = llvm.fcmp "uno" %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT: llvm.or %[[O2]], %[[U2]] : i1
+func.func @cmpf_constant_predicates(%x: f32, %y: f32) -> i1 {
+  %a = arith.cmpf false, %x, %y : f32
+  %b = arith.cmpf true, %x, %y : f32
+  %c = arith.xori %a, %b : i1
+  func.return %c : i1
+}
+
+// -----
+
 // loop.aligned_window rounds the element's address up to the alignment with
 // llvm.ptrmask (which LLVM's alignment analysis reads); skip is (-address mod 64) / 4.
 // CHECK-LABEL: llvm.func @aligned_window

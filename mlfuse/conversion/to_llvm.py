@@ -402,7 +402,12 @@ class CmpfLowering(RewritePattern):
     def match_and_rewrite(self, op: arith.CmpfOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
         pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
-        replace_op(rewriter, op, e(llvm.FCmpOp(e.v(op.lhs), e.v(op.rhs), pred)))
+        lhs, rhs = e.v(op.lhs), e.v(op.rhs)
+        if pred in ("false", "true"):  # xDSL's llvm.fcmp lacks these two: ord & uno is never, ord | uno always
+            ordered, unordered = (e.result(llvm.FCmpOp(lhs, rhs, p)) for p in ("ord", "uno"))
+            replace_op(rewriter, op, e((llvm.AndOp if pred == "false" else llvm.OrOp)(ordered, unordered)))
+            return
+        replace_op(rewriter, op, e(llvm.FCmpOp(lhs, rhs, pred)))
 
 
 class CmpiLowering(RewritePattern):
