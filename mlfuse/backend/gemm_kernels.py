@@ -332,6 +332,10 @@ class _Kernels:
         """How many lanes of vector v of a row `width` floats wide are real."""
         return max(0, min(self.blk.vw, width - v * self.blk.vw))
 
+    def vectors(self, width: int) -> list[int]:
+        """The vectors of a panel row `width` floats wide that hold real lanes."""
+        return [v for v in range(self.blk.nr_vecs) if self.lanes(width, v)]
+
     def load_row_vec(self, b: ir.IRBuilder, ptr, lanes: int):
         if lanes == self.blk.vw:
             return b.load(ptr, typ=self.vec, align=self.ebytes)
@@ -458,7 +462,7 @@ class _Kernels:
         fn, b = self.function(f"{self.shape.symbol}_pack{width}", [PTR, PTR, I64, I64, I64])
         image, dst, kc, pc, j0 = fn.args
         ow = ir.Constant(I64, window.out_w)
-        vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
+        vecs = self.vectors(width)
         pieces = 1 + -(-(blk.vw - 1) // window.out_w)  # rows one vector may touch
         lane = ir.Constant(ir.VectorType(I32, blk.vw), list(range(blk.vw)))
         table = self.row_offsets()
@@ -516,7 +520,7 @@ class _Kernels:
         if (rows, width, direct) in self.micro:
             return self.micro[(rows, width, direct)]
         blk, n, epilogue = self.blk, self.shape.n, self.shape.epilogue
-        vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
+        vecs = self.vectors(width)
         suffix = "_direct" if direct else ""
         extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
         fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1, *extra])
@@ -595,7 +599,7 @@ class _Kernels:
         epilogue, blk = self.shape.epilogue, self.blk
         assert epilogue is not None
         batch, i0, j0, *pointers = args
-        vecs = [v for v in range(blk.nr_vecs) if self.lanes(width, v)]
+        vecs = self.vectors(width)
         suffix = f"v{blk.vw}{self.shape.dtype}"
 
         def intrinsic(name: str) -> ir.Function:

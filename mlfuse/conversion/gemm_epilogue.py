@@ -17,6 +17,7 @@ from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
 from mlfuse.backend.gemm_epilogue import Epilogue, Operand
+from mlfuse.conversion.group_to_loop import strides as row_major_strides
 from mlfuse.dialects import loop
 
 MAX_TOKENS = 64  # longer programs (a value used many times, written out) stay a nest
@@ -103,11 +104,8 @@ def operand_strides(value: SSAValue, results: Sequence[AffineExpr], c_rank: int)
     if not isinstance(t, MemRefType) or c_rank not in (2, 3):
         return None
     shape = t.get_shape()
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
     total: dict[int, int] = {}
-    for expr, stride in zip(results, strides):
+    for expr, stride in zip(results, row_major_strides(shape)):
         form = linear(expr)
         if form is None:
             return None
