@@ -679,6 +679,15 @@ class GemmOp(IRDLOperation):
         super().__init__(operands=[a, b, c, list(ins)], properties=properties, regions=regions)
 
     @property
+    def buffers_read(self) -> tuple[SSAValue, ...]:
+        """What the op reads: A, B and the epilogue's operands (C is written, never read)."""
+        return (self.a, self.b, *self.epilogue_ins)
+
+    @property
+    def buffers_written(self) -> tuple[SSAValue, ...]:
+        return (self.c,)
+
+    @property
     def window_size(self) -> tuple[int, int] | None:
         if self.window is None:
             return None

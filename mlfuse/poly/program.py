@@ -72,6 +72,8 @@ def effects(op: Operation) -> Effects:
             reads |= {root(v) for v in n.ins if v not in private}
             writes |= {root(v) for v in n.outs if v not in private}
         return Effects(reads, writes)
+    if isinstance(op, loop.GemmOp):
+        return Effects({root(v) for v in op.buffers_read}, {root(v) for v in op.buffers_written})
     if isinstance(op, memref.AllocOp | memref.AllocaOp | memref.DeallocOp | loop.ViewOp | func.ReturnOp | memref.GetGlobalOp):
         return Effects(set(), set())
     bufs = {root(v) for v in op.operands if isinstance(v.type, memref.MemRefType)}

@@ -53,7 +53,6 @@ from mlfuse.poly.program import (
     cross_tile_conflicts,
     effects,
     group_of,
-    has_views,
     is_intermediate,
     may_join,
     nests_in,
@@ -63,6 +62,7 @@ from mlfuse.poly.program import (
     place_deallocs,
     rebuild_nest,
     root,
+    users_in,
     with_symbols,
     writers,
 )
@@ -105,9 +105,19 @@ def default_tile_sizes(
     """An analytical default: a tile spans whole rows of up to 512 elements (unit-stride inner
     loops stay long), and as many rows as let `live_buffers` tile-sized buffers fill half of
     the L2 cache (at least 8, a power of two); other leading dimensions are tiled by 1,
-    those in `whole` not at all (their extent multiplies the size of a row). 0: not tiled."""
+    those in `whole` not at all (their extent multiplies the size of a row). 0: not tiled.
+    Dimensions of extent 1 are left out first: rows are those of the others (a 1x1 conv's
+    patches [1, 7, 7, 960, 1, 1] in tiles of 1x7x512, not of one element each)."""
     if not shape:
         return []
+    kept = [d for d, n in enumerate(shape) if n != 1]
+    if len(kept) < len(shape):
+        inner_sizes = default_tile_sizes([shape[d] for d in kept], itemsize, cache, live_buffers,
+                                         whole=[kept.index(d) for d in whole if d in kept])
+        sizes = [0] * len(shape)
+        for k, d in enumerate(kept):
+            sizes[d] = inner_sizes[k]
+        return sizes
     cache = cache or cache_bytes(2)
     inner = min(shape[-1], 512)
     sizes = [0 if d in whole else 1 for d in range(len(shape) - 1)] + [0 if inner == shape[-1] else inner]
@@ -241,13 +251,15 @@ def restrict_to_tile(nest: loop.NestOp, buf: SSAValue, tile: isl.Set, names: Nam
 
 
 def tileable_writers(buf: SSAValue, block: Block) -> list[loop.NestOp] | str:
-    """The top-level nests writing `buf`, or why they cannot be tiled (views of the buffer,
-    other writers, symbolic bounds, data-dependent reads)."""
-    if has_views(buf):
-        return "the buffer is viewed with another shape"
+    """The top-level nests writing `buf`, or why they cannot be tiled (a writer touching it
+    through a view, other writers, symbolic bounds, data-dependent reads). Views that only
+    readers use (a product reading a conv's output as a matrix) do not matter: the band
+    writes the whole buffer, in its shape."""
     ws = writers(buf, block)
     if not ws:
         return "it is not written by loop nests only"
+    if any(v is not buf and root(v) is buf for w in ws for v in (*w.ins, *w.outs)):
+        return "a writer accesses the buffer through a view with another shape"
     if any(w.syms for w in ws) or any(w.static_bounds() is None for w in ws):
         return "a writer has symbolic bounds"
     if any(loop.has_indirect_reads(w) for w in ws):
@@ -468,7 +480,8 @@ def group_live_out_buffers(fn: func.FuncOp) -> list[SSAValue]:
         if group is None or not isinstance(op, loop.NestOp):
             continue
         for b in {root(v) for v in op.outs}:
-            readers = {u.operation for u in b.uses if not isinstance(u.operation, memref.DeallocOp)}
+            # through views: a product reading the patches as a matrix is a reader, the view is not
+            readers = {r for r in users_in(block, b) if not isinstance(r, memref.DeallocOp | loop.ViewOp)}
             outside = any(group_of(r) != group for r in readers if r is not op)
             if b in block.args or outside:
                 last[b] = i
