@@ -400,6 +400,15 @@ case("Resize-linear-axes", "Resize", [f32(1, 2, 4, 6)], consts={2: np.array([2, 
      axes=[2, 3], opset=18)
 case("Resize-linear-antialias-down", "Resize", [f32(1, 1, 8, 8)], consts={2: np.array([1, 1, 0.5, 0.5], np.float32)},
      mode="linear", antialias=1, opset=18)
+# sizes where the interpolation matrices are sparse: taps (gathers weighted and summed), not a product
+case("Resize-bilinear-x2-taps", "Resize", [f32(1, 3, 16, 24)], consts={2: np.array([1, 1, 2, 2], np.float32)},
+     mode="linear", opset=13)
+case("Resize-cubic-taps", "Resize", [f32(1, 2, 12, 10)], consts={2: np.array([1, 1, 2, 1.5], np.float32)},
+     mode="cubic", opset=13)
+case("Resize-linear-antialias-down-taps", "Resize", [f32(1, 1, 40, 32)], consts={2: np.array([1, 1, 0.25, 0.5], np.float32)},
+     mode="linear", antialias=1, opset=18)
+case("Resize-nearest-fractional-taps", "Resize", [f32(1, 2, 10, 9)], consts={3: a(1, 2, 15, 4)}, mode="nearest",
+     coordinate_transformation_mode="half_pixel", opset=13)
 
 
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE]
@@ -553,3 +562,26 @@ def test_operands_that_do_not_broadcast_are_a_diagnostic_at_the_node():
     x = Block(arg_types=[TensorType(f32, [3])]).args[0]
     with pytest.raises(Diagnostic, match=r"Add: cannot broadcast 3 to 4x8"):
         onnx_ops.broadcast_to(node, x, (4, 8))
+
+
+def test_resize_keeps_an_infinity_local(tmp_path):
+    """Bilinear 2x of an image with one inf: only the output pixels whose taps reach it are
+    not finite (a product with the whole interpolation matrix made every row NaN, 0 * inf),
+    and the others match onnxruntime's (rtol 2e-5)."""
+    import mlfuse
+
+    from test_onnx_helpers import run_onnxruntime
+
+    x = np.random.default_rng(7).uniform(-2, 2, (1, 2, 16, 16)).astype(np.float32)
+    x[0, 1, 5, 7] = np.inf
+    model, feeds = single_node("Resize", [x], {2: np.array([1, 1, 2, 2], np.float32)}, opset=13, mode="linear")
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    y = np.full((1, 2, 32, 32), 1.25e30, np.float32)  # poisoned
+    mlfuse.compile(str(path))(x, out=[y])
+    near = np.zeros(y.shape, bool)
+    near[0, 1, 9:13, 13:17] = True  # half_pixel: output row 2i + r reads input rows i - 1 + r .. i + r
+    assert not np.isfinite(y[near]).any()
+    assert np.isfinite(y[~near]).all()
+    want = run_onnxruntime(model, feeds)[0]
+    np.testing.assert_allclose(y[~near], want[~near], rtol=2e-5, atol=1e-6)

@@ -678,18 +678,54 @@ def repeat_along(node: Node, x: SSAValue, axis: int, times: int) -> SSAValue:
     return node.reshape(y, shape)
 
 
+def resize_taps(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows of an interpolation matrix as taps: (indices, weights), each (n_out, k), the
+    nonzero columns of every row in column order, a shorter row padded with its last column
+    at weight 0; None when k is over half the input (a product is as cheap then)."""
+    n_out, n_in = matrix.shape
+    k = int(np.count_nonzero(matrix, axis=1).max(initial=0))
+    if k == 0 or 2 * k > n_in:
+        return None
+    indices, weights = np.zeros((n_out, k), np.int64), np.zeros((n_out, k))
+    for i, row in enumerate(matrix):
+        cols = np.flatnonzero(row)
+        indices[i, : len(cols)], weights[i, : len(cols)] = cols, row[cols]
+        indices[i, len(cols) :] = cols[-1] if len(cols) else 0
+    return indices, weights
+
+
+def gather_taps(node: Node, x: SSAValue, axis: int, taps: tuple[np.ndarray, np.ndarray]) -> SSAValue:
+    """y[..., i, ...] = sum_t weights[i, t] x[..., indices[i, t], ...] along `axis`, in tap
+    order: k gathers, products and sums, elementwise (linear: 2 taps a row where the product
+    with the whole matrix did n_in multiply-adds, and a NaN or inf of x spoiled every row)."""
+    indices, weights = taps
+    y = None
+    for t in range(indices.shape[1]):
+        index = node.emit(graph.ConstantOp(dense_from_numpy(np.ascontiguousarray(indices[:, t]), i64)))
+        picked = node.emit(graph.GatherOp(x, index, axis))
+        weight = along(node, constant_array(node, np.ascontiguousarray(weights[:, t]), x), axis, shape_of(picked))
+        term = node.emit(graph.MulOp(picked, weight))
+        y = term if y is None else node.emit(graph.AddOp(y, term))
+    assert y is not None
+    return y
+
+
 @composite("Resize", attributes=RESIZE_ATTRIBUTES, static_inputs=(1, 2, 3))
 def convert_resize(node: Node) -> list[Value]:
-    """Per resized axis, a product with the axis's interpolation matrix (resize_matrix); nearest
-    upsampling by an integer factor is a repeat instead."""
+    """Per resized axis, the interpolation matrix (resize_matrix) applied as taps (gathers
+    weighted and summed: resize_taps) where its rows are sparse, as a product otherwise;
+    nearest upsampling by an integer factor is a repeat instead."""
     x = float_input(node)
     for axis, n_out, scale in resize_plan(node, shape_of(x)):
         n_in = shape_of(x)[axis]
         matrix = resize_matrix(node, n_in, n_out, scale)
         times = n_out // n_in
         nearest_repeat = np.repeat(np.eye(n_in), times, axis=0) if n_out == times * n_in else None
+        taps = resize_taps(matrix)
         if nearest_repeat is not None and np.array_equal(matrix, nearest_repeat):
             x = repeat_along(node, x, axis, times)
+        elif taps is not None:
+            x = gather_taps(node, x, axis, taps)
         else:
             x = apply_along(node, x, axis, matrix)
     return [x]
