@@ -175,7 +175,7 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
 def aligned_empty(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
     """An uninitialized C-contiguous array whose data is 64-byte aligned."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize  # 0 for a zero-size tensor
+    nbytes = math.prod(int(n) for n in shape) * dtype.itemsize  # 0 for a zero-size tensor (math: np.prod took 10 us)
     try:
         raw = np.empty(max(1, nbytes) + ALIGNMENT, dtype=np.uint8)
     except MemoryError:

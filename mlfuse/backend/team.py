@@ -73,6 +73,9 @@ class TeamSizer:
 
     def __init__(self) -> None:
         self.times: dict[int, deque[float]] = {}
+        # each window's median, kept by record: choose runs on every call of a small model
+        # too, where two medians a call were a tenth of the runtime's own overhead
+        self.medians: dict[int, float] = {}
         self.calls = 0
         self.warmed: set[int] = set()  # team sizes whose first (cold) call has run
 
@@ -80,17 +83,19 @@ class TeamSizer:
         if team <= 1:
             return 1
         self.calls += 1
-        one, full = self.times.get(1), self.times.get(team)
-        if not full or len(full) < 2:
+        one, full = self.medians.get(1), self.medians.get(team)
+        if full is None:
             return team
-        if not one or len(one) < 2:
+        if one is None:
             return 1
-        faster_alone = statistics.median(one) < ONE_THREAD_MARGIN * statistics.median(full)
-        best, other = (1, team) if faster_alone else (team, 1)
+        best, other = (1, team) if one < ONE_THREAD_MARGIN * full else (team, 1)
         return other if self.calls % PROBE_EVERY == 0 else best
 
     def record(self, threads: int, seconds: float) -> None:
-        self.times.setdefault(threads, deque(maxlen=WINDOW)).append(seconds)
+        window = self.times.setdefault(threads, deque(maxlen=WINDOW))
+        window.append(seconds)
+        if len(window) >= 2:
+            self.medians[threads] = statistics.median(window)
 
     def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
         """Run `fn(*args)` on the chosen number of threads (one beside another call), and
