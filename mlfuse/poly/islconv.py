@@ -104,12 +104,12 @@ def expr_text(e: AffineExpr, dims: Sequence[str], syms: Sequence[str]) -> str:
 # for the same nest's domain and accesses many times (post-tiling fusion of MobileNetV2:
 # 1067 domains for a few hundred nests). islpy values are immutable (every operation
 # returns a new object; arguments isl consumes are copied first), so one parse can be shared.
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def parse_set(text: str) -> isl.Set:
     return isl.Set(text)
 
 
-@functools.lru_cache(maxsize=16384)
+@functools.lru_cache(maxsize=4096)
 def parse_map(text: str) -> isl.Map:
     return isl.Map(text)
 
