@@ -386,6 +386,11 @@ case("ConvTranspose-runtime-weight", "ConvTranspose", [f32(1, 4, 3, 3), f32(4, 2
      pads=[1, 0, 0, 1])
 case("ConvTranspose-1d-runtime-weight", "ConvTranspose", [f32(2, 3, 5), f32(3, 2, 4)], strides=[2])
 case("ConvTranspose-1d", "ConvTranspose", [f32(2, 3, 5)], consts={1: f32(3, 2, 4)}, strides=[2], pads=[1, 1])
+# kernel = strides, unpadded: a product and a depth-to-space (blockwise_transposed_conv)
+case("ConvTranspose-blockwise-bias", "ConvTranspose", [f32(1, 4, 5, 6)], consts={1: f32(4, 3, 2, 2), 2: f32(3)},
+     strides=[2, 2])
+case("ConvTranspose-blockwise-batch", "ConvTranspose", [f32(2, 3, 4, 3)], consts={1: f32(3, 2, 3, 2)}, strides=[3, 2])
+case("ConvTranspose-blockwise-1d", "ConvTranspose", [f32(2, 3, 5)], consts={1: f32(3, 4, 2)}, strides=[2])
 case("Resize-nearest-x2", "Resize", [f32(1, 2, 3, 4)], consts={2: np.array([1, 1, 2, 2], np.float32)}, mode="nearest",
      opset=13)
 case("Resize-bilinear-half-pixel", "Resize", [f32(1, 2, 4, 5)], consts={2: np.array([1, 1, 2, 2], np.float32)},
@@ -585,3 +590,14 @@ def test_resize_keeps_an_infinity_local(tmp_path):
     assert np.isfinite(y[~near]).all()
     want = run_onnxruntime(model, feeds)[0]
     np.testing.assert_allclose(y[~near], want[~near], rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel, strides, blockwise", [([2, 2], [2, 2], True), ([3, 2], [3, 2], True),
+                                                        ([3, 3], [2, 2], False)])
+def test_conv_transpose_without_overlap_is_a_product(kernel, strides, blockwise):
+    """A transposed conv whose kernel equals its strides imports as a product and a
+    depth-to-space, no convolution (the dilated input's zeros are not multiplied); one whose
+    windows overlap stays a convolution."""
+    model, _ = single_node("ConvTranspose", [f32(1, 4, 5, 6)], {1: f32(4, 3, *kernel)}, strides=strides)
+    ops = {op.name for op in import_onnx(model).walk()}
+    assert ("graph.conv2d" not in ops and "graph.matmul" in ops) == blockwise, sorted(ops)

@@ -37,6 +37,7 @@ from mlfuse.frontend.onnx_ops import (
     broadcast_all,
     broadcast_to,
     dense_from_numpy,
+    matmul,
     normalize_axes,
     normalize_axis,
     onnx_op,
@@ -567,12 +568,31 @@ def transposed_kernel(node: Node, weight: np.ndarray | SSAValue, group: int, lik
     return node.reshape(swapped, final)
 
 
+def blockwise_transposed_conv(node: Node, x: SSAValue, weight: np.ndarray) -> SSAValue:
+    """A 2-D transposed convolution whose kernel equals its strides, unpadded, one group: each
+    input pixel writes a kh x kw block of its own, so it is a product and a depth-to-space
+    (the dilated convolution multiplied (kh kw - 1) / (kh kw) of its taps by inserted zeros:
+    U-Net's 2x2 stride-2 upsampling did 4x the multiply-adds):
+
+        y[n, o, i kh + a, j kw + b] = sum_c W[c, o, a, b] x[n, c, i, j]"""
+    n, cin, h, w = shape_of(x)
+    _, cout, kh, kw = weight.shape
+    wt = constant_array(node, np.ascontiguousarray(weight.reshape(cin, cout * kh * kw).T), x)
+    pixels = node.reshape(x, (cin, h * w) if n == 1 else (n, cin, h * w))
+    y = matmul(node, wt, pixels)  # (n,) cout kh kw, h w
+    y = node.reshape(y, (n, cout, kh, kw, h, w))
+    y = node.emit(graph.TransposeOp(y, [0, 1, 4, 2, 5, 3]))  # n, cout, h, kh, w, kw
+    return node.reshape(y, (n, cout, h * kh, w * kw))
+
+
 @composite("ConvTranspose", attributes=("auto_pad", "dilations", "group", "kernel_shape", "output_padding",
                                         "output_shape", "pads", "strides"))
 def convert_conv_transpose(node: Node) -> list[Value]:
     """The gradient of a convolution, as a convolution: dilate the input by the strides, pad it
     by dilation (k - 1) - pad (cut where negative) plus output_padding at the end, and
-    convolve at stride 1 with the kernel flipped and its in/out channels swapped per group."""
+    convolve at stride 1 with the kernel flipped and its in/out channels swapped per group.
+    A constant kernel as large as the strides (no overlap, no padding) is a product and a
+    depth-to-space instead (blockwise_transposed_conv)."""
     x = float_input(node)
     weight = node.constant(1)
     if weight is None:  # a run-time weight: flipped by gathers with reversed indices
@@ -597,11 +617,15 @@ def convert_conv_transpose(node: Node) -> list[Value]:
     if cin != shape_of(x)[1] or cin % group:
         raise node.error(f"weight {fmt_shape(kernel_source_shape(weight))} does not match input channels "
                          f"{shape_of(x)[1]} in {group} groups")
-    w = transposed_kernel(node, weight, group, x)
-    reach = [d * (k - 1) for d, k in zip(dilations, kernel)]
-    z = pad_or_crop(node, dilate(node, x, strides), [r - p for r, p in zip(reach, pads[:2])],
-                    [r - p + op for r, p, op in zip(reach, pads[2:], output_padding)])
-    y = node.emit(graph.Conv2dOp(z, w, [1, 1], [0, 0, 0, 0], dilations, group))
+    if (isinstance(weight, np.ndarray) and group == 1 and kernel == strides and not any(pads)
+            and not any(output_padding) and all(d == 1 for d in dilations)):
+        y = blockwise_transposed_conv(node, x, weight)
+    else:
+        w = transposed_kernel(node, weight, group, x)
+        reach = [d * (k - 1) for d, k in zip(dilations, kernel)]
+        z = pad_or_crop(node, dilate(node, x, strides), [r - p for r, p in zip(reach, pads[:2])],
+                        [r - p + op for r, p, op in zip(reach, pads[2:], output_padding)])
+        y = node.emit(graph.Conv2dOp(z, w, [1, 1], [0, 0, 0, 0], dilations, group))
     if node.has_input(2):
         y = node.emit(graph.AddOp(y, along(node, node.input(2), 1, shape_of(y))))
     return [node.reshape(y, (*shape_of(y)[:2], shape_of(y)[3])) if rank == 3 else y]
