@@ -18,7 +18,7 @@ from mlfuse.analysis.candidates import (
     pattern_reduction,
 )
 from mlfuse.analysis.cost_model import GLOBAL, REGISTER, SHARED, CostModel, TargetParams
-from mlfuse.analysis.fusion_graph import FusionGraph, bits
+from mlfuse.analysis.fusion_graph import MANY_READERS, FusionGraph, bits
 from mlfuse.analysis.ilp import ConflictIndex, find_kernel_cycle, solve_ilp
 from mlfuse.analysis.plan_module import PlanOptions, fuse_module, parse_param_overrides, resolve_no_fuse
 from mlfuse.analysis.planners import PLANNERS, plan_function, post_dominators
@@ -275,6 +275,20 @@ def test_sibling_candidates_share_an_input():
     g, m = model_of(b.module())
     pool = generate_candidates(g, m, exhaustive_limit=0)
     assert any("sibling" in c.origins and c.mask == g.all_mask for c in pool)
+
+
+@pytest.mark.parametrize("readers, joined", [(3, True), (MANY_READERS, False)])
+def test_sibling_candidates_skip_widely_read_values(readers, joined):
+    """Readers of one value are joined pairwise into sibling candidates, except for a value
+    read by MANY_READERS or more ops (every layer's mask): its pairs would grow with the
+    square of its readers."""
+    b = GraphBuilder()
+    x = b.input("x", (64, 512))
+    b.output(*[b.sum(x * float(k + 2), axis=1) for k in range(readers)])
+    g, m = model_of(b.module())
+    pool = generate_candidates(g, m, exhaustive_limit=0)
+    siblings = [c for c in pool if "sibling" in c.origins]
+    assert bool(siblings) == joined, len(siblings)
 
 
 # --- ILP -------------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mlfuse.analysis.cost_model import CostModel, PatternCost
-from mlfuse.analysis.fusion_graph import FusionGraph, Partition, bits
+from mlfuse.analysis.fusion_graph import MANY_READERS, FusionGraph, Partition, bits
 
 DEFAULT_TOP_K = 3
 DEFAULT_EXHAUSTIVE_LIMIT = 12
@@ -232,11 +232,12 @@ def independent(fgraph: FusionGraph, a: int, b: int) -> bool:
 
 
 def sibling_patterns(pool: CandidatePool, vertical: dict[int, list[int]]) -> None:
-    """Join independent patterns that read one value, so it is read once."""
+    """Join independent patterns that read one value, so it is read once (not for a value
+    read by MANY_READERS or more: its pairs alone would be quadratic in its readers)."""
     g = pool.graph
     for value in g.values:
         users = [u for u in value.users if g.nodes[u].fusible]
-        if len(users) < 2 or value.constant == "splat" or value.numel <= 1:
+        if not 2 <= len(users) < MANY_READERS or value.constant == "splat" or value.numel <= 1:
             continue
         choices = [[*vertical.get(u, [])[:1], 1 << u] for u in users]
         for a in range(len(users)):

@@ -68,6 +68,13 @@ def element_bytes(t) -> int:
     return abi.element_bytes(t.get_element_type())
 
 
+# A value read by this many ops or more is no reason to put its readers together (a
+# broadcast constant or a mask that every layer reads): neighbourhoods and sibling patterns
+# skip it, since joining its readers pairwise grows with the square of their number (a chain
+# of 1000 tanh/mul/add sharing two broadcast constants took 40 s to plan).
+MANY_READERS = 16
+
+
 def bits(mask: int) -> Iterator[int]:
     """Indices of the set bits of `mask`, ascending."""
     while mask:
@@ -211,13 +218,13 @@ class FusionGraph:
 
     def neighbourhood(self, mask: int) -> int:
         """Ops next to a pattern: producers, consumers, and other readers of the values it
-        reads (skipping splats, scalars and values read by 16 or more ops). Includes `mask`."""
+        reads (skipping splats, scalars and values read by MANY_READERS or more ops). Includes `mask`."""
         near = 0
         for i in bits(mask):
             near |= self.pred_mask[i] | self.succ_mask[i]
             for v in self.nodes[i].operands:
                 val = self.values[v]
-                if val.constant != "splat" and val.numel > 1 and len(val.users) < 16:
+                if val.constant != "splat" and val.numel > 1 and len(val.users) < MANY_READERS:
                     near |= sum(1 << u for u in val.users)
         return near
 
