@@ -89,7 +89,7 @@ def independent(op: Operation, reads: set[SSAValue], written: SSAValue) -> bool:
     if isinstance(op, loop.NestOp):
         op_reads, op_writes = op.ins, op.outs
     elif isinstance(op, loop.GemmOp):
-        op_reads, op_writes = (op.a, op.b, *op.epilogue_ins), (op.c,)
+        op_reads, op_writes = op.buffers_read, op.buffers_written
     else:
         return False
     op_writes = {loop.view_root(v) for v in op_writes}
