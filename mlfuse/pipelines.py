@@ -6,7 +6,7 @@ replayed (and bisected) on the command line.
 
 from __future__ import annotations
 
-GRAPH_CLEANUP = ["inline", "canonicalize", "cse"]
+GRAPH_CLEANUP = ["inline", "graph-widen-accumulators", "canonicalize", "cse"]
 
 
 def default_pipeline(target: str) -> list[str]:

@@ -36,6 +36,7 @@ MLFUSE_DIALECTS: dict[str, Callable] = {
 # flag -> (module in passes/, class name)
 PASS_MODULES: dict[str, tuple[str, str]] = {
     "inline": ("inline", "InlinePass"),
+    "graph-widen-accumulators": ("graph_widen_accumulators", "GraphWidenAccumulatorsPass"),
     "convert-graph-to-loop": ("convert_graph_to_loop", "ConvertGraphToLoopPass"),
     "assign-buffers": ("assign_buffers", "AssignBuffersPass"),
     "convert-loop-to-scf": ("convert_loop_to_scf", "ConvertLoopToScfPass"),
