@@ -415,6 +415,16 @@ case("Resize-linear-antialias-down-taps", "Resize", [f32(1, 1, 40, 32)], consts=
 case("Resize-nearest-fractional-taps", "Resize", [f32(1, 2, 10, 9)], consts={3: a(1, 2, 15, 4)}, mode="nearest",
      coordinate_transformation_mode="half_pixel", opset=13)
 
+# tensors made from shapes and types (mlfuse/frontend/onnx_generators.py)
+case("CastLike-to-int32", "CastLike", [f32(3, 4, low=-50, high=50), ints(1)], opset=15)
+case("CastLike-int-to-float", "CastLike", [ints(2, 5, dtype=I64), f32(2)], opset=19)
+case("Size", "Size", [f32(3, 4, 5)])
+case("EyeLike-k1", "EyeLike", [f32(4, 5)], k=1)
+case("EyeLike-dtype-negative-k", "EyeLike", [f32(3, 3)], k=-1, dtype=TensorProto.INT32)
+case("OneHot", "OneHot", [ints(2, 3, low=-5, high=5, dtype=I64)], consts={1: np.array(5, I64), 2: np.array([0.5, 2.0], np.float32)})
+case("OneHot-axis0-out-of-range", "OneHot", [ints(4, low=-8, high=8, dtype=I64), None, np.array([-1.0, 3.0], np.float32)],
+     consts={1: np.array([6], I64)}, axis=0)
+
 
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE]
 
@@ -601,3 +611,30 @@ def test_conv_transpose_without_overlap_is_a_product(kernel, strides, blockwise)
     model, _ = single_node("ConvTranspose", [f32(1, 4, 5, 6)], {1: f32(4, 3, *kernel)}, strides=strides)
     ops = {op.name for op in import_onnx(model).walk()}
     assert ("graph.conv2d" not in ops and "graph.matmul" in ops) == blockwise, sorted(ops)
+
+
+@pytest.mark.parametrize("op_type, static, attrs", [
+    ("ConstantOfShape", [a(2, 3, 4)], {"value": onnx.helper.make_tensor("v", TensorProto.INT32, [1], [7])}),
+    ("ConstantOfShape", [a(3)], {}),
+    ("Range", [np.array(1, I64), np.array(11, I64), np.array(3, I64)], {}),
+    ("Range", [np.array(2.5, np.float32), np.array(-1.0, np.float32), np.array(-0.75, np.float32)], {}),
+])
+def test_shape_generators_with_inputs_frozen_at_compile_time(op_type, static, attrs):
+    """ConstantOfShape and Range whose inputs are graph inputs frozen with `input_values`
+    (as the ONNX node suite passes them): constants, equal to onnxruntime's."""
+    import mlfuse
+
+    from test_onnx_helpers import assert_matches, run_onnxruntime
+
+    model, feeds = single_node(op_type, static, opset=21, **attrs)
+    f = mlfuse.compile(import_onnx(model, input_values=feeds))
+    assert_matches(list(f()), run_onnxruntime(model, feeds), rtol=0, atol=0)
+
+
+def test_shape_generators_need_their_inputs_at_compile_time():
+    model, _ = single_node("Range", [np.array(0, I64), np.array(5, I64), np.array(1, I64)], opset=21)
+    with pytest.raises(Diagnostic, match=r"the_range: error: Range: input 0 \(start, 'x0'\) must be a constant"):
+        import_onnx(model)
+    model, feeds = single_node("Range", [np.array(0, I64), np.array(5, I64), np.array(0, I64)], opset=21)
+    with pytest.raises(Diagnostic, match="the_range: error: Range: delta is 0"):
+        import_onnx(model, input_values=feeds)

@@ -340,7 +340,7 @@ class OnnxImporter:
         known = set(initializers) - set(arg_initializers)
         unsupported = []
         for index, proto in enumerate(self.model.graph.node):
-            compile_time = is_default_domain(proto) and proto.op_type in ("Shape", "Constant")
+            compile_time = is_default_domain(proto) and proto.op_type in ("Shape", "Size", "EyeLike", "Constant")
             if compile_time or self.foldable(proto, known):
                 known.update(proto.output)
             elif not is_default_domain(proto) or proto.op_type not in OPS:

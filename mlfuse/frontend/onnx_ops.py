@@ -1014,4 +1014,4 @@ def convert_avg_pool(node: Node) -> list[Value]:
 
 
 # The composite operators register themselves in OPS (imported last: they use this module).
-from mlfuse.frontend import onnx_composite  # noqa: E402, F401
+from mlfuse.frontend import onnx_composite, onnx_generators  # noqa: E402, F401
