@@ -425,6 +425,27 @@ case("OneHot", "OneHot", [ints(2, 3, low=-5, high=5, dtype=I64)], consts={1: np.
 case("OneHot-axis0-out-of-range", "OneHot", [ints(4, low=-8, high=8, dtype=I64), None, np.array([-1.0, 3.0], np.float32)],
      consts={1: np.array([6], I64)}, axis=0)
 
+# activations, normalizations and layout changes (mlfuse/frontend/onnx_composite_nn.py)
+case("Swish", "Swish", [special(3, 5)], opset=24, alpha=0.7)
+case("Celu", "Celu", [f32(3, 4, low=-5, high=5)], opset=13, alpha=0.8)
+case("ThresholdedRelu", "ThresholdedRelu", [special(3, 4)], opset=13, alpha=0.5)
+case("Shrink", "Shrink", [f32(3, 5)], opset=13, bias=0.25, lambd=0.75)
+case("Shrink-int", "Shrink", [ints(3, 5, dtype=np.int8)], opset=13, bias=2.0, lambd=3.0)
+case("Sign", "Sign", [special(3, 4)], opset=13)
+case("Sign-int", "Sign", [ints(3, 4)], opset=13)
+case("Mean-broadcast", "Mean", [f32(2, 3, 4), f32(3, 1), f32(4)], opset=13)
+case("RMSNormalization", "RMSNormalization", [f32(2, 3, 8), positive(8)], opset=23, epsilon=1e-4)
+case("RMSNormalization-axis1", "RMSNormalization", [f32(2, 3, 4), positive(3, 4)], opset=23, axis=1)
+case("LpNormalization-l1", "LpNormalization", [f32(3, 4)], opset=13, axis=0, p=1)
+case("LpNormalization-l2-zero-row", "LpNormalization", [np.vstack([f32(2, 5), np.zeros((1, 5), np.float32)])], opset=13)
+case("MeanVarianceNormalization", "MeanVarianceNormalization", [f32(2, 3, 4, 5)], opset=13, axes=[0, 2, 3])
+case("LRN", "LRN", [f32(2, 6, 3, 4)], opset=13, size=3, alpha=1e-3, beta=0.6, bias=2.0)
+case("Hardmax", "Hardmax", [f32(3, 5)], opset=13)
+case("Hardmax-ties-axis0", "Hardmax", [ints(4, 3, low=0, high=2).astype(np.float32)], opset=13, axis=0)
+case("DepthToSpace-DCR", "DepthToSpace", [f32(1, 8, 2, 3)], opset=13, blocksize=2)
+case("DepthToSpace-CRD", "DepthToSpace", [f32(2, 8, 2, 2)], opset=13, blocksize=2, mode="CRD")
+case("SpaceToDepth", "SpaceToDepth", [f32(1, 2, 4, 6)], opset=13, blocksize=2)
+
 
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE]
 

@@ -806,3 +806,7 @@ def convert_arg_extreme(node: Node) -> list[Value]:
     candidates = node.emit(graph.SelectOp(match, index, missing))
     y = reduce(node, graph.ReduceMaxOp if last else graph.ReduceMinOp, candidates, [axis], bool(node.attr("keepdims", 1)))
     return [y]
+
+
+# More composites, in a module of their own (imported last: they use this one).
+from mlfuse.frontend import onnx_composite_nn  # noqa: E402, F401

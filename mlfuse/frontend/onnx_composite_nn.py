@@ -1,0 +1,254 @@
+"""More ONNX operators composed from graph ops: activations, normalizations and layout
+changes that the ONNX node suite and exported models use (onnx_composite.py has the
+first ones; each handler writes the spec's formula or function body):
+
+- activations: Swish, Celu, ThresholdedRelu, Shrink, Sign; Mean of several inputs
+- normalizations: RMSNormalization, LpNormalization, MeanVarianceNormalization, LRN
+- Hardmax: 1 at the first maximum along an axis (ArgMax's matching), 0 elsewhere
+- DepthToSpace (DCR and CRD), SpaceToDepth: a reshape, a transpose and a reshape
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import i64
+from xdsl.ir import SSAValue
+
+from mlfuse.dialects import graph
+from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
+from mlfuse.frontend.onnx_composite import (
+    composite,
+    float_input,
+    negative_part,
+    opset_of,
+    squared,
+)
+from mlfuse.frontend.onnx_ops import (
+    Node,
+    Value,
+    broadcast_all,
+    broadcast_to,
+    dense_from_numpy,
+    normalize_axes,
+    normalize_axis,
+    reduce,
+    same_element_type,
+    slice_axis,
+)
+
+# --- activations -------------------------------------------------------------------------------
+
+
+@composite("Swish", attributes=("alpha",))
+def convert_swish(node: Node) -> list[Value]:
+    """x * sigmoid(alpha * x)"""
+    x = float_input(node)
+    scaled = node.emit(graph.MulOp(x, node.scalar_like(float(node.attr("alpha", 1.0)), x)))
+    return [node.emit(graph.MulOp(x, node.emit(graph.SigmoidOp(scaled))))]
+
+
+@composite("Celu", attributes=("alpha",))
+def convert_celu(node: Node) -> list[Value]:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)): x where x >= 0, the rest below."""
+    x = float_input(node)
+    alpha = float(node.attr("alpha", 1.0))
+    e = node.emit(graph.ExpOp(node.emit(graph.DivOp(x, node.scalar_like(alpha, x)))))
+    negative = node.emit(graph.MulOp(node.emit(graph.SubOp(e, node.scalar_like(1.0, x))), node.scalar_like(alpha, x)))
+    return [negative_part(node, x, negative)]
+
+
+@composite("ThresholdedRelu", attributes=("alpha",))
+def convert_thresholded_relu(node: Node) -> list[Value]:
+    """x where x > alpha, else 0 (NaN gives 0, as onnx's reference)."""
+    x = float_input(node)
+    above = node.emit(graph.CompareOp("gt", x, node.scalar_like(float(node.attr("alpha", 1.0)), x)))
+    return [node.emit(graph.SelectOp(above, x, node.scalar_like(0, x)))]
+
+
+@composite("Shrink", attributes=("bias", "lambd"))
+def convert_shrink(node: Node) -> list[Value]:
+    """x - bias where x > lambd, x + bias where x < -lambd, else 0 (any numeric type)."""
+    x = node.input(0)
+    bias, lambd = float(node.attr("bias", 0.0)), float(node.attr("lambd", 0.5))
+    if not is_float(element_type_of(x)):
+        bias, lambd = int(bias), int(lambd)
+    above = node.emit(graph.CompareOp("gt", x, node.scalar_like(lambd, x)))
+    below = node.emit(graph.CompareOp("lt", x, node.scalar_like(-lambd, x)))
+    low = node.emit(graph.SelectOp(below, node.emit(graph.AddOp(x, node.scalar_like(bias, x))), node.scalar_like(0, x)))
+    return [node.emit(graph.SelectOp(above, node.emit(graph.SubOp(x, node.scalar_like(bias, x))), low))]
+
+
+@composite("Sign")
+def convert_sign(node: Node) -> list[Value]:
+    """-1, 0 or 1 by the sign of x (numpy's sign: NaN stays NaN, -0 gives 0)."""
+    x = node.input(0)
+    zero, one = node.scalar_like(0, x), node.scalar_like(1, x)
+    positive = node.emit(graph.CompareOp("gt", x, zero))
+    y = node.emit(graph.SelectOp(positive, one, zero))
+    if not graph.is_unsigned(element_type_of(x)):
+        negative = node.emit(graph.CompareOp("lt", x, zero))
+        y = node.emit(graph.SelectOp(negative, node.scalar_like(-1, x), y))
+    if is_float(element_type_of(x)):
+        nan = node.emit(graph.CompareOp("ne", x, x))
+        y = node.emit(graph.SelectOp(nan, x, y))
+    return [y]
+
+
+@composite("Mean")
+def convert_mean(node: Node) -> list[Value]:
+    """The elementwise sum of the (broadcast) inputs over their count."""
+    values = node.inputs()
+    same_element_type(node, *values)
+    if not is_float(element_type_of(values[0])):
+        raise node.error(f"the inputs must be floating-point tensors, got {element_type_of(values[0])}")
+    values = broadcast_all(node, *values)
+    total = values[0]
+    for v in values[1:]:
+        total = node.emit(graph.AddOp(total, v))
+    if len(values) == 1:
+        return [total]
+    return [node.emit(graph.DivOp(total, node.scalar_like(float(len(values)), total)))]
+
+
+# --- normalizations ----------------------------------------------------------------------------
+
+
+@composite("RMSNormalization", attributes=("axis", "epsilon", "stash_type"))
+def convert_rms_norm(node: Node) -> list[Value]:
+    """x / sqrt(mean(x^2 over axis..rank-1) + epsilon) * scale (opset 23)."""
+    x = float_input(node)
+    shape = shape_of(x)
+    if int(node.attr("stash_type", 1)) != 1:
+        raise node.error(f"stash_type {node.attr('stash_type')} is not supported (only 1: statistics in f32)")
+    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape))
+    axes = list(range(axis, len(shape)))
+    mean_square = reduce(node, graph.ReduceMeanOp, squared(node, x), axes)
+    eps = node.scalar_like(float(node.attr("epsilon", 1e-5)), mean_square)
+    inv_rms = node.emit(graph.ReciprocalOp(node.emit(graph.SqrtOp(node.emit(graph.AddOp(mean_square, eps))))))
+    y = node.emit(graph.MulOp(x, broadcast_to(node, inv_rms, shape)))
+    scale = node.input(1)
+    same_element_type(node, x, scale)
+    y, scale = broadcast_all(node, y, scale)
+    return [node.emit(graph.MulOp(y, scale))]
+
+
+@composite("LpNormalization", attributes=("axis", "p"))
+def convert_lp_norm(node: Node) -> list[Value]:
+    """x / ||x||_p along `axis`, p = 1 or 2; a zero vector stays 0 (onnx's reference)."""
+    x = float_input(node)
+    shape = shape_of(x)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape))
+    p = int(node.attr("p", 2))
+    if p not in (1, 2):
+        raise node.error(f"p must be 1 or 2, got {p}")
+    if p == 1:
+        norm = reduce(node, graph.ReduceSumOp, node.emit(graph.AbsOp(x)), [axis])
+    else:
+        norm = node.emit(graph.SqrtOp(reduce(node, graph.ReduceSumOp, squared(node, x), [axis])))
+    norm = broadcast_to(node, norm, shape)
+    zero = node.emit(graph.CompareOp("eq", norm, node.scalar_like(0.0, norm)))
+    return [node.emit(graph.SelectOp(zero, node.scalar_like(0.0, x), node.emit(graph.DivOp(x, norm))))]
+
+
+@composite("MeanVarianceNormalization", attributes=("axes",))
+def convert_mean_variance_norm(node: Node) -> list[Value]:
+    """(x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (the spec's function body)."""
+    x = float_input(node)
+    shape = shape_of(x)
+    axes = normalize_axes(node, node.attr("axes", [0, 2, 3]), len(shape))
+    mean = reduce(node, graph.ReduceMeanOp, x, axes)
+    variance = node.emit(graph.SubOp(reduce(node, graph.ReduceMeanOp, squared(node, x), axes), squared(node, mean)))
+    std = node.emit(graph.AddOp(node.emit(graph.SqrtOp(variance)), node.scalar_like(1e-9, variance)))
+    centered = node.emit(graph.SubOp(x, broadcast_to(node, mean, shape)))
+    return [node.emit(graph.DivOp(centered, broadcast_to(node, std, shape)))]
+
+
+@composite("LRN", attributes=("alpha", "beta", "bias", "size"))
+def convert_lrn(node: Node) -> list[Value]:
+    """x / (bias + alpha / size * sum of x^2 over the channels c - (size-1)//2 ..
+    c + ceil((size-1)/2))^beta, a window sum over zero-padded channels."""
+    x = float_input(node)
+    shape = shape_of(x)
+    if len(shape) != 4:
+        raise node.error(f"the input must be 4-D (NCHW), got {fmt_shape(shape)}")
+    size = int(node.attr("size"))
+    if size < 1:
+        raise node.error(f"size must be positive, got {size}")
+    alpha, beta, bias = float(node.attr("alpha", 1e-4)), float(node.attr("beta", 0.75)), float(node.attr("bias", 1.0))
+    before, after = (size - 1) // 2, math.ceil((size - 1) / 2)
+    padded = node.emit(graph.PadOp(squared(node, x), [0, before, 0, 0], [0, after, 0, 0], 0.0))
+    channels = shape[1]
+    total = slice_axis(node, padded, 1, 0, channels)
+    for k in range(1, size):
+        total = node.emit(graph.AddOp(total, slice_axis(node, padded, 1, k, k + channels)))
+    base = node.emit(graph.AddOp(node.emit(graph.MulOp(total, node.scalar_like(alpha / size, total))),
+                                 node.scalar_like(bias, total)))
+    return [node.emit(graph.DivOp(x, node.emit(graph.PowOp(base, node.scalar_like(beta, base)))))]
+
+
+# --- Hardmax and layout changes ----------------------------------------------------------------
+
+
+@composite("Hardmax", attributes=("axis",))
+def convert_hardmax(node: Node) -> list[Value]:
+    """1 at the first maximum along `axis` (opset 13; before, over the flattened trailing
+    axes), 0 elsewhere."""
+    x = float_input(node)
+    shape = shape_of(x)
+    axis = normalize_axis(node, int(node.attr("axis", -1 if opset_of(node) >= 13 else 1)), len(shape))
+    if opset_of(node) < 13:
+        raise node.error("opset < 13 (coerced to 2-D) is not supported")
+    n = shape[axis]
+    peak = reduce(node, graph.ReduceMaxOp, x, [axis])
+    match = node.emit(graph.CompareOp("eq", x, broadcast_to(node, peak, shape)))
+    positions = np.arange(n, dtype=np.int64).reshape([n if i == axis else 1 for i in range(len(shape))])
+    index = broadcast_to(node, node.emit(graph.ConstantOp(dense_from_numpy(positions, i64))), shape)
+    beyond = broadcast_to(node, node.splat(n, i64, []), shape)
+    first = reduce(node, graph.ReduceMinOp, node.emit(graph.SelectOp(match, index, beyond)), [axis])
+    hit = node.emit(graph.CompareOp("eq", index, broadcast_to(node, first, shape)))
+    return [node.emit(graph.SelectOp(hit, node.scalar_like(1.0, x), node.scalar_like(0.0, x)))]
+
+
+def blocks_input(node: Node) -> tuple[SSAValue, int]:
+    x = node.input(0)
+    if len(shape_of(x)) != 4:
+        raise node.error(f"the input must be 4-D (NCHW), got {fmt_shape(shape_of(x))}")
+    block = int(node.attr("blocksize"))
+    if block < 1:
+        raise node.error(f"blocksize must be positive, got {block}")
+    return x, block
+
+
+@composite("DepthToSpace", attributes=("blocksize", "mode"))
+def convert_depth_to_space(node: Node) -> list[Value]:
+    """DCR: channels read as (b, b, C'); CRD: as (C', b, b). Each pixel becomes a b x b block."""
+    x, b = blocks_input(node)
+    n, c, h, w = shape_of(x)
+    if c % (b * b):
+        raise node.error(f"the channels ({c}) are not a multiple of blocksize^2 ({b * b})")
+    out_c = c // (b * b)
+    mode = node.attr("mode", "DCR")
+    if mode == "DCR":
+        y = node.emit(graph.TransposeOp(node.reshape(x, [n, b, b, out_c, h, w]), [0, 3, 4, 1, 5, 2]))
+    elif mode == "CRD":
+        y = node.emit(graph.TransposeOp(node.reshape(x, [n, out_c, b, b, h, w]), [0, 1, 4, 2, 5, 3]))
+    else:
+        raise node.error(f"mode {mode!r} is not DCR or CRD")
+    return [node.reshape(y, [n, out_c, h * b, w * b])]
+
+
+@composite("SpaceToDepth", attributes=("blocksize", "mode"))
+def convert_space_to_depth(node: Node) -> list[Value]:
+    """Each b x b block of pixels becomes b * b channels: (block row, block column,
+    channel) in mode DCR, (channel, block row, block column) in CRD."""
+    x, b = blocks_input(node)
+    n, c, h, w = shape_of(x)
+    if h % b or w % b:
+        raise node.error(f"the image {h}x{w} is not a multiple of blocksize {b}")
+    perm = {"DCR": [0, 3, 5, 1, 2, 4], "CRD": [0, 1, 3, 5, 2, 4]}.get(node.attr("mode", "DCR"))
+    if perm is None:
+        raise node.error(f"mode {node.attr('mode')!r} is not DCR or CRD")
+    y = node.emit(graph.TransposeOp(node.reshape(x, [n, c, h // b, b, w // b, b]), perm))
+    return [node.reshape(y, [n, c * b * b, h // b, w // b])]
