@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     i1,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -782,18 +783,25 @@ def convert_slice(node: Node) -> list[Value]:
             f"starts, ends, axes and steps must have equal lengths, got {len(starts)}, {len(ends)}, {len(axes)}, {len(steps)}"
         )
     start, stop, step = [0] * rank, list(shape), [1] * rank
+    backwards: list[tuple[int, np.ndarray]] = []
     for a, s, e, st in zip(normalize_axes(node, axes, rank), starts, ends, steps):
         if st == 0:
             raise node.error("steps must be non-zero")
-        if st < 0:
-            raise node.error(f"negative steps (axis {a}, step {st}) are not supported")
+        if st < 0:  # a gather of the positions Python's (and onnx's reference) slicing picks
+            backwards.append((a, np.arange(shape[a], dtype=np.int64)[slice(s, e, st)]))
+            continue
         n = shape[a]
         s = min(max(s + n if s < 0 else s, 0), n)
         e = min(max(e + n if e < 0 else e, 0), n)
         start[a], stop[a], step[a] = s, max(s, e), st
-    if start == [0] * rank and stop == list(shape) and step == [1] * rank:
-        return [x]
-    return [node.emit(graph.SliceOp(x, start, stop, step))]
+    y = x
+    if start != [0] * rank or stop != list(shape) or step != [1] * rank:
+        y = node.emit(graph.SliceOp(x, start, stop, step))
+    for a, positions in backwards:
+        if positions.size == 0:
+            raise node.error(f"the slice of axis {a} with a negative step is empty (empty tensors are not supported)")
+        y = node.emit(graph.GatherOp(y, node.emit(graph.ConstantOp(dense_from_numpy(positions, i64))), a))
+    return [y]
 
 
 def slice_axis(node: Node, x: SSAValue, axis: int, lo: int, hi: int) -> SSAValue:
