@@ -448,6 +448,17 @@ case("DepthToSpace-DCR", "DepthToSpace", [f32(1, 8, 2, 3)], opset=13, blocksize=
 case("DepthToSpace-CRD", "DepthToSpace", [f32(2, 8, 2, 2)], opset=13, blocksize=2, mode="CRD")
 case("SpaceToDepth", "SpaceToDepth", [f32(1, 2, 4, 6)], opset=13, blocksize=2)
 
+# losses: targets in range, some equal to ignore_index
+case("NegativeLogLikelihoodLoss-mean", "NegativeLogLikelihoodLoss", [f32(4, 5), ints(4, low=0, high=5, dtype=I64)], opset=13)
+case("NegativeLogLikelihoodLoss-weight-ignore", "NegativeLogLikelihoodLoss",
+     [f32(2, 4, 3), np.array([[0, 3, 1], [2, 2, 0]], I64), positive(4)], opset=13, ignore_index=2)
+case("NegativeLogLikelihoodLoss-none-ignore", "NegativeLogLikelihoodLoss",
+     [f32(3, 4, 2, 2), ints(3, 2, 2, low=0, high=4, dtype=I64)], opset=13, reduction="none", ignore_index=1)
+case("SoftmaxCrossEntropyLoss-sum-log-prob", "SoftmaxCrossEntropyLoss", [f32(3, 5, low=-5, high=5), ints(3, low=0, high=5, dtype=I64)],
+     opset=13, outputs=2, reduction="sum")
+case("SoftmaxCrossEntropyLoss-weight-ignore", "SoftmaxCrossEntropyLoss",
+     [f32(2, 3, 4), np.array([[0, 1, 2, 1], [2, 0, 0, 1]], I64), positive(3)], opset=13, ignore_index=0)
+
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2"}

@@ -6,6 +6,8 @@ first ones; each handler writes the spec's formula or function body):
 - normalizations: RMSNormalization, LpNormalization, MeanVarianceNormalization, LRN
 - Hardmax: 1 at the first maximum along an axis (ArgMax's matching), 0 elsewhere
 - DepthToSpace (DCR and CRD), SpaceToDepth: a reshape, a transpose and a reshape
+- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: the target's element of each
+  row picked by GatherElements, weighted, masked by ignore_index and reduced
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from mlfuse.frontend.onnx_ops import (
     broadcast_all,
     broadcast_to,
     dense_from_numpy,
+    log_softmax,
     normalize_axes,
     normalize_axis,
     reduce,
@@ -252,3 +255,69 @@ def convert_space_to_depth(node: Node) -> list[Value]:
         raise node.error(f"mode {node.attr('mode')!r} is not DCR or CRD")
     y = node.emit(graph.TransposeOp(node.reshape(x, [n, c, h // b, b, w // b, b]), perm))
     return [node.reshape(y, [n, c * b * b, h // b, w // b])]
+
+
+# --- losses --------------------------------------------------------------------------------------
+
+
+def negative_log_likelihood(node: Node, logp: SSAValue, target: SSAValue, weight: SSAValue | None,
+                            unweighted_mean_skips_ignored: bool) -> SSAValue:
+    """loss[n, d..] = -logp[n, target[n, d..], d..] * w, w = weight[target] (1 without
+    weights), 0 where target == ignore_index; then reduction none, sum, or mean: the
+    sum over the sum of w (onnx's reference; without weights and with
+    `unweighted_mean_skips_ignored` false, over the element count)."""
+    shape, target_shape = shape_of(logp), shape_of(target)
+    if len(shape) < 2 or target_shape != (shape[0], *shape[2:]):
+        raise node.error(f"the target's shape {fmt_shape(target_shape)} does not fit the input's {fmt_shape(shape)} (N, C, d..)")
+    if not graph.is_int(element_type_of(target)):
+        raise node.error(f"the target must be an integer tensor, got {element_type_of(target)}")
+    reduction = node.attr("reduction", "mean")
+    if reduction not in ("none", "sum", "mean"):
+        raise node.error(f"reduction {reduction!r} is not none, sum or mean")
+    column = node.reshape(target, [shape[0], 1, *shape[2:]])
+    picked = node.reshape(node.emit(graph.GatherElementsOp(logp, column, 1)), target_shape)
+    loss = node.emit(graph.NegOp(picked))
+    ignore = node.attr("ignore_index")
+    kept = None if ignore is None else node.emit(graph.CompareOp("ne", target, node.scalar_like(int(ignore), target)))
+    w = None
+    if weight is not None:
+        same_element_type(node, logp, weight)
+        w = node.emit(graph.GatherOp(weight, target, 0))
+    elif kept is not None and unweighted_mean_skips_ignored:
+        w = node.scalar_like(1.0, loss)
+    if kept is not None:
+        zero = node.scalar_like(0.0, loss)
+        loss = node.emit(graph.SelectOp(kept, loss, zero))
+        w = None if w is None else node.emit(graph.SelectOp(kept, w, zero))
+    if w is not None:
+        loss = node.emit(graph.MulOp(loss, w))
+    if reduction == "none":
+        return loss
+    axes = list(range(len(target_shape)))
+    total = reduce(node, graph.ReduceSumOp, loss, axes, keepdims=False)
+    if reduction == "sum":
+        return total
+    if w is None:
+        return node.emit(graph.DivOp(total, node.scalar_like(float(math.prod(target_shape)), total)))
+    return node.emit(graph.DivOp(total, reduce(node, graph.ReduceSumOp, w, axes, keepdims=False)))
+
+
+@composite("NegativeLogLikelihoodLoss", attributes=("ignore_index", "reduction"))
+def convert_nll_loss(node: Node) -> list[Value]:
+    x = float_input(node)
+    weight = node.input(2) if node.has_input(2) else None
+    # onnx's reference: an ignore_index of -1 without weights still counts every element in the mean
+    skips = node.attr("ignore_index") != -1
+    return [negative_log_likelihood(node, x, node.input(1), weight, skips)]
+
+
+@composite("SoftmaxCrossEntropyLoss", attributes=("ignore_index", "reduction"))
+def convert_softmax_cross_entropy(node: Node) -> list[Value]:
+    """The NLL of log_softmax(scores) along the classes (axis 1); output 1 is that log_softmax."""
+    x = float_input(node)
+    if len(shape_of(x)) < 2:
+        raise node.error(f"the scores must be (N, C, d..), got {fmt_shape(shape_of(x))}")
+    logp = log_softmax(node, x, 1)
+    weight = node.input(2) if node.has_input(2) else None
+    loss = negative_log_likelihood(node, logp, node.input(1), weight, True)
+    return [loss, logp] if node.wants_output(1) else [loss]

@@ -500,13 +500,17 @@ def convert_softmax(node: Node) -> list[Value]:
     return [node.emit(graph.DivOp(e, total))]
 
 
+def log_softmax(node: Node, x: SSAValue, axis: int) -> SSAValue:
+    """(x - max) - log(sum(exp(x - max))) along `axis`."""
+    shifted, e = stable_exp(node, x, axis)
+    log_total = node.emit(graph.LogOp(reduce(node, graph.ReduceSumOp, e, [axis])))
+    return node.emit(graph.SubOp(shifted, broadcast_to(node, log_total, shape_of(x))))
+
+
 @onnx_op("LogSoftmax", attributes=("axis",))
 def convert_log_softmax(node: Node) -> list[Value]:
     x = node.input(0)
-    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape_of(x)))
-    shifted, e = stable_exp(node, x, axis)
-    log_total = node.emit(graph.LogOp(reduce(node, graph.ReduceSumOp, e, [axis])))
-    return [node.emit(graph.SubOp(shifted, broadcast_to(node, log_total, shape_of(x))))]
+    return [log_softmax(node, x, normalize_axis(node, int(node.attr("axis", -1)), len(shape_of(x))))]
 
 
 @onnx_op("LayerNormalization", attributes=("axis", "epsilon", "stash_type"))
