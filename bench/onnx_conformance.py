@@ -70,14 +70,23 @@ def model_types(model) -> set[int]:
 
 
 def in_table_cases(prefix: str = "") -> list:
+    """The cases whose operators mlfuse's table has, or whose schema defines by a
+    function body that the importer expands (mlfuse/frontend/onnx_functions.py)."""
     from onnx.backend.test.case.node import collect_testcases
 
+    from mlfuse.frontend.onnx_functions import function_schema
     from mlfuse.frontend.onnx_ops import OPS
+
+    def known(node, opset: int) -> bool:
+        return node.op_type in OPS or function_schema(node, opset) is not None
 
     with np.errstate(all="ignore"):
         cases = collect_testcases()
+    def opset(model) -> int:
+        return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
+
     return [c for c in cases if c.model is not None and c.name.startswith(prefix)
-            and all(n.op_type in OPS for n in c.model.graph.node)]
+            and all(known(n, opset(c.model)) for n in c.model.graph.node)]
 
 
 def as_array(value) -> np.ndarray:

@@ -675,3 +675,39 @@ def test_shape_generators_need_their_inputs_at_compile_time():
     model, feeds = single_node("Range", [np.array(0, I64), np.array(5, I64), np.array(0, I64)], opset=21)
     with pytest.raises(Diagnostic, match="the_range: error: Range: delta is 0"):
         import_onnx(model, input_values=feeds)
+
+
+@pytest.mark.parametrize("inputs, attrs", [
+    ([f32(2, 3, 4, 8), f32(2, 3, 6, 8), f32(2, 3, 6, 5)], {}),
+    ([f32(1, 4, 16), f32(1, 6, 8), f32(1, 6, 6)], {"q_num_heads": 4, "kv_num_heads": 2, "is_causal": 1}),
+    ([f32(2, 2, 3, 4), f32(2, 2, 5, 4), f32(2, 2, 5, 4), np.where(bools(3, 5), 0.0, -np.inf).astype(np.float32)],
+     {"scale": 0.3, "softcap": 2.0}),
+])
+def test_function_ops_expand_into_their_schema_bodies(inputs, attrs):
+    """Attention (opset 23) is not in mlfuse's table: the importer expands it into its
+    schema's function body (mlfuse/frontend/onnx_functions.py); compiled with poisoned
+    outputs, against onnxruntime (rtol 2e-5, atol 1e-6)."""
+    import mlfuse
+
+    from test_onnx_helpers import assert_matches, run_onnxruntime
+
+    model, feeds = single_node("Attention", inputs, opset=23, **attrs)
+    f = mlfuse.compile(import_onnx(model))
+    outs = [np.full(s.shape, np.nan, s.dtype) for s in f.outputs]
+    f(**feeds, out=outs)
+    assert_matches(outs, run_onnxruntime(model, feeds), rtol=2e-5, atol=1e-6)
+
+
+def test_function_op_expansion_names_the_node_and_keeps_unexpandable_ops_unsupported():
+    from mlfuse.frontend.onnx_functions import expand_function_ops
+
+    model, _ = single_node("Attention", [f32(1, 2, 3, 4), f32(1, 2, 3, 4), f32(1, 2, 3, 4)], opset=23)
+    expanded = expand_function_ops(model, 23)
+    assert "Attention" not in {n.op_type for n in expanded.graph.node}
+    assert all(n.name.startswith("the_attention/") for n in expanded.graph.node)
+    assert expand_function_ops(expanded, 23) is expanded  # nothing left to expand
+    # an operator without a function body stays, and is reported at its node
+    model, _ = single_node("TopK", [f32(3, 4)], consts={1: a(2)}, opset=23, outputs=2)
+    assert expand_function_ops(model, 23) is model
+    with pytest.raises(Diagnostic, match=r"unsupported ONNX operator in 1 node: 'the_topk' \(TopK\)"):
+        import_onnx(model)

@@ -41,6 +41,7 @@ from mlfuse.diagnostics import MAX_DIM, MAX_ELEMENTS, Diagnostic, verify_located
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import fmt_shape
 from mlfuse.frontend.builder import NUMPY_ELEMENT_TYPES
+from mlfuse.frontend.onnx_functions import expand_function_ops
 from mlfuse.frontend.onnx_ops import (
     ELEMENT_TYPES,
     OPS,
@@ -278,9 +279,10 @@ class OnnxImporter:
         return Diagnostic(message, self.source)
 
     def run(self) -> ModuleOp:
-        self.check_opset()
+        opset = self.check_opset()
         if self.model.functions:  # model-local functions (e.g. from torch.onnx) become plain nodes
             self.model = inliner.inline_local_functions(self.model)
+        self.model = expand_function_ops(self.model, opset)  # function ops mlfuse lacks: their bodies
         g = self.model.graph
         initializers = {t.name: t for t in g.initializer}
         arg_initializers = self.initializer_arguments(initializers)

@@ -1,0 +1,142 @@
+"""ONNX operators defined by a function body in their schema, expanded into that body.
+
+Attention, RotaryEmbedding, LinearAttention, CenterCropPad, AffineGrid, SwiGLU, the
+window functions... are *function ops*: their schema gives an equivalent graph of
+simpler operators (the node suite's `_expanded` cases are those graphs). A node of
+such an operator that mlfuse's table lacks is replaced by its schema's function for
+the model's opset, instantiated for the node (context-dependent functions are built
+from the node's attributes and input types, which need ONNX shape inference first),
+with the body's values renamed `<node>/<value>` so that diagnostics still name the
+node. Bodies made of function ops are expanded again, at most EXPANSION_DEPTH times.
+
+Not expanded: nodes whose body has subgraph attributes (If, Loop, Scan bodies) or
+imports another domain; such a node stays unsupported and is reported as before.
+"""
+
+from __future__ import annotations
+
+import onnx
+from onnx import FunctionProto, ModelProto, NodeProto, TypeProto
+
+from mlfuse.frontend.onnx_ops import OPS
+
+EXPANSION_DEPTH = 4
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def function_schema(node: NodeProto, opset: int) -> onnx.defs.OpSchema | None:
+    """The schema of `node` at `opset` when mlfuse lacks the operator and the schema
+    defines it by a function."""
+    if node.domain not in DEFAULT_DOMAINS or node.op_type in OPS:
+        return None
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return None
+    return schema if schema.has_function or schema.has_context_dependent_function else None
+
+
+def function_body(schema: onnx.defs.OpSchema, node: NodeProto, opset: int,
+                  input_types: list[TypeProto]) -> FunctionProto | None:
+    """The newest function of `schema` at or before `opset`, instantiated for `node`."""
+    plain = [v for v in schema.function_opset_versions if v <= opset]
+    dependent = [v for v in schema.context_dependent_function_opset_versions if v <= opset]
+    body = FunctionProto()
+    if dependent and (not plain or max(dependent) >= max(plain)):
+        try:
+            data = schema.get_context_dependent_function_with_opset_version(
+                max(dependent), node.SerializeToString(), [t.SerializeToString() for t in input_types])
+        except Exception:  # the builder rejects the node (an input type it cannot handle)
+            return None
+    elif plain:
+        data = schema.get_function_with_opset_version(max(plain))
+    else:
+        return None
+    body.ParseFromString(data)
+    if not body.node or any(o.domain not in DEFAULT_DOMAINS for o in body.opset_import):
+        return None
+    return body
+
+
+def with_defaults(schema: onnx.defs.OpSchema, node: NodeProto) -> dict[str, onnx.AttributeProto]:
+    """The node's attributes, and the schema's default for each one it leaves out."""
+    attributes = {a.name: a for a in node.attribute}
+    for name, spec in schema.attributes.items():
+        if name not in attributes and spec.default_value.name:
+            attributes[name] = spec.default_value
+    return attributes
+
+
+def instantiate(node: NodeProto, body: FunctionProto, attributes: dict[str, onnx.AttributeProto]) -> list[NodeProto] | None:
+    """The body's nodes with the node's inputs, outputs and attributes in place of the
+    function's formals; internal values named `<node name>/<value>`. None when the body
+    has subgraphs."""
+    prefix = (node.name or node.op_type) + "/"
+    names = {formal: (node.input[i] if i < len(node.input) else "") for i, formal in enumerate(body.input)}
+    names.update({formal: node.output[i] for i, formal in enumerate(body.output)
+                  if i < len(node.output) and node.output[i]})
+
+    def rename(value: str) -> str:
+        return names.get(value, prefix + value if value else "")
+
+    nodes = []
+    for k, inner in enumerate(body.node):
+        new = NodeProto()
+        new.CopyFrom(inner)
+        new.name = prefix + (inner.name or f"{inner.op_type}_{k}")
+        new.input[:] = [rename(v) for v in inner.input]
+        new.output[:] = [rename(v) for v in inner.output]
+        del new.attribute[:]
+        for a in inner.attribute:
+            if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                return None
+            if a.ref_attr_name:
+                if a.ref_attr_name not in attributes:
+                    continue  # an optional attribute the node leaves out
+                resolved = onnx.AttributeProto()
+                resolved.CopyFrom(attributes[a.ref_attr_name])
+                resolved.name = a.name
+                new.attribute.append(resolved)
+            else:
+                new.attribute.append(a)
+        nodes.append(new)
+    return nodes
+
+
+def value_types(model: ModelProto) -> dict[str, TypeProto]:
+    """The type of every value ONNX shape inference finds (for context-dependent bodies)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # left to the importer's own inference, which reports it at the node
+        inferred = model
+    g = inferred.graph
+    types = {vi.name: vi.type for vi in (*g.input, *g.value_info, *g.output)}
+    for t in g.initializer:
+        types.setdefault(t.name, onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims)))
+    return types
+
+
+def expand_function_ops(model: ModelProto, opset: int) -> ModelProto:
+    """`model` with every node of a function op mlfuse lacks replaced by its body (the
+    model itself when there is none)."""
+    for _ in range(EXPANSION_DEPTH):
+        if not any(function_schema(n, opset) for n in model.graph.node):
+            return model
+        types = value_types(model)
+        expanded = ModelProto()
+        expanded.CopyFrom(model)
+        del expanded.graph.node[:]
+        changed = False
+        for node in model.graph.node:
+            schema = function_schema(node, opset)
+            replacement = None
+            if schema is not None:
+                input_types = [types.get(v, TypeProto()) for v in node.input]
+                body = function_body(schema, node, opset, input_types)
+                replacement = None if body is None else instantiate(node, body, with_defaults(schema, node))
+            changed |= replacement is not None
+            expanded.graph.node.extend(replacement if replacement is not None else [node])
+        if not changed:
+            return model
+        model = expanded
+    return model
