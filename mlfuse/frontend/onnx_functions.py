@@ -15,6 +15,8 @@ imports another domain; such a node stays unsupported and is reported as before.
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx
 from onnx import FunctionProto, ModelProto, NodeProto, TypeProto
 
@@ -29,14 +31,14 @@ def function_schema(node: NodeProto, opset: int) -> onnx.defs.OpSchema | None:
     defines it by a function."""
     if node.domain not in DEFAULT_DOMAINS or node.op_type in OPS:
         return None
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset, "")
+    try:  # Any: onnx's stubs lack the function accessors of OpSchema
+        schema: Any = onnx.defs.get_schema(node.op_type, opset, "")
     except onnx.defs.SchemaError:
         return None
     return schema if schema.has_function or schema.has_context_dependent_function else None
 
 
-def function_body(schema: onnx.defs.OpSchema, node: NodeProto, opset: int,
+def function_body(schema: Any, node: NodeProto, opset: int,
                   input_types: list[TypeProto]) -> FunctionProto | None:
     """The newest function of `schema` at or before `opset`, instantiated for `node`."""
     plain = [v for v in schema.function_opset_versions if v <= opset]
