@@ -433,3 +433,42 @@ def test_constants_are_packed_like_the_graph_dialect_packs_them(dtype):
     np.testing.assert_array_equal(graph.dense_to_numpy(attr), array)
     uniform = np.full((2, 5), array.flat[0])
     assert dense_from_numpy(uniform, el) == graph.dense_attr(uniform, el)
+
+
+def _loop_model(outer_is_constant: bool):
+    """A Loop of 3 steps adding `outer` (read from the enclosing graph) to a carried value."""
+    from onnx import TensorProto, helper
+
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["carried", "outer"], ["carried_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("carried", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("carried_out", TensorProto.FLOAT, [2])],
+    )
+    consts = [helper.make_tensor("trips", TensorProto.INT64, [], [3]), helper.make_tensor("go", TensorProto.BOOL, [], [True]),
+              helper.make_tensor("start", TensorProto.FLOAT, [2], [1.0, 2.0])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])]
+    if outer_is_constant:
+        consts.append(helper.make_tensor("outer", TensorProto.FLOAT, [2], [0.5, -1.0]))
+    else:
+        inputs.append(helper.make_tensor_value_info("outer", TensorProto.FLOAT, [2]))
+    nodes = [helper.make_node("Loop", ["trips", "go", "start"], ["looped"], name="the_loop", body=body),
+             helper.make_node("Add", ["looped", "x"], ["y"])]
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], consts)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_loop_reading_a_runtime_value_of_the_enclosing_graph_is_not_folded():
+    """Its explicit inputs are constants but its body reads `outer`: unsupported at the node,
+    not a failed evaluation; with `outer` constant too, it folds."""
+    import mlfuse
+
+    with pytest.raises(Diagnostic, match=r"unsupported ONNX operator in 1 node: 'the_loop' \(Loop\)"):
+        import_onnx(_loop_model(outer_is_constant=False))
+    f = mlfuse.compile(import_onnx(_loop_model(outer_is_constant=True)))
+    x = np.array([3.0, 4.0], np.float32)
+    np.testing.assert_array_equal(f(x)[0], np.array([1.0 + 1.5, 2.0 - 3.0], np.float32) + x)

@@ -361,7 +361,7 @@ class OnnxImporter:
             is_default_domain(proto)
             and proto.op_type not in NONDETERMINISTIC
             and bool(inputs)
-            and all(n in known for n in inputs)
+            and all(n in known for n in (*inputs, *outer_scope_names(proto)))
         )
 
     def check_model(self, structure: ModelProto) -> None:
@@ -560,7 +560,8 @@ class OnnxImporter:
         """Evaluate a node whose inputs are all constants; None to convert it to ops instead."""
         proto = node.proto
         try:
-            return evaluate_node(proto, {n: self.constants[n] for n in proto.input if n}, self.model.opset_import)
+            used = [n for n in proto.input if n] + sorted(outer_scope_names(proto))
+            return evaluate_node(proto, {n: self.constants[n] for n in used}, self.model.opset_import)
         except Exception as e:
             if proto.op_type in OPS:
                 return None
@@ -643,6 +644,19 @@ def shape_inference_diagnostic(message: str, source: str) -> Diagnostic:
 
 def describe(dims: Sequence[int | str | None]) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def outer_scope_names(proto: NodeProto) -> set[str]:
+    """The values of the enclosing graph that the node's subgraphs (Loop, If, Scan
+    bodies) read without defining them: inputs of the node as much as its own."""
+    names: set[str] = set()
+    for a in proto.attribute:
+        for body in (*([a.g] if a.HasField("g") else []), *a.graphs):
+            defined = {v.name for v in body.input} | {t.name for t in body.initializer}
+            for inner in body.node:
+                names |= {n for n in (*inner.input, *outer_scope_names(inner)) if n and n not in defined}
+                defined |= set(inner.output)
+    return names
 
 
 def evaluate_node(
