@@ -561,7 +561,8 @@ class OnnxImporter:
         proto = node.proto
         try:
             used = [n for n in proto.input if n] + sorted(outer_scope_names(proto))
-            return evaluate_node(proto, {n: self.constants[n] for n in used}, self.model.opset_import)
+            values: list[Value] = [*evaluate_node(proto, {n: self.constants[n] for n in used}, self.model.opset_import)]
+            return values
         except Exception as e:
             if proto.op_type in OPS:
                 return None
