@@ -536,6 +536,30 @@ class ReluOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
+class FloorOp(UnaryElementwiseOp):
+    """The largest integer not above x (NaN, infinities and signed zeros kept)."""
+
+    name = "graph.floor"
+    traits = traits_def(Elementwise())
+
+
+@irdl_op_definition
+class CeilOp(UnaryElementwiseOp):
+    """The smallest integer not below x."""
+
+    name = "graph.ceil"
+    traits = traits_def(Elementwise())
+
+
+@irdl_op_definition
+class RoundOp(UnaryElementwiseOp):
+    """The nearest integer, halves to even (numpy's round, ONNX Round)."""
+
+    name = "graph.round"
+    traits = traits_def(Elementwise())
+
+
+@irdl_op_definition
 class GeluOp(UnaryElementwiseOp):
     """GELU; `approximate = "tanh"` selects the tanh form, otherwise the erf form."""
 
@@ -1918,6 +1942,9 @@ Graph = Dialect(
         ErfOp,
         SigmoidOp,
         ReluOp,
+        FloorOp,
+        CeilOp,
+        RoundOp,
         GeluOp,
         CastOp,
         AddOp,

@@ -255,6 +255,18 @@ class GraphFunctions(InterpreterFunctions):
     def run_relu(self, interpreter: Interpreter, op: graph.ReluOp, args: Values) -> Values:
         return _elementwise(lambda x: np.maximum(x, np.zeros((), x.dtype)), args)
 
+    @impl(graph.FloorOp)
+    def run_floor(self, interpreter: Interpreter, op: graph.FloorOp, args: Values) -> Values:
+        return _elementwise(np.floor, args)
+
+    @impl(graph.CeilOp)
+    def run_ceil(self, interpreter: Interpreter, op: graph.CeilOp, args: Values) -> Values:
+        return _elementwise(np.ceil, args)
+
+    @impl(graph.RoundOp)
+    def run_round(self, interpreter: Interpreter, op: graph.RoundOp, args: Values) -> Values:
+        return _elementwise(np.round, args)
+
     @impl(graph.GeluOp)
     def run_gelu(self, interpreter: Interpreter, op: graph.GeluOp, args: Values) -> Values:
         return _elementwise(lambda x: gelu(x, op.form), args)

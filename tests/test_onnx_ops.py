@@ -459,9 +459,14 @@ case("SoftmaxCrossEntropyLoss-sum-log-prob", "SoftmaxCrossEntropyLoss", [f32(3, 
 case("SoftmaxCrossEntropyLoss-weight-ignore", "SoftmaxCrossEntropyLoss",
      [f32(2, 3, 4), np.array([[0, 1, 2, 1], [2, 0, 0, 1]], I64), positive(3)], opset=13, ignore_index=0)
 
+case("Floor", "Floor", [special(3, 5)], opset=13)
+case("Ceil", "Ceil", [special(3, 5)], opset=13)
+case("Round-halves", "Round", [np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], [0.49999997, -0.0, np.nan, np.inf, -np.inf, 1e20]],
+                                        np.float32)], opset=13)
+
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
-COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2"}
+COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves"}
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE or p.id in COMPILED_TOO]
 
 

@@ -133,6 +133,12 @@ def _float_unary(b: Builder, op: Operation, x: SSAValue) -> SSAValue:
             return b.insert(arith.DivfOp(one(), b.insert(arith.AddfOp(one(), e)).result)).result
         case graph.ReluOp():
             return numpy_max_min(b, "max", x, const(b, 0.0, t))
+        case graph.FloorOp():
+            return b.insert(mathd.FloorOp(x)).result
+        case graph.CeilOp():
+            return b.insert(mathd.CeilOp(x)).result
+        case graph.RoundOp():
+            return b.insert(mathd.RoundEvenOp(x)).result
         case graph.GeluOp():
             half = const(b, 0.5, t)
             if op.form == "tanh":

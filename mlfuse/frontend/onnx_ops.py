@@ -284,6 +284,9 @@ UNARY: dict[str, type[Operation]] = {
     "Erf": graph.ErfOp,
     "Sigmoid": graph.SigmoidOp,
     "Relu": graph.ReluOp,
+    "Floor": graph.FloorOp,
+    "Ceil": graph.CeilOp,
+    "Round": graph.RoundOp,
 }
 
 

@@ -203,6 +203,8 @@ UNARY: dict[type[Operation], type[graph.UnaryElementwiseOp]] = {
     shlo.TanhOp: graph.TanhOp,
     shlo.LogisticOp: graph.SigmoidOp,
     shlo.ErfOp: graph.ErfOp,
+    shlo.FloorOp: graph.FloorOp,
+    shlo.CeilOp: graph.CeilOp,
 }
 
 BINARY: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
@@ -217,7 +219,8 @@ BINARY: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
     shlo.RemainderOp: lambda a, b: graph.RemOp(a, b, fmod=True),
 }
 
-FLOAT_ONLY = (shlo.PowerOp, shlo.ExponentialOp, shlo.LogOp, shlo.SqrtOp, shlo.RsqrtOp, shlo.TanhOp, shlo.LogisticOp, shlo.ErfOp, shlo.ErfcOp)
+FLOAT_ONLY = (shlo.PowerOp, shlo.ExponentialOp, shlo.LogOp, shlo.SqrtOp, shlo.RsqrtOp, shlo.TanhOp, shlo.LogisticOp, shlo.ErfOp, shlo.ErfcOp,
+              shlo.FloorOp, shlo.CeilOp)
 
 
 class ElementwisePattern(StablehloPattern):

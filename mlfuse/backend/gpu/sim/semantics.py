@@ -361,6 +361,7 @@ MATH_UNARY = {
     mathd.TanhOp: "np.tanh({x})",
     mathd.FloorOp: "np.floor({x})",
     mathd.CeilOp: "np.ceil({x})",
+    mathd.RoundEvenOp: "np.round({x})",
     mathd.ErfOp: "{f}(math.erf({x}))",
 }
 
