@@ -106,39 +106,37 @@ def flag_nan(b: Builder, flag: SSAValue, x: SSAValue) -> SSAValue:
     return b.insert(arith.OrIOp(flag, b.insert(arith.ExtUIOp(is_nan, flag.type)).result)).result
 
 
+# graph ops that are one math op on floats
+FLOAT_UNARY_MATH: dict[type, Callable] = {
+    graph.AbsOp: mathd.AbsFOp,
+    graph.ExpOp: mathd.ExpOp,
+    graph.LogOp: mathd.LogOp,
+    graph.SqrtOp: mathd.SqrtOp,
+    graph.RsqrtOp: mathd.RsqrtOp,
+    graph.TanhOp: mathd.TanhOp,
+    graph.ErfOp: mathd.ErfOp,
+    graph.FloorOp: mathd.FloorOp,
+    graph.CeilOp: mathd.CeilOp,
+    graph.RoundOp: mathd.RoundEvenOp,  # halves to even, as numpy and ONNX
+}
+
+
 def _float_unary(b: Builder, op: Operation, x: SSAValue) -> SSAValue:
     t = x.type
     one = lambda: const(b, 1.0, t)  # noqa: E731
+    direct = FLOAT_UNARY_MATH.get(type(op))
+    if direct is not None:
+        return b.insert(direct(x)).result
     match op:
         case graph.NegOp():
             return b.insert(arith.NegfOp(x)).result
-        case graph.AbsOp():
-            return b.insert(mathd.AbsFOp(x)).result
-        case graph.ExpOp():
-            return b.insert(mathd.ExpOp(x)).result
-        case graph.LogOp():
-            return b.insert(mathd.LogOp(x)).result
-        case graph.SqrtOp():
-            return b.insert(mathd.SqrtOp(x)).result
-        case graph.RsqrtOp():
-            return b.insert(mathd.RsqrtOp(x)).result
         case graph.ReciprocalOp():
             return b.insert(arith.DivfOp(one(), x)).result
-        case graph.TanhOp():
-            return b.insert(mathd.TanhOp(x)).result
-        case graph.ErfOp():
-            return b.insert(mathd.ErfOp(x)).result
         case graph.SigmoidOp():
             e = b.insert(mathd.ExpOp(b.insert(arith.NegfOp(x)).result)).result
             return b.insert(arith.DivfOp(one(), b.insert(arith.AddfOp(one(), e)).result)).result
         case graph.ReluOp():
             return numpy_max_min(b, "max", x, const(b, 0.0, t))
-        case graph.FloorOp():
-            return b.insert(mathd.FloorOp(x)).result
-        case graph.CeilOp():
-            return b.insert(mathd.CeilOp(x)).result
-        case graph.RoundOp():
-            return b.insert(mathd.RoundEvenOp(x)).result
         case graph.GeluOp():
             half = const(b, 0.5, t)
             if op.form == "tanh":
