@@ -72,13 +72,17 @@ def convert_constant_of_shape(node: Node) -> list[Value]:
     return [np.full(tuple(int(d) for d in shape), value.reshape(-1)[0], dtype=value.dtype)]
 
 
-@composite("Range", static_inputs=(0, 1, 2))
+@composite("Range", attributes=("stash_type",), static_inputs=(0, 1, 2))
 def convert_range(node: Node) -> list[Value]:
     """onnx's definition: max(ceil((limit - start) / delta), 0) elements start + i * delta,
-    in the type of `start` (numpy's arange, as onnx's reference evaluates it)."""
+    in the type of `start` (numpy's arange, as onnx's reference evaluates it); f16 starts
+    are computed in `stash_type` (opset 27: f32 or f64) when it is given."""
     start, limit, delta = (static_scalar(node, i, what) for i, what in enumerate(("start", "limit", "delta")))
     if delta == 0:
         raise node.error("delta is 0")
+    stash = {1: np.float32, 11: np.float64}.get(int(node.attr("stash_type", 0)))
+    if stash is not None and start.dtype == np.float16:
+        return [np.arange(float(start), float(limit), float(delta), dtype=stash).astype(start.dtype)]
     return [np.arange(start.item(), limit.item(), delta.item()).astype(start.dtype)]
 
 
