@@ -464,6 +464,18 @@ case("Ceil", "Ceil", [special(3, 5)], opset=13)
 case("Round-halves", "Round", [np.array([[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5], [0.49999997, -0.0, np.nan, np.inf, -np.inf, 1e20]],
                                         np.float32)], opset=13)
 
+# recurrent layers, unrolled (mlfuse/frontend/onnx_recurrent.py): seq 3, batch 2, input 4, hidden 5
+case("LSTM-bidirectional-bias-states-peepholes", "LSTM",
+     [f32(3, 2, 4), f32(2, 20, 4), f32(2, 20, 5), f32(2, 40), None, f32(2, 2, 5), f32(2, 2, 5), f32(2, 15)],
+     opset=14, outputs=3, hidden_size=5, direction="bidirectional")
+case("LSTM-clip", "LSTM", [f32(3, 2, 4), f32(1, 20, 4), f32(1, 20, 5)], opset=14, outputs=3, hidden_size=5, clip=0.5)
+case("GRU-linear-before-reset-bias", "GRU", [f32(3, 2, 4), f32(1, 15, 4), f32(1, 15, 5), f32(1, 30)], opset=14,
+     outputs=2, hidden_size=5, linear_before_reset=1)
+case("GRU-reverse-states", "GRU", [f32(3, 2, 4), f32(1, 15, 4), f32(1, 15, 5), f32(1, 30), None, f32(1, 2, 5)], opset=14,
+     outputs=2, hidden_size=5, direction="reverse")
+case("RNN-relu", "RNN", [f32(3, 2, 4), f32(1, 5, 4), f32(1, 5, 5), f32(1, 10)], opset=14, outputs=2,
+     hidden_size=5, activations=["Relu"])  # batch-first (layout 1): the node suite's cases (onnxruntime lacks it)
+
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves"}
