@@ -476,9 +476,15 @@ case("GRU-reverse-states", "GRU", [f32(3, 2, 4), f32(1, 15, 4), f32(1, 15, 5), f
 case("RNN-relu", "RNN", [f32(3, 2, 4), f32(1, 5, 4), f32(1, 5, 5), f32(1, 10)], opset=14, outputs=2,
      hidden_size=5, activations=["Relu"])  # batch-first (layout 1): the node suite's cases (onnxruntime lacks it)
 
+# N-D pools whose window spans two axes or fewer: the others move into the batch
+case("AveragePool-3d-channel-window", "AveragePool", [f32(1, 1, 6, 4, 5)], opset=17, kernel_shape=[3, 1, 1],
+     pads=[1, 0, 0, 1, 0, 0])
+case("MaxPool-3d-spatial-window", "MaxPool", [f32(2, 3, 2, 4, 6)], opset=17, kernel_shape=[1, 2, 2], strides=[1, 2, 2])
+
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
-COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves"}
+COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",
+               "MaxPool-3d-spatial-window"}
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE or p.id in COMPILED_TOO]
 
 
@@ -582,7 +588,7 @@ REJECTED = [
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(kernel_shape=[2, 2]), r"kernel_shape \[2, 2\] differs", id="Conv-kernel-shape-mismatch"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(auto_pad="SAME_UPPER", pads=[1, 1, 1, 1]), r"pads cannot be given together with auto_pad", id="Conv-auto-pad-and-pads"),
     pytest.param("MaxPool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2]), r"Indices output is not supported", id="MaxPool-indices"),
-    pytest.param("MaxPool", [f32(1, 2, 4, 4, 4)], None, 17, dict(kernel_shape=[2, 2, 2]), r"only 1-D and 2-D pools", id="MaxPool-3d"),
+    pytest.param("MaxPool", [f32(1, 2, 4, 4, 4)], None, 17, dict(kernel_shape=[2, 2, 2]), r"only 1-D and 2-D pools \(or windows over at most 2 axes\)", id="MaxPool-3d"),
     pytest.param("AveragePool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2], auto_pad="BOGUS"), r"auto_pad \"BOGUS\"", id="AveragePool-bad-auto-pad"),
     pytest.param("BatchNormalization", [f32(2, 3, 4), positive(3), f32(3), f32(3), positive(3)], None, 15, dict(training_mode=1), r"training_mode = 1 is not supported", id="BatchNormalization-training"),
     pytest.param("LayerNormalization", [f32(2, 4), positive(4)], None, 17, dict(stash_type=TensorProto.INT32), r"stash_type must be a floating-point type", id="LayerNormalization-int-stash"),

@@ -951,6 +951,36 @@ def from_2d(node: Node, y: SSAValue, rank: int) -> SSAValue:
     return node.reshape(y, (n, c, length))
 
 
+def pool_as_2d(node: Node, x: SSAValue, window: Window) -> tuple[SSAValue, Window, Callable[[SSAValue], SSAValue]]:
+    """A pool as a 2-D one: (x, window, back to the pool's own output). An N-D pool
+    whose window spans at most two axes (kernel, stride and dilation 1, no padding on
+    the others: the 3-D average pool over (N, 1, C, H, W) that exporters make of
+    LocalResponseNorm) pools those two with the others moved into the batch."""
+    shape = shape_of(x)
+    rank, n, w = len(shape), len(shape) - 2, window
+    if rank in (3, 4):
+        x2, w2 = to_2d(node, x, window, "pools")
+        return x2, w2, lambda y: from_2d(node, y, rank)
+    spanned = [i for i in range(n) if (w.kernel[i], w.strides[i], w.dilations[i], w.pads[i], w.pads[i + n]) != (1, 1, 1, 0, 0)]
+    if rank < 3 or len(spanned) > 2:
+        raise node.error(f"only 1-D and 2-D pools (or windows over at most 2 axes) are supported, got an input of "
+                         f"shape {fmt_shape(shape)} and kernel {w.kernel}")
+    others = [i for i in range(n) if i not in spanned]
+    kept = sorted(spanned + others[len(others) - (2 - len(spanned)):])  # two spatial axes for the 2-D pool
+    batch = [i for i in range(n) if i not in kept]
+    perm = [0, *(2 + i for i in batch), 1, *(2 + i for i in kept)]
+    moved = node.emit(graph.TransposeOp(x, perm))
+    folded = node.reshape(moved, [shape[0] * math.prod(shape[2 + i] for i in batch), shape[1], *(shape[2 + i] for i in kept)])
+    w2 = Window([w.kernel[i] for i in kept], [w.strides[i] for i in kept],
+                [w.pads[i] for i in kept] + [w.pads[i + n] for i in kept], [w.dilations[i] for i in kept])
+
+    def back(y: SSAValue) -> SSAValue:
+        unfolded = node.reshape(y, [shape[0], *(shape[2 + i] for i in batch), shape[1], *shape_of(y)[2:]])
+        return node.emit(graph.TransposeOp(unfolded, [perm.index(k) for k in range(rank)]))
+
+    return folded, w2, back
+
+
 @onnx_op("Conv", attributes=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
 def convert_conv(node: Node) -> list[Value]:
     x, w = node.input(0), node.input(1)
@@ -995,13 +1025,11 @@ def convert_max_pool(node: Node) -> list[Value]:
     if node.wants_output(1):
         raise node.error("the Indices output is not supported")
     x = node.input(0)
-    rank = len(shape_of(x))
     window, extra = window_of(node, x, pool_kernel(node, x), bool(node.attr("ceil_mode", 0)))
     n = len(extra)
     window.pads = window.pads[:n] + [p + e for p, e in zip(window.pads[n:], extra)]
-    x2, window = to_2d(node, x, window, "pools")
-    y = node.emit(graph.MaxPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations))
-    return [from_2d(node, y, rank)]
+    x2, window, back = pool_as_2d(node, x, window)
+    return [back(node.emit(graph.MaxPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations)))]
 
 
 @onnx_op(
@@ -1010,7 +1038,6 @@ def convert_max_pool(node: Node) -> list[Value]:
 )
 def convert_avg_pool(node: Node) -> list[Value]:
     x = node.input(0)
-    rank = len(shape_of(x))
     window, extra = window_of(node, x, pool_kernel(node, x), bool(node.attr("ceil_mode", 0)))
     count_pad = bool(node.attr("count_include_pad", 0))
     n = len(extra)
@@ -1023,9 +1050,8 @@ def convert_avg_pool(node: Node) -> list[Value]:
         count_pad = False
     else:
         window.pads = window.pads[:n] + [p + e for p, e in zip(window.pads[n:], extra)]
-    x2, window = to_2d(node, x, window, "pools")
-    y = node.emit(graph.AvgPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations, count_pad))
-    return [from_2d(node, y, rank)]
+    x2, window, back = pool_as_2d(node, x, window)
+    return [back(node.emit(graph.AvgPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations, count_pad)))]
 
 
 # The composite operators register themselves in OPS (imported last: they use this module).
