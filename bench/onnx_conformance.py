@@ -89,10 +89,13 @@ def in_table_cases(prefix: str = "") -> list:
             and all(known(n, opset(c.model)) for n in c.model.graph.node)]
 
 
-def as_array(value) -> np.ndarray:
-    """Node-test data is a numpy array or, for some cases (Cast), a TensorProto."""
+def as_array(value):
+    """Node-test data is a numpy array or, for some cases (Cast), a TensorProto; a
+    sequence (a list) stays a list, for mlfuse to reject at its input."""
     from onnx import TensorProto, numpy_helper
 
+    if isinstance(value, list):
+        return value
     return numpy_helper.to_array(value) if isinstance(value, TensorProto) else np.asarray(value)
 
 

@@ -532,7 +532,7 @@ def test_group_normalization_matches_onnxruntime(shape, groups):
     np.testing.assert_allclose(run_reference(model, feeds)[0], run_onnxruntime(model, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
-OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range"}  # the last two: test_shape_generators_*
+OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If"}  # test_shape_generators_*, test_onnx_frontend
 
 
 @pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)

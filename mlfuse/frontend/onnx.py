@@ -674,5 +674,7 @@ def evaluate_node(
     g = onnx.helper.make_graph([proto], "fold", inputs, outputs)
     model = onnx.helper.make_model(g, opset_imports=list(opset_imports))
     results = ReferenceEvaluator(model).run(None, dict(feeds))
+    if any(not isinstance(r, np.ndarray | np.generic) for r in results):  # a list (sequence) or None (optional)
+        raise TypeError("it makes a sequence or an optional, which are not tensors")
     named = dict(zip([n for n in proto.output if n], results))
     return [np.asarray(named[n]) if n else np.empty(0) for n in proto.output]

@@ -431,6 +431,29 @@ def convert_identity(node: Node) -> list[Value]:
     return [node.input(0)]
 
 
+@onnx_op("If", attributes=("then_branch", "else_branch"), static_inputs=(0,))
+def convert_if(node: Node) -> list[Value]:
+    """An If whose condition is known at compile time is the branch it takes, converted
+    in place (the legacy exporter's shape checks: `if x.dim() == 3`); the branch reads
+    the enclosing graph's values directly, as ONNX's scoping allows."""
+    cond = node.const_input(0, "cond")
+    assert cond is not None
+    if cond.size != 1:
+        raise node.error(f"cond must have one element, got shape {list(cond.shape)}")
+    branch = node.attr("then_branch" if bool(cond.reshape(-1)[0]) else "else_branch")
+    if any(not o.type.HasField("tensor_type") for o in branch.output):
+        raise node.error("the branch taken returns a sequence or an optional (only tensors are supported)")
+    importer = node.importer
+    for t in branch.initializer:
+        importer.constants[t.name] = tensor_array(t, f"initializer '{t.name}'", node.name)
+    for index, inner in enumerate(branch.node):
+        if inner.domain not in ("", "ai.onnx") or not (inner.op_type in OPS or importer.foldable(inner, importer.constants)):
+            raise node.error(f"the branch taken has a node '{inner.name or inner.op_type}' ({inner.op_type}) "
+                             "that mlfuse cannot convert")
+        importer.convert(index, inner)
+    return [importer.constants[o.name] if o.name in importer.constants else importer.value(o.name) for o in branch.output]
+
+
 @onnx_op("Constant", attributes=("value", "value_float", "value_floats", "value_int", "value_ints"))
 def convert_constant(node: Node) -> list[Value]:
     if len(node.attributes) != 1:
