@@ -481,6 +481,16 @@ case("AveragePool-3d-channel-window", "AveragePool", [f32(1, 1, 6, 4, 5)], opset
      pads=[1, 0, 0, 1, 0, 0])
 case("MaxPool-3d-spatial-window", "MaxPool", [f32(2, 3, 2, 4, 6)], opset=17, kernel_shape=[1, 2, 2], strides=[1, 2, 2])
 
+# scatters with constant indices (mlfuse/frontend/onnx_scatter.py)
+case("ScatterND-column", "ScatterND", [f32(3, 4), None, f32(3)], consts={1: np.array([[0, 0], [1, 0], [2, 0]], I64)}, opset=18)
+case("ScatterND-rows-negative", "ScatterND", [f32(4, 2, 3), None, f32(2, 2, 3)], consts={1: np.array([[-1], [1]], I64)}, opset=18)
+case("ScatterND-add-duplicates", "ScatterND", [f32(5), None, f32(4)], consts={1: np.array([[1], [3], [1], [1]], I64)}, opset=18,
+     reduction="add")
+case("ScatterElements-axis1", "ScatterElements", [f32(3, 5), None, f32(3, 2)], consts={1: np.array([[4, 0], [1, 2], [-1, 3]], I64)},
+     opset=18, axis=1)
+case("ScatterElements-max-duplicates", "ScatterElements", [f32(4, 3), None, f32(2, 3)],
+     consts={1: np.array([[1, 0, 3], [1, 2, 3]], I64)}, opset=18, reduction="max")
+
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",
@@ -581,6 +591,10 @@ REJECTED = [
     pytest.param("Einsum", [f32(3, 3)], None, 13, dict(equation="ii->i"), r"repeats a subscript", id="Einsum-diagonal"),
     pytest.param("Dropout", [f32(3)], {2: np.array(True)}, 13, {}, r"training_mode = true is not supported", id="Dropout-training"),
     pytest.param("Cast", [f32(3)], None, 17, dict(to=TensorProto.BFLOAT16), r"element type BFLOAT16, which mlfuse does not support", id="Cast-bfloat16"),
+    pytest.param("ScatterND", [f32(4, 3), ints(2, 1, low=0, high=4, dtype=I64), f32(2, 3)], None, 18, {},
+                 r"input 1 \(indices, 'x1'\) must be a constant", id="ScatterND-runtime-indices"),
+    pytest.param("ScatterElements", [f32(4, 3)], {1: np.array([[0, 4, 1]], I64), 2: f32(1, 3)}, 18, {},
+                 r"an index is out of range", id="ScatterElements-out-of-range"),
     pytest.param("Slice", [f32(5)], {1: a(0), 2: a(4), 4: a(-1)}, 17, {}, r"the slice of axis 0 with a negative step is empty",
                  id="Slice-negative-step-empty"),
     pytest.param("Pow", [ints(3), ints(3)], None, 17, {}, r"only floating-point bases", id="Pow-int-base"),
