@@ -95,7 +95,7 @@ def convert_scatter_nd(node: Node) -> list[Value]:
                          f"data {fmt_shape(shape)}")
     tuples = wrapped(node, indices.reshape(-1, k).astype(np.int64), np.array(shape[:k]))
     block = math.prod(shape[k:])
-    starts = np.ravel_multi_index(tuple(tuples.T), shape[:k]) * block if k else np.zeros(len(tuples), np.int64)
+    starts = np.asarray(np.ravel_multi_index(tuple(tuples.T), shape[:k])) * block if k else np.zeros(len(tuples), np.int64)
     positions = (starts[:, None] + np.arange(block)).reshape(-1)
     return [scatter(node, data, updates, positions)]
 
@@ -112,7 +112,7 @@ def convert_scatter_elements(node: Node) -> list[Value]:
             i > d for a, (i, d) in enumerate(zip(indices.shape, shape)) if a != axis):
         raise node.error(f"indices {list(indices.shape)} and updates {fmt_shape(shape_of(updates))} do not fit "
                          f"data {fmt_shape(shape)} off axis {axis}")
-    target = list(np.indices(indices.shape))
+    target: list[np.ndarray] = [np.asarray(t) for t in np.indices(indices.shape)]
     target[axis] = wrapped(node, indices.astype(np.int64), np.array(shape[axis]))
-    positions = np.ravel_multi_index(tuple(t.reshape(-1) for t in target), shape)
+    positions = np.asarray(np.ravel_multi_index(tuple(t.reshape(-1) for t in target), shape))
     return [scatter(node, data, updates, positions)]
