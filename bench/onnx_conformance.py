@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import os
 import pickle
 import re
@@ -233,12 +234,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="run the cases whose name starts with this")
     ap.add_argument("--md", default=str(RESULTS))
+    ap.add_argument("--jobs", type=int, default=2, help="cases run side by side (each in a forked child)")
     args = ap.parse_args(argv)
+    import multiprocessing
+
+    import mlfuse.api  # noqa: F401 - imported once here, inherited by every forked case
+    import mlfuse.frontend.onnx  # noqa: F401
+
     supported = supported_types()
     outcomes = []
-    for case in in_table_cases(args.only):
-        outcomes.append(o := run_case(case, supported))
-        print(f"{o.status:9s} {o.name} {o.detail.strip().splitlines()[-1] if o.detail else ''}"[:200], flush=True)
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        for o in pool.imap(functools.partial(run_case, supported=supported), in_table_cases(args.only)):
+            outcomes.append(o)
+            print(f"{o.status:9s} {o.name} {o.detail.strip().splitlines()[-1] if o.detail else ''}"[:200], flush=True)
     Path(args.md).write_text(table(outcomes))
     counts = collections.Counter(o.status for o in outcomes if o.in_scope)
     print(", ".join(f"{s} {counts[s]}" for s in STATUSES), f"(in scope: {sum(counts.values())})")
