@@ -82,12 +82,18 @@ def scatter(node: Node, data: SSAValue, updates: SSAValue, positions: np.ndarray
     return out
 
 
-@composite("ScatterND", attributes=("reduction",), static_inputs=(1,))
-def convert_scatter_nd(node: Node) -> list[Value]:
+def scatter_operands(node: Node) -> tuple[SSAValue, np.ndarray, SSAValue]:
+    """(data, the compile-time indices, updates) of a scatter node."""
     data, updates = node.input(0), node.input(2)
     same_element_type(node, data, updates)
     indices = node.const_input(1, "indices")
     assert indices is not None
+    return data, indices, updates
+
+
+@composite("ScatterND", attributes=("reduction",), static_inputs=(1,))
+def convert_scatter_nd(node: Node) -> list[Value]:
+    data, indices, updates = scatter_operands(node)
     shape = shape_of(data)
     k = indices.shape[-1] if indices.ndim else 0
     if indices.ndim < 1 or k > len(shape) or shape_of(updates) != (*indices.shape[:-1], *shape[k:]):
@@ -102,10 +108,7 @@ def convert_scatter_nd(node: Node) -> list[Value]:
 
 @composite("ScatterElements", attributes=("axis", "reduction"), static_inputs=(1,))
 def convert_scatter_elements(node: Node) -> list[Value]:
-    data, updates = node.input(0), node.input(2)
-    same_element_type(node, data, updates)
-    indices = node.const_input(1, "indices")
-    assert indices is not None
+    data, indices, updates = scatter_operands(node)
     shape = shape_of(data)
     axis = normalize_axis(node, int(node.attr("axis", 0)), len(shape))
     if indices.shape != shape_of(updates) or indices.ndim != len(shape) or any(
