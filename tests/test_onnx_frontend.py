@@ -510,3 +510,13 @@ def test_an_if_with_a_constant_condition_is_the_branch_it_takes():
     import_onnx(_if_model(cond_is_constant=True, else_op="Unique"))
     with pytest.raises(Diagnostic, match=r"the_if: error: If: the branch taken has a node 'Unique' \(Unique\)"):
         import_onnx(_if_model(cond_is_constant=True, else_op="Unique", cond=False))
+
+
+def test_a_damaged_operator_name_is_an_unsupported_operator():
+    """An op_type that is not valid UTF-8 (bytes flipped in the file) is reported at its node,
+    not an internal error of the function-op expansion's schema lookup."""
+    model = make_model([helper.make_node("Relu", ["x"], ["y"], name="the_node")], {"x": (FLOAT, [2])}, ["y"], infer=False)
+    model.graph.output.append(helper.make_tensor_value_info("y", FLOAT, [2]))
+    data = model.SerializeToString().replace(b"Relu", b"R\xefl\xef")
+    with pytest.raises(Diagnostic, match=r"the_node"):
+        import_onnx(data)

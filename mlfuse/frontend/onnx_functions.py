@@ -33,7 +33,7 @@ def function_schema(node: NodeProto, opset: int) -> onnx.defs.OpSchema | None:
         return None
     try:  # Any: onnx's stubs lack the function accessors of OpSchema
         schema: Any = onnx.defs.get_schema(node.op_type, opset, "")
-    except onnx.defs.SchemaError:
+    except Exception:  # SchemaError; TypeError for an op_type that is not valid UTF-8 (a damaged file)
         return None
     return schema if schema.has_function or schema.has_context_dependent_function else None
 
