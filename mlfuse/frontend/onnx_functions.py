@@ -106,9 +106,12 @@ def instantiate(node: NodeProto, body: FunctionProto, attributes: dict[str, onnx
 
 
 def value_types(model: ModelProto) -> dict[str, TypeProto]:
-    """The type of every value ONNX shape inference finds (for context-dependent bodies)."""
+    """The type of every value ONNX shape inference finds (for context-dependent bodies),
+    inferred on the model without its large weights (the importer's without_weights)."""
+    from mlfuse.frontend.onnx import without_weights  # that module imports this one
+
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
+        inferred = onnx.shape_inference.infer_shapes(without_weights(model))
     except Exception:  # left to the importer's own inference, which reports it at the node
         inferred = model
     g = inferred.graph
@@ -125,9 +128,7 @@ def expand_function_ops(model: ModelProto, opset: int) -> ModelProto:
         if not any(function_schema(n, opset) for n in model.graph.node):
             return model
         types = value_types(model)
-        expanded = ModelProto()
-        expanded.CopyFrom(model)
-        del expanded.graph.node[:]
+        nodes: list[NodeProto] = []
         changed = False
         for node in model.graph.node:
             schema = function_schema(node, opset)
@@ -137,8 +138,12 @@ def expand_function_ops(model: ModelProto, opset: int) -> ModelProto:
                 body = function_body(schema, node, opset, input_types)
                 replacement = None if body is None else instantiate(node, body, with_defaults(schema, node))
             changed |= replacement is not None
-            expanded.graph.node.extend(replacement if replacement is not None else [node])
+            nodes.extend(replacement if replacement is not None else [node])
         if not changed:
             return model
+        expanded = ModelProto()  # a copy: the caller's model stays as it was
+        expanded.CopyFrom(model)
+        del expanded.graph.node[:]
+        expanded.graph.node.extend(nodes)
         model = expanded
     return model
