@@ -97,6 +97,20 @@ def test_micro_kernels_prefetch_the_next_tiles_on_avx512_only(isa):
         assert all(prefetches) if isa == "avx512" else not any(prefetches)
 
 
+def test_helpers_stay_out_of_line():
+    """Micro-kernels and packing loops are noinline and optsize (_Kernels.function: the
+    compile time of inlined and unrolled copies), the task function is neither."""
+    shape = GemmShape(1, 50, 100, 300, window=None)
+    module = ir.Module()
+    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR]), name=shape.symbol)
+    define_gemm_kernels(module, FEATURES["avx512"])
+    helpers = [fn for fn in module.functions if "_micro" in fn.name or "_pack" in fn.name]
+    assert len(helpers) >= 3  # a micro-kernel per row tail and panel width, a packing loop
+    assert all({"noinline", "optsize"} <= set(fn.attributes) for fn in helpers)
+    task = module.get_global(shape.symbol)
+    assert not {"noinline", "optsize"} & set(task.attributes)
+
+
 def test_symbol_round_trip():
     shape = GemmShape(12, 128, 64, 128)
     assert GemmShape.from_symbol(shape.symbol) == shape
