@@ -739,7 +739,8 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
 
     constants: dict[str, bytes] = {}
     with internal_errors("LLVM translation", lowered, changes_module=False):  # it reads the module
-        objects, keys = cpu.compile_units(to_llvmlite(lowered, external=constants), keep=_public_functions(module) | {entry})
+        ir_module = to_llvmlite(lowered, external=constants, define_gemms=False)  # see cpu.GemmSource
+        objects, keys = cpu.compile_units(ir_module, keep=_public_functions(module) | {entry})
     if constants:
         cache.store_object("constants-" + key, pack_constants(constants))
     cache.store_object(("graphc-" if constants else "graph-") + key, json.dumps({"objects": keys}).encode())

@@ -119,6 +119,37 @@ def test_kernels_are_cached_on_their_own(cache_root, monkeypatch):
     assert len(compiled) == 2 < len(units)
 
 
+def product_graph(n: int, epilogue: str) -> str:
+    return f"""
+func.func @main(%x: tensor<{n}x256xf32>, %w: tensor<256x128xf32>) -> tensor<{n}x128xf32> {{
+  %y = graph.matmul %x, %w : (tensor<{n}x256xf32>, tensor<256x128xf32>) -> tensor<{n}x128xf32>
+  %z = graph.{epilogue} %y, %y : tensor<{n}x128xf32>
+  func.return %z : tensor<{n}x128xf32>
+}}
+"""
+
+
+def test_gemm_kernels_are_units_by_symbol(cache_root, monkeypatch):
+    """The loader leaves generated GEMM kernels declared; each is a unit of its own
+    (cpu.GemmSource), built where it is compiled and cached under its symbol: a second
+    graph with the same product builds and compiles only what is new."""
+    built: list[str] = []
+    original = cpu.GemmSource.text
+    monkeypatch.setattr(cpu.GemmSource, "text", lambda self: built.append(self.symbol) or original(self))
+    monkeypatch.setattr(cpu, "PARALLEL_MIN_UNITS", 1 << 30)  # in this process, where `built` is
+    rng = np.random.default_rng(5)
+    for n, epilogue, again in ((96, "add", False), (96, "add", True), (128, "mul", False)):
+        api._MEMORY_CACHE.clear()
+        before = len(built)
+        graph = product_graph(n, epilogue) + ("// another graph\n" if again else "")
+        x, w = rng.standard_normal((n, 256)).astype(np.float32), rng.standard_normal((256, 128)).astype(np.float32)
+        (got,) = mlfuse.compile(graph)(x, w)
+        y = x.astype(np.float64) @ w
+        np.testing.assert_allclose(got, y + y if epilogue == "add" else y * y, rtol=1e-5, atol=1e-4)
+        assert len(built) == before + (0 if again else 1), built
+    assert len(set(built)) == 2 and all(s.startswith("mlfuse_gemm_f32_") for s in built)
+
+
 # --- LLVM in a pool of forked processes (cpu.compile_texts) -----------------------------
 
 

@@ -32,13 +32,15 @@ EXTERNAL_CONSTANT_BYTES = 4096
 
 
 def to_llvmlite(
-    module: ModuleOp, triple: str | None = None, features: str | None = None, external: dict[str, bytes] | None = None
+    module: ModuleOp, triple: str | None = None, features: str | None = None, external: dict[str, bytes] | None = None,
+    define_gemms: bool = True,
 ) -> ir.Module:
     """The llvmlite module of an xDSL `llvm` module. With `external` (a dict to fill), raw-byte
     constants of EXTERNAL_CONSTANT_BYTES or more become declarations and their bytes go into
     the dict: the loader binds them (backend/cpu.JitModule). Weights then cost LLVM nothing
     (ResNet-18's 47 MB were printed, parsed, optimized and emitted as text) and the object
-    depends only on the code."""
+    depends only on the code. Without `define_gemms` the generated GEMM kernels stay
+    declarations: the CPU loader builds each where it compiles it (cpu.GemmSource)."""
     raw: dict[str, bytes] = {}
     for op in module.ops:
         if isinstance(op, llvm.GlobalOp) and "mlfuse.bytes" in op.attributes:
@@ -62,7 +64,7 @@ def to_llvmlite(
             external[name] = data
         else:
             g.initializer = byte_array_constant(data)
-    if any(GemmShape.from_symbol(f.name) for f in mod.functions):
+    if define_gemms and any(GemmShape.from_symbol(f.name) for f in mod.functions):
         define_gemm_kernels(mod, features or host_features())
     return mod
 
