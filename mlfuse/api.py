@@ -734,17 +734,43 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
     # What convert-to-llvm makes is checked by LLVM's verifier once translated (cpu.prepare),
     # so xDSL does not verify it first: that took 0.95 s of ResNet-18's 13 s cold compile.
     # A module of other ops would fail translation, so other pipelines keep the check.
-    run_pipeline(lowered, steps, verify_result=not _ends_in_llvm_conversion(steps))
+    last = list(steps[-1:]) if _ends_in_llvm_conversion(steps) else []
+    if len(steps) > len(last):
+        run_pipeline(lowered, steps[: len(steps) - len(last)], verify_result=not last)
     from mlfuse.backend.llvm_translate import to_llvmlite
 
     constants: dict[str, bytes] = {}
-    with internal_errors("LLVM translation", lowered, changes_module=False):  # it reads the module
-        ir_module = to_llvmlite(lowered, external=constants, define_gemms=False)  # see cpu.GemmSource
-        objects, keys = cpu.compile_units(ir_module, keep=_public_functions(module) | {entry})
+    # the GEMM kernels compile in forked workers while this process lowers the rest
+    with cpu.early_gemms(expected_gemms(lowered, last)) as pool:
+        if last:
+            run_pipeline(lowered, last, verify_result=False)
+        with internal_errors("LLVM translation", lowered, changes_module=False):  # it reads the module
+            ir_module = to_llvmlite(lowered, external=constants, define_gemms=False)  # see cpu.GemmSource
+            objects, keys = cpu.compile_units(ir_module, keep=_public_functions(module) | {entry}, pool=pool)
     if constants:
         cache.store_object("constants-" + key, pack_constants(constants))
     cache.store_object(("graphc-" if constants else "graph-") + key, json.dumps({"objects": keys}).encode())
     return objects, constants
+
+
+def expected_gemms(module: ModuleOp, last: Sequence[str]) -> list[Any]:
+    """The generated GEMM kernels (cpu.GemmSource) that convert-to-llvm, the `last` step
+    (none: no LLVM), will declare for the loop.gemm ops of `module`: their symbols as its
+    GemmLowering gives them, so that they compile while it runs (cpu.early_gemms)."""
+    from mlfuse.backend import cpu
+    from mlfuse.conversion.llvm_runtime import constant_operand_products, gemm_shape
+    from mlfuse.dialects import loop
+
+    if not last or "gemm=blas" in last[0]:
+        return []
+    gemms = [op for op in module.walk() if isinstance(op, loop.GemmOp)]
+    if not gemms:
+        return []
+    packed, features = constant_operand_products(module), cpu.host_cpu()[1]
+    return [
+        cpu.GemmSource(gemm_shape(op, op in packed.b, op in packed.a).symbol, 3 + len(op.epilogue_ins), features)
+        for op in gemms
+    ]
 
 
 def _ends_in_llvm_conversion(steps: Sequence[str]) -> bool:

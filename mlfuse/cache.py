@@ -190,6 +190,12 @@ def _read(path: str, into: Callable[[int], Any] | None = None) -> tuple[bytes, A
         return header_text, buffer[: f.readinto(buffer)]  # a file cut meanwhile fails the length check
 
 
+def has_object(key: str) -> bool:
+    """Is there an entry for `key` (not read: load_object checks it)?"""
+    path = _path(key)
+    return path is not None and os.path.isfile(path)
+
+
 def load_object(key: str, into: Callable[[int], Any] | None = None) -> Any:
     """The cached object code for `key` (bytes, or the buffer `into(size)` returned, filled),
     or None: absent, or bad (then removed, reported once)."""

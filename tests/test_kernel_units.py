@@ -167,7 +167,7 @@ def test_compiles_use_the_pool_and_match(cache_root, monkeypatch):
     monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
     pooled: list[int] = []
     original = cpu._compile_in_pool
-    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs: pooled.append(jobs) or original(texts, jobs))
+    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, pool=None: pooled.append(jobs) or original(texts, jobs, pool))
     f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))
     (got,) = f(*inputs())
     np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
@@ -193,10 +193,81 @@ def test_no_pool_for_few_units_other_threads_or_one_job(monkeypatch):
 
 def test_a_failed_pool_compiles_here(monkeypatch):
     texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []]
-    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs: None)
+    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, pool=None: None)
     assert cpu.compile_texts(texts, jobs=2) == [cpu.emit_object(t) for t in texts]
 
 
 def test_pool_error_shows_as_the_serial_error():
     with pytest.raises(RuntimeError):
         cpu.compile_texts(["define void @f() {\n  ret i32 0\n}\n"] * 2, jobs=2)
+
+
+# --- GEMM kernels compiling while convert-to-llvm runs (cpu.early_gemms) ----------------
+
+# x @ w1 + b, then relu(.) @ W2 with W2 a constant: its panels are laid out at compile time
+W2 = ((np.arange(128 * 64).reshape(128, 64) * 7 % 13) - 6).astype(np.float32) / 16
+TWO_PRODUCTS = f"""
+func.func @main(%x: tensor<96x256xf32>, %w1: tensor<256x128xf32>) -> tensor<96x64xf32> {{
+  %w2 = graph.constant dense<{W2.tolist()}> : tensor<128x64xf32>
+  %b = graph.constant dense<0.5> : tensor<128xf32>
+  %zero = graph.constant dense<0.0> : tensor<96x128xf32>
+  %y = graph.matmul %x, %w1 : (tensor<96x256xf32>, tensor<256x128xf32>) -> tensor<96x128xf32>
+  %bb = graph.broadcast %b {{dims = array<i64: 1>}} : tensor<128xf32> -> tensor<96x128xf32>
+  %z = graph.add %y, %bb : tensor<96x128xf32>
+  %r = graph.max %z, %zero : tensor<96x128xf32>
+  %o = graph.matmul %r, %w2 : (tensor<96x128xf32>, tensor<128x64xf32>) -> tensor<96x64xf32>
+  func.return %o : tensor<96x64xf32>
+}}
+"""
+
+
+def two_products(x: np.ndarray, w1: np.ndarray) -> np.ndarray:
+    return np.maximum(x.astype(np.float64) @ w1 + 0.5, 0) @ W2
+
+
+@pytest.mark.parametrize("graph, marks", [("products", ["_pb"]), ("conv", ["_pa", "_e."]), ("conv-w", ["_w3x3", "_e."])])
+def test_expected_gemms_are_the_declared_ones(graph, marks):
+    """The loader's guess before convert-to-llvm (api.expected_gemms: symbols, packing,
+    epilogue operands) is what convert-to-llvm declares; a wrong guess would only
+    compile a kernel for nothing. Products with constant weights (packed panels) and
+    convs with epilogues (bias, residual, ReLU)."""
+    from test_gemm_epilogue import conv_block
+
+    from mlfuse.backend.llvm_translate import to_llvmlite
+
+    module = {"products": lambda: api.parse(TWO_PRODUCTS), "conv": lambda: conv_block(True, True)[0],
+              "conv-w": lambda: conv_block(False, False)[0]}[graph]()
+    steps = pipelines.cpu_pipeline()
+    api.run_pipeline(module, steps[:-1])
+    guessed = api.expected_gemms(module, steps[-1:])
+    api.run_pipeline(module, steps[-1:], verify_result=False)
+    declared = cpu.gemm_sources(to_llvmlite(module, external={}, define_gemms=False))
+    assert declared and sorted(guessed, key=str) == sorted(declared, key=str)
+    assert all(any(mark in s.symbol for s in declared) for mark in marks), [s.symbol for s in declared]
+    assert api.expected_gemms(module, []) == [] and api.expected_gemms(module, ["convert-to-llvm{gemm=blas}"]) == []
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_gemms_compile_early_in_the_pool(cache_root, monkeypatch, fails):
+    """Both GEMM kernels start in the pool before convert-to-llvm, compile_units takes
+    them from it with the other units; a pool that fails leaves the compile to this
+    process. Same results either way."""
+    import threading
+
+    monkeypatch.setattr(threading, "active_count", lambda: 1)  # pytest-xdist runs threads of its own
+    monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
+    started: list[list[str]] = []
+    original = cpu.early_gemms
+
+    def early(sources):
+        started.append([s.symbol for s in sources])
+        return original(sources)
+
+    monkeypatch.setattr(cpu, "early_gemms", early)
+    if fails:
+        monkeypatch.setattr(cpu.UnitPool, "submit", lambda self, source: (_ for _ in ()).throw(OSError("no fork")))
+    rng = np.random.default_rng(11)
+    x, w1 = rng.standard_normal((96, 256)).astype(np.float32), rng.standard_normal((256, 128)).astype(np.float32)
+    (got,) = mlfuse.compile(TWO_PRODUCTS)(x, w1)
+    np.testing.assert_allclose(got, two_products(x, w1), rtol=1e-5, atol=1e-3)
+    assert len(started) == 1 and len(started[0]) == 2

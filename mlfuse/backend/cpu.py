@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -27,7 +28,8 @@ import hashlib
 import os
 import threading
 import warnings
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -334,7 +336,7 @@ def gemm_sources(ir_module: ir.Module | str) -> list[GemmSource]:
     ]
 
 
-def compile_units(ir_module: ir.Module | str, keep: Collection[str]) -> tuple[list[bytes], list[str]]:
+def compile_units(ir_module: ir.Module | str, keep: Collection[str], pool: UnitPool | None = None) -> tuple[list[bytes], list[str]]:
     """The module as one object per kernel (mlfuse.backend.kernels: identical kernels once;
     the functions in `keep` under their names, the others renamed), each object through
     the disk cache under its unit's text; the objects and their cache keys. A module the
@@ -351,7 +353,7 @@ def compile_units(ir_module: ir.Module | str, keep: Collection[str]) -> tuple[li
     keys = [s.key() if isinstance(s, GemmSource) else object_key(s) for s in sources]
     objects = [cache.load_object(k) for k in keys]
     todo = [i for i, obj in enumerate(objects) if obj is None]
-    for i, obj in zip(todo, compile_texts([sources[i] for i in todo])):
+    for i, obj in zip(todo, compile_texts([sources[i] for i in todo], pool=pool)):
         cache.store_object(keys[i], obj)
         objects[i] = obj
     return objects, keys  # type: ignore[return-value]
@@ -399,41 +401,102 @@ def compile_jobs(n_units: int) -> int:
     return max(1, min(jobs, n_units))
 
 
-def compile_texts(texts: Sequence[str | GemmSource], jobs: int | None = None) -> list[bytes]:
+def compile_texts(texts: Sequence[str | GemmSource], jobs: int | None = None, pool: UnitPool | None = None) -> list[bytes]:
     """emit_object of each text, in order; in `jobs` forked processes (default:
-    compile_jobs) when more than one. The objects are the same bytes either way."""
+    compile_jobs) when more than one, or in `pool` (one already working: EarlyGemms).
+    The objects are the same bytes either way."""
     jobs = compile_jobs(len(texts)) if jobs is None else jobs
-    if jobs > 1:
-        objects = _compile_in_pool(texts, jobs)
+    if jobs > 1 or pool is not None:
+        objects = _compile_in_pool(texts, jobs, pool)
         if objects is not None:
             return objects
     return [emit_object(t) for t in texts]
 
 
-def _compile_in_pool(texts: Sequence[str | GemmSource], jobs: int) -> list[bytes] | None:
-    """emit_object of each text in a pool of `jobs` forked processes, or None when the
-    pool fails (then the caller compiles here, and any error shows there). The workers
-    fork holding llvmlite's lock, so none is copied while another thread is inside LLVM;
-    the largest units go first, so that no long one starts last."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+class UnitPool:
+    """emit_object in a pool of `jobs` forked processes. The workers fork on the first
+    submit, while this process holds llvmlite's lock, so none is copied while another
+    thread is inside LLVM; a source submitted twice is compiled once."""
+
+    def __init__(self, jobs: int):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        target_machine()  # created before the fork: every worker inherits it
+        self.executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+        self.futures: dict[str | GemmSource, Future] = {}
+
+    def submit(self, source: str | GemmSource) -> None:
+        from llvmlite.binding import ffi
+
+        if source in self.futures:
+            return
+        if self.futures:
+            self.futures[source] = self.executor.submit(emit_object, source)
+            return
+        with ffi.lib._lock:  # a fork context starts every worker on the first submit
+            self.futures[source] = self.executor.submit(emit_object, source)
+
+    def results(self, sources: Sequence[str | GemmSource]) -> list[bytes]:
+        return [self.futures[s].result() for s in sources]
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _compile_in_pool(texts: Sequence[str | GemmSource], jobs: int, pool: UnitPool | None = None) -> list[bytes] | None:
+    """emit_object of each text in `pool`, or in a pool of `jobs` forked processes of its
+    own, or None when the pool fails (then the caller compiles here, and any error shows
+    there). The largest units go first, so that no long one starts last."""
     from concurrent.futures.process import BrokenProcessPool
 
-    from llvmlite.binding import ffi
-
-    target_machine()  # created before the fork: every worker inherits it
-    order = sorted(range(len(texts)), key=lambda i: -_size(texts[i]))
-    objects: list[bytes] = [b""] * len(texts)
+    own = None
     try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            with ffi.lib._lock:  # a fork context starts every worker on the first submit
-                futures = {pool.submit(emit_object, texts[order[0]]): order[0]}
-            futures.update({pool.submit(emit_object, texts[i]): i for i in order[1:]})
-            for future, i in futures.items():
-                objects[i] = future.result()
+        if pool is None:
+            pool = own = UnitPool(jobs)
+        for i in sorted(range(len(texts)), key=lambda i: -_size(texts[i])):
+            pool.submit(texts[i])
+        return pool.results(texts)
     except (BrokenProcessPool, OSError, RuntimeError, AssertionError):
         return None
-    return objects
+    finally:
+        if own is not None:
+            own.close()
+
+
+# fewer GEMM kernels than this for the cache to compile start no pool before convert-to-llvm
+EARLY_MIN_GEMMS = 2
+
+
+@contextlib.contextmanager
+def early_gemms(sources: Sequence[GemmSource]) -> Iterator[UnitPool | None]:
+    """A pool already compiling the GEMM units `sources` that the cache lacks, while
+    this process goes on with convert-to-llvm and the translation (api's loader knows
+    them from the loop.gemm ops before convert-to-llvm); compile_units takes their
+    objects from it and gives it the other units. None (nothing started) for fewer
+    than EARLY_MIN_GEMMS, or where compile_jobs allows no pool. A source that the
+    module does not declare in the end is compiled for nothing, never used."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from mlfuse import cache
+
+    missing = [s for s in dict.fromkeys(sources) if not cache.has_object(s.key())]
+    jobs = compile_jobs(max(len(missing), PARALLEL_MIN_UNITS)) if len(missing) >= EARLY_MIN_GEMMS else 1
+    if jobs <= 1:
+        yield None
+        return
+    pool = UnitPool(jobs)
+    try:
+        try:
+            for source in missing:
+                pool.submit(source)
+        except (BrokenProcessPool, OSError, RuntimeError):
+            pool.close()
+            pool = None
+        yield pool
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def _size(source: str | GemmSource) -> int:
