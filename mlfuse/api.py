@@ -98,10 +98,11 @@ def all_passes() -> dict:
 
 def run_pipeline(
     module: ModuleOp, passes: Sequence[str], ctx: Context | None = None, verify_each: bool | None = None,
-    verify_result: bool = True,
+    verify_result: bool = True, bf16_checked: bool = False,
 ) -> ModuleOp:
     """Apply passes given as `mlfuse-opt -p` specs and verify the result (unless not
-    `verify_result`: the caller has it checked otherwise).
+    `verify_result`: the caller has it checked otherwise). A pipeline that converts to
+    LLVM first rejects bf16 (diagnostics.reject_bf16) unless the caller has (`bf16_checked`).
 
     `verify_each` verifies after every pass as well (default: $MLFUSE_VERIFY_EACH, off):
     verification costs about as much as the passes on whole models (ResNet-18: 6 s of a
@@ -116,7 +117,7 @@ def run_pipeline(
         lines = [line.strip() for line in str(e).split("\n") if line.strip()] or [type(e).__name__]
         raise Diagnostic(f"invalid pass pipeline '{','.join(passes)}': {lines[-1]}") from None
     check_report_paths(pipeline.passes)
-    if any(p.name == "convert-to-llvm" for p in pipeline.passes):
+    if not bf16_checked and any(p.name == "convert-to-llvm" for p in pipeline.passes):
         reject_bf16(module, "CPU")
     # a pass that crashes on verified input is mlfuse's bug: an internal error with a reproducer
     spec = ",".join(str(p.pipeline_pass_spec()) for p in pipeline.passes)
@@ -735,6 +736,8 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
     # so xDSL does not verify it first: that took 0.95 s of ResNet-18's 13 s cold compile.
     # A module of other ops would fail translation, so other pipelines keep the check.
     last = list(steps[-1:]) if _ends_in_llvm_conversion(steps) else []
+    if last:  # located while the graph ops still carry their source locations
+        reject_bf16(lowered, "CPU")
     if len(steps) > len(last):
         run_pipeline(lowered, steps[: len(steps) - len(last)], verify_result=not last)
     from mlfuse.backend.llvm_translate import to_llvmlite
@@ -743,7 +746,7 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
     # the GEMM kernels compile in forked workers while this process lowers the rest
     with cpu.early_gemms(expected_gemms(lowered, last)) as pool:
         if last:
-            run_pipeline(lowered, last, verify_result=False)
+            run_pipeline(lowered, last, verify_result=False, bf16_checked=True)
         with internal_errors("LLVM translation", lowered, changes_module=False):  # it reads the module
             ir_module = to_llvmlite(lowered, external=constants, define_gemms=False)  # see cpu.GemmSource
             objects, keys = cpu.compile_units(ir_module, keep=_public_functions(module) | {entry}, pool=pool)
