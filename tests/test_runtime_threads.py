@@ -18,7 +18,7 @@ import pytest
 import mlfuse
 from mlfuse.api import aligned_empty
 from mlfuse.backend import cpu
-from mlfuse.backend.team import PROBE_EVERY, WINDOW, TeamSizer
+from mlfuse.backend.team import FIRST_PROBE, ONE_THREAD_MARGIN, PROBE_EVERY, TEAM_MARGIN, TeamSizer
 
 # two GEMMs and a row reduction: several kernels, intermediates in the arena
 GRAPH = """
@@ -144,11 +144,45 @@ def test_team_sizer_runs_the_faster_choice_and_probes_the_other():
     assert sizer.choose(2) == 1  # then one thread, to compare
     for t in (1.0, 1.0):
         sizer.record(1, t)
-    choices = [sizer.choose(2) for _ in range(PROBE_EVERY * 2)]
-    assert choices.count(2) == 2 and choices.count(1) == 2 * PROBE_EVERY - 2  # a busy neighbour: one thread
-    for t in (0.5,) * WINDOW:  # the neighbour is gone: the team is faster again
+    # a busy neighbour: one thread; the team is probed two calls at a time, soon after
+    # the switch and then at doubling gaps (2, 4, 8, ... calls) up to PROBE_EVERY
+    choices = "".join(str(sizer.choose(2)) for _ in range(2 * PROBE_EVERY))
+    assert choices.startswith("11" "22" "11" "22" "1111" "11" "22")
+    assert choices.count("2") == 2 * choices.count("22") and choices.count("22") == 5
+    assert choices[-2 * PROBE_EVERY // 2 + 2:].count("2") <= 2  # PROBE_EVERY apart at the end
+    for t in (0.5, 0.5):  # the neighbour is gone: the team's probe is fast, and replaces its window
         sizer.record(2, t)
-    assert [sizer.choose(2) for _ in range(PROBE_EVERY)].count(2) == PROBE_EVERY - 1
+    choices = "".join(str(sizer.choose(2)) for _ in range(2 * PROBE_EVERY))
+    assert choices.startswith("22" "1" "222" "1" "2222222" "1")  # one-thread probes are single calls
+    assert choices.count("1") == 5
+
+
+def test_team_sizer_needs_a_clear_win_to_switch_either_way():
+    """Hysteresis: on a busy core the team may be only a little slower than one thread,
+    and switching back and forth would pay its stalls each time."""
+    sizer = TeamSizer()
+    for threads, t in ((2, 3.0), (2, 3.0), (1, 1.0), (1, 1.0)):
+        sizer.record(threads, t)
+    assert sizer.choose(2) == 1
+
+    def next_probe(threads: int) -> None:  # run to the next probe of `threads`, through its calls
+        while sizer.choose(2) != threads:
+            pass
+        if threads == 2:
+            assert sizer.choose(2) == 2  # a team probe is two calls
+
+    next_probe(2)
+    for t in (0.9, 0.9):  # faster than one thread, but not by TEAM_MARGIN: one thread stays
+        sizer.record(2, t)
+    assert [sizer.choose(2) for _ in range(FIRST_PROBE)] == [1] * FIRST_PROBE
+    next_probe(2)
+    for t in (0.5, 0.5):  # clearly faster: the team comes back
+        sizer.record(2, t)
+    assert sizer.choose(2) == 2
+    next_probe(1)
+    sizer.record(1, 0.4)  # one thread a little faster than the team, not by ONE_THREAD_MARGIN
+    assert [sizer.choose(2) for _ in range(FIRST_PROBE)] == [2] * FIRST_PROBE
+    assert TEAM_MARGIN > ONE_THREAD_MARGIN
 
 
 def test_a_call_beside_another_runs_on_one_thread_and_neither_is_recorded(team_of_two):

@@ -7,10 +7,24 @@ running holds up every region of the call for a scheduler time slice: ResNet-18
 3 ms on one thread and 12 ms for onnxruntime. One thread never waits for another.
 
 So each compiled function keeps the times of its recent calls with the full team
-and with one thread, runs one thread only when its median is clearly (`ONE_THREAD_MARGIN`) faster, and tries the other choice every
-`PROBE_EVERY`th call to follow the machine's load. On a quiet machine the full team
-wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on the
-choice: team calls split only independent iterations (see llvm_runtime).
+and with one thread, runs one thread only when its median is clearly (`ONE_THREAD_MARGIN`)
+faster, and probes the other choice to follow the machine's load: `FIRST_PROBE` calls
+after the choice changes, then at doubling gaps up to every `PROBE_EVERY`th call. A
+probe's time replaces the probed choice's window, whose samples are from before the
+switch: load that has passed (another runtime's threads spinning after its call, a
+neighbour's burst) must not keep the team off for long. A probe of the team is two
+calls, and both must be fast to bring it back, so that on a busy core a lucky call
+does not (the team then stalls at every barrier). With a fixed probe every 32nd
+call into a window of 5, three good probes (96 calls) were needed to return to the
+team: an encoder layer timed right after onnxruntime's calls ran on one thread for
+whole turns of the models bench (3.9 ms against 2.5 ms). Once on one thread, the team
+comes back only when clearly (`TEAM_MARGIN`) faster: with fresh windows and a single
+margin, a team a little slower than one thread on a busy core won each probe and
+stalled the calls after it (encoder layer at 2 threads, one core taken by a spinning
+process, median call 5.6 ms against 4.4 with stale windows; with the hysteresis
+4.5-4.6 ms, 1.2-1.8x its quiet time). On a quiet machine the full
+team wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on
+the choice: team calls split only independent iterations (see llvm_runtime).
 
 A call that starts while another call of compiled code runs in this process (calls
 from several Python threads) runs on one thread: libgomp gives each calling thread a
@@ -34,10 +48,16 @@ from collections.abc import Callable, Sequence
 from mlfuse.backend import cpu
 
 PROBE_EVERY = 32
+FIRST_PROBE = 2  # calls after the choice changes before the other is probed; the gap doubles to PROBE_EVERY
+# A probe of the team is two calls, both timed: on a busy core one lucky call must not
+# bring back a team that stalls (a single one-thread call is a cheap probe).
+TEAM_PROBE_CALLS = 2
 WINDOW = 5  # calls per choice whose median decides
 # One thread must beat the team by this factor: on a quiet machine noise alone must not
 # move a memory-bound kernel onto one thread (a stalled team is 2-100x slower).
 ONE_THREAD_MARGIN = 0.7
+# ... and once on one thread, the team comes back when it is faster by this factor
+TEAM_MARGIN = 0.85
 # A call with more minor page faults than this (in the whole process) is not recorded.
 FAULTS_IGNORED = 64
 
@@ -78,6 +98,11 @@ class TeamSizer:
         self.medians: dict[int, float] = {}
         self.calls = 0
         self.warmed: set[int] = set()  # team sizes whose first (cold) call has run
+        self.best: int | None = None  # what the medians chose last
+        self.gap = FIRST_PROBE  # calls between probes of the other choice
+        self.next_probe = 0  # the call number of the next probe
+        self.probe_left = 0  # calls of the probe under way still to come
+        self.fresh: int | None = None  # the choice whose window the next time it records replaces
 
     def choose(self, team: int) -> int:
         if team <= 1:
@@ -88,13 +113,30 @@ class TeamSizer:
             return team
         if one is None:
             return 1
-        best, other = (1, team) if one < ONE_THREAD_MARGIN * full else (team, 1)
-        return other if self.calls % PROBE_EVERY == 0 else best
+        # hysteresis: the team must be clearly faster to come back as one thread must be to
+        # replace it (on a busy core the team may be only a little slower, and flapping is not)
+        stay_one = full >= TEAM_MARGIN * one if self.best == 1 else one < ONE_THREAD_MARGIN * full
+        best, other = (1, team) if stay_one else (team, 1)
+        if best != self.best:  # a new choice: check it against the other soon
+            self.best, self.gap, self.next_probe, self.probe_left = best, FIRST_PROBE, self.calls + FIRST_PROBE, 0
+        if self.probe_left:
+            self.probe_left -= 1
+            return other
+        if self.calls < self.next_probe:
+            return best
+        self.gap = min(2 * self.gap, PROBE_EVERY)
+        self.next_probe = self.calls + self.gap
+        self.probe_left = (TEAM_PROBE_CALLS if other == team else 1) - 1
+        self.fresh = other
+        return other
 
     def record(self, threads: int, seconds: float) -> None:
         window = self.times.setdefault(threads, deque(maxlen=WINDOW))
+        if threads == self.fresh:  # a probe's first time: the window is from before the last switch
+            window.clear()
+            self.fresh = None
         window.append(seconds)
-        if len(window) >= 2:
+        if len(window) >= 2 or (threads == 1 and self.best is not None and self.best != 1):
             self.medians[threads] = statistics.median(window)
 
     def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
