@@ -523,6 +523,22 @@ class ErfOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
+class SinOp(UnaryElementwiseOp):
+    """sin x, radians (libm's sinf/sin on the CPU: not vectorized)."""
+
+    name = "graph.sin"
+    traits = traits_def(Elementwise(cost=20.0))
+
+
+@irdl_op_definition
+class CosOp(UnaryElementwiseOp):
+    """cos x, radians (libm's cosf/cos on the CPU: not vectorized)."""
+
+    name = "graph.cos"
+    traits = traits_def(Elementwise(cost=20.0))
+
+
+@irdl_op_definition
 class SigmoidOp(UnaryElementwiseOp):
     name = "graph.sigmoid"
     traits = traits_def(Elementwise(cost=10.0))
@@ -1940,6 +1956,8 @@ Graph = Dialect(
         ReciprocalOp,
         TanhOp,
         ErfOp,
+        SinOp,
+        CosOp,
         SigmoidOp,
         ReluOp,
         FloorOp,

@@ -247,6 +247,14 @@ class GraphFunctions(InterpreterFunctions):
     def run_erf(self, interpreter: Interpreter, op: graph.ErfOp, args: Values) -> Values:
         return _elementwise(special.erf, args)
 
+    @impl(graph.SinOp)
+    def run_sin(self, interpreter: Interpreter, op: graph.SinOp, args: Values) -> Values:
+        return _elementwise(np.sin, args)
+
+    @impl(graph.CosOp)
+    def run_cos(self, interpreter: Interpreter, op: graph.CosOp, args: Values) -> Values:
+        return _elementwise(np.cos, args)
+
     @impl(graph.SigmoidOp)
     def run_sigmoid(self, interpreter: Interpreter, op: graph.SigmoidOp, args: Values) -> Values:
         return _elementwise(special.expit, args)

@@ -352,6 +352,8 @@ _UNARY = {
     aten.reciprocal: GraphBuilder.reciprocal,
     aten.tanh: GraphBuilder.tanh,
     aten.erf: GraphBuilder.erf,
+    aten.sin: GraphBuilder.sin,
+    aten.cos: GraphBuilder.cos,
     aten.sigmoid: GraphBuilder.sigmoid,
     aten.relu: GraphBuilder.relu,
 }

@@ -68,6 +68,10 @@ UNARY = {
     "log": (np.log, "positive", 1e-6, 1e-30),
     "tanh": (np.tanh, "wide", 2e-6, 1e-7),
     "erf": (special.erf, "normal", 2e-6, 1e-7),
+    # libm's sinf/cosf against numpy's own f32 kernels: both within an ulp or two; the
+    # absolute bound covers results near a zero of the function
+    "sin": (np.sin, "wide", 1e-6, 2e-7),
+    "cos": (np.cos, "wide", 1e-6, 2e-7),
     "sigmoid": (special.expit, "wide", 2e-6, 1e-7),
 }
 

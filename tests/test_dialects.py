@@ -66,6 +66,8 @@ OP_TABLE: dict[type[Operation], tuple[list[Attribute], Callable[..., Operation |
     graph.ReciprocalOp: ([X48], graph.ReciprocalOp),
     graph.TanhOp: ([X48], graph.TanhOp),
     graph.ErfOp: ([X48], graph.ErfOp),
+    graph.SinOp: ([X48], graph.SinOp),
+    graph.CosOp: ([t((3,), f64)], graph.CosOp),
     graph.SigmoidOp: ([X48], graph.SigmoidOp),
     graph.ReluOp: ([t((5,), i64)], graph.ReluOp),
     graph.GeluOp: ([X48], lambda x: graph.GeluOp(x, "tanh")),
@@ -355,7 +357,7 @@ def test_reshape_chain_becomes_one_reshape():
 
 FOLDABLE_UNARY = [
     graph.NegOp, graph.AbsOp, graph.ExpOp, graph.LogOp, graph.SqrtOp, graph.RsqrtOp,
-    graph.ReciprocalOp, graph.TanhOp, graph.ErfOp, graph.SigmoidOp, graph.ReluOp,
+    graph.ReciprocalOp, graph.TanhOp, graph.ErfOp, graph.SinOp, graph.CosOp, graph.SigmoidOp, graph.ReluOp,
 ]
 FOLDABLE_BINARY = [graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.MaxOp, graph.MinOp, graph.PowOp]
 

@@ -98,7 +98,7 @@ POW_NAMED = [(1.0, NAN, 1.0), (-1.0, INF, 1.0), (-1.0, -INF, 1.0), (-0.0, -1.0, 
              (-0.0, 3.0, -0.0), (-0.0, 2.0, 0.0), (-0.0, -2.0, INF), (-INF, 3.0, -INF), (-INF, -3.0, -0.0),
              (-INF, 0.5, INF), (-INF, -0.5, 0.0), (-2.0, 0.5, NAN), (NAN, 0.0, 1.0), (0.0, NAN, NAN)]
 UNARY_X = [0.0, -0.0, INF, -INF, NAN, 1e-45, -1e-45, 1e-30, -1e-30, 0.3, -0.3, 0.625, -0.625, 0.7, -0.7, 5.0, -5.0, 9.0, -9.0, 50.0, -50.0, 88.7, -88.7, 89.0, -104.0, 3e38, -3e38]
-UNARY = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "erf": special.erf}
+UNARY = {"tanh": np.tanh, "exp": np.exp, "log": np.log, "erf": special.erf, "sin": np.sin, "cos": np.cos}
 # f32 goes through expand-math's polynomials (errors stated there), f64 through libm
 RTOL = {"float32": 2e-6, "float64": 1e-14}
 
@@ -176,6 +176,23 @@ def test_special_values_on_the_gpu_simulator():
     (got,) = mlfuse.compile(unary_module("tanh", "float32", len(t)), target="gpu-sim")(t)
     with np.errstate(all="ignore"):
         assert_ieee_equal(got, np.tanh(t), RTOL["float32"], UNARY_X)
+
+
+@pytest.mark.parametrize("target", ["gpu-sim", "ptx"])
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_and_cos_are_refused_on_the_gpu_at_their_op(name, target):
+    """The device has no libm (sin and cos call it on the CPU), and the simulator runs
+    what the device runs: a located diagnostic either way."""
+    from mlfuse.backend.gpu.ptx import device_module
+
+    text = (f"func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {{\n"
+            f"  %y = graph.{name} %x : tensor<8xf32>\n  func.return %y : tensor<8xf32>\n}}")
+    with pytest.raises(mlfuse.Diagnostic) as info:
+        if target == "ptx":
+            device_module(mlfuse.run_pipeline(mlfuse.parse(text), ["fusion-plan{target=gpu}", "gpu-map-kernels"]))
+        else:
+            mlfuse.compile(text, target=target)
+    assert str(info.value).startswith("<input>:2:3: error:"), str(info.value)
 
 
 MINMAX_VALUES = [0.0, -0.0, 1.5, -1.5, math.inf, -math.inf, math.nan, -math.nan]

@@ -79,7 +79,7 @@ case("Pow-cube-const", "Pow", [f32(3, 4)], consts={1: np.array(3.0, np.float32)}
 
 for op, make in {
     "Neg": f32, "Abs": f32, "Exp": f32, "Log": positive, "Sqrt": positive, "Tanh": f32,
-    "Erf": f32, "Sigmoid": f32, "Relu": f32,
+    "Erf": f32, "Sigmoid": f32, "Relu": f32, "Sin": f32, "Cos": f32,
 }.items():
     case(f"{op}", op, [make(2, 3, 4)])
 case("Reciprocal", "Reciprocal", [positive(2, 5)])
@@ -88,6 +88,8 @@ case("Abs-int64", "Abs", [ints(3, 4, dtype=I64)])
 case("Relu-int32", "Relu", [ints(3, 4)], opset=14)
 case("Relu-f64", "Relu", [f32(3, 4).astype(np.float64)])
 case("Exp-f16", "Exp", [f32(3, 4).astype(np.float16)])
+case("Sin-f64-wide", "Sin", [(f32(3, 4) * 1e3).astype(np.float64)])
+case("Cos-f16", "Cos", [f32(3, 4).astype(np.float16)])
 case("LeakyRelu-default", "LeakyRelu", [f32(3, 4)])
 case("LeakyRelu-alpha", "LeakyRelu", [f32(3, 4)], opset=16, alpha=0.2)
 case("Gelu-erf", "Gelu", [f32(3, 4)], opset=20)

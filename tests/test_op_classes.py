@@ -154,6 +154,7 @@ EXPECTED = {
     "reciprocal": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "exp": (OpClass.EXPENSIVE_ELEMENTWISE, 8.0),
     "log": (OpClass.EXPENSIVE_ELEMENTWISE, 8.0), "tanh": (OpClass.EXPENSIVE_ELEMENTWISE, 10.0),
     "erf": (OpClass.EXPENSIVE_ELEMENTWISE, 10.0), "sigmoid": (OpClass.EXPENSIVE_ELEMENTWISE, 10.0),
+    "sin": (OpClass.EXPENSIVE_ELEMENTWISE, 20.0), "cos": (OpClass.EXPENSIVE_ELEMENTWISE, 20.0),
     "pow": (OpClass.EXPENSIVE_ELEMENTWISE, 16.0), "gelu": (OpClass.EXPENSIVE_ELEMENTWISE, 20.0),
     "broadcast": (OpClass.BROADCAST, 0.0),
     **{n: (OpClass.INJECTIVE, 0.0) for n in (
@@ -185,7 +186,7 @@ def sample_ops() -> list:
         t([1, 2, 6, 6]), t([3, 2, 3, 3]), t([4, 8], i1),
     ]).args
     ops = [cls(x) for cls in (graph.NegOp, graph.AbsOp, graph.ExpOp, graph.LogOp, graph.SqrtOp, graph.RsqrtOp,
-                              graph.ReciprocalOp, graph.TanhOp, graph.ErfOp, graph.SigmoidOp, graph.ReluOp, graph.GeluOp,
+                              graph.ReciprocalOp, graph.TanhOp, graph.ErfOp, graph.SinOp, graph.CosOp, graph.SigmoidOp, graph.ReluOp, graph.GeluOp,
                               graph.FloorOp, graph.CeilOp, graph.RoundOp)]
     ops += [cls(x, y) for cls in (graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.MaxOp, graph.MinOp,
                                   graph.RemOp, graph.PowOp)]

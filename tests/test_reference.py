@@ -65,6 +65,8 @@ UNARY = {
     graph.ReciprocalOp: (lambda x: 1.0 / x, random_array),
     graph.TanhOp: (lambda x: (np.exp(2 * x) - 1) / (np.exp(2 * x) + 1), random_array),
     graph.ErfOp: (erf64, random_array),
+    graph.SinOp: (np.vectorize(math.sin, otypes=[np.float64]), random_array),
+    graph.CosOp: (np.vectorize(math.cos, otypes=[np.float64]), random_array),
     graph.SigmoidOp: (lambda x: 1.0 / (1.0 + np.exp(-x)), random_array),
     graph.ReluOp: (lambda x: np.where(x > 0, x, 0.0), random_array),
 }

@@ -151,6 +151,7 @@ def elementwise(x, y):
     b = torch.where(x > y, torch.exp(-x * x), torch.tanh(y)) ** 2 + torch.rsqrt(x * x + 1) - (y * y + 1).sqrt()
     c = F.silu(x) + F.gelu(y, approximate="tanh") + F.leaky_relu(x, 0.1) + torch.erf(y) + torch.log(x.abs() + 1)
     d = torch.maximum(x, y) - torch.minimum(x, 0.1 * y) + torch.pow(x.abs() + 1, y) + 1.0 / (x.abs() + 1)
+    d = d + torch.sin(x) * torch.cos(y)  # rotary embeddings' angles
     return a, b, c, d + x.pow(3) + torch.add(x, y, alpha=0.5) + torch.sub(x, y, alpha=2) + (3 - x)
 
 

@@ -161,6 +161,22 @@ func.func @libm(%x: f64) -> f64 {
 
 // -----
 
+// sin and cos call libm at f32 too (expand-math has no polynomial for them).
+// CHECK-LABEL: llvm.func @libm_sin
+// CHECK: llvm.call @sinf(%{{.*}}) : (f32) -> f32
+func.func @libm_sin(%x: f32) -> f32 {
+  %s = math.sin %x : f32
+  func.return %s : f32
+}
+// CHECK-LABEL: llvm.func @libm_cos
+// CHECK: llvm.call @cos(%{{.*}}) : (f64) -> f64
+func.func @libm_cos(%y: f64) -> f64 {
+  %c = math.cos %y : f64
+  func.return %c : f64
+}
+
+// -----
+
 // scf.if with a result and a loop with an iteration argument: cf blocks whose
 // arguments are i64 (index) and f32; no unrealized cast is left.
 // CHECK-LABEL: llvm.func @control(%{{.*}}: i1, %{{.*}}: !llvm.ptr {llvm.noalias}) -> f32

@@ -20,6 +20,18 @@ func.func @f32_ops(%x: f32, %y: f32) -> (f32, f32, f32, f32, f32) {
 
 // -----
 
+// sin and cos have no expansion: they stay for convert-to-llvm's libm calls.
+// CHECK-LABEL: func.func @trig
+// CHECK-NEXT: math.sin
+// CHECK-NEXT: math.cos
+func.func @trig(%x: f32) -> (f32, f32) {
+  %s = math.sin %x : f32
+  %c = math.cos %x : f32
+  func.return %s, %c : f32, f32
+}
+
+// -----
+
 // exp: the low clamp by compare and select (x < lo ? lo : x keeps NaN and is one x86 max),
 // round x*log2(e) with the 1.5*2^23 trick (+254: both scale factors' exponent bias), cap n at
 // 128 by an integer min on k's bits (0x4B40017E: n + 254 = 382) instead of a float clamp,

@@ -115,6 +115,8 @@ FLOAT_UNARY_MATH: dict[type, Callable] = {
     graph.RsqrtOp: mathd.RsqrtOp,
     graph.TanhOp: mathd.TanhOp,
     graph.ErfOp: mathd.ErfOp,
+    graph.SinOp: mathd.SinOp,
+    graph.CosOp: mathd.CosOp,
     graph.FloorOp: mathd.FloorOp,
     graph.CeilOp: mathd.CeilOp,
     graph.RoundOp: mathd.RoundEvenOp,  # halves to even, as numpy and ONNX

@@ -277,6 +277,8 @@ LIBM = {
     mathd.TanhOp: "tanh",
     mathd.ErfOp: "erf",
     mathd.PowFOp: "pow",
+    mathd.SinOp: "sin",
+    mathd.CosOp: "cos",
 }
 LIBM_SUFFIX = {Float32Type: "f", Float64Type: ""}
 CASTS = {

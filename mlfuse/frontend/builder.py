@@ -413,6 +413,12 @@ class GraphBuilder:
     def erf(self, x: Tensor) -> Tensor:
         return self._unary(graph.ErfOp, x)
 
+    def sin(self, x: Tensor) -> Tensor:
+        return self._unary(graph.SinOp, x)
+
+    def cos(self, x: Tensor) -> Tensor:
+        return self._unary(graph.CosOp, x)
+
     def sigmoid(self, x: Tensor) -> Tensor:
         return self._unary(graph.SigmoidOp, x)
 

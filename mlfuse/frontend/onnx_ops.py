@@ -282,6 +282,8 @@ UNARY: dict[str, type[Operation]] = {
     "Reciprocal": graph.ReciprocalOp,
     "Tanh": graph.TanhOp,
     "Erf": graph.ErfOp,
+    "Sin": graph.SinOp,
+    "Cos": graph.CosOp,
     "Sigmoid": graph.SigmoidOp,
     "Relu": graph.ReluOp,
     "Floor": graph.FloorOp,

@@ -203,6 +203,8 @@ UNARY: dict[type[Operation], type[graph.UnaryElementwiseOp]] = {
     shlo.TanhOp: graph.TanhOp,
     shlo.LogisticOp: graph.SigmoidOp,
     shlo.ErfOp: graph.ErfOp,
+    shlo.SineOp: graph.SinOp,
+    shlo.CosineOp: graph.CosOp,
     shlo.FloorOp: graph.FloorOp,
     shlo.CeilOp: graph.CeilOp,
 }
@@ -220,6 +222,7 @@ BINARY: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
 }
 
 FLOAT_ONLY = (shlo.PowerOp, shlo.ExponentialOp, shlo.LogOp, shlo.SqrtOp, shlo.RsqrtOp, shlo.TanhOp, shlo.LogisticOp, shlo.ErfOp, shlo.ErfcOp,
+              shlo.SineOp, shlo.CosineOp,
               shlo.FloorOp, shlo.CeilOp)
 
 

@@ -16,7 +16,9 @@ func.func @unary(%x: tensor<4x8xf32>, %i: tensor<3xi32>) -> tensor<4x8xf32> {
   // CHECK-NEXT: %rec = graph.reciprocal %rsqrt : tensor<4x8xf32>
   // CHECK-NEXT: %tanh = graph.tanh %rec : tensor<4x8xf32>
   // CHECK-NEXT: %erf = graph.erf %tanh : tensor<4x8xf32>
-  // CHECK-NEXT: %sig = graph.sigmoid %erf : tensor<4x8xf32>
+  // CHECK-NEXT: %sin = graph.sin %erf : tensor<4x8xf32>
+  // CHECK-NEXT: %cos = graph.cos %sin : tensor<4x8xf32>
+  // CHECK-NEXT: %sig = graph.sigmoid %cos : tensor<4x8xf32>
   // CHECK-NEXT: %relu = graph.relu %sig : tensor<4x8xf32>
   // CHECK-NEXT: %gelu = graph.gelu %relu : tensor<4x8xf32>
   // CHECK-NEXT: %gelu_tanh = graph.gelu %gelu {approximate = "tanh"} : tensor<4x8xf32>
@@ -33,7 +35,9 @@ func.func @unary(%x: tensor<4x8xf32>, %i: tensor<3xi32>) -> tensor<4x8xf32> {
   %rec = graph.reciprocal %rsqrt : tensor<4x8xf32>
   %tanh = graph.tanh %rec : tensor<4x8xf32>
   %erf = graph.erf %tanh : tensor<4x8xf32>
-  %sig = graph.sigmoid %erf : tensor<4x8xf32>
+  %sin = graph.sin %erf : tensor<4x8xf32>
+  %cos = graph.cos %sin : tensor<4x8xf32>
+  %sig = graph.sigmoid %cos : tensor<4x8xf32>
   %relu = graph.relu %sig : tensor<4x8xf32>
   %gelu = graph.gelu %relu : tensor<4x8xf32>
   %gelu_tanh = graph.gelu %gelu {approximate = "tanh"} : tensor<4x8xf32>
