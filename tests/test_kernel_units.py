@@ -174,21 +174,72 @@ def test_compiles_use_the_pool_and_match(cache_root, monkeypatch):
     assert pooled == [2]
 
 
-def test_no_pool_for_few_units_other_threads_or_one_job(monkeypatch):
+def test_no_pool_for_few_units_in_a_forked_child_or_for_one_job(monkeypatch):
     import threading
 
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
     monkeypatch.delenv("MLFUSE_COMPILE_JOBS", raising=False)
     assert cpu.compile_jobs(cpu.PARALLEL_MIN_UNITS - 1) == 1
     monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "1")
     assert cpu.compile_jobs(100) == 1
     monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "3")
     assert cpu.compile_jobs(100) == 3
-    monkeypatch.setattr(threading, "active_count", lambda: 2)
-    assert cpu.compile_jobs(100) == 1
-    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 5)  # other Python threads: the pool all the same
+    assert cpu.compile_jobs(100) == 3
     monkeypatch.setattr(cpu, "_forked", True)
     assert cpu.compile_jobs(100) == 1
+
+
+def test_the_pool_runs_beside_other_python_threads(cache_root, monkeypatch):
+    """Jupyter's kernel and torch.compile leave Python threads running: the LLVM work
+    still goes to the pool, and the results are the serial ones."""
+    import threading
+
+    idle = threading.Event()
+    thread = threading.Thread(target=idle.wait, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setattr(cpu, "PARALLEL_MIN_UNITS", 2)
+        monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
+        pooled: list[int] = []
+        original = cpu._compile_in_pool
+        monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, pool=None: pooled.append(jobs) or original(texts, jobs, pool))
+        f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))
+        (got,) = f(*inputs())
+    finally:
+        idle.set()
+    np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
+    assert pooled == [2]
+
+
+STUCK: dict = {}
+
+
+def stuck_in_workers(source):
+    """emit_object, but a pool worker (a process other than the test's) never answers."""
+    import os
+    import time
+
+    if os.getpid() != STUCK["parent"]:
+        time.sleep(60)
+    return STUCK["emit"](source)
+
+
+def test_a_stuck_pool_is_left_and_the_units_compile_here(monkeypatch):
+    """A worker that never answers (one forked while another thread held a lock it
+    waits for) costs POOL_STALL_S, not a hang: its workers are killed and this process
+    compiles the units, to the same objects."""
+    import os
+    import time
+
+    texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []]
+    want = [cpu.emit_object(t) for t in texts]
+    monkeypatch.setitem(STUCK, "parent", os.getpid())
+    monkeypatch.setitem(STUCK, "emit", cpu.emit_object)
+    monkeypatch.setattr(cpu, "emit_object", stuck_in_workers)  # pickled by name: the workers find it
+    monkeypatch.setattr(cpu, "POOL_STALL_S", 1.0)
+    start = time.perf_counter()
+    assert cpu.compile_texts(texts, jobs=2) == want
+    assert time.perf_counter() - start < 30
 
 
 def test_a_failed_pool_compiles_here(monkeypatch):

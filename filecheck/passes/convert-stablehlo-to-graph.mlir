@@ -52,6 +52,19 @@ func.func public @elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tens
 
 // -----
 
+// sine and cosine: graph.sin and graph.cos (libm on the CPU).
+// CHECK-LABEL: func.func @trig(%x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK-NEXT: %0 = graph.sin %x : tensor<4xf32>
+// CHECK-NEXT: %1 = graph.cos %0 : tensor<4xf32>
+// CHECK-NEXT: func.return %1 : tensor<4xf32>
+func.func @trig(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.sine %x : tensor<4xf32>
+  %1 = stablehlo.cosine %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
 // and/or/xor/not on i1 become selects and comparisons.
 // CHECK-LABEL: func.func @logical(%a: tensor<4xi1>, %b: tensor<4xi1>) -> tensor<4xi1> {
 // CHECK-NEXT: %0 = graph.select %a, %b, %a : tensor<4xi1>, tensor<4xi1>
@@ -299,8 +312,8 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // Located errors: what the graph dialect cannot express.
 func.func @unsupported_op(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.sine' is not supported by the conversion to the graph dialect
-  %0 = stablehlo.sine %x : tensor<4xf32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.exponential_minus_one' is not supported by the conversion to the graph dialect
+  %0 = stablehlo.exponential_minus_one %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -383,20 +383,30 @@ def emit_object(source: str | GemmSource) -> bytes:
 # than this, or one core, stay in this process.
 PARALLEL_MIN_UNITS = 8
 MAX_COMPILE_JOBS = 8
+# A pool that delivers no object for this long is stuck (no unit takes LLVM a minute):
+# its workers are killed and the units compile in this process.
+POOL_STALL_S = 120.0
 
 
 def compile_jobs(n_units: int) -> int:
     """How many processes compile `n_units` units: $MLFUSE_COMPILE_JOBS, else the cores
     this process may run on (at most MAX_COMPILE_JOBS); 1 (no pool) for few units, in a
-    forked child, in a daemonic process (which may not start processes), or while other
-    Python threads run (one of them could hold a lock the forked workers would need)."""
+    forked child, or in a daemonic process (which may not start processes).
+
+    Other Python threads do not keep the pool away. They are common where models are
+    compiled (Jupyter's kernel runs several, torch.compile leaves tqdm's monitor), and
+    had every such compile run its LLVM work on one core (MobileNetV2 cold in the models
+    bench's worker: 7.5 s, pooled 5.9 s). A worker only runs LLVM under llvmlite's lock,
+    which this process holds while it forks them, and Python's own locks that a fork
+    copies held (imports, logging) are reset in the child; should a worker still wait
+    on a lock that another thread held at the fork, the pool delivers nothing for
+    POOL_STALL_S and the units compile in this process (UnitPool.results)."""
     import multiprocessing
 
     env = os.environ.get("MLFUSE_COMPILE_JOBS", "").strip()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     jobs = int(env) if env.isdigit() else min(cores, MAX_COMPILE_JOBS)
-    if (n_units < PARALLEL_MIN_UNITS or _forked or not hasattr(os, "fork") or threading.active_count() > 1
-            or multiprocessing.current_process().daemon):
+    if n_units < PARALLEL_MIN_UNITS or _forked or not hasattr(os, "fork") or multiprocessing.current_process().daemon:
         return 1
     return max(1, min(jobs, n_units))
 
@@ -425,6 +435,7 @@ class UnitPool:
         target_machine()  # created before the fork: every worker inherits it
         self.executor = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
         self.futures: dict[str | GemmSource, Future] = {}
+        self.stuck = False
 
     def submit(self, source: str | GemmSource) -> None:
         from llvmlite.binding import ffi
@@ -438,10 +449,20 @@ class UnitPool:
             self.futures[source] = self.executor.submit(emit_object, source)
 
     def results(self, sources: Sequence[str | GemmSource]) -> list[bytes]:
-        return [self.futures[s].result() for s in sources]
+        """The objects of `sources`; TimeoutError (an OSError) when the pool is stuck."""
+        try:
+            return [self.futures[s].result(timeout=POOL_STALL_S) for s in sources]
+        except TimeoutError:
+            self.stuck = True
+            raise
 
     def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        if not self.stuck:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            return
+        for worker in list((getattr(self.executor, "_processes", None) or {}).values()):
+            worker.terminate()  # a stuck worker never finishes: shutdown(wait=True) would wait forever
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def _compile_in_pool(texts: Sequence[str | GemmSource], jobs: int, pool: UnitPool | None = None) -> list[bytes] | None:
