@@ -38,6 +38,9 @@ def test_check_passes_and_writes_outputs(tmp_path: Path):
         (["--inputs", "missing.npz"], "cannot read inputs"),
         (["--shape", "x=2xq"], "--shape expects NAME=2x128x768"),
         (["--inputs", "bad.npz"], "must have shape (4, 5), got (3,)"),
+        (["--threads", "-3"], "argument --threads: must be 0 or more, got -3"),
+        (["--repeat", "-1"], "argument --repeat: must be 0 or more, got -1"),
+        (["--repeat", "many"], "argument --repeat: expected a whole number, got 'many'"),
     ],
 )
 def test_bad_input_is_an_error_not_a_traceback(extra, message, tmp_path: Path):

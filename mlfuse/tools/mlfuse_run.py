@@ -188,6 +188,17 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number >= 0 (--repeat, --threads)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
+    return n
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="mlfuse-run", description=__doc__.split("\n")[0])
     parser.error = lambda message: (print(f"mlfuse-run: error: {message}", file=sys.stderr), sys.exit(1))  # type: ignore[method-assign]
@@ -198,8 +209,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--outputs", help="write the outputs to this .npz, keyed by output name")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--check", action="store_true", help="compare with the numpy reference")
-    parser.add_argument("--repeat", type=int, default=0, help="time this many extra runs")
-    parser.add_argument("--threads", type=int, default=0, help="bound the thread team (default: all cores)")
+    parser.add_argument("--repeat", type=count, default=0, help="time this many extra runs")
+    parser.add_argument("--threads", type=count, default=0, help="bound the thread team (default, 0: all cores)")
     parser.add_argument("--no-fuse", action="store_true", help="compile every op as its own kernel")
     parser.add_argument("--shape", action="append", default=[], help="NAME=2x128x768 for symbolic ONNX dims")
     args = parser.parse_args(argv)
