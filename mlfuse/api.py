@@ -431,14 +431,15 @@ def compile(
     parallel: bool = True,
     planner: str = "ilp",
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    passes: Sequence[str] | None = None,
+    passes: Sequence[str] | str | None = None,
     fast_math: bool = False,
     input_values: Mapping[str, np.ndarray] | None = None,
 ) -> CompiledFunction:
     """Compile a graph (module, text, `.mlir` or `.onnx` path) for `target`.
 
     `target` names a compile target (mlfuse.target: "cpu", "gpu", "gpu-sim"); `passes`
-    replaces its default pipeline (see mlfuse.pipelines). IEEE semantics unless
+    (pass specs, or one comma-separated pipeline as `mlfuse-opt -p` takes it) replaces
+    its default pipeline (see mlfuse.pipelines). IEEE semantics unless
     `fast_math=True` (no NaN/inf/signed-zero guarantees; FMAs and reciprocals allowed).
     CPU code is cached in memory and on disk, keyed by the IR and the options; an ONNX
     file compiled before is found by its bytes and the options, without importing it.
@@ -449,6 +450,11 @@ def compile(
 
     compile_target = get_target(target)  # an unknown name fails before the input is read
     options = {"fuse": fuse, "parallel": parallel, "planner": planner, "fast_math": fast_math}
+    for name in ("fuse", "parallel", "fast_math"):  # "no" is a true value: not a switch
+        if not isinstance(options[name], bool | np.bool_):
+            raise Diagnostic(f"compile option {name} must be True or False, got {options[name]!r}")
+    if isinstance(passes, str):  # one pipeline spec, as mlfuse-opt -p takes it
+        passes = [passes]
     with fewer_collections():
         if _is_onnx_path(source):
             return _compile_onnx(str(source), compile_target, entry, passes, options, input_shapes, input_values)

@@ -125,6 +125,21 @@ def test_bf16_inside_a_graph_is_located():
     assert str(info.value).startswith("<input>:2:3: error: bf16 is not supported by the CPU backend")
 
 
+@pytest.mark.parametrize("option,value", [("fuse", "no"), ("parallel", 2), ("fast_math", None)])
+def test_compile_switches_must_be_booleans(option, value):
+    """fuse="no" is a true value: a switch given anything but a bool is refused, not read."""
+    with pytest.raises(Diagnostic, match=f"compile option {option} must be True or False, got {value!r}"):
+        mlfuse.compile(one_function("  %y = graph.exp %x : tensor<4xf32>\n  func.return %y : tensor<4xf32>"), **{option: value})
+
+
+def test_passes_may_be_one_pipeline_string():
+    text = one_function("  %y = graph.exp %x : tensor<4xf32>\n  func.return %y : tensor<4xf32>")
+    pipeline = "inline,canonicalize,convert-graph-to-loop,assign-buffers,convert-loop-to-scf,convert-to-llvm"
+    x = np.linspace(-2, 2, 4, dtype=np.float32)
+    (got,) = mlfuse.compile(text, passes=pipeline)(x)
+    np.testing.assert_allclose(got, np.exp(x), rtol=2e-6)
+
+
 def test_negative_block_size_is_a_verifier_error():
     text = """
 kernel.func @h(%x: memref<4xf32, 1>) attributes {block = array<i64: -32>} {
