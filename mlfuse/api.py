@@ -453,6 +453,9 @@ def compile(
     for name in ("fuse", "parallel", "fast_math"):  # "no" is a true value: not a switch
         if not isinstance(options[name], bool | np.bool_):
             raise Diagnostic(f"compile option {name} must be True or False, got {options[name]!r}")
+    for name, given in (("input_shapes", input_shapes), ("input_values", input_values)):
+        if given is not None and not isinstance(given, Mapping):
+            raise Diagnostic(f"compile option {name} must map input names to values, got {type(given).__name__}")
     if isinstance(passes, str):  # one pipeline spec, as mlfuse-opt -p takes it
         passes = [passes]
     with fewer_collections():

@@ -132,6 +132,12 @@ def test_compile_switches_must_be_booleans(option, value):
         mlfuse.compile(one_function("  %y = graph.exp %x : tensor<4xf32>\n  func.return %y : tensor<4xf32>"), **{option: value})
 
 
+@pytest.mark.parametrize("option", ["input_shapes", "input_values"])
+def test_input_options_must_be_mappings(option):
+    with pytest.raises(Diagnostic, match=f"compile option {option} must map input names to values, got list"):
+        mlfuse.compile(one_function("  func.return %x : tensor<4xf32>"), **{option: [4]})
+
+
 def test_passes_may_be_one_pipeline_string():
     text = one_function("  %y = graph.exp %x : tensor<4xf32>\n  func.return %y : tensor<4xf32>")
     pipeline = "inline,canonicalize,convert-graph-to-loop,assign-buffers,convert-loop-to-scf,convert-to-llvm"
