@@ -564,8 +564,9 @@ def source_key(sha256: str | None, target: str, entry: str, passes: Sequence[str
     try:
         shapes = {str(k): v if isinstance(v, str) else [int(d) for d in v] for k, v in (input_shapes or {}).items()}
         values = {str(k): np.asarray(v) for k, v in (input_values or {}).items()}
-        onnx = sys.modules.get("onnx")  # the importer's onnx once imported; metadata costs ~10 ms
-        onnx_version = onnx.__version__ if onnx is not None else version("onnx")
+        # the importer's onnx once imported (metadata costs ~10 ms); while another thread
+        # imports it, sys.modules holds it half made, without __version__ yet
+        onnx_version = getattr(sys.modules.get("onnx"), "__version__", None) or version("onnx")
     except (TypeError, ValueError, PackageNotFoundError):
         return None
     if any(v.dtype.hasobject for v in values.values()):

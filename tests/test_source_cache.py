@@ -207,6 +207,18 @@ def test_keys_differ_by_input_values_and_refuse_objects():
     assert api.source_key(None, "cpu", "main", None, options) is None
 
 
+def test_key_while_another_thread_imports_onnx(monkeypatch):
+    """A thread's first ONNX compile found onnx half imported by another thread's (in
+    sys.modules, without __version__ yet): AttributeError. The key is the same either way."""
+    import sys
+    import types
+
+    options = {"fuse": True, "parallel": True, "planner": "ilp", "fast_math": False}
+    whole = api.source_key("0" * 64, "cpu", "main", None, options)
+    monkeypatch.setitem(sys.modules, "onnx", types.ModuleType("onnx"))  # as an import under way leaves it
+    assert api.source_key("0" * 64, "cpu", "main", None, options) == whole is not None
+
+
 def test_unaligned_outputs_from_a_source_entry(cache_root, imports, tmp_path):
     """The variant for 16-byte aligned outputs of a function loaded by its source entry."""
     m = model()
