@@ -159,17 +159,25 @@ def test_pool_objects_are_the_serial_ones():
     assert cpu.compile_texts(texts, jobs=2) == [cpu.emit_object(t) for t in texts]
 
 
-def test_compiles_use_the_pool_and_match(cache_root, monkeypatch):
+@pytest.mark.parametrize("beside_a_thread", [False, True])
+def test_compiles_use_the_pool_and_match(cache_root, monkeypatch, beside_a_thread):
+    """The LLVM work goes to the pool, with the serial results, also while another Python
+    thread runs (Jupyter's kernel and torch.compile leave some)."""
     import threading
 
+    idle = threading.Event()
+    if beside_a_thread:
+        threading.Thread(target=idle.wait, daemon=True).start()
     monkeypatch.setattr(cpu, "PARALLEL_MIN_UNITS", 2)
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # pytest-xdist runs threads of its own
     monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
     pooled: list[int] = []
     original = cpu._compile_in_pool
     monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, pool=None: pooled.append(jobs) or original(texts, jobs, pool))
-    f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))
-    (got,) = f(*inputs())
+    try:
+        f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))
+        (got,) = f(*inputs())
+    finally:
+        idle.set()
     np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
     assert pooled == [2]
 
@@ -187,28 +195,6 @@ def test_no_pool_for_few_units_in_a_forked_child_or_for_one_job(monkeypatch):
     assert cpu.compile_jobs(100) == 3
     monkeypatch.setattr(cpu, "_forked", True)
     assert cpu.compile_jobs(100) == 1
-
-
-def test_the_pool_runs_beside_other_python_threads(cache_root, monkeypatch):
-    """Jupyter's kernel and torch.compile leave Python threads running: the LLVM work
-    still goes to the pool, and the results are the serial ones."""
-    import threading
-
-    idle = threading.Event()
-    thread = threading.Thread(target=idle.wait, daemon=True)
-    thread.start()
-    try:
-        monkeypatch.setattr(cpu, "PARALLEL_MIN_UNITS", 2)
-        monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
-        pooled: list[int] = []
-        original = cpu._compile_in_pool
-        monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, pool=None: pooled.append(jobs) or original(texts, jobs, pool))
-        f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))
-        (got,) = f(*inputs())
-    finally:
-        idle.set()
-    np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
-    assert pooled == [2]
 
 
 STUCK: dict = {}
@@ -303,9 +289,6 @@ def test_gemms_compile_early_in_the_pool(cache_root, monkeypatch, fails):
     """Both GEMM kernels start in the pool before convert-to-llvm, compile_units takes
     them from it with the other units; a pool that fails leaves the compile to this
     process. Same results either way."""
-    import threading
-
-    monkeypatch.setattr(threading, "active_count", lambda: 1)  # pytest-xdist runs threads of its own
     monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
     started: list[list[str]] = []
     original = cpu.early_gemms
