@@ -450,12 +450,7 @@ def compile(
 
     compile_target = get_target(target)  # an unknown name fails before the input is read
     options = {"fuse": fuse, "parallel": parallel, "planner": planner, "fast_math": fast_math}
-    for name in ("fuse", "parallel", "fast_math"):  # "no" is a true value: not a switch
-        if not isinstance(options[name], bool | np.bool_):
-            raise Diagnostic(f"compile option {name} must be True or False, got {options[name]!r}")
-    for name, given in (("input_shapes", input_shapes), ("input_values", input_values)):
-        if given is not None and not isinstance(given, Mapping):
-            raise Diagnostic(f"compile option {name} must map input names to values, got {type(given).__name__}")
+    check_option_types(options, input_shapes, input_values)
     if isinstance(passes, str):  # one pipeline spec, as mlfuse-opt -p takes it
         passes = [passes]
     with fewer_collections():
@@ -463,6 +458,17 @@ def compile(
             return _compile_onnx(str(source), compile_target, entry, passes, options, input_shapes, input_values)
         module = parse(source, input_shapes, input_values)
         return compile_target.compile(module, entry, passes=passes, **options)
+
+
+def check_option_types(options: Mapping[str, Any], input_shapes: Any, input_values: Any) -> None:
+    """A Diagnostic for compile options of the wrong kind, before they are read: a switch
+    that is not a bool ("no" is a true value), input maps that are not mappings."""
+    for name in ("fuse", "parallel", "fast_math"):
+        if not isinstance(options[name], bool | np.bool_):
+            raise Diagnostic(f"compile option {name} must be True or False, got {options[name]!r}")
+    for name, given in (("input_shapes", input_shapes), ("input_values", input_values)):
+        if given is not None and not isinstance(given, Mapping):
+            raise Diagnostic(f"compile option {name} must map input names to values, got {type(given).__name__}")
 
 
 # Python's cyclic garbage collector, while anything compiles: a full collection walks

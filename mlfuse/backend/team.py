@@ -136,7 +136,8 @@ class TeamSizer:
             window.clear()
             self.fresh = None
         window.append(seconds)
-        if len(window) >= 2 or (threads == 1 and self.best is not None and self.best != 1):
+        one_call_probe = threads == 1 and self.best not in (None, 1)  # a probe of one thread is one call
+        if len(window) >= 2 or one_call_probe:
             self.medians[threads] = statistics.median(window)
 
     def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
