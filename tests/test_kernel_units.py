@@ -305,3 +305,12 @@ def test_gemms_compile_early_in_the_pool(cache_root, monkeypatch, fails):
     (got,) = mlfuse.compile(TWO_PRODUCTS)(x, w1)
     np.testing.assert_allclose(got, two_products(x, w1), rtol=1e-5, atol=1e-3)
     assert len(started) == 1 and len(started[0]) == 2
+
+
+def test_units_carry_their_own_metadata_numbered_alike():
+    """Twin kernels whose modules numbered their loop IDs apart get the same unit text,
+    holding only the nodes they use (a loop ID refers to itself)."""
+    code = lambda n: ['define void @"k"()', "{", f"  br label %.1, !llvm.loop !{n}", "}"]  # noqa: E731
+    one = kernels.with_own_metadata(code(2), ['!0 = !{ !"x" }', '!1 = !{ !"llvm.loop.unroll.disable" }', "!2 = !{ !2, !1 }"])
+    other = kernels.with_own_metadata(code(7), ['!3 = !{ !"llvm.loop.unroll.disable" }', "!7 = !{ !7, !3 }", "!8 = !{ !8, !3 }"])
+    assert one == other == [*code(0), "!0 = !{ !0, !1 }", '!1 = !{ !"llvm.loop.unroll.disable" }']

@@ -158,8 +158,31 @@ class Splitter:
                 lines.append("declare " + self.parts.functions[f][0].removeprefix("define "))
         for m in self.members[export]:
             lines += self.parts.functions[m]
-        lines += self.parts.metadata
+        lines = with_own_metadata(lines, self.parts.metadata)
         return rename("\n".join(lines) + "\n", {f: n for f, n in names.items() if f != export})
+
+
+METADATA_REF = re.compile(r"!(\d+)\b")
+METADATA_DEF = re.compile(r"!(\d+) = ")
+
+
+def with_own_metadata(code: list[str], metadata: list[str]) -> list[str]:
+    """`code` and the numbered metadata nodes it uses, directly or through other nodes,
+    renumbered in the order they are first used: a unit does not carry the module's
+    other nodes (each row loop has its own `!llvm.loop` ID), and twin kernels of two
+    modules, whose nodes the modules numbered apart, get the same text."""
+    bodies = {m.group(1): line[m.end():] for line in metadata if (m := METADATA_DEF.match(line))}
+    named = [line for line in metadata if not METADATA_DEF.match(line)]  # `!name = !{...}`: kept whole
+    order: dict[str, str] = {}
+    pending = [ref for line in code + named for ref in METADATA_REF.findall(line)]
+    while pending:
+        ref = pending.pop(0)
+        if ref in bodies and ref not in order:
+            order[ref] = str(len(order))
+            pending += METADATA_REF.findall(bodies[ref])
+    renumber = lambda line: METADATA_REF.sub(lambda m: "!" + order.get(m.group(1), m.group(1)), line)  # noqa: E731
+    nodes = [f"!{new} = {renumber(bodies[old])}" for old, new in order.items()]
+    return [renumber(line) for line in code] + nodes + [renumber(line) for line in named]
 
 
 def rename(text: str, names: dict[str, str]) -> str:

@@ -1,0 +1,95 @@
+// Innermost loops of 17 to 300 constant iterations stay loops: convert-to-llvm marks
+// their latch branch and the translation gives it `llvm.loop.unroll.disable`, so LLVM's
+// loop vectorizer takes the row instead of a full unroll feeding the SLP vectorizer
+// (to_llvm.row_loop). Shorter loops, loops around loops and loops of unknown length
+// are left to LLVM.
+// RUN: mlfuse-opt %s -p convert-to-llvm | filecheck %s --check-prefix=MARK
+// RUN: mlfuse-opt %s -p convert-to-llvm -t llvm | filecheck %s --check-prefix=IR
+// RUN: mlfuse-opt %s -p convert-to-llvm -t 'llvm-opt{cpu=znver4}' | filecheck %s --check-prefix=OPT
+
+// MARK-LABEL: llvm.func @row28
+// MARK: llvm.br ^bb1({{.*}}) {mlfuse.keep_loop}
+// MARK-LABEL: llvm.func @row14
+// MARK-NOT: mlfuse.keep_loop
+// MARK-LABEL: llvm.func @nest
+// MARK-COUNT-1: mlfuse.keep_loop
+// MARK-NOT: mlfuse.keep_loop
+// MARK-LABEL: llvm.func @dynamic
+// MARK-NOT: mlfuse.keep_loop
+// MARK-LABEL: llvm.func @long
+
+// IR-LABEL: define void @"row28"
+// IR: br label %{{.*}}, !llvm.loop ![[ID:[0-9]+]]
+// IR-LABEL: define void @"row14"
+// IR-NOT: !llvm.loop
+// IR-LABEL: define void @"nest"
+// IR-COUNT-1: !llvm.loop
+// IR-LABEL: define void @"dynamic"
+// IR-NOT: !llvm.loop
+// IR: ![[DISABLE:[0-9]+]] = !{ !"llvm.loop.unroll.disable" }
+// IR: ![[ID]] = !{ ![[ID]], ![[DISABLE]] }
+
+// The 28-wide row is still a loop after O3: vectorized, not unrolled into 28 scalars.
+// OPT-LABEL: define void @row28
+// OPT: vector.body:
+// OPT: fmul <{{[0-9]+}} x float>
+// OPT: br i1 {{.*}}, label %{{.*}}, label %vector.body
+// OPT: ret void
+
+func.func @row28(%x: memref<28xf32>, %y: memref<28xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c28 = arith.constant 28 : index
+  scf.for %i = %c0 to %c28 step %c1 {
+    %v = memref.load %x[%i] : memref<28xf32>
+    %w = arith.mulf %v, %v : f32
+    memref.store %w, %y[%i] : memref<28xf32>
+  }
+  func.return
+}
+
+func.func @row14(%x: memref<14xf32>, %y: memref<14xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c14 = arith.constant 14 : index
+  scf.for %i = %c0 to %c14 step %c1 {
+    %v = memref.load %x[%i] : memref<14xf32>
+    memref.store %v, %y[%i] : memref<14xf32>
+  }
+  func.return
+}
+
+func.func @nest(%x: memref<28x28xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c28 = arith.constant 28 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c28 step %c1 {
+    scf.for %j = %c0 to %c28 step %c1 {
+      memref.store %zero, %x[%i, %j] : memref<28x28xf32>
+    }
+  }
+  func.return
+}
+
+func.func @dynamic(%x: memref<300xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %n step %c1 {
+    memref.store %zero, %x[%i] : memref<300xf32>
+  }
+  func.return
+}
+
+// 301 iterations: beyond what LLVM would unroll fully
+func.func @long(%x: memref<301xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c301 = arith.constant 301 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c301 step %c1 {
+    memref.store %zero, %x[%i] : memref<301xf32>
+  }
+  func.return
+}
