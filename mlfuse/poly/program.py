@@ -37,11 +37,13 @@ def is_intermediate(buf: SSAValue, fn: func.FuncOp) -> bool:
 
 
 def nests_in(op: Operation) -> list[loop.NestOp]:
-    """The nests an op runs: itself, or those of a band."""
+    """The nests an op runs: itself, or those of a band (in order, nested bands' too).
+    Not a walk of the band: that visited every op of every nest body (MobileNetV2's
+    post-tiling fusion asked 3315 times)."""
     if isinstance(op, loop.NestOp):
         return [op]
     if isinstance(op, loop.BandOp):
-        return [o for o in op.walk() if isinstance(o, loop.NestOp)]
+        return [n for inner in op.block.ops for n in nests_in(inner)]
     return []
 
 
