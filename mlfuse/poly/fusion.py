@@ -64,6 +64,7 @@ from mlfuse.poly.islconv import (
     scan_bounds,
 )
 from mlfuse.poly.program import (
+    block_positions,
     cross_tile_conflicts,
     effects,
     group_of,
@@ -171,7 +172,8 @@ def unit_closure(fn: func.FuncOp, buf: SSAValue) -> tuple[list[SSAValue], list[l
                 for v in w.outs:
                     if root(v) not in buffers:
                         buffers.append(root(v))
-    ws.sort(key=block.get_operation_index)
+    if len(ws) > 1:  # one walk of the block: get_operation_index walks it for each op
+        ws.sort(key=block_positions(block).__getitem__)
     return buffers, ws
 
 
