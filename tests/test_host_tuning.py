@@ -91,6 +91,7 @@ def test_depthwise_conv_matches_numpy(size):
     fn = mlfuse.compile(depthwise_relu6(16, size))
     out = np.full((1, 16, size, size), np.nan, np.float32)
     fn(x, w, bias, out=out)
+    # f32 taps summed in the kernel's order (test_conv_reference.direct_conv sums in f64: 1.6e-6 off)
     xp = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)])
     taps = (xp[:, :, i : i + size, j : j + size] * w[None, :, 0, i, j, None, None] for i in range(3) for j in range(3))
     np.testing.assert_allclose(out, np.clip(sum(taps) + bias, 0, 6), rtol=1e-6, atol=1e-6)

@@ -66,6 +66,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.rewriter import InsertPoint
+from xdsl.transforms.canonicalization_patterns.utils import const_evaluate_operand
 from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering
 from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPattern
 
@@ -718,11 +719,9 @@ def row_loop(for_op: scf.ForOp) -> bool:
     28- or 56-wide output rows became straight-line code, 9 taps by 28 rows of it, for
     the SLP vectorizer: MobileNetV2's kernels took 4.1 s of LLVM instead of 1.7 s
     (runtime the same). Kept as a loop, the loop vectorizer takes the row."""
-    bounds = [v.owner.value for v in (for_op.lb, for_op.ub, for_op.step) if isinstance(v.owner, arith.ConstantOp)]
-    ints = [b.value.data for b in bounds if isinstance(b, IntegerAttr)]
-    if len(ints) != 3:
+    lb, ub, step = (const_evaluate_operand(v) for v in (for_op.lb, for_op.ub, for_op.step))
+    if lb is None or ub is None or step is None:
         return False
-    lb, ub, step = ints
     trips = -(-(ub - lb) // step) if step > 0 else 0
     nested = any(isinstance(op, scf.ForOp) for op in for_op.body.walk())
     return trips in ROW_LOOP_TRIPS and len(for_op.body.blocks) == 1 and not nested
