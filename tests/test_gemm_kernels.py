@@ -163,6 +163,28 @@ def test_prepacked_operands_give_the_same_bits(isa, dims, dtype, packing):
     np.testing.assert_array_equal(got, want)
 
 
+def kernel_text(shape: GemmShape, features: str) -> str:
+    module = ir.Module()
+    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR]), name=shape.symbol)
+    define_gemm_kernels(module, features)
+    return str(module)
+
+
+@pytest.mark.parametrize("shape, packs_b", [
+    (GemmShape(1, 64, 300, 520, packed_a=True), False),  # a 1x1 conv: W (row panels) @ x, x read in place
+    (GemmShape(1, 5, 300, 520), False),  # at most MR rows: each element of B is used once
+    (GemmShape(1, 64, 300, 520), True),  # two activations: B is packed
+    (GemmShape(1, 64, 196, 72, window=Window(3, 3, 16, 16), packed_a=True), True),  # the packing reads the patches
+])
+def test_b_is_packed_only_where_the_copy_pays(shape, packs_b):
+    """Which kernels pack B at run time (see _Kernels.unpacked). Kernels that read B in
+    place call `_direct` micro-kernels over B's rows, n apart (the bits are the packed
+    kernel's: test_prepacked_operands_give_the_same_bits)."""
+    text = kernel_text(shape, FEATURES["avx512"])
+    assert (f'define internal void @"{shape.symbol}_pack48"' in text) == packs_b
+    assert (f'@"{shape.symbol}_micro' in text) and (("_direct" in text) != packs_b)
+
+
 def aligned_copy(x: np.ndarray) -> np.ndarray:
     out = aligned_empty(x.shape, x.dtype)
     out[...] = x

@@ -34,7 +34,8 @@ A kernel `..._pb` (GemmShape.packed_b) reads B already packed: a constant that t
 translation laid out as these panels (prepack_b), so the packing step is skipped. A
 kernel `..._pa` reads a constant A laid out per depth block as panels of MR rows,
 kc x MR each (prepack_a): the micro-kernel's loads of A are then one sequential stream,
-and so are a depth block's micro-kernel calls one after another.
+and so are a depth block's micro-kernel calls one after another. Such a kernel reads
+a plain B in place, unpacked (as does one with at most MR rows): see _Kernels.unpacked.
 
 MR x NR/VW accumulators live in vector registers (AVX-512: 8 x 3 of 32 zmm;
 AVX2: 6 x 2 of 16 ymm, or 4 x 3 for convs and narrow products; f64 tiles are half as wide). Each C element is one fma chain in k order, so the
@@ -305,10 +306,20 @@ class _Kernels:
         self.el, self.ebytes = ELEMENTS[shape.dtype]
         assert TASK_COLUMNS % blocking.nr == 0
         self.module, self.shape, self.blk = module, shape, blocking
-        # at most one block of rows: each element of B is used by one micro-kernel call,
-        # so packing would only copy it (a GEMV, a classifier head: 1 x 1280 @ 1280 x 1000)
-        # (an image's patches are always packed: packing is what reads them)
-        self.unpacked = shape.m <= blocking.mr and shape.window is None and not shape.packed_b
+        # B is read in place, not packed, where packing only copies it (an image's patches
+        # are always packed: packing is what reads them):
+        # - at most one block of rows: each element of B is used by one micro-kernel call
+        #   (a GEMV, a classifier head: 1 x 1280 @ 1280 x 1000);
+        # - A a constant laid out in row panels (a 1x1 conv: weights @ activations): each
+        #   micro-kernel call of a panel re-reads the same kc x NR block of B, from the
+        #   cache whether packed or not, and the copy costs more than its contiguous
+        #   reads save, powers of two of columns included (4K-aliased rows). One thread,
+        #   one process, side by side (time in place over packed, medians of 21): 1x1
+        #   convs 384->64 at 14x14 0.82, 16->96 at 112x112 0.90, 64->64 at 56x56 0.90,
+        #   1024->256 at 14x14 0.94, 256->256 at 32x32 0.97 and 64x64 0.99; MobileNetV2
+        #   0.94-0.97, MobileNetV3-small 0.95-0.97, ResNet-18 1.00. (Products of two
+        #   activations, attention's, came out even: they keep packing.)
+        self.unpacked = shape.window is None and not shape.packed_b and (shape.m <= blocking.mr or shape.packed_a)
         self.vec = ir.VectorType(self.el, blocking.vw)
         self.vec_align = min(64, blocking.vw * self.ebytes)  # packed vectors sit at multiples of a vector
         self.mask_type = ir.VectorType(I1, blocking.vw)
