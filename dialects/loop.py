@@ -622,9 +622,11 @@ class GemmOp(IRDLOperation):
 
     With `window = array<i64: kh, kw>`, B is a padded image x[batch, c, hp, wp] read
     as its patches under a kh x kw window at stride 1 (an implicit im2col: the
-    packing of the generated kernel reads them, so they are never materialized):
+    packing of the generated kernel reads them, so they are never materialized);
+    `window = array<i64: kh, kw, sh, sw>` gives the strides:
 
-        B[(c, i, j), (y, x)] = x[c, y + i, x + j],  A: [batch, m, c*kh*kw],  C: [batch, m, oh*ow]
+        B[(c, i, j), (y, x)] = x[c, y*sh + i, x*sw + j],  A: [batch, m, c*kh*kw],  C: [batch, m, oh*ow]
+        oh = (hp - kh) / sh + 1,  ow = (wp - kw) / sw + 1  (rounded down)
 
         loop.gemm %w, %xpad into %y {window = array<i64: 3, 3>}
             : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x3136xf32>
@@ -663,7 +665,7 @@ class GemmOp(IRDLOperation):
         a: SSAValue,
         b: SSAValue,
         c: SSAValue,
-        window: tuple[int, int] | None = None,
+        window: Sequence[int] | None = None,
         epilogue: tuple[Sequence[SSAValue], Sequence[AffineMap], Region] | None = None,
     ):
         """`epilogue`: its operands, their maps from C's indices, and its region."""
@@ -691,8 +693,14 @@ class GemmOp(IRDLOperation):
     def window_size(self) -> tuple[int, int] | None:
         if self.window is None:
             return None
-        kh, kw = self.window.get_values()
+        kh, kw = self.window.get_values()[:2]
         return int(kh), int(kw)
+
+    @property
+    def window_strides(self) -> tuple[int, int]:
+        """(sh, sw) of the window: (1, 1) unless given."""
+        values = self.window.get_values() if self.window is not None else ()
+        return (int(values[2]), int(values[3])) if len(values) == 4 else (1, 1)
 
     def verify_(self) -> None:
         ta, tb, tc = (v.type for v in (self.a, self.b, self.c))
@@ -739,14 +747,16 @@ class GemmOp(IRDLOperation):
 
     def patches_shape(self, image: Sequence[int]) -> tuple[int, ...]:
         """The shape of B that a window over `image` [batch..., c, hp, wp] stands for."""
-        window = self.window.get_values() if self.window is not None else ()
-        if len(window) != 2 or min(window) < 1:
-            raise VerifyException(f"'loop.gemm' window must be two positive sizes (kh, kw), got {list(window)}")
-        kh, kw = window
+        window = [int(v) for v in self.window.get_values()] if self.window is not None else []
+        if len(window) not in (2, 4) or min(window) < 1:
+            raise VerifyException(
+                f"'loop.gemm' window must be positive sizes (kh, kw) or sizes and strides (kh, kw, sh, sw), got {list(window)}")
+        kh, kw = window[:2]
+        sh, sw = self.window_strides
         if len(image) < 3 or image[-2] < kh or image[-1] < kw:
             raise VerifyException(f"'loop.gemm' window {kh}x{kw} needs an image [..., c, h >= {kh}, w >= {kw}], got {list(image)}")
         *batch, c, hp, wp = image
-        return (*batch, c * kh * kw, (hp - kh + 1) * (wp - kw + 1))
+        return (*batch, c * kh * kw, ((hp - kh) // sh + 1) * ((wp - kw) // sw + 1))
 
 
 @irdl_op_definition

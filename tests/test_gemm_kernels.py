@@ -8,6 +8,7 @@ Outputs are poisoned with NaN first, so a tile the kernel skips fails the test.
 from __future__ import annotations
 
 import ctypes
+import mmap
 
 import llvmlite.ir as ir
 import numpy as np
@@ -201,10 +202,29 @@ def test_tall_narrow_products_slice_rows():
     assert GemmShape(1, 30, 10, 5).row_tasks == 2  # slices of 24 rows and 6
 
 
+_GUARDED: list = []  # the mappings of before_unreadable_page, alive for the session
+
+
+def before_unreadable_page(x: np.ndarray) -> np.ndarray:
+    """A copy of x that ends where an unreadable page starts: a read past its last element faults."""
+    page = mmap.PAGESIZE
+    size = -(-x.nbytes // page) * page
+    region = mmap.mmap(-1, size + page)
+    libc = ctypes.CDLL(None, use_errno=True)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(region))
+    assert libc.mprotect(ctypes.c_void_p(base + size), ctypes.c_size_t(page), 0) == 0  # PROT_NONE
+    _GUARDED.append(region)
+    out = np.frombuffer(region, dtype=x.dtype, count=x.size, offset=size - x.nbytes).reshape(x.shape)
+    out[...] = x
+    return out
+
+
 def im2col(image: np.ndarray, window: Window) -> np.ndarray:
-    """B[batch, (c, i, j), (y, x)] = image[batch, c, y + i, x + j]: the patches, materialized."""
+    """B[batch, (c, i, j), (y, x)] = image[batch, c, y*sh + i, x*sw + j]: the patches, materialized."""
     batch, c = image.shape[:2]
-    rows = [image[:, :, i : i + window.out_h, j : j + window.out_w] for i in range(window.kh) for j in range(window.kw)]
+    h, w, sh, sw = window.out_h, window.out_w, window.sh, window.sw
+    rows = [image[:, :, i : i + (h - 1) * sh + 1 : sh, j : j + (w - 1) * sw + 1 : sw]
+            for i in range(window.kh) for j in range(window.kw)]
     return np.stack(rows, axis=2).reshape(batch, c * window.kh * window.kw, window.out_h * window.out_w)
 
 
@@ -215,15 +235,21 @@ def im2col(image: np.ndarray, window: Window) -> np.ndarray:
     [(64, 8, Window(3, 3, 58, 58)),  # rows of 56: panels wrap onto the next row
      (16, 3, Window(3, 3, 18, 18)),  # 16: panels align with the rows
      (10, 5, Window(3, 3, 9, 9)),  # rows of 7, shorter than a vector: up to 4 rows per vector
-     (7, 2, Window(1, 1, 4, 50)), (5, 4, Window(2, 5, 6, 9))],  # m < MR (never unpacked); 2x5
+     (7, 2, Window(1, 1, 4, 50)), (5, 4, Window(2, 5, 6, 9)),  # m < MR (never unpacked); 2x5
+     # strided: a stem's 7x7 at stride 2 (rows of 16), rows of 4 (4 rows per vector),
+     # rows of 25 with one column left over, and unequal strides
+     (8, 3, Window(7, 7, 37, 37, 2, 2)), (12, 4, Window(3, 3, 9, 9, 2, 2)),
+     (16, 2, Window(3, 3, 52, 52, 2, 2)), (5, 4, Window(2, 5, 6, 9, 3, 2))],
 )
 def test_window_reads_the_patches_of_an_image(isa, m, c, window, dtype):
-    """B as an image's patches (a stride-1 conv's im2col, never materialized) computes
-    the same bits as the same kernel over the materialized patches."""
+    """B as an image's patches (a conv's im2col, never materialized) computes the same
+    bits as the same kernel over the materialized patches, at strides too; the image
+    sits at the end of a page-aligned buffer whose next page is never read (strided
+    loads must not read past the last element they keep)."""
     rng = np.random.default_rng(m * c)
     k, n = c * window.kh * window.kw, window.out_h * window.out_w
     t = NUMPY[dtype]
-    image = rng.standard_normal((1, c, window.hp, window.wp)).astype(t)
+    image = before_unreadable_page(rng.standard_normal((1, c, window.hp, window.wp)).astype(t))
     patches = im2col(image, window)
     a = rng.standard_normal((1, m, k)).astype(t)
     got, want = (np.full((1, m, n), np.nan, t) for _ in range(2))

@@ -236,6 +236,12 @@ case("Conv-depthwise-wide-rows", "Conv", [f32(1, 4, 5, 40), f32(4, 1, 3, 3), f32
 case("Conv-depthwise-wide-strided", "Conv", [f32(2, 3, 6, 41), f32(3, 1, 5, 5)], group=3, strides=[2, 2], pads=[2, 2, 2, 2])
 case("Conv-depthwise-wide-dilated", "Conv", [f32(1, 4, 7, 37), f32(8, 1, 3, 2)], group=4, dilations=[2, 3], pads=[0, 1, 2, 0])
 case("Conv-one-channel-wide", "Conv", [f32(1, 1, 6, 33), f32(3, 1, 3, 3)], pads=[1, 1, 1, 1])
+# strided, over output rows of at least graph_to_loop.STRIDED_WINDOW_MIN_ROW and big enough
+# for the GEMM kernel (GEMM_KERNEL_MIN_MACS): it reads the patches in place at the strides (a stem-like 5x5, one channel: the
+# tolerance is for short sums; unequal strides whose padded image has rows and columns
+# no window reaches)
+case("Conv-strided-wide-rows", "Conv", [f32(1, 1, 48, 64), f32(16, 1, 5, 5), f32(16)], strides=[2, 2], pads=[2, 2, 2, 2])
+case("Conv-strided-unequal-wide", "Conv", [f32(1, 2, 110, 90), f32(12, 2, 2, 5)], strides=[2, 3], pads=[0, 1, 1, 2])
 case("Conv-same-upper", "Conv", [f32(1, 2, 7, 6), f32(3, 2, 4, 3)], auto_pad="SAME_UPPER", strides=[2, 2])
 case("Conv-same-lower", "Conv", [f32(1, 2, 7, 6), f32(3, 2, 4, 4)], auto_pad="SAME_LOWER")
 case("Conv-valid", "Conv", [f32(1, 2, 7, 6), f32(3, 2, 3, 3)], auto_pad="VALID", strides=[2, 1])
@@ -504,7 +510,7 @@ COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-h
                "MaxPool-3d-spatial-window"}
 # and convs whose lowering has a case of its own (graph_to_loop.DEPTHWISE_ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
-                 "Conv-one-channel-wide"}
+                 "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE or p.id in COMPILED_TOO]
 
 

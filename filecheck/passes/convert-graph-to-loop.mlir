@@ -246,7 +246,20 @@ func.func @conv_window(%x: tensor<1x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> t
 
 // -----
 
-// At stride 2 the patches' rows are not the image's: they are copied out (im2col).
+// At stride 2 over output rows of at least STRIDED_WINDOW_MIN_ROW (here 32), the
+// kernel's packing reads the patches in place too, at the window's strides.
+// CHECK-LABEL: func.func @conv_strided_window
+// CHECK-NOT: loop.nest "conv_patches"
+// CHECK:     loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3, 2, 2>} : memref<1x16x27xf32>, memref<1x3x66x66xf32>, memref<1x16x1024xf32>
+func.func @conv_strided_window(%x: tensor<1x3x64x64xf32>, %w: tensor<16x3x3x3xf32>) -> tensor<1x16x32x32xf32> {
+  %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x3x64x64xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x32x32xf32>
+  func.return %y : tensor<1x16x32x32xf32>
+}
+
+// -----
+
+// At stride 2 over short output rows (16), where a strided packing would gather each
+// vector from several rows, the patches are copied out (im2col).
 // CHECK-LABEL: func.func @conv_strided
 // CHECK:     loop.nest "conv_patches"
 // CHECK:     loop.gemm %{{.*}}, %{{.*}} into %{{.*}} : memref<1x32x72xf32>, memref<1x72x256xf32>, memref<1x32x256xf32>

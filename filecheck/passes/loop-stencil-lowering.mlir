@@ -172,11 +172,24 @@ func.func @few_pixels(%x: tensor<1x64x7x7xf32>, %w: tensor<256x64x3x3xf32>) -> t
 // -----
 
 // Not a product: few output channels over a large image whose patches would be copied
-// out (stride 2: no window in place), which the direct window nest runs as fast (see
+// out (dilated: no window in place), which the direct window nest runs as fast (see
 // conv_as_matmul).
+// GEMM-LABEL: func.func @few_channels_large_image_dilated
+// GEMM-NOT: conv_patches
+// GEMM: loop.nest "conv2d" lower [0, 0, 0, 0, 0, 0, 0] upper [1, 16, 224, 16, 3, 3, 224]
+func.func @few_channels_large_image_dilated(%x: tensor<1x16x224x224xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x224x224xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 2, 2, 2, 2>, dilations = array<i64: 2, 2>} : (tensor<1x16x224x224xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x224x224xf32>
+  func.return %y : tensor<1x16x224x224xf32>
+}
+
+// -----
+
+// A product: at stride 2 over rows of 112 the patches are read in place at the
+// window's strides (a 4x faster conv than the direct nest, one thread).
 // GEMM-LABEL: func.func @few_channels_large_image_strided
 // GEMM-NOT: conv_patches
-// GEMM: loop.nest "conv2d" lower [0, 0, 0, 0, 0, 0, 0] upper [1, 16, 112, 16, 3, 3, 112]
+// GEMM: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3, 2, 2>} : memref<1x16x144xf32>, memref<1x16x226x226xf32>, memref<1x16x12544xf32>
+// GEMM-NOT: loop.nest "conv2d"
 func.func @few_channels_large_image_strided(%x: tensor<1x16x224x224xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32> {
   %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x16x224x224xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x112x112xf32>
   func.return %y : tensor<1x16x112x112xf32>

@@ -86,9 +86,10 @@ PTR = ir.PointerType()
 
 @dataclass(frozen=True)
 class Window:
-    """B as the patches of a padded image x[c, hp, wp] under a kh x kw window at stride 1:
+    """B as the patches of a padded image x[c, hp, wp] under a kh x kw window at strides
+    (sh, sw):
 
-        B[(c, i, j), (y, x)] = x[c, y + i, x + j]     (y < hp - kh + 1, x < wp - kw + 1)
+        B[(c, i, j), (y, x)] = x[c, y*sh + i, x*sw + j]     (y < out_h, x < out_w)
 
     the im2col of a convolution, read by the kernel's packing instead of materialized."""
 
@@ -96,19 +97,31 @@ class Window:
     kw: int
     hp: int
     wp: int
+    sh: int = 1
+    sw: int = 1
 
     @property
     def out_w(self) -> int:
-        return self.wp - self.kw + 1
+        return (self.wp - self.kw) // self.sw + 1
 
     @property
     def out_h(self) -> int:
-        return self.hp - self.kh + 1
+        return (self.hp - self.kh) // self.sh + 1
+
+    @property
+    def token(self) -> str:
+        """The window in a kernel's symbol: _w<kh>x<kw>x<hp>x<wp>, then s<sh>x<sw> if strided."""
+        strides = f"s{self.sh}x{self.sw}" if (self.sh, self.sw) != (1, 1) else ""
+        return f"_w{self.kh}x{self.kw}x{self.hp}x{self.wp}{strides}"
 
     def row_offsets(self, k: int) -> list[int]:
         """Where row (c, i, j) of B starts in the image, for each of the k rows."""
         taps = self.kh * self.kw
         return [(r // taps) * self.hp * self.wp + (r % taps // self.kw) * self.wp + r % self.kw for r in range(k)]
+
+    def row_start(self, j: int) -> int:
+        """Where column j = (y, x) of B's row 0 is in the image."""
+        return j // self.out_w * self.sh * self.wp + j % self.out_w * self.sw
 
 
 @dataclass(frozen=True)
@@ -126,8 +139,7 @@ class GemmShape:
     @property
     def symbol(self) -> str:
         base = f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
-        w = self.window
-        base = base if w is None else f"{base}_w{w.kh}x{w.kw}x{w.hp}x{w.wp}"
+        base = base if self.window is None else base + self.window.token
         base += ("_pa" if self.packed_a else "") + ("_pb" if self.packed_b else "")
         return base if self.epilogue is None else f"{base}_e.{self.epilogue.token}"
 
@@ -174,15 +186,16 @@ class GemmShape:
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
         match = re.fullmatch(
-            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+))?(_pa)?(_pb)?(?:_e\.([a-z0-9.]+))?",
+            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+)(?:s(\d+)x(\d+))?)?(_pa)?(_pb)?(?:_e\.([a-z0-9.]+))?",
             name,
         )
         if match is None:
             return None
-        dims = [int(g) if g is not None else None for g in match.groups()[1:9]]
-        window = Window(*dims[4:]) if dims[4] is not None else None  # type: ignore[arg-type]
-        packed_a, packed_b = match.group(10) is not None, match.group(11) is not None
-        epilogue = Epilogue.parse(match.group(12)) if match.group(12) is not None else None
+        dims = [int(g) if g is not None else None for g in match.groups()[1:11]]
+        strides = dims[8:] if dims[8] is not None else [1, 1]
+        window = Window(*dims[4:8], *strides) if dims[4] is not None else None  # type: ignore[arg-type]
+        packed_a, packed_b = match.group(12) is not None, match.group(13) is not None
+        epilogue = Epilogue.parse(match.group(14)) if match.group(14) is not None else None
         return GemmShape(*dims[:4], dtype=match.group(1), window=window, packed_b=packed_b, packed_a=packed_a, epilogue=epilogue)  # type: ignore[arg-type]
 
 
@@ -475,7 +488,10 @@ class _Kernels:
         """pack(image, packed, kc, pc, j0): packed[k, :] = B[pc + k, j0 : j0 + width] of
         an image's patches (Window), zero-padded. A vector of columns within one output
         row is one contiguous load; one that wraps onto the next rows is a chain of
-        masked loads, one per row, each `kw - 1` (the window's overhang) further on."""
+        masked loads, one per row, each `sh * wp - out_w * sw` further on (at stride 1,
+        the window's overhang `kw - 1`). At a column stride sw > 1 each load is a masked
+        load of the sw vectors the columns span, keeping every sw-th element
+        (`strided_columns`)."""
         if width in self.pack:
             return self.pack[width]
         blk, window = self.blk, self.shape.window
@@ -485,17 +501,19 @@ class _Kernels:
         ow = ir.Constant(I64, window.out_w)
         vecs = self.vectors(width)
         pieces = 1 + -(-(blk.vw - 1) // window.out_w)  # rows one vector may touch
+        next_row = window.sh * window.wp - window.out_w * window.sw  # from a row's end to the next one's start
         lane = ir.Constant(ir.VectorType(I32, blk.vw), list(range(blk.vw)))
         table = self.row_offsets()
         offsets = b.gep(table, [ir.Constant(I64, 0), pc], source_etype=table.value_type)
-        starts, masks = [], []
+        starts, reals, masks = [], [], []
         for v in vecs:  # where each vector's columns start in the image, and its rows' lanes
             j = b.add(j0, ir.Constant(I64, v * blk.vw))
             x = b.srem(j, ow)
-            starts.append(b.add(b.mul(b.sdiv(j, ow), ir.Constant(I64, window.wp)), x))
+            starts.append(b.add(b.mul(b.sdiv(j, ow), ir.Constant(I64, window.sh * window.wp)), b.mul(x, ir.Constant(I64, window.sw))))
             first_row = b.trunc(b.sub(ow, x), I32)  # lanes before the first wrap
             real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, self.lanes(width, v)))
             bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * window.out_w)) for p in range(pieces)]
+            reals.append(real)
             masks.append([b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(pieces)])
         one_row = b.icmp_signed("<=", b.add(b.srem(j0, ow), ir.Constant(I64, width)), ow)
 
@@ -506,16 +524,18 @@ class _Kernels:
             ahead = b.add(k, ir.Constant(I64, PACK_PREFETCH_ROWS))
             ahead = b.select(b.icmp_signed("<", ahead, kc), ahead, last)  # the table ends at the block's last row
             row_ahead = b.gep(image, [b.sext(b.load(b.gep(offsets, [ahead], source_etype=I32), typ=I32), I64)], source_etype=self.el)
-            self.prefetch_row(b, b.gep(row_ahead, [starts[0]], source_etype=self.el), width + window.kw - 1)
+            self.prefetch_row(b, b.gep(row_ahead, [starts[0]], source_etype=self.el), (width - 1) * window.sw + window.kw)
             out = b.gep(dst, [b.mul(k, ir.Constant(I64, blk.nr))], source_etype=self.el)
-            for v, start, vmasks in zip(vecs, starts, masks):
+            for v, start, real, vmasks in zip(vecs, starts, reals, masks):
                 at = b.gep(row, [start], source_etype=self.el)
-                if not wraps:
+                if window.sw != 1:
+                    value = self.strided_columns(b, at, vmasks if wraps else [real], next_row)
+                elif not wraps:
                     value = self.load_row_vec(b, at, self.lanes(width, v))
                 else:
                     value = ir.Constant(self.vec, None)
                     for p, mask in enumerate(vmasks):
-                        piece = b.gep(at, [ir.Constant(I64, p * (window.kw - 1))], source_etype=self.el)
+                        piece = b.gep(at, [ir.Constant(I64, p * next_row)], source_etype=self.el)
                         value = b.call(self.masked_load, [piece, ir.Constant(I32, self.ebytes), mask, value])
                 b.store(value, b.gep(out, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), align=self.vec_align)
             return []
@@ -528,6 +548,26 @@ class _Kernels:
         b.ret_void()
         self.pack[width] = fn
         return fn
+
+    def strided_columns(self, b: ir.IRBuilder, at, masks: list, next_row: int):
+        """The vector of lanes x[at + p * next_row + lane * sw] over the pieces p (lanes where
+        masks[p] holds; zero elsewhere): for each piece one masked load of the sw vectors
+        the lanes span, with only every sw-th element enabled (so nothing past the image is
+        read), then the lanes' elements picked out by one shuffle."""
+        vw, sw = self.blk.vw, self.shape.window.sw  # type: ignore[union-attr]
+        span = ir.VectorType(self.el, vw * sw)
+        span_masks = ir.VectorType(I1, vw * sw)
+        suffix = f"v{vw * sw}{self.shape.dtype}"
+        load = self.intrinsic(f"llvm.masked.load.{suffix}.p0", span, [PTR, I32, span_masks, span])
+        element_of_lane = ir.Constant(ir.VectorType(I32, vw * sw), [e // sw for e in range(vw * sw)])
+        first_of_lane = ir.Constant(span_masks, [e % sw == 0 for e in range(vw * sw)])
+        value = ir.Constant(span, None)
+        for p, mask in enumerate(masks):
+            spread = b.and_(b.shuffle_vector(mask, ir.Constant(mask.type, ir.Undefined), element_of_lane), first_of_lane)
+            piece = b.gep(at, [ir.Constant(I64, p * next_row)], source_etype=self.el)
+            value = b.call(load, [piece, ir.Constant(I32, self.ebytes), spread, value])
+        keep = ir.Constant(ir.VectorType(I32, vw), [lane * sw for lane in range(vw)])
+        return b.shuffle_vector(value, ir.Constant(span, ir.Undefined), keep)
 
     def lane_mask(self, b: ir.IRBuilder, lane, lo, hi):
         """lo <= lane < hi, per lane (lo and hi i32 scalars)."""

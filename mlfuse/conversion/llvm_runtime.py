@@ -178,8 +178,8 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) 
     assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
     *batch, m, k = ta.get_shape()
     dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
-    window = op.window_size
-    image = Window(*window, *tb.get_shape()[-2:]) if window is not None else None
+    window, (hp, wp) = op.window_size, tb.get_shape()[-2:]
+    image = Window(*window, hp, wp, *op.window_strides) if window is not None else None
     return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b, packed_a, kernel_epilogue(op))
 
 

@@ -153,7 +153,8 @@ def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> str | None:
         return f"'{nest.nest_name.data}' writes a buffer that it or the product reads"
     view = loop.ViewOp(out, MemRefType(c_type.get_element_type(), c_type.get_shape())) if out.type != c_type else None
     c = view.result if view is not None else out  # the output seen with C's shape
-    fused = loop.GemmOp(gemm.a, gemm.b, c, gemm.window_size, (others, maps, epilogue_region(nest, k)))
+    window = tuple(gemm.window.get_values()) if gemm.window is not None else None
+    fused = loop.GemmOp(gemm.a, gemm.b, c, window, (others, maps, epilogue_region(nest, k)))
     if kernel_epilogue(fused) is None:
         fused.erase()
         if view is not None:

@@ -179,8 +179,25 @@ func.func @read_rank(%x: memref<4x4xf32>, %y: memref<4xf32>) {
 // -----
 
 func.func @gemm_window_size(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x9xf32>) {
-  // CHECK: error: 'loop.gemm' window must be two positive sizes (kh, kw), got [3]
+  // CHECK: error: 'loop.gemm' window must be positive sizes (kh, kw) or sizes and strides (kh, kw, sh, sw), got [3]
   loop.gemm %a, %x into %c {window = array<i64: 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_window_stride(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x4xf32>) {
+  // CHECK: error: 'loop.gemm' window must be positive sizes (kh, kw) or sizes and strides (kh, kw, sh, sw), got [3, 3, 0, 2]
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3, 0, 2>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x4xf32>
+  func.return
+}
+
+// -----
+
+// A 3x3 window at stride 2 over 5x5 gives 2x2 columns, not 3x3.
+func.func @gemm_window_strided_shapes(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x9xf32>) {
+  // CHECK: error: 'loop.gemm' shapes do not multiply: memref<1x4x18xf32> x memref<1x2x5x5xf32> -> memref<1x4x9xf32>
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3, 2, 2>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
   func.return
 }
 

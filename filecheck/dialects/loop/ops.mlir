@@ -61,6 +61,14 @@ func.func @gemm_window(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memr
   func.return
 }
 
+// ... and at strides (sh, sw) = (2, 2): a 3x3 window over 5x5 gives 2x2 columns.
+// CHECK-LABEL: func.func @gemm_window_strided
+// CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3, 2, 2>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x4xf32>
+func.func @gemm_window_strided(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x4xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3, 2, 2>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x4xf32>
+  func.return
+}
+
 // A product with an epilogue (a bias per row, then ReLU), and one without operands.
 // CHECK-LABEL: func.func @gemm_epilogue
 // CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} epilogue ins(%{{.*}} : memref<4xf32>) {
