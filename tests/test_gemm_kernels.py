@@ -186,6 +186,21 @@ def test_b_is_packed_only_where_the_copy_pays(shape, packs_b):
     assert (f'@"{shape.symbol}_micro' in text) and (("_direct" in text) != packs_b)
 
 
+@pytest.mark.parametrize("window, in_place", [
+    (Window(3, 3, 58, 58), True),  # rows of 56: some panels of 48 lie in one row, the others wrap
+    (Window(3, 3, 16, 16), False),  # rows of 14: every panel wraps
+    (Window(3, 3, 114, 114, 2, 2), False),  # strided: the panel's columns are not contiguous
+])
+def test_window_panels_in_one_row_are_read_in_place(window, in_place):
+    """A window's panels within one output row are read from the image by `_window`
+    micro-kernels (at the table's row offsets), the others packed (READ_WINDOW_IN_PLACE;
+    the bits: test_window_reads_the_patches_of_an_image)."""
+    shape = GemmShape(1, 16, window.out_h * window.out_w, 2 * window.kh * window.kw, window=window, packed_a=True)
+    text = kernel_text(shape, FEATURES["avx512"])
+    assert f'define internal void @"{shape.symbol}_pack48"' in text
+    assert (f'define internal void @"{shape.symbol}_micro8x48_window"' in text) == in_place
+
+
 def aligned_copy(x: np.ndarray) -> np.ndarray:
     out = aligned_empty(x.shape, x.dtype)
     out[...] = x

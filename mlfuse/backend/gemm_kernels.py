@@ -22,7 +22,8 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
 
     for pc in K by KC:
       for each task (48 columns, maybe a slice of rows):
-        pack each panel B[pc:pc+KC, j0:j0+NR] of the task, KC x NR contiguous (zero-padded)
+        pack each panel B[pc:pc+KC, j0:j0+NR] of the task, KC x NR contiguous (zero-padded;
+          a window's panel within one output row is read in place: READ_WINDOW_IN_PLACE)
         for ic in the task's rows by ROW_BLOCK:      # A[ic:ic+MC, pc:pc+KC] stays in L2
           for each panel j0:
             for i0 in the block by MR:               # the micro-kernel
@@ -77,6 +78,16 @@ PACK_PREFETCH_ROWS = 8
 # at one thread; without A's prefetch ResNet-18 0.96 and U-Net 0.99 at two threads,
 # 0.98 at one; without B's as well ResNet-18 0.96 at one thread, MobileNetV2 0.86 at two.
 NEXT_PANEL_LOCALITY = 2
+# A window's panels that lie in one output row (at column stride 1) are rows of the
+# image: the micro-kernel reads them in place, at the window's row offsets, and only
+# panels that wrap onto the next output row are packed (_Kernels.window_in_place).
+# Packing a panel costs about as much as one micro-kernel call over it, so it paid
+# least over few rows of A: U-Net's 16- and 32-channel convs spent 28% and 12% of
+# their micro-kernels' time packing. One process, side by side (time with over
+# without, medians of 21): U-Net 0.90 at one thread, 0.92 at two; ResNet-18 0.99,
+# MobileNetV2 1.00, 3x3 convs 64 -> 64 at 56x56 0.98 (one thread) and 0.995 (two),
+# 128 at 28x28 and 256 at 14x14 1.00.
+READ_WINDOW_IN_PLACE = True
 NEXT_A_LOCALITY = 3
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
@@ -343,7 +354,7 @@ class _Kernels:
             f"llvm.masked.store.{suffix}.p0", ir.VoidType(), [self.vec, PTR, I32, self.mask_type]
         )
         self.prefetch = self.intrinsic("llvm.prefetch.p0", ir.VoidType(), [PTR, I32, I32, I32])
-        self.micro: dict[tuple[int, int, bool], ir.Function] = {}
+        self.micro: dict[tuple[int, int, bool, bool], ir.Function] = {}
         self.pack: dict[int, ir.Function] = {}
 
     def intrinsic(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
@@ -573,19 +584,24 @@ class _Kernels:
         """lo <= lane < hi, per lane (lo and hi i32 scalars)."""
         return b.and_(b.icmp_signed(">=", lane, self.splat(b, lo, lane.type)), b.icmp_signed("<", lane, self.splat(b, hi, lane.type)))
 
-    def micro_fn(self, rows: int, width: int, direct: bool = False) -> ir.Function:
+    def micro_fn(self, rows: int, width: int, direct: bool = False, window: bool = False) -> ir.Function:
         """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C.
         The panel is packed (rows NR apart, zero-padded), or with `direct` B itself (rows
-        n apart, the last panel's loads masked). With an epilogue it also takes (last,
-        batch, i0, j0, operands...) and applies it before the last depth block's store."""
-        if (rows, width, direct) in self.micro:
-            return self.micro[(rows, width, direct)]
+        n apart, the last panel's loads masked), or with `window` the image at the
+        panel's first column, followed by an argument more: the window's row offsets at
+        pc (row k of the panel starts offsets[k] on; `in_one_row`). With an epilogue it
+        also takes (last, batch, i0, j0, operands...) and applies it before the last
+        depth block's store."""
+        key = (rows, width, direct, window)
+        if key in self.micro:
+            return self.micro[key]
         blk, n, epilogue = self.blk, self.shape.n, self.shape.epilogue
         vecs = self.vectors(width)
-        suffix = "_direct" if direct else ""
+        suffix = "_window" if window else "_direct" if direct else ""
         extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
-        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1, *extra])
+        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1, *[PTR] * window, *extra])
         a, packed, c, kc, first = fn.args[:5]
+        offsets, epilogue_args = (fn.args[5], fn.args[6:]) if window else (None, fn.args[5:])
         for arg in (a, packed, c):
             arg.add_attribute("noalias")
         zero = ir.Constant(self.vec, None)
@@ -594,13 +610,17 @@ class _Kernels:
         }
         init = [b.select(first, zero, self.load_row_vec(b, c_ptrs[i, v], self.lanes(width, v))) for i in range(rows) for v in vecs]
         if epilogue is not None:
-            with b.if_then(fn.args[5]):  # the last depth block
-                self.prefetch_epilogue_operands(b, rows, width, fn.args[6:])
+            with b.if_then(epilogue_args[0]):  # the last depth block
+                self.prefetch_epilogue_operands(b, rows, width, epilogue_args[1:])
 
         def body(b, k, acc):
-            panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, n if direct else blk.nr))], source_etype=self.el)
+            if offsets is not None:
+                start = b.sext(b.load(b.gep(offsets, [k], source_etype=I32), typ=I32), I64)
+                panel_row = b.gep(packed, [start], source_etype=self.el)
+            else:
+                panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, n if direct else blk.nr))], source_etype=self.el)
             at = [b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el) for v in vecs]
-            if direct:
+            if direct or window:
                 bv = [self.load_row_vec(b, ptr, self.lanes(width, v)) for ptr, v in zip(at, vecs)]
             else:
                 bv = [b.load(ptr, typ=self.vec, align=self.vec_align) for ptr in at]
@@ -623,13 +643,13 @@ class _Kernels:
         if epilogue is None:
             store(acc)
         else:
-            with b.if_else(fn.args[5]) as (last, partial):
+            with b.if_else(epilogue_args[0]) as (last, partial):
                 with last:
-                    store(self.apply_epilogue(b, acc, rows, width, fn.args[6:]))
+                    store(self.apply_epilogue(b, acc, rows, width, epilogue_args[1:]))
                 with partial:
                     store(acc)
         b.ret_void()
-        self.micro[(rows, width, direct)] = fn
+        self.micro[key] = fn
         return fn
 
     def prefetch_epilogue_operands(self, b: ir.IRBuilder, rows: int, width: int, args) -> None:
@@ -711,34 +731,39 @@ class _Kernels:
         stride = kc if self.shape.packed_a else ir.Constant(I64, self.shape.k)
         return b.gep(a_block, [b.mul(i0, stride)], source_etype=self.el)
 
-    def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple, tile: tuple) -> None:
-        """One panel of `width` columns (packed, or B itself when `unpacked`) against the
-        row blocks of A in rows = (row0, row1): row0 a multiple of MR, row1 one too or m.
-        tile = (last, batch, j0, epilogue operands...): what an epilogue needs besides the row."""
-        direct = self.unpacked
+    def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple, tile: tuple,
+                 window_rows=None) -> None:
+        """One panel of `width` columns (packed, or B itself when `unpacked`, or with
+        `window_rows` the image at the panel's first column, its rows at those offsets)
+        against the row blocks of A in rows = (row0, row1): row0 a multiple of MR, row1
+        one too or m. tile = (last, batch, j0, epilogue operands...): what an epilogue
+        needs besides the row."""
+        direct, window = self.unpacked, window_rows is not None
         m, n, mr = self.shape.m, self.shape.n, self.blk.mr
         full, (row0, row1) = m - m % mr, rows
         last, batch, j0, *operands = tile
+        panel = [packed, *([window_rows] if window else [])]
 
         def epilogue_args(i0) -> list:
             return [last, batch, i0, j0, *operands] if self.shape.epilogue is not None else []
 
+        def call(b, micro, i0) -> None:
+            a_rows = self.a_rows(b, a_block, i0, kc)
+            c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
+            b.call(micro, [a_rows, panel[0], c_rows, kc, first, *panel[1:], *epilogue_args(i0)])
+
         if full:
-            micro = self.micro_fn(mr, width, direct)
+            micro = self.micro_fn(mr, width, direct, window)
 
             def block(b, i0, _):
-                a_rows = self.a_rows(b, a_block, i0, kc)
-                c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
-                b.call(micro, [a_rows, packed, c_rows, kc, first, *epilogue_args(i0)])
+                call(b, micro, i0)
                 return []
 
             stop = b.select(b.icmp_signed("<", row1, ir.Constant(I64, full)), row1, ir.Constant(I64, full))
             self.counted_loop(b, row0, stop, mr, block)
         if m % mr:
             with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
-                a_rows = self.a_rows(b, a_block, ir.Constant(I64, full), kc)
-                c_rows = b.gep(c_col, [ir.Constant(I64, full * n)], source_etype=self.el)
-                b.call(self.micro_fn(m % mr, width, direct), [a_rows, packed, c_rows, kc, first, *epilogue_args(ir.Constant(I64, full))])
+                call(b, self.micro_fn(m % mr, width, direct, window), ir.Constant(I64, full))
 
     def for_panel_width(self, b: ir.IRBuilder, j0, emit) -> None:
         """emit(b, width) for the panel at column j0: NR wide, or the last one's width."""
@@ -761,6 +786,40 @@ class _Kernels:
         row1 = b.add(row0, ir.Constant(I64, s.slice_rows))
         return row0, b.select(b.icmp_signed(">", row1, ir.Constant(I64, s.m)), ir.Constant(I64, s.m), row1)
 
+    @property
+    def window_in_place(self) -> bool:
+        """Does the kernel read the panels of its window that lie in one output row in
+        place, from the image (rows at the window's offsets), packing only those that
+        wrap? At column stride 1, where such a panel's rows are contiguous in the image."""
+        w = self.shape.window
+        return READ_WINDOW_IN_PLACE and w is not None and w.sw == 1
+
+    def window_start(self, b: ir.IRBuilder, j0):
+        """Where column j0 of B's row 0 is in the image (Window.row_start)."""
+        w = self.shape.window
+        assert w is not None
+        ow = ir.Constant(I64, w.out_w)
+        return b.add(b.mul(b.sdiv(j0, ow), ir.Constant(I64, w.sh * w.wp)), b.mul(b.srem(j0, ow), ir.Constant(I64, w.sw)))
+
+    def unless_in_one_row(self, b: ir.IRBuilder, j0, width: int, wraps, in_one_row=None) -> None:
+        """wraps(b, j0, width) if the panel's columns [j0, j0 + width) run onto a next output
+        row, else in_one_row(b, j0, width) (if given)."""
+        w = self.shape.window
+        assert w is not None
+        if width > w.out_w:  # wider than an output row: it always wraps
+            wraps(b, j0, width)
+            return
+        past = b.icmp_signed(">", b.add(b.srem(j0, ir.Constant(I64, w.out_w)), ir.Constant(I64, width)), ir.Constant(I64, w.out_w))
+        if in_one_row is None:
+            with b.if_then(past):
+                wraps(b, j0, width)
+            return
+        with b.if_else(past) as (wrapping, one_row):
+            with wrapping:
+                wraps(b, j0, width)
+            with one_row:
+                in_one_row(b, j0, width)
+
     def a_block(self, b: ir.IRBuilder, a, batch, pc):
         """A at depth pc of `batch`: row 0's element, or with packed_a the depth block's
         first panel (prepack_a: the blocks before it hold pc x M values)."""
@@ -770,6 +829,36 @@ class _Kernels:
             start = b.add(b.mul(batch, ir.Constant(I64, rows * s.k)), b.mul(pc, ir.Constant(I64, rows)))
             return b.gep(a, [start], source_etype=self.el)
         return b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, s.m * s.k)), pc)], source_etype=self.el)
+
+    def b_block(self, b: ir.IRBuilder, bm, batch, pc):
+        """B at depth pc of `batch`: row pc's element; with a window the batch's image;
+        with packed_b the depth block of the batch's panels (prepack_b)."""
+        s, blk = self.shape, self.blk
+        if s.packed_b:
+            panels = -(-s.n // blk.nr)
+            start = b.add(b.mul(batch, ir.Constant(I64, s.k * panels * blk.nr)), b.mul(pc, ir.Constant(I64, panels * blk.nr)))
+        elif s.window is not None:
+            start = b.mul(batch, ir.Constant(I64, s.k // (s.window.kh * s.window.kw) * s.window.hp * s.window.wp))
+        else:
+            start = b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))
+        return b.gep(bm, [start], source_etype=self.el)
+
+    def pack_panel(self, b: ir.IRBuilder, width: int, b_base, j0, dst, depth: tuple) -> None:
+        """Pack the panel of B at column j0, `width` wide, into dst at depth = (kc, pc):
+        B's rows, or a window's patches (only if the panel wraps, where the others are
+        read in place)."""
+        kc, pc = depth
+        if self.shape.window is None:
+            b.call(self.pack_fn(width), [b.gep(b_base, [j0], source_etype=self.el), dst, kc])
+            return
+
+        def pack(b, j0, width) -> None:
+            b.call(self.pack_window_fn(width), [b_base, dst, kc, pc, j0])
+
+        if self.window_in_place:
+            self.unless_in_one_row(b, j0, width, pack)
+        else:
+            pack(b, j0, width)
 
     def task(self, b: ir.IRBuilder, t, pc, kc, depth: tuple, packed, operands: tuple) -> None:
         """Task t at depth pc (depth = (first, last): whether it is the first and the last
@@ -789,18 +878,8 @@ class _Kernels:
         col0 = b.mul(b.sdiv(within, ir.Constant(I64, s.row_tasks)), ir.Constant(I64, TASK_COLUMNS))
         col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
         col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
-        a_block = self.a_block(b, a, batch, pc)
-        if s.window is None:
-            b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))], source_etype=self.el)
-        else:  # the batch's image
-            image = ir.Constant(I64, s.k // (s.window.kh * s.window.kw) * s.window.hp * s.window.wp)
-            b_base = b.gep(bm, [b.mul(batch, image)], source_etype=self.el)
+        a_block, b_base = self.a_block(b, a, batch, pc), self.b_block(b, bm, batch, pc)
         c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
-
-        panels = -(-s.n // blk.nr)
-        if s.packed_b:  # the depth block of this batch's panels (prepack_b)
-            b_base = b.gep(bm, [b.add(b.mul(batch, ir.Constant(I64, s.k * panels * blk.nr)),
-                                      b.mul(pc, ir.Constant(I64, panels * blk.nr)))], source_etype=self.el)
 
         def slot(b, j0):  # panel (j0 - col0) / NR of the task, KC x NR floats each; or B itself
             if self.unpacked:
@@ -810,15 +889,15 @@ class _Kernels:
             return b.gep(packed, [b.mul(b.sub(j0, col0), ir.Constant(I64, blk.kc))], source_etype=self.el)
 
         def pack(b, j0, _):
-            if s.window is not None:
-                self.for_panel_width(b, j0, lambda b, width: b.call(self.pack_window_fn(width), [b_base, slot(b, j0), kc, pc, j0]))
-                return []
-            source = b.gep(b_base, [j0], source_etype=self.el)
-            self.for_panel_width(b, j0, lambda b, width: b.call(self.pack_fn(width), [source, slot(b, j0), kc]))
+            self.for_panel_width(b, j0, lambda b, width: self.pack_panel(b, width, b_base, j0, slot(b, j0), (kc, pc)))
             return []
 
         if not self.unpacked and not s.packed_b:
             self.counted_loop(b, col0, col1, blk.nr, pack)
+        window_rows = None
+        if self.window_in_place:
+            table = self.row_offsets()
+            window_rows = b.gep(table, [ir.Constant(I64, 0), pc], source_etype=table.value_type)
 
         def row_block(b, i0, _):
             i1 = b.add(i0, ir.Constant(I64, ROW_BLOCK))
@@ -827,8 +906,18 @@ class _Kernels:
             def panel(b, j0, _):
                 c_col = b.gep(c_base, [j0], source_etype=self.el)
                 tile = (last, batch, j0, *epilogue_operands)
-                self.for_panel_width(b, j0, lambda b, width: self.multiply(
-                    b, width, a_block, slot(b, j0), c_col, kc, first, (i0, i1), tile))
+
+                def packed(b, j0, width) -> None:
+                    self.multiply(b, width, a_block, slot(b, j0), c_col, kc, first, (i0, i1), tile)
+
+                def in_place(b, j0, width) -> None:
+                    at = b.gep(b_base, [self.window_start(b, j0)], source_etype=self.el)
+                    self.multiply(b, width, a_block, at, c_col, kc, first, (i0, i1), tile, window_rows)
+
+                if window_rows is None:
+                    self.for_panel_width(b, j0, lambda b, width: packed(b, j0, width))
+                else:
+                    self.for_panel_width(b, j0, lambda b, width: self.unless_in_one_row(b, j0, width, packed, in_place))
                 return []
 
             self.counted_loop(b, col0, col1, blk.nr, panel)
