@@ -42,6 +42,26 @@ func.func @large(%x: memref<258x256xf32>, %y: memref<256x256xf32>) {
 
 // -----
 
+// Three channels are too few iterations to split across a team: the nest is split
+// along its rows (SPLIT_MIN_TRIP), and each chunk runs every channel.
+// CHECK-LABEL: func.func @few_channels
+// CHECK: loop.parallel_call @few_channels__0_copy(%{{.*}}, %{{.*}}) range 224 : i64 {grain = 13 : i64}
+// CHECK: func.func private @few_channels__0_copy(%[[LO:.*]]: index, %[[HI:.*]]: index,
+// CHECK: %[[ROW0:.*]] = arith.addi %[[LO]], %{{.*}} : index
+// CHECK: %[[ROW1:.*]] = arith.addi %[[HI]], %{{.*}} : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %{{.*}} = %[[ROW0]] to %[[ROW1]] step
+func.func @few_channels(%x: memref<1x3x224x224xf32>, %y: memref<1x3x226x226xf32>) {
+  loop.nest "copy" lower [0, 0, 0, 0] upper [1, 3, 224, 224] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x3x224x224xf32>) outs(%y : memref<1x3x226x226xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 1)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  func.return
+}
+
+// -----
+
 // A column reduction: the parallel dimension is the inner one; it is the one split.
 // CHECK-LABEL: func.func @column_sum
 // CHECK: loop.parallel_call @column_sum__0_colsum(%{{.*}}, %{{.*}}) range 512
