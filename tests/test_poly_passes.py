@@ -206,3 +206,20 @@ def test_tiling_leaves_a_gather_live_out_untiled():
     f(t, ids, out=[out])
     (want,) = mlfuse.reference(GATHER_LIVE_OUT)(t, ids)
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("extent", [1, 100, 512, 513, 576, 960, 1000, 1024, 1280, 3072, 50176])
+def test_rows_are_cut_into_equal_tiles(extent):
+    """A row longer than ROW_MAX is cut into the fewest pieces of at most ROW_MAX, each a
+    multiple of ROW_MULTIPLE and all but the last of one length, the last no shorter
+    than one multiple below it (576: 288 and 288, not 512 and 64)."""
+    from mlfuse.poly.tiling import ROW_MAX, ROW_MULTIPLE, balanced_row
+
+    tile = balanced_row(extent)
+    if extent <= ROW_MAX:
+        assert tile == extent
+        return
+    pieces = -(-extent // tile)
+    assert tile % ROW_MULTIPLE == 0 and tile <= ROW_MAX
+    assert pieces == -(-extent // ROW_MAX)  # no more pieces than ROW_MAX-long ones need
+    assert extent - (pieces - 1) * tile > tile - ROW_MULTIPLE * pieces  # the last piece is nearly full

@@ -141,10 +141,11 @@ func.func @empty_rows(%x: memref<4x0xf32>, %y: memref<4x0xf32>) {
 // -----
 
 // Default sizes leave dimensions of extent 1 out: rows are those of the others (a 1x1
-// conv's patches, [1, 7, 7, 960, 1, 1], in tiles of 1 x 7 x 512 rather than of one
-// element each: 47040 tiles of a few loads).
+// conv's patches, [1, 7, 7, 960, 1, 1], in tiles of 1 x 7 x 480 rather than of one
+// element each: 47040 tiles of a few loads). Rows longer than 512 are cut into equal
+// pieces (balanced_row): 480 and 480, not 512 and 448.
 // DEFAULT-LABEL: func.func @unit_dims
-// DEFAULT: loop.band "patches.tiles" upper [7, 2] attributes {tile_sizes = array<i64: 0, 1, 0, 512, 0, 0>}
+// DEFAULT: loop.band "patches.tiles" upper [7, 2] attributes {tile_sizes = array<i64: 0, 1, 0, 480, 0, 0>}
 func.func @unit_dims(%x: memref<1x960x7x7xf32>, %y: memref<1x7x7x960x1x1xf32>) {
   loop.nest "patches" lower [0, 0, 0, 0, 0, 0] upper [1, 7, 7, 960, 1, 1] iterators ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x960x7x7xf32>) outs(%y : memref<1x7x7x960x1x1xf32>) maps [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d1, d2)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4, d5)>] {
   ^bb0(%a: f32, %o: f32):
