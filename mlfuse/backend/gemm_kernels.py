@@ -78,6 +78,7 @@ PACK_PREFETCH_ROWS = 8
 # at one thread; without A's prefetch ResNet-18 0.96 and U-Net 0.99 at two threads,
 # 0.98 at one; without B's as well ResNet-18 0.96 at one thread, MobileNetV2 0.86 at two.
 NEXT_PANEL_LOCALITY = 2
+NEXT_A_LOCALITY = 3
 # A window's panels that lie in one output row (at column stride 1) are rows of the
 # image: the micro-kernel reads them in place, at the window's row offsets, and only
 # panels that wrap onto the next output row are packed (_Kernels.window_in_place).
@@ -88,7 +89,6 @@ NEXT_PANEL_LOCALITY = 2
 # MobileNetV2 1.00, 3x3 convs 64 -> 64 at 56x56 0.98 (one thread) and 0.995 (two),
 # 128 at 28x28 and 256 at 14x14 1.00.
 READ_WINDOW_IN_PLACE = True
-NEXT_A_LOCALITY = 3
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -129,10 +129,6 @@ class Window:
         """Where row (c, i, j) of B starts in the image, for each of the k rows."""
         taps = self.kh * self.kw
         return [(r // taps) * self.hp * self.wp + (r % taps // self.kw) * self.wp + r % self.kw for r in range(k)]
-
-    def row_start(self, j: int) -> int:
-        """Where column j = (y, x) of B's row 0 is in the image."""
-        return j // self.out_w * self.sh * self.wp + j % self.out_w * self.sw
 
 
 @dataclass(frozen=True)
@@ -520,7 +516,7 @@ class _Kernels:
         for v in vecs:  # where each vector's columns start in the image, and its rows' lanes
             j = b.add(j0, ir.Constant(I64, v * blk.vw))
             x = b.srem(j, ow)
-            starts.append(b.add(b.mul(b.sdiv(j, ow), ir.Constant(I64, window.sh * window.wp)), b.mul(x, ir.Constant(I64, window.sw))))
+            starts.append(self.window_start(b, j))
             first_row = b.trunc(b.sub(ow, x), I32)  # lanes before the first wrap
             real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, self.lanes(width, v)))
             bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * window.out_w)) for p in range(pieces)]
@@ -589,7 +585,7 @@ class _Kernels:
         The panel is packed (rows NR apart, zero-padded), or with `direct` B itself (rows
         n apart, the last panel's loads masked), or with `window` the image at the
         panel's first column, followed by an argument more: the window's row offsets at
-        pc (row k of the panel starts offsets[k] on; `in_one_row`). With an epilogue it
+        pc (row k of the panel starts offsets[k] on; `unless_in_one_row`). With an epilogue it
         also takes (last, batch, i0, j0, operands...) and applies it before the last
         depth block's store."""
         key = (rows, width, direct, window)
@@ -795,7 +791,7 @@ class _Kernels:
         return READ_WINDOW_IN_PLACE and w is not None and w.sw == 1
 
     def window_start(self, b: ir.IRBuilder, j0):
-        """Where column j0 of B's row 0 is in the image (Window.row_start)."""
+        """Where column j0 = (y, x) of B's row 0 is in the image: y*sh*wp + x*sw."""
         w = self.shape.window
         assert w is not None
         ow = ir.Constant(I64, w.out_w)
