@@ -258,6 +258,18 @@ func.func @conv_strided_window(%x: tensor<1x3x64x64xf32>, %w: tensor<16x3x3x3xf3
 
 // -----
 
+// A column stride above STRIDED_WINDOW_MAX_COLUMN_STRIDE (a patch embedding's 4x4 at
+// stride 4) copies its patches out, however long its rows.
+// CHECK-LABEL: func.func @conv_patch_embedding
+// CHECK:     loop.nest "conv_patches"
+// CHECK-NOT: window
+func.func @conv_patch_embedding(%x: tensor<1x3x128x128xf32>, %w: tensor<32x3x4x4xf32>) -> tensor<1x32x32x32xf32> {
+  %y = graph.conv2d %x, %w {strides = array<i64: 4, 4>} : (tensor<1x3x128x128xf32>, tensor<32x3x4x4xf32>) -> tensor<1x32x32x32xf32>
+  func.return %y : tensor<1x32x32x32xf32>
+}
+
+// -----
+
 // At stride 2 over short output rows (16), where a strided packing would gather each
 // vector from several rows, the patches are copied out (im2col).
 // CHECK-LABEL: func.func @conv_strided

@@ -1033,17 +1033,23 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
 # 0.97; 3x3 at stride 2 64 -> 128 at 56x56 (rows of 28) 1.00, 128 -> 256 at 28x28
 # (rows of 14) 1.14; ResNet-18 0.99, MobileNetV3-small 0.98, MobileNetV2 1.00.
 STRIDED_WINDOW_MIN_ROW = 28
+# ... and at column strides up to this: each vector of columns loads sw vectors' span, so a
+# patch embedding's stride 16 would load 16 vectors for one (measured at stride 2 only)
+STRIDED_WINDOW_MAX_COLUMN_STRIDE = 2
 
 
 def reads_patches_in_place(op: graph.Conv2dOp, taps: tuple[range, range]) -> bool:
     """Can the GEMM kernel read `op`'s patches from its padded input (an implicit
     im2col, `loop.gemm {window}`)? An undilated window whose taps (`live_taps`) all
     read some input: the patches are then the padded image seen through the window
-    at the conv's strides, if strided, over output rows of at least STRIDED_WINDOW_MIN_ROW."""
+    at the conv's strides, if strided, over output rows of at least STRIDED_WINDOW_MIN_ROW
+    and at a column stride of at most STRIDED_WINDOW_MAX_COLUMN_STRIDE."""
     kernel = tuple(graph.shape_of(op.weight)[2:])
     taps_h, taps_w = taps
     undilated = tuple(op.dilation_values) == (1, 1)
-    if tuple(op.stride_values) != (1, 1) and graph.shape_of(op.result)[3] < STRIDED_WINDOW_MIN_ROW:
+    if tuple(op.stride_values) != (1, 1) and (
+        graph.shape_of(op.result)[3] < STRIDED_WINDOW_MIN_ROW or op.stride_values[1] > STRIDED_WINDOW_MAX_COLUMN_STRIDE
+    ):
         return False
     _, c, h, w = graph.shape_of(op.input)
     top, left, bottom, right = op.pad_values
