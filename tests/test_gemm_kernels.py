@@ -41,11 +41,17 @@ FEATURES = {"avx512": "+avx512f,+avx2,+avx,+fma", "avx2": "+avx2,+avx,+fma", "ss
 _JITS: list = []  # compiled kernels stay alive for the session (like mlfuse.compile's cache)
 
 
-def kernel(shape: GemmShape, features: str):
+def kernel_module(shape: GemmShape, features: str) -> ir.Module:
+    """A module declaring the kernel of `shape`, its body written for `features`."""
     module = ir.Module()
-    module.triple = cpu.target_machine().triple
     ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR]), name=shape.symbol)
     assert define_gemm_kernels(module, features) == [shape.symbol]
+    return module
+
+
+def kernel(shape: GemmShape, features: str):
+    module = kernel_module(shape, features)
+    module.triple = cpu.target_machine().triple
     jit = cpu.JitModule(cpu.compile_object(str(module)))
     _JITS.append(jit)
     signature = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -164,13 +170,6 @@ def test_prepacked_operands_give_the_same_bits(isa, dims, dtype, packing):
     np.testing.assert_array_equal(got, want)
 
 
-def kernel_text(shape: GemmShape, features: str) -> str:
-    module = ir.Module()
-    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64, PTR, PTR, PTR]), name=shape.symbol)
-    define_gemm_kernels(module, features)
-    return str(module)
-
-
 @pytest.mark.parametrize("shape, packs_b", [
     (GemmShape(1, 64, 300, 520, packed_a=True), False),  # a 1x1 conv: W (row panels) @ x, x read in place
     (GemmShape(1, 5, 300, 520), False),  # at most MR rows: each element of B is used once
@@ -181,7 +180,7 @@ def test_b_is_packed_only_where_the_copy_pays(shape, packs_b):
     """Which kernels pack B at run time (see _Kernels.unpacked). Kernels that read B in
     place call `_direct` micro-kernels over B's rows, n apart (the bits are the packed
     kernel's: test_prepacked_operands_give_the_same_bits)."""
-    text = kernel_text(shape, FEATURES["avx512"])
+    text = str(kernel_module(shape, FEATURES["avx512"]))
     assert (f'define internal void @"{shape.symbol}_pack48"' in text) == packs_b
     assert (f'@"{shape.symbol}_micro' in text) and (("_direct" in text) != packs_b)
 
@@ -196,7 +195,7 @@ def test_window_panels_in_one_row_are_read_in_place(window, in_place):
     micro-kernels (at the table's row offsets), the others packed (READ_WINDOW_IN_PLACE;
     the bits: test_window_reads_the_patches_of_an_image)."""
     shape = GemmShape(1, 16, window.out_h * window.out_w, 2 * window.kh * window.kw, window=window, packed_a=True)
-    text = kernel_text(shape, FEATURES["avx512"])
+    text = str(kernel_module(shape, FEATURES["avx512"]))
     assert f'define internal void @"{shape.symbol}_pack48"' in text
     assert (f'define internal void @"{shape.symbol}_micro8x48_window"' in text) == in_place
 

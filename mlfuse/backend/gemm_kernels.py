@@ -522,7 +522,7 @@ class _Kernels:
             bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * window.out_w)) for p in range(pieces)]
             reals.append(real)
             masks.append([b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(pieces)])
-        one_row = b.icmp_signed("<=", b.add(b.srem(j0, ow), ir.Constant(I64, width)), ow)
+        wraps_row = self.wraps_row(b, j0, width)
 
         last = b.sub(kc, ir.Constant(I64, 1))
 
@@ -547,7 +547,7 @@ class _Kernels:
                 b.store(value, b.gep(out, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), align=self.vec_align)
             return []
 
-        with b.if_else(one_row) as (contiguous, wrapping):
+        with b.if_else(b.not_(wraps_row)) as (contiguous, wrapping):
             with contiguous:
                 self.counted_loop(b, ir.Constant(I64, 0), kc, 1, lambda b, k, c: body(b, k, c, False))
             with wrapping:
@@ -797,6 +797,13 @@ class _Kernels:
         ow = ir.Constant(I64, w.out_w)
         return b.add(b.mul(b.sdiv(j0, ow), ir.Constant(I64, w.sh * w.wp)), b.mul(b.srem(j0, ow), ir.Constant(I64, w.sw)))
 
+    def wraps_row(self, b: ir.IRBuilder, j0, width: int):
+        """Whether the window's columns [j0, j0 + width) run onto a next output row (an i1)."""
+        w = self.shape.window
+        assert w is not None
+        ow = ir.Constant(I64, w.out_w)
+        return b.icmp_signed(">", b.add(b.srem(j0, ow), ir.Constant(I64, width)), ow)
+
     def unless_in_one_row(self, b: ir.IRBuilder, j0, width: int, wraps, in_one_row=None) -> None:
         """wraps(b, j0, width) if the panel's columns [j0, j0 + width) run onto a next output
         row, else in_one_row(b, j0, width) (if given)."""
@@ -805,7 +812,7 @@ class _Kernels:
         if width > w.out_w:  # wider than an output row: it always wraps
             wraps(b, j0, width)
             return
-        past = b.icmp_signed(">", b.add(b.srem(j0, ir.Constant(I64, w.out_w)), ir.Constant(I64, width)), ir.Constant(I64, w.out_w))
+        past = self.wraps_row(b, j0, width)
         if in_one_row is None:
             with b.if_then(past):
                 wraps(b, j0, width)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import deque
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
@@ -174,13 +175,16 @@ def with_own_metadata(code: list[str], metadata: list[str]) -> list[str]:
     bodies = {m.group(1): line[m.end():] for line in metadata if (m := METADATA_DEF.match(line))}
     named = [line for line in metadata if not METADATA_DEF.match(line)]  # `!name = !{...}`: kept whole
     order: dict[str, str] = {}
-    pending = [ref for line in code + named for ref in METADATA_REF.findall(line)]
+    pending = deque(ref for line in code + named for ref in METADATA_REF.findall(line))
     while pending:
-        ref = pending.pop(0)
+        ref = pending.popleft()
         if ref in bodies and ref not in order:
             order[ref] = str(len(order))
-            pending += METADATA_REF.findall(bodies[ref])
-    renumber = lambda line: METADATA_REF.sub(lambda m: "!" + order.get(m.group(1), m.group(1)), line)  # noqa: E731
+            pending.extend(METADATA_REF.findall(bodies[ref]))
+
+    def renumber(line: str) -> str:
+        return METADATA_REF.sub(lambda m: "!" + order.get(m.group(1), m.group(1)), line)
+
     nodes = [f"!{new} = {renumber(bodies[old])}" for old, new in order.items()]
     return [renumber(line) for line in code] + nodes + [renumber(line) for line in named]
 
