@@ -821,68 +821,11 @@ def pad_spatial(fl: FunctionLowering, src: SSAValue, pads: Sequence[int], value:
 
 
 def window_maps(op: graph.WindowOp, channel: AffineExpr, d: list[AffineExpr], oh: int, kh: int, kw: int, ow: int) -> AffineMap:
-    """The padded input read by window position (oh, ow) and kernel offset (kh, kw); in
-    the column-phase layout of `pad_column_phases` when `reads_column_phases(op)`."""
+    """The padded input read by window position (oh, ow) and kernel offset (kh, kw)."""
     (sh, sw), (dh, dw) = op.stride_values, op.dilation_values
     row = d[oh] * sh + d[kh] * dh if dh != 1 else d[oh] * sh + d[kh]
-    if reads_column_phases(op):  # padded column ow*s + kw is phase kw mod s, index ow + kw floordiv s
-        return AffineMap(len(d), 0, (d[0], channel, row, d[kw] % sw, d[ow] + d[kw] // sw))
     col = d[ow] * sw + d[kw] * dw if dw != 1 else d[ow] * sw + d[kw]
     return AffineMap(len(d), 0, (d[0], channel, row, col))
-
-
-# Window nests (direct convs, pooling) with a column stride from 2 to this read their
-# padded input in column phases (`pad_column_phases`), each tap's row a unit-stride run.
-# Read at stride 2 in place, LLVM built every vector of a tap's columns from two loads,
-# two shuffles and a permute; the copy into phases deinterleaves each input row once.
-# One thread, thread CPU time, side by side: MobileNetV2's 3x3 depthwise conv over 96
-# channels at 112x112, stride 2 (its tile kernel, the expand conv's epilogue included)
-# 0.79x the time; whole models MobileNetV3-small 0.97x, U-Net 0.99x, MobileNetV2 and
-# ResNet-18 1.00x. A larger stride would copy more phases than it saves.
-COLUMN_PHASES_MAX_STRIDE = 4
-
-
-def reads_column_phases(op: graph.WindowOp) -> bool:
-    (_, sw), (_, dw) = op.stride_values, op.dilation_values
-    return 2 <= sw <= COLUMN_PHASES_MAX_STRIDE and dw == 1
-
-
-def pad_window_input(fl: FunctionLowering, op: graph.WindowOp, value: float | int) -> SSAValue:
-    """The input of window op `op` padded with `value`: in column phases (`pad_column_phases`)
-    where `reads_column_phases(op)`, else NCHW (`pad_spatial`)."""
-    if reads_column_phases(op):
-        return pad_column_phases(fl, fl.buffer(op.operands[0]), op.pad_values, value, op.stride_values[1])
-    return pad_spatial(fl, fl.buffer(op.operands[0]), op.pad_values, value)
-
-
-def pad_column_phases(fl: FunctionLowering, src: SSAValue, pads: Sequence[int], value: float | int, s: int) -> SSAValue:
-    """The NCHW buffer padded by pads = [top, left, bottom, right] with `value`, its columns
-    split in s phases: padded element (h, w) at [n, c, h, w mod s, w floordiv s], so that
-    columns s apart are adjacent. The copy iterates (n, c, h, j, p) for column w = s*j + p
-    - left, reading the input row in order, over the j whose s columns are all in the
-    image; the at most s - 1 columns at either end left over are copied one by one."""
-    t = src.type
-    assert isinstance(t, MemRefType)
-    n, c, h, w = t.get_shape()
-    top, left, bottom, right = pads
-    el = t.get_element_type()
-    shape = [n, c, h + top + bottom, s, -(-(w + left + right) // s)]
-    padded = fl.alloc(TensorType(el, shape))
-    if any(pads) or w % s:  # else the copy writes every element
-        fl.nest("pad_fill", shape, [], [padded], lambda b, a: [scalar.const(b, value, el)], maps=[identity(5)])
-    d = dims(5)
-    first, end = -(-left // s), (w + left) // s  # the j whose s columns are all in the image
-    if end > first:
-        read = AffineMap(5, 0, (d[0], d[1], d[2], d[3] * s + d[4] + (first * s - left)))
-        write = AffineMap(5, 0, (d[0], d[1], d[2] + top, d[4], d[3] + first))
-        copy_nest(fl, "pad_copy", src, padded, read, write, [n, c, h, end - first, s])
-    else:
-        first = end = -(-left // s)
-    for col in [*range(0, min(w, first * s - left)), *range(max(0, end * s - left), w)]:
-        read = AffineMap(3, 0, (d[0], d[1], d[2], AffineExpr.constant(col)))
-        write = AffineMap(3, 0, (d[0], d[1], d[2] + top, AffineExpr.constant((col + left) % s), AffineExpr.constant((col + left) // s)))
-        copy_nest(fl, "pad_copy", src, padded, read, write, [n, c, h])
-    return padded
 
 
 # Fewer rows of patches than this (output pixels): the product is a nest, since packing
@@ -1169,7 +1112,7 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
     t = graph.element_type_of(op.result)
     out_shape = graph.shape_of(op.result)
     fl.nest("conv_init", out_shape, [], [out], lambda b, a: [scalar.const(b, 0, t)], maps=[identity(4)])
-    src = pad_window_input(fl, op, 0)
+    src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0)
     o_count, cg, kh, kw = graph.shape_of(op.weight)
     og = o_count // op.group_count
     n, _, oh, ow = out_shape
@@ -1202,7 +1145,7 @@ def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> Non
     out_shape = graph.shape_of(op.result)
     init = scalar.identity_of(kind, t)
     fl.nest(f"pool_init_{kind}", out_shape, [], [out], lambda b, a: [scalar.const(b, init, t)], maps=[identity(4)])
-    src = pad_window_input(fl, op, init)
+    src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, init)
     kh, kw = op.kernel_size
     n, c, oh, ow = out_shape
     d = dims(6)  # n, c, oh, kh, kw, ow
