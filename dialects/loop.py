@@ -7,7 +7,10 @@ affine access map per buffer operand. Its body computes on scalars: one block
 argument per input element and per current output element; `loop.yield` gives
 the new output elements, stored at the outputs' access maps. A reduction is a
 nest whose output map drops the reduced dimensions (like linalg.generic, but with
-an explicit domain, so tiling and footprints need no shape inference).
+an explicit domain, so tiling and footprints need no shape inference). A reduction
+nest may carry `init`, one entry per output: a constant that each output element's
+first reduction step reads in place of the buffer (loop-fold-init, for the zero or
+-inf a separate nest used to write first), or `unit` (read the buffer).
 
     loop.nest "exp" lower [0, 0] upper [64, 128] iterators ["parallel", "parallel"]
         ins(%x : memref<64x128xf32>) outs(%y : memref<64x128xf32>)
@@ -48,12 +51,14 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
+    FloatAttr,
     IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
     StringAttr,
     SymbolRefAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
@@ -158,6 +163,7 @@ class NestOp(IRDLOperation):
     upper = prop_def(ArrayAttr[AffineMapAttr])
     iterators = prop_def(ArrayAttr[IteratorKindAttr])
     maps = prop_def(ArrayAttr[AffineMapAttr])
+    init = opt_prop_def(ArrayAttr)
     body = region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(IsolatedFromAbove())
@@ -217,6 +223,13 @@ class NestOp(IRDLOperation):
     def block(self) -> Block:
         return self.body.block
 
+    @property
+    def init_values(self) -> list[FloatAttr | IntegerAttr | None]:
+        """Per output: the constant its first reduction step reads (`init`), or None."""
+        if self.init is None:
+            return [None] * len(self.outs)
+        return [v if isinstance(v, FloatAttr | IntegerAttr) else None for v in self.init.data]
+
     def static_bounds(self) -> list[tuple[int, int]] | None:
         """[(lo, hi)] per dimension when every bound is a constant, else None."""
         bounds = []
@@ -232,7 +245,7 @@ class NestOp(IRDLOperation):
 
     def _at_most_one_point(self, d: int) -> bool:
         """Dimension d has constant bounds at most one apart."""
-        lo, hi = _constant_of(self.lower.data[d].data), _constant_of(self.upper.data[d].data)
+        lo, hi = constant_of(self.lower.data[d].data), constant_of(self.upper.data[d].data)
         return lo is not None and hi is not None and hi - lo <= 1
 
     def verify_(self) -> None:
@@ -279,6 +292,8 @@ class NestOp(IRDLOperation):
                 f"'loop.nest' block arguments ({', '.join(str(a.type) for a in args)}) must be the "
                 f"element types of its buffers ({', '.join(map(str, expected))})"
             )
+        if self.init is not None:
+            self._verify_init(expected[len(self.ins) :])
         term = self.block.last_op
         if not isinstance(term, YieldOp):
             raise VerifyException("'loop.nest' body must end with 'loop.yield'")
@@ -287,6 +302,16 @@ class NestOp(IRDLOperation):
             raise VerifyException(
                 f"'loop.yield' must yield one {', '.join(map(str, out_types))} per output"
             )
+
+    def _verify_init(self, out_types: Sequence[Attribute]) -> None:
+        assert self.init is not None
+        if len(self.init.data) != len(self.outs):
+            raise VerifyException(f"'loop.nest' init has {len(self.init.data)} entries for {len(self.outs)} outputs")
+        for k, (v, t) in enumerate(zip(self.init.data, out_types)):
+            if isinstance(v, UnitAttr):
+                continue
+            if not isinstance(v, FloatAttr | IntegerAttr) or v.type != t:
+                raise VerifyException(f"'loop.nest' init {k} must be a constant of the output's type {t} or unit, got {v}")
 
     # --- syntax --------------------------------------------------------------------------
 
@@ -313,6 +338,9 @@ class NestOp(IRDLOperation):
             printer.print_string(")")
         printer.print_string(" maps ")
         printer.print_attribute(self.maps)
+        if self.init is not None:
+            printer.print_string(" init ")
+            printer.print_attribute(self.init)
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
         printer.print_region(self.body)
@@ -340,6 +368,7 @@ class NestOp(IRDLOperation):
         outs = _parse_buffer_list(parser, "outs")
         parser.parse_keyword("maps")
         maps = parser.parse_attribute()
+        init = parser.parse_attribute() if parser.parse_optional_keyword("init") else None
         attrs = parser.parse_optional_attr_dict_with_keyword()
         attrs = attrs.data if attrs is not None else {}
         body = parser.parse_region()
@@ -352,6 +381,7 @@ class NestOp(IRDLOperation):
                 "iterators": iterators,
                 "maps": maps,
                 "operandSegmentSizes": _segments(len(syms), len(ins), len(outs)),
+                **({"init": init} if init is not None else {}),
             },
             attributes=attrs,
             regions=[body],
@@ -409,7 +439,7 @@ def _constant(expr: AffineExpr) -> int | None:
     return expr.value if isinstance(expr, AffineConstantExpr) else None
 
 
-def _constant_of(m: AffineMap) -> int | None:
+def constant_of(m: AffineMap) -> int | None:
     """The value of a bound map that is one constant, else None."""
     if len(m.results) == 1 and isinstance(m.results[0], AffineConstantExpr):
         return m.results[0].value

@@ -50,9 +50,10 @@ def cpu_pipeline(
     with the group; WINDOW_GROUPS then runs post-tiling fusion inside each window group:
     tile its live-outs, fuse its producers into the tiles, shrink its intermediates.
     loop-coalesce then merges the dimensions every access walks as one run (an
-    epilogue's 28 x 28 pixels: one loop of 784 for LLVM to vectorize), and
+    epilogue's 28 x 28 pixels: one loop of 784 for LLVM to vectorize),
     loop-gemm-epilogue-fuse folds the elementwise nest after a conv's or a linear
-    layer's product into the GEMM kernel's register tile.
+    layer's product into the GEMM kernel's register tile, and loop-fold-init folds a
+    depthwise conv's zeroing nest into the conv (its first tap reads the zero).
 
     post_tile: also run post-tiling fusion across the whole function afterwards
     (POST_TILE, an experiment: it may join nests of different groups).
@@ -75,6 +76,7 @@ def cpu_pipeline(
         passes.append("loop-gemm-epilogue-fuse")
     passes += [
         "assign-buffers",
+        "loop-fold-init",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
         "merge-kernels",
         "expand-math",

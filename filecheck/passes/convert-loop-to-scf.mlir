@@ -143,3 +143,24 @@ func.func @several(%x: memref<256x256xf32>, %y: memref<256x256xf32>, %s: memref<
   }
   func.return
 }
+
+// -----
+
+// A reduction's `init` (loop-fold-init): the first reduction step of each output element
+// (every reduction iv at its lower bound) reads the constant instead of the buffer.
+// CHECK-LABEL: func.func @reduction_init
+// CHECK: scf.for %[[I:.*]] =
+// CHECK: scf.for %[[K:.*]] =
+// CHECK: %[[OLD:.*]] = memref.load %{{.*}}[%[[I]]] : memref<4xf32>
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[K]], %{{.*}} : index
+// CHECK: %[[START:.*]] = arith.constant 0xff800000 : f32
+// CHECK: %[[ACC:.*]] = arith.select %[[FIRST]], %[[START]], %[[OLD]] : f32
+// CHECK: arith.maximumf %[[ACC]]
+func.func @reduction_init(%x: memref<4x3xf32>, %y: memref<4xf32>) {
+  loop.nest "pool" lower [0, 0] upper [4, 3] iterators ["parallel", "reduction"] ins(%x : memref<4x3xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] init [0xFF800000 : f32] {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.maximumf %acc, %a : f32
+    loop.yield %m : f32
+  }
+  func.return
+}

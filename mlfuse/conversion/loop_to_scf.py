@@ -506,7 +506,14 @@ def emit_nest_body(
     loads = [b.insert(memref.LoadOp.get(buf, idx)) for buf, idx in zip(buffers, indices)]
     for k in prefetched:
         loads[k].attributes[PREFETCH_ATTR] = UnitAttr()
-    mapping = dict(zip(nest.block.args, [load.res for load in loads]))
+    elements = [load.res for load in loads]
+    if any(v is not None for v in nest.init_values):
+        first = first_reduction_step(b, nest, ivs, syms)
+        for k, v in enumerate(nest.init_values):
+            if v is not None:
+                start = b.insert(arith.ConstantOp(v)).result
+                elements[n_in + k] = b.insert(arith.SelectOp(first, start, elements[n_in + k])).result
+    mapping = dict(zip(nest.block.args, elements))
     yielded: list[SSAValue] = []
     for op in nest.block.ops:
         if isinstance(op, loop.YieldOp):
@@ -527,6 +534,19 @@ def emit_nest_body(
         store = b.insert(memref.StoreOp.get(value, buf, idx))
         if k in streamed:
             store.properties["nontemporal"] = BoolAttr.from_bool(True)
+
+
+def first_reduction_step(b: Builder, nest: loop.NestOp, ivs: Sequence[SSAValue], syms: Sequence[SSAValue]) -> SSAValue:
+    """i1: the point `ivs` is an output element's first reduction step (every reduction
+    dimension at its lower bound), where a nest's `init` replaces the element read."""
+    first: SSAValue | None = None
+    for d, kind in enumerate(nest.iterator_kinds):
+        if kind != loop.REDUCTION:
+            continue
+        lo = emit_bound(b, nest.lower.data[d], syms, False, ivs[:d])
+        at_lo = b.insert(arith.CmpiOp(ivs[d], lo, "eq")).result
+        first = at_lo if first is None else b.insert(arith.AndIOp(first, at_lo)).result
+    return first if first is not None else b.insert(arith.ConstantOp.from_int_and_width(1, 1)).result
 
 
 def marked(nest: loop.NestOp, attr: str) -> list[int]:

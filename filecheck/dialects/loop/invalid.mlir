@@ -281,3 +281,27 @@ func.func @gemm_epilogue_reads_c(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: m
   } {epilogue_maps = [affine_map<(d0, d1) -> (d0, d1)>]} : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
   func.return
 }
+
+// -----
+
+func.func @init_per_output(%x: memref<4x8xf32>, %y: memref<4xf32>) {
+  // CHECK: error: 'loop.nest' init has 2 entries for 1 outputs
+  loop.nest "sum" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"] ins(%x : memref<4x8xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] init [0.0 : f32, unit] {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    loop.yield %s : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @init_of_another_type(%x: memref<4x8xf32>, %y: memref<4xf32>) {
+  // CHECK: error: 'loop.nest' init 0 must be a constant of the output's type f32 or unit, got 0 : i32
+  loop.nest "sum" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"] ins(%x : memref<4x8xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] init [0 : i32] {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    loop.yield %s : f32
+  }
+  func.return
+}

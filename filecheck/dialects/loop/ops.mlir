@@ -53,6 +53,20 @@ func.func @nests(%x: memref<4x8xf32>, %y: memref<4xf32>, %n: index) {
 }
 
 // A product over a window's patches: the image stands for B (an implicit im2col).
+// A reduction's `init`: the constant each output element's first step reads (one
+// entry per output; unit: read the buffer).
+// CHECK-LABEL: func.func @nest_init
+// CHECK: loop.nest "max" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"] ins(%{{.*}} : memref<4x8xf32>) outs(%{{.*}}, %{{.*}} : memref<4xf32>, memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>] init [0xff800000 : f32, unit] {
+func.func @nest_init(%x: memref<4x8xf32>, %y: memref<4xf32>, %z: memref<4xf32>) {
+  loop.nest "max" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"] ins(%x : memref<4x8xf32>) outs(%y, %z : memref<4xf32>, memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>] init [0xFF800000 : f32, unit] {
+  ^bb0(%a: f32, %m: f32, %s: f32):
+    %n = arith.maximumf %m, %a : f32
+    %t = arith.addf %s, %a : f32
+    loop.yield %n, %t : f32, f32
+  }
+  func.return
+}
+
 // CHECK-LABEL: func.func @gemm_window
 // CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
 // GENERIC: "loop.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{window = array<i64: 3, 3>}>
