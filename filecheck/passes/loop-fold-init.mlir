@@ -60,9 +60,10 @@ func.func @in_a_tile(%x: memref<8x8xf32>, %y: memref<8x6xf32>) {
 
 // Not folded: the taps run outside a dimension of the output (its first step and the
 // others would meet in one loop), a read of the buffer in between, other bounds, a
-// start value that is not a constant, a long reduction, a reduction that reads its output.
+// start value that is not a constant, a long reduction, a reduction that reads its
+// output, an empty reduction (it never takes a first step: the zeros must be written).
 // CHECK-LABEL: func.func @not_folded
-// CHECK-COUNT-6: loop.nest "init"
+// CHECK-COUNT-7: loop.nest "init"
 func.func @not_folded(%x: memref<6x8xf32>, %w: memref<3x3xf32>, %y: memref<4x6xf32>, %r: memref<4x6xf32>, %long: memref<4x128xf32>, %s: memref<4xf32>) {
   loop.nest "init" lower [0, 0] upper [4, 6] iterators ["parallel", "parallel"] ins() outs(%y : memref<4x6xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>] {
   ^bb0(%o: f32):
@@ -124,6 +125,16 @@ func.func @not_folded(%x: memref<6x8xf32>, %w: memref<3x3xf32>, %y: memref<4x6xf
     loop.yield %z : f32
   }
   loop.nest "reads_its_output" lower [0, 0, 0] upper [4, 6, 3] iterators ["parallel", "parallel", "reduction"] ins(%y : memref<4x6xf32>) outs(%y : memref<4x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>] {
+  ^bb0(%a: f32, %acc: f32):
+    %q = arith.addf %acc, %a : f32
+    loop.yield %q : f32
+  }
+  loop.nest "init" lower [0] upper [4] iterators ["parallel"] ins() outs(%s : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "empty" lower [0, 0] upper [4, 0] iterators ["parallel", "reduction"] ins(%long : memref<4x128xf32>) outs(%s : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] {
   ^bb0(%a: f32, %acc: f32):
     %q = arith.addf %acc, %a : f32
     loop.yield %q : f32

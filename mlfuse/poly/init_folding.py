@@ -11,9 +11,10 @@ Folded only where that is exact and cheap:
 - the init nest writes the same buffer, by the same map over the same bounds, as the
   reduction writes it (its dimensions being the reduction's parallel ones, in order),
   with a constant, and nothing between the two touches the buffer (or a view of it);
-- the reduction does not also read the buffer, and sums at most MAX_REDUCTION_POINTS
-  points per output element over constant bounds (a window's taps: unrolled by LLVM;
-  over a longer reduction the select would stay in the loop).
+- the reduction does not also read the buffer, and sums at least one and at most
+  MAX_REDUCTION_POINTS points per output element over constant bounds (a window's
+  taps: unrolled by LLVM; over a longer reduction the select would stay in the loop;
+  over an empty one nothing would write the start value).
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ def sums_few_points(nest: loop.NestOp) -> bool:
         if nest.iterator_kinds[d] == loop.PARALLEL:
             inner_parallel = inner_parallel or not one_point
             continue
-        if lo is None or hi is None or (inner_parallel and not one_point):
-            return False
-        trips.append(max(0, hi - lo))
+        if lo is None or hi is None or hi <= lo or (inner_parallel and not one_point):
+            return False  # an empty reduction never takes its first step: the init nest stays
+        trips.append(hi - lo)
     return bool(trips) and math.prod(trips) <= MAX_REDUCTION_POINTS
 
 
