@@ -164,3 +164,65 @@ func.func @reduction_init(%x: memref<4x3xf32>, %y: memref<4xf32>) {
   }
   func.return
 }
+
+// -----
+
+// In a band, a small reduction whose taps run inside its output's dimensions and the
+// pointwise nest right after it that reads each element it completes: one loop nest,
+// the consumer's body right after the taps' loops, inside the row loop.
+// CHECK-LABEL: func.func @reduction_then_consumer
+// CHECK: scf.for
+// CHECK: scf.for %[[ROW:[a-z0-9]+]] =
+// CHECK: scf.for %[[COL:[a-z0-9]+]] =
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: arith.mulf
+// CHECK: memref.store %{{.*}}, %[[ACC:[a-z0-9]+]][%[[ROW]], %[[COL]]] : memref<4x6xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[DONE:.*]] = memref.load %[[ACC]][%[[ROW]], %[[COL]]] : memref<4x6xf32>
+// CHECK: arith.maximumf %[[DONE]]
+// CHECK-NEXT: memref.store %{{.*}}, %{{.*}}[%[[ROW]], %[[COL]]] : memref<4x6xf32>
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// A consumer that reads another element than the one just completed (the row mirrored)
+// keeps its loops.
+// CHECK-LABEL: func.func @consumer_reads_a_neighbour
+// CHECK-COUNT-2: arith.constant 4 : index
+func.func @reduction_then_consumer(%x: memref<6x8xf32>, %w: memref<3x3xf32>, %y: memref<4x6xf32>) {
+  loop.band "conv.tiles" upper [1] {
+  ^bb0(%t: index):
+    %acc = memref.alloca() : memref<4x6xf32>
+    loop.nest "conv" lower [0, 0, 0, 0] upper [4, 6, 3, 3] iterators ["parallel", "parallel", "reduction", "reduction"] ins(%x, %w : memref<6x8xf32>, memref<3x3xf32>) outs(%acc : memref<4x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0 + d2, d1 + d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>] init [0.0 : f32] {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %o, %p : f32
+      loop.yield %s : f32
+    }
+    loop.nest "relu" lower [0, 0] upper [4, 6] iterators ["parallel", "parallel"] ins(%acc : memref<4x6xf32>) outs(%y : memref<4x6xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+    ^bb0(%a: f32, %o: f32):
+      %z = arith.constant 0.0 : f32
+      %r = arith.maximumf %a, %z : f32
+      loop.yield %r : f32
+    }
+  }
+  func.return
+}
+
+func.func @consumer_reads_a_neighbour(%x: memref<6x8xf32>, %w: memref<3x3xf32>, %y: memref<4x6xf32>) {
+  loop.band "conv.tiles" upper [1] {
+  ^bb0(%t: index):
+    %acc = memref.alloca() : memref<4x6xf32>
+    loop.nest "conv" lower [0, 0, 0, 0] upper [4, 6, 3, 3] iterators ["parallel", "parallel", "reduction", "reduction"] ins(%x, %w : memref<6x8xf32>, memref<3x3xf32>) outs(%acc : memref<4x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0 + d2, d1 + d3)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>] init [0.0 : f32] {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %o, %p : f32
+      loop.yield %s : f32
+    }
+    loop.nest "mirrored" lower [0, 0] upper [4, 6] iterators ["parallel", "parallel"] ins(%acc : memref<4x6xf32>) outs(%y : memref<4x6xf32>) maps [affine_map<(d0, d1) -> (d0, 5 - d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+    ^bb0(%a: f32, %o: f32):
+      loop.yield %a : f32
+    }
+  }
+  func.return
+}

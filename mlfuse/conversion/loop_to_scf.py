@@ -697,14 +697,106 @@ def band_work(band: loop.BandOp) -> int:
 def emit_band_iteration(
     b: Builder, band: loop.BandOp, ivs: Sequence[SSAValue], mapping: dict[SSAValue, SSAValue], carries: dict[loop.NestOp, LineCarry]
 ) -> None:
-    """One iteration of the band body: its nests as loops, other ops cloned."""
+    """One iteration of the band body: its nests as loops, other ops cloned; a small
+    window reduction and the pointwise nest right after it that reads its result
+    (`consumer_of`) as one loop nest (emit_reduction_and_consumer)."""
     mapping.update(zip(band.block.args, ivs))
+
+    def m(v: SSAValue) -> SSAValue:
+        return mapping.get(v, v)
+
+    emitted: set[Operation] = set()
     for op in band.block.ops:
+        if op in emitted:
+            continue
         if isinstance(op, loop.NestOp):
-            m = lambda v: mapping.get(v, v)  # noqa: E731
+            consumer = consumer_of(op) if op not in carries else None
+            if consumer is not None and consumer not in carries:
+                emit_reduction_and_consumer(b, op, consumer, m)
+                emitted.add(consumer)
+                continue
             emit_nest_loops(b, op, [m(v) for v in op.syms], [m(v) for v in (*op.ins, *op.outs)], carry=carries.get(op))
         elif not isinstance(op, memref.AllocaOp):
             b.insert(op.clone(value_mapper=mapping))
+
+
+def innermost_output_dim(nest: loop.NestOp) -> int | None:
+    """The innermost parallel dimension of more than one point of a reduction `nest` whose
+    reductions of more than one point all run inside it (and no parallel dimension
+    does), its peeled output none: once the loops inside it end, the output element
+    there is complete. None for other nests."""
+    if loop.REDUCTION not in nest.iterator_kinds or peeled_output(nest) is not None:
+        return None
+    last = None
+    for d, kind in enumerate(nest.iterator_kinds):
+        lo, hi = loop.constant_of(nest.lower.data[d].data), loop.constant_of(nest.upper.data[d].data)
+        one_point = lo is not None and hi is not None and hi - lo <= 1
+        if kind == loop.PARALLEL and not one_point:
+            last = d
+    if last is None:
+        return None
+    for d, kind in enumerate(nest.iterator_kinds):
+        lo, hi = loop.constant_of(nest.lower.data[d].data), loop.constant_of(nest.upper.data[d].data)
+        one_point = lo is not None and hi is not None and hi - lo <= 1
+        if d < last and kind == loop.REDUCTION and not one_point:
+            return None
+        if d > last and kind == loop.PARALLEL:
+            return None
+    return last
+
+
+def consumer_of(nest: loop.NestOp) -> loop.NestOp | None:
+    """The nest right after reduction `nest` (innermost_output_dim) that reads its one
+    output at the iteration that completes it: all parallel, the same symbols, its
+    dimensions `nest`'s parallel ones with the same bounds, and one read of the output by
+    `nest`'s map of it (renamed); it writes other buffers and is not peeled."""
+    last = innermost_output_dim(nest)
+    consumer = nest.next_op
+    if last is None or len(nest.outs) != 1 or not isinstance(consumer, loop.NestOp) or peeled_output(consumer) is not None:
+        return None
+    if loop.REDUCTION in consumer.iterator_kinds or list(consumer.syms) != list(nest.syms):
+        return None
+    out = nest.outs[0]
+    reads = [k for k, v in enumerate(consumer.ins) if v is out]
+    if len(reads) != 1 or any(loop.view_root(v) is loop.view_root(out) for v in consumer.outs):
+        return None
+    parallel = [d for d, kind in enumerate(nest.iterator_kinds) if kind == loop.PARALLEL]
+    if consumer.rank != len(parallel):
+        return None
+    for i, d in enumerate(parallel):
+        for a, c in ((consumer.lower.data[i].data, nest.lower.data[d].data), (consumer.upper.data[i].data, nest.upper.data[d].data)):
+            if a.num_dims or c.num_dims or a != c:
+                return None
+    read = consumer.in_maps[reads[0]]
+    syms = [AffineExpr.symbol(k) for k in range(read.num_symbols)]
+    renamed = [e.replace_dims_and_symbols([AffineExpr.dimension(d) for d in parallel], syms) for e in read.results]
+    same = all(r == t for r, t in zip(renamed, nest.out_maps[0].results))
+    return consumer if same and len(renamed) == len(nest.out_maps[0].results) else None
+
+
+def emit_reduction_and_consumer(b: Builder, nest: loop.NestOp, consumer: loop.NestOp, m: Callable[[SSAValue], SSAValue]) -> None:
+    """`nest`'s loops with the body of `consumer` after the reduction loops inside its
+    innermost output dimension: the consumer reads each output element as soon as it
+    is complete, while it is still in registers, and its own loops go away."""
+    last = innermost_output_dim(nest)
+    assert last is not None
+    syms, buffers = [m(v) for v in nest.syms], [m(v) for v in (*nest.ins, *nest.outs)]
+    one = index_const(b, 1)
+    ivs: list[SSAValue] = []
+    builders = [b]
+    for d in range(nest.rank):
+        lo = emit_bound(builders[-1], nest.lower.data[d], syms, False, ivs)
+        hi = emit_bound(builders[-1], nest.upper.data[d], syms, True, ivs)
+        inner, iv = open_loop(builders[-1], lo, hi, one)
+        builders.append(inner)
+        ivs.append(iv)
+    emit_nest_body(builders[-1], nest, ivs, syms, buffers)
+    for iv in reversed(ivs[last + 1 :]):
+        close_loop(iv)
+    parallel = [ivs[d] for d, kind in enumerate(nest.iterator_kinds) if kind == loop.PARALLEL]
+    emit_nest_body(builders[last + 1], consumer, parallel, syms, [m(v) for v in (*consumer.ins, *consumer.outs)])
+    for iv in reversed(ivs[: last + 1]):
+        close_loop(iv)
 
 
 def emit_band(b: Builder, band: loop.BandOp, mapping: dict[SSAValue, SSAValue], linear: tuple[SSAValue, SSAValue] | None = None) -> None:
