@@ -70,6 +70,7 @@ from xdsl.rewriter import InsertPoint
 
 from mlfuse.abi import element_bytes
 from mlfuse.conversion.expand_math import EXPANDED
+from mlfuse.conversion.to_llvm import ROW_LOOP
 from mlfuse.dialects import loop
 
 # Outline a nest for threads only if it has at least this many points; smaller
@@ -793,6 +794,9 @@ def emit_reduction_and_consumer(b: Builder, nest: loop.NestOp, consumer: loop.Ne
     emit_nest_body(builders[-1], nest, ivs, syms, buffers)
     for iv in reversed(ivs[last + 1 :]):
         close_loop(iv)
+    row = ivs[last].owner.parent_op()  # the loop of the output's innermost dimension:
+    assert isinstance(row, scf.ForOp)  # a row loop to LLVM once it unrolls the taps
+    row.attributes[ROW_LOOP] = UnitAttr()
     parallel = [ivs[d] for d, kind in enumerate(nest.iterator_kinds) if kind == loop.PARALLEL]
     emit_nest_body(builders[last + 1], consumer, parallel, syms, [m(v) for v in (*consumer.ins, *consumer.outs)])
     for iv in reversed(ivs[: last + 1]):

@@ -710,10 +710,14 @@ def memref_patterns(declarations: Declarations) -> list[RewritePattern]:
 ROW_LOOP_TRIPS = range(17, 301)
 # the latch branch of such a loop: to_llvmlite gives it !llvm.loop unroll.disable
 KEEP_LOOP = "mlfuse.keep_loop"
+# an scf.for that convert-loop-to-scf marks as a row loop although loops run inside it
+# (a window reduction's taps, which LLVM unrolls: emit_reduction_and_consumer)
+ROW_LOOP = "mlfuse.row_loop"
 
 
 def row_loop(for_op: scf.ForOp) -> bool:
-    """Whether `for_op` is an innermost loop of constant trip count in ROW_LOOP_TRIPS.
+    """Whether `for_op` is an innermost loop (or one marked ROW_LOOP) of constant trip
+    count in ROW_LOOP_TRIPS.
 
     LLVM fully unrolls short constant loops before it vectorizes. A depthwise conv's
     28- or 56-wide output rows became straight-line code, 9 taps by 28 rows of it, for
@@ -723,7 +727,7 @@ def row_loop(for_op: scf.ForOp) -> bool:
     if lb is None or ub is None or step is None:
         return False
     trips = -(-(ub - lb) // step) if step > 0 else 0
-    nested = any(isinstance(op, scf.ForOp) for op in for_op.body.walk())
+    nested = ROW_LOOP not in for_op.attributes and any(isinstance(op, scf.ForOp) for op in for_op.body.walk())
     return trips in ROW_LOOP_TRIPS and len(for_op.body.blocks) == 1 and not nested
 
 
