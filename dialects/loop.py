@@ -230,6 +230,21 @@ class NestOp(IRDLOperation):
             return [None] * len(self.outs)
         return [v if isinstance(v, FloatAttr | IntegerAttr) else None for v in self.init.data]
 
+    def walks_output(self, k: int, other: NestOp, other_map: AffineMap) -> bool:
+        """Does `other` iterate this nest's parallel dimensions (in order, with the same
+        bounds, of symbols only) and name by `other_map` the element that output k of this
+        nest writes at each point (an init nest's write, a consumer's read)?"""
+        parallel = [d for d, kind in enumerate(self.iterator_kinds) if kind == PARALLEL]
+        if other.rank != len(parallel):
+            return False
+        for i, d in enumerate(parallel):
+            for a, b in ((other.lower.data[i].data, self.lower.data[d].data), (other.upper.data[i].data, self.upper.data[d].data)):
+                if a.num_dims or b.num_dims or a != b:
+                    return False
+        dims = [AffineExpr.dimension(d) for d in parallel]
+        syms = [AffineExpr.symbol(s) for s in range(other_map.num_symbols)]
+        return tuple(e.replace_dims_and_symbols(dims, syms) for e in other_map.results) == tuple(self.out_maps[k].results)
+
     def static_bounds(self) -> list[tuple[int, int]] | None:
         """[(lo, hi)] per dimension when every bound is a constant, else None."""
         bounds = []

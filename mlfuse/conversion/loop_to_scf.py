@@ -761,18 +761,7 @@ def consumer_of(nest: loop.NestOp) -> loop.NestOp | None:
     reads = [k for k, v in enumerate(consumer.ins) if v is out]
     if len(reads) != 1 or any(loop.view_root(v) is loop.view_root(out) for v in consumer.outs):
         return None
-    parallel = [d for d, kind in enumerate(nest.iterator_kinds) if kind == loop.PARALLEL]
-    if consumer.rank != len(parallel):
-        return None
-    for i, d in enumerate(parallel):
-        for a, c in ((consumer.lower.data[i].data, nest.lower.data[d].data), (consumer.upper.data[i].data, nest.upper.data[d].data)):
-            if a.num_dims or c.num_dims or a != c:
-                return None
-    read = consumer.in_maps[reads[0]]
-    syms = [AffineExpr.symbol(k) for k in range(read.num_symbols)]
-    renamed = [e.replace_dims_and_symbols([AffineExpr.dimension(d) for d in parallel], syms) for e in read.results]
-    same = all(r == t for r, t in zip(renamed, nest.out_maps[0].results))
-    return consumer if same and len(renamed) == len(nest.out_maps[0].results) else None
+    return consumer if nest.walks_output(0, consumer, consumer.in_maps[reads[0]]) else None
 
 
 def emit_reduction_and_consumer(b: Builder, nest: loop.NestOp, consumer: loop.NestOp, m: Callable[[SSAValue], SSAValue]) -> None:

@@ -24,7 +24,6 @@ import math
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ArrayAttr, UnitAttr
 from xdsl.ir import Attribute, Block, Operation
-from xdsl.ir.affine import AffineExpr, AffineMap
 
 from mlfuse.dialects import loop
 
@@ -94,7 +93,7 @@ def init_writer(nest: loop.NestOp, k: int) -> tuple[loop.NestOp, Attribute] | No
     constant = yielded_constant(prev.block)
     if constant is None or any(kind != loop.PARALLEL for kind in prev.iterator_kinds):
         return None
-    return (prev, constant) if covers_the_same(prev, nest, k) else None
+    return (prev, constant) if nest.walks_output(k, prev, prev.out_maps[0]) else None
 
 
 def touches(op: Operation, root) -> bool:
@@ -111,20 +110,3 @@ def yielded_constant(block: Block) -> Attribute | None:
     if isinstance(owner, arith.ConstantOp) and owner.parent_block() is block:
         return owner.value
     return None
-
-
-def covers_the_same(init: loop.NestOp, nest: loop.NestOp, k: int) -> bool:
-    """Does `init` write output k of `nest` at the same elements: its dimensions are
-    `nest`'s parallel ones in order, with the same bounds (of symbols only), and its map
-    renamed to them is `nest`'s map of output k?"""
-    parallel = [d for d, kind in enumerate(nest.iterator_kinds) if kind == loop.PARALLEL]
-    if init.rank != len(parallel):
-        return False
-    for i, d in enumerate(parallel):
-        for a, b in ((init.lower.data[i].data, nest.lower.data[d].data), (init.upper.data[i].data, nest.upper.data[d].data)):
-            if a.num_dims or b.num_dims or a != b:
-                return False
-    dims = [AffineExpr.dimension(d) for d in parallel]
-    syms = [AffineExpr.symbol(s) for s in range(init.out_maps[0].num_symbols)]
-    renamed = AffineMap(nest.rank, len(syms), tuple(e.replace_dims_and_symbols(dims, syms) for e in init.out_maps[0].results))
-    return renamed.results == nest.out_maps[k].results
