@@ -258,10 +258,15 @@ class NestOp(IRDLOperation):
             bounds.append((lo_c, hi_c))
         return bounds
 
-    def _at_most_one_point(self, d: int) -> bool:
-        """Dimension d has constant bounds at most one apart."""
+    def constant_trip(self, d: int) -> int | None:
+        """The point count of dimension d when both its bounds are constants, else None."""
         lo, hi = constant_of(self.lower.data[d].data), constant_of(self.upper.data[d].data)
-        return lo is not None and hi is not None and hi - lo <= 1
+        return max(0, hi - lo) if lo is not None and hi is not None else None
+
+    def at_most_one_point(self, d: int) -> bool:
+        """Dimension d has constant bounds at most one apart."""
+        trip = self.constant_trip(d)
+        return trip is not None and trip <= 1
 
     def verify_(self) -> None:
         rank, nsyms = self.rank, len(self.syms)
@@ -294,7 +299,7 @@ class NestOp(IRDLOperation):
             used = {d for e in m.results for d in _dims_of(e)}
             reduced = {d for d, it in enumerate(self.iterator_kinds) if it == REDUCTION}
             # a dimension of at most one point writes no element twice (a GEMM with N = 1)
-            missing = {d for d in set(range(rank)) - reduced - used if not self._at_most_one_point(d)}
+            missing = {d for d in set(range(rank)) - reduced - used if not self.at_most_one_point(d)}
             if missing:
                 raise VerifyException(
                     f"'loop.nest' output {i} map {m} does not use parallel dimension(s) "

@@ -728,22 +728,14 @@ def innermost_output_dim(nest: loop.NestOp) -> int | None:
     there is complete. None for other nests."""
     if loop.REDUCTION not in nest.iterator_kinds or peeled_output(nest) is not None:
         return None
-    last = None
-    for d, kind in enumerate(nest.iterator_kinds):
-        lo, hi = loop.constant_of(nest.lower.data[d].data), loop.constant_of(nest.upper.data[d].data)
-        one_point = lo is not None and hi is not None and hi - lo <= 1
-        if kind == loop.PARALLEL and not one_point:
-            last = d
-    if last is None:
+    kinds = nest.iterator_kinds
+    wide = [d for d, kind in enumerate(kinds) if kind == loop.PARALLEL and not nest.at_most_one_point(d)]
+    if not wide:
         return None
-    for d, kind in enumerate(nest.iterator_kinds):
-        lo, hi = loop.constant_of(nest.lower.data[d].data), loop.constant_of(nest.upper.data[d].data)
-        one_point = lo is not None and hi is not None and hi - lo <= 1
-        if d < last and kind == loop.REDUCTION and not one_point:
-            return None
-        if d > last and kind == loop.PARALLEL:
-            return None
-    return last
+    last = wide[-1]
+    outer_sums = any(kinds[d] == loop.REDUCTION and not nest.at_most_one_point(d) for d in range(last))
+    inner_parallel = loop.PARALLEL in kinds[last + 1 :]
+    return None if outer_sums or inner_parallel else last
 
 
 def consumer_of(nest: loop.NestOp) -> loop.NestOp | None:

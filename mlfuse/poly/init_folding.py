@@ -47,14 +47,13 @@ def sums_few_points(nest: loop.NestOp) -> bool:
     first is known once the taps are unrolled)."""
     trips, inner_parallel = [], False
     for d in reversed(range(nest.rank)):
-        lo, hi = loop.constant_of(nest.lower.data[d].data), loop.constant_of(nest.upper.data[d].data)
-        one_point = lo is not None and hi is not None and hi - lo <= 1
+        trip = nest.constant_trip(d)
         if nest.iterator_kinds[d] == loop.PARALLEL:
-            inner_parallel = inner_parallel or not one_point
+            inner_parallel = inner_parallel or not nest.at_most_one_point(d)
             continue
-        if lo is None or hi is None or hi <= lo or (inner_parallel and not one_point):
+        if trip is None or trip == 0 or (inner_parallel and trip > 1):
             return False  # an empty reduction never takes its first step: the init nest stays
-        trips.append(hi - lo)
+        trips.append(trip)
     return bool(trips) and math.prod(trips) <= MAX_REDUCTION_POINTS
 
 
