@@ -268,6 +268,19 @@ class NestOp(IRDLOperation):
         trip = self.constant_trip(d)
         return trip is not None and trip <= 1
 
+    def sums_inside_outputs(self) -> bool:
+        """No reduction dimension of more than one point runs outside a parallel one of
+        more than one point: each output element's reduction steps run together, one
+        element after another (a window's taps inside the output row)."""
+        wide_parallel = False
+        for d in reversed(range(self.rank)):
+            wide = not self.at_most_one_point(d)
+            if self.iterator_kinds[d] == PARALLEL:
+                wide_parallel = wide_parallel or wide
+            elif wide and wide_parallel:
+                return False
+        return True
+
     def verify_(self) -> None:
         rank, nsyms = self.rank, len(self.syms)
         if len(self.lower.data) != rank or len(self.upper.data) != rank:

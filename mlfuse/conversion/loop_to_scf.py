@@ -508,9 +508,10 @@ def emit_nest_body(
     for k in prefetched:
         loads[k].attributes[PREFETCH_ATTR] = UnitAttr()
     elements = [load.res for load in loads]
-    if any(v is not None for v in nest.init_values):
+    inits = nest.init_values
+    if any(v is not None for v in inits):
         first = first_reduction_step(b, nest, ivs, syms)
-        for k, v in enumerate(nest.init_values):
+        for k, v in enumerate(inits):
             if v is not None:
                 start = b.insert(arith.ConstantOp(v)).result
                 elements[n_in + k] = b.insert(arith.SelectOp(first, start, elements[n_in + k])).result
@@ -706,15 +707,14 @@ def emit_band_iteration(
     def m(v: SSAValue) -> SSAValue:
         return mapping.get(v, v)
 
-    emitted: set[Operation] = set()
+    consumer = None  # emitted with the reduction before it (neither has a peeled output, so no carry)
     for op in band.block.ops:
-        if op in emitted:
+        if op is consumer:
             continue
         if isinstance(op, loop.NestOp):
-            consumer = consumer_of(op) if op not in carries else None
-            if consumer is not None and consumer not in carries:
+            consumer = consumer_of(op)
+            if consumer is not None:
                 emit_reduction_and_consumer(b, op, consumer, m)
-                emitted.add(consumer)
                 continue
             emit_nest_loops(b, op, [m(v) for v in op.syms], [m(v) for v in (*op.ins, *op.outs)], carry=carries.get(op))
         elif not isinstance(op, memref.AllocaOp):
@@ -723,19 +723,14 @@ def emit_band_iteration(
 
 def innermost_output_dim(nest: loop.NestOp) -> int | None:
     """The innermost parallel dimension of more than one point of a reduction `nest` whose
-    reductions of more than one point all run inside it (and no parallel dimension
-    does), its peeled output none: once the loops inside it end, the output element
-    there is complete. None for other nests."""
-    if loop.REDUCTION not in nest.iterator_kinds or peeled_output(nest) is not None:
-        return None
+    reductions of more than one point all run inside it (NestOp.sums_inside_outputs)
+    and no parallel dimension does, its peeled output none: once the loops inside it
+    end, the output element there is complete. None for other nests."""
     kinds = nest.iterator_kinds
-    wide = [d for d, kind in enumerate(kinds) if kind == loop.PARALLEL and not nest.at_most_one_point(d)]
-    if not wide:
+    if loop.REDUCTION not in kinds or peeled_output(nest) is not None or not nest.sums_inside_outputs():
         return None
-    last = wide[-1]
-    outer_sums = any(kinds[d] == loop.REDUCTION and not nest.at_most_one_point(d) for d in range(last))
-    inner_parallel = loop.PARALLEL in kinds[last + 1 :]
-    return None if outer_sums or inner_parallel else last
+    wide = [d for d, kind in enumerate(kinds) if kind == loop.PARALLEL and not nest.at_most_one_point(d)]
+    return wide[-1] if wide and loop.PARALLEL not in kinds[wide[-1] + 1 :] else None
 
 
 def consumer_of(nest: loop.NestOp) -> loop.NestOp | None:

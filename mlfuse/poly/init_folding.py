@@ -42,19 +42,12 @@ def fold_inits(fn: func.FuncOp) -> int:
 
 def sums_few_points(nest: loop.NestOp) -> bool:
     """A reduction over constant bounds of at most MAX_REDUCTION_POINTS points per output,
-    innermost: no dimension of more than one point runs inside its reduction dimensions
-    of more than one point (then each output element's steps run together, and the
-    first is known once the taps are unrolled)."""
-    trips, inner_parallel = [], False
-    for d in reversed(range(nest.rank)):
-        trip = nest.constant_trip(d)
-        if nest.iterator_kinds[d] == loop.PARALLEL:
-            inner_parallel = inner_parallel or not nest.at_most_one_point(d)
-            continue
-        if trip is None or trip == 0 or (inner_parallel and trip > 1):
-            return False  # an empty reduction never takes its first step: the init nest stays
-        trips.append(trip)
-    return bool(trips) and math.prod(trips) <= MAX_REDUCTION_POINTS
+    its taps inside the output's dimensions (NestOp.sums_inside_outputs: each output
+    element's steps run together, and the first is known once the taps are unrolled)."""
+    trips = [nest.constant_trip(d) for d, kind in enumerate(nest.iterator_kinds) if kind == loop.REDUCTION]
+    if not trips or None in trips or 0 in trips:  # an empty reduction never takes its first step: the init nest stays
+        return False
+    return math.prod(trips) <= MAX_REDUCTION_POINTS and nest.sums_inside_outputs()  # type: ignore[arg-type]
 
 
 def fold_into(nest: loop.NestOp) -> int:
