@@ -32,6 +32,7 @@ from mlfuse.backend.gemm_kernels import (
     define_gemm_kernels,
     prepack_a,
     prepack_b,
+    shape_blocking,
 )
 from mlfuse.frontend.builder import GraphBuilder
 
@@ -75,7 +76,7 @@ def operands(rng, shape: GemmShape):
 
 
 def test_blocking_follows_the_vector_registers():
-    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True)
+    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True)
     assert blocking_for(FEATURES["avx2"]) == Blocking(vw=8, mr=6, nr_vecs=2, kc=256)
     assert blocking_for("-avx512f," + FEATURES["sse"]).nr == 8
     narrow, conv, wide = GemmShape(1, 32, 4096, 288), GemmShape(1, 512, 49, 4608, window=Window(3, 3, 9, 9)), GemmShape(1, 768, 768, 768)
@@ -174,7 +175,8 @@ def test_prepacked_operands_give_the_same_bits(isa, dims, dtype, packing):
     (GemmShape(1, 64, 300, 520, packed_a=True), False),  # a 1x1 conv: W (row panels) @ x, x read in place
     (GemmShape(1, 5, 300, 520), False),  # at most MR rows: each element of B is used once
     (GemmShape(1, 64, 300, 520), True),  # two activations: B is packed
-    (GemmShape(1, 64, 196, 72, window=Window(3, 3, 16, 16), packed_a=True), True),  # the packing reads the patches
+    (GemmShape(1, 64, 36, 72, window=Window(3, 3, 8, 8), packed_a=True), True),  # rows of 6: the packing reads the patches
+    (GemmShape(1, 64, 196, 72, window=Window(3, 3, 16, 16), packed_a=True), False),  # rows of 14: read in place
 ])
 def test_b_is_packed_only_where_the_copy_pays(shape, packs_b):
     """Which kernels pack B at run time (see _Kernels.unpacked). Kernels that read B in
@@ -182,22 +184,29 @@ def test_b_is_packed_only_where_the_copy_pays(shape, packs_b):
     kernel's: test_prepacked_operands_give_the_same_bits)."""
     text = str(kernel_module(shape, FEATURES["avx512"]))
     assert (f'define internal void @"{shape.symbol}_pack48"' in text) == packs_b
-    assert (f'@"{shape.symbol}_micro' in text) and (("_direct" in text) != packs_b)
+    reads_b = "_wrap" if shape.window is not None else "_direct"
+    assert (f'@"{shape.symbol}_micro' in text) and ((reads_b in text) != packs_b)
 
 
-@pytest.mark.parametrize("window, in_place", [
-    (Window(3, 3, 58, 58), True),  # rows of 56: some panels of 48 lie in one row, the others wrap
-    (Window(3, 3, 16, 16), False),  # rows of 14: every panel wraps
-    (Window(3, 3, 114, 114, 2, 2), False),  # strided: the panel's columns are not contiguous
+@pytest.mark.parametrize("isa, window, in_row, wrapping", [
+    ("avx512", Window(3, 3, 58, 58), True, True),  # rows of 56: some panels of 48 lie in one row, the others wrap
+    ("avx512", Window(3, 3, 16, 16), False, True),  # rows of 14: every panel wraps, up to 3 rows a vector
+    ("avx512", Window(3, 3, 8, 8), False, False),  # rows of 6: a vector's 16 lanes span up to 4 rows
+    ("avx512", Window(3, 3, 114, 114, 2, 2), False, False),  # strided: the panel's columns are not contiguous
+    ("avx2", Window(3, 3, 58, 58), True, False),  # AVX2 packs the panels that wrap
 ])
-def test_window_panels_in_one_row_are_read_in_place(window, in_place):
+def test_window_panels_are_read_in_place(isa, window, in_row, wrapping):
     """A window's panels within one output row are read from the image by `_window`
-    micro-kernels (at the table's row offsets), the others packed (READ_WINDOW_IN_PLACE;
-    the bits: test_window_reads_the_patches_of_an_image)."""
+    micro-kernels (at the table's row offsets), on AVX-512 those that wrap onto the
+    next rows by `_wrap` ones (WRAPPED_ROWS_MIN_WIDTH), the others packed
+    (READ_WINDOW_IN_PLACE; the bits: test_window_reads_the_patches_of_an_image)."""
     shape = GemmShape(1, 16, window.out_h * window.out_w, 2 * window.kh * window.kw, window=window, packed_a=True)
-    text = str(kernel_module(shape, FEATURES["avx512"]))
-    assert f'define internal void @"{shape.symbol}_pack48"' in text
-    assert (f'define internal void @"{shape.symbol}_micro8x48_window"' in text) == in_place
+    text = str(kernel_module(shape, FEATURES[isa]))
+    blk = shape_blocking(FEATURES[isa], shape)
+    micro = f'define internal void @"{shape.symbol}_micro{blk.mr}x{blk.nr}'
+    assert (f'define internal void @"{shape.symbol}_pack{blk.nr}"' in text) != wrapping
+    assert (f'{micro}_window"' in text) == in_row
+    assert (f'{micro}_wrap"' in text) == wrapping
 
 
 def aligned_copy(x: np.ndarray) -> np.ndarray:
@@ -249,6 +258,7 @@ def im2col(image: np.ndarray, window: Window) -> np.ndarray:
     [(64, 8, Window(3, 3, 58, 58)),  # rows of 56: panels wrap onto the next row
      (16, 3, Window(3, 3, 18, 18)),  # 16: panels align with the rows
      (10, 5, Window(3, 3, 9, 9)),  # rows of 7, shorter than a vector: up to 4 rows per vector
+     (24, 3, Window(3, 3, 16, 16)), (9, 2, Window(3, 3, 10, 10)),  # rows of 14 and 8: up to 3 rows per vector
      (7, 2, Window(1, 1, 4, 50)), (5, 4, Window(2, 5, 6, 9)),  # m < MR (never unpacked); 2x5
      # strided: a stem's 7x7 at stride 2 (rows of 16), rows of 4 (4 rows per vector),
      # rows of 25 with one column left over, and unequal strides

@@ -89,6 +89,15 @@ NEXT_A_LOCALITY = 3
 # MobileNetV2 1.00, 3x3 convs 64 -> 64 at 56x56 0.98 (one thread) and 0.995 (two),
 # 128 at 28x28 and 256 at 14x14 1.00.
 READ_WINDOW_IN_PLACE = True
+# ... and on AVX-512 (Blocking.wraps_in_place) so are the panels that wrap onto the next
+# output rows, over rows of at least this many columns: each vector of B is then a
+# masked load per output row it touches (at most 3 at 16 lanes), in the micro-kernel,
+# instead of a packed copy. A micro-kernel step takes 24 fmas, time enough for 6-9
+# masked loads; on AVX2 12 fmas would wait on them (not measured there: AVX2 keeps
+# packing). One thread, one process, side by side (time with over without, medians
+# of 11-15): 3x3 convs 32 -> 32 at 112x112 0.96, 64 at 56x56 0.98, 128 at 28x28 0.97,
+# 256 at 14x14 0.99, 16 at 224x224 0.98; U-Net 0.975, ResNet-18 0.987, MobileNetV2 1.00.
+WRAPPED_ROWS_MIN_WIDTH = 8
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -124,6 +133,16 @@ class Window:
         """The window in a kernel's symbol: _w<kh>x<kw>x<hp>x<wp>, then s<sh>x<sw> if strided."""
         strides = f"s{self.sh}x{self.sw}" if (self.sh, self.sw) != (1, 1) else ""
         return f"_w{self.kh}x{self.kw}x{self.hp}x{self.wp}{strides}"
+
+    @property
+    def next_row(self) -> int:
+        """From the element after an output row's last column to the next row's first
+        column, in the image (at stride 1: the window's overhang kw - 1)."""
+        return self.sh * self.wp - self.out_w * self.sw
+
+    def rows_per_vector(self, lanes: int) -> int:
+        """How many output rows a vector of `lanes` consecutive columns may touch."""
+        return 1 + -(-(lanes - 1) // self.out_w)
 
     def row_offsets(self, k: int) -> list[int]:
         """Where row (c, i, j) of B starts in the image, for each of the k rows."""
@@ -213,6 +232,7 @@ class Blocking:
     nr_vecs: int  # vectors per row of the register tile
     kc: int  # depth of a packed panel
     prefetch_tiles: bool = False  # prefetch the next B panel and A tile (prefetch_next_tiles)
+    wraps_in_place: bool = False  # read a window's panels that wrap rows in place (WRAPPED_ROWS_MIN_WIDTH)
 
     @property
     def nr(self) -> int:
@@ -244,7 +264,7 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     if "avx512f" in enabled:
-        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True)  # 24 of 32 zmm accumulate
+        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True)  # 24 of 32 zmm accumulate
     if "avx" in enabled:
         if shape is not None and (shape.window is not None or shape.m <= NARROW_ROWS):
             return Blocking(vw=8, mr=4, nr_vecs=3, kc=256)  # 12 of 16 ymm
@@ -350,7 +370,7 @@ class _Kernels:
             f"llvm.masked.store.{suffix}.p0", ir.VoidType(), [self.vec, PTR, I32, self.mask_type]
         )
         self.prefetch = self.intrinsic("llvm.prefetch.p0", ir.VoidType(), [PTR, I32, I32, I32])
-        self.micro: dict[tuple[int, int, bool, bool], ir.Function] = {}
+        self.micro: dict[tuple[int, int, bool, bool, bool], ir.Function] = {}
         self.pack: dict[int, ir.Function] = {}
 
     def intrinsic(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
@@ -505,23 +525,11 @@ class _Kernels:
         assert window is not None
         fn, b = self.function(f"{self.shape.symbol}_pack{width}", [PTR, PTR, I64, I64, I64])
         image, dst, kc, pc, j0 = fn.args
-        ow = ir.Constant(I64, window.out_w)
         vecs = self.vectors(width)
-        pieces = 1 + -(-(blk.vw - 1) // window.out_w)  # rows one vector may touch
-        next_row = window.sh * window.wp - window.out_w * window.sw  # from a row's end to the next one's start
-        lane = ir.Constant(ir.VectorType(I32, blk.vw), list(range(blk.vw)))
+        next_row = window.next_row
         table = self.row_offsets()
         offsets = b.gep(table, [ir.Constant(I64, 0), pc], source_etype=table.value_type)
-        starts, reals, masks = [], [], []
-        for v in vecs:  # where each vector's columns start in the image, and its rows' lanes
-            j = b.add(j0, ir.Constant(I64, v * blk.vw))
-            x = b.srem(j, ow)
-            starts.append(self.window_start(b, j))
-            first_row = b.trunc(b.sub(ow, x), I32)  # lanes before the first wrap
-            real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, self.lanes(width, v)))
-            bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * window.out_w)) for p in range(pieces)]
-            reals.append(real)
-            masks.append([b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(pieces)])
+        starts, reals, masks = zip(*self.vector_rows(b, j0, width))
         wraps_row = self.wraps_row(b, j0, width)
 
         last = b.sub(kc, ir.Constant(I64, 1))
@@ -540,10 +548,7 @@ class _Kernels:
                 elif not wraps:
                     value = self.load_row_vec(b, at, self.lanes(width, v))
                 else:
-                    value = ir.Constant(self.vec, None)
-                    for p, mask in enumerate(vmasks):
-                        piece = b.gep(at, [ir.Constant(I64, p * next_row)], source_etype=self.el)
-                        value = b.call(self.masked_load, [piece, ir.Constant(I32, self.ebytes), mask, value])
+                    value = self.wrapped_columns(b, at, vmasks)
                 b.store(value, b.gep(out, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), align=self.vec_align)
             return []
 
@@ -555,6 +560,17 @@ class _Kernels:
         b.ret_void()
         self.pack[width] = fn
         return fn
+
+    def wrapped_columns(self, b: ir.IRBuilder, at, masks: list):
+        """The vector of a window's columns from `at` on at stride 1 that wraps onto the
+        next output rows: one masked load per row p (lanes where masks[p] holds, from
+        p * next_row further on), zero in the lanes no mask holds."""
+        next_row = self.shape.window.next_row  # type: ignore[union-attr]
+        value = ir.Constant(self.vec, None)
+        for p, mask in enumerate(masks):
+            piece = b.gep(at, [ir.Constant(I64, p * next_row)], source_etype=self.el)
+            value = b.call(self.masked_load, [piece, ir.Constant(I32, self.ebytes), mask, value])
+        return value
 
     def strided_columns(self, b: ir.IRBuilder, at, masks: list, next_row: int):
         """The vector of lanes x[at + p * next_row + lane * sw] over the pieces p (lanes where
@@ -576,28 +592,54 @@ class _Kernels:
         keep = ir.Constant(ir.VectorType(I32, vw), [lane * sw for lane in range(vw)])
         return b.shuffle_vector(value, ir.Constant(span, ir.Undefined), keep)
 
+    def vector_rows(self, b: ir.IRBuilder, j0, width: int) -> list[tuple]:
+        """For each vector of a window panel's columns [j0, j0 + width): where its first
+        column is in the image (window_start), the mask of its real lanes, and for each
+        output row p it may touch (Window.rows_per_vector) the mask of its real lanes in
+        that row. Row p's lanes lie p * next_row further on than their lane number says."""
+        blk, window = self.blk, self.shape.window
+        assert window is not None
+        ow = ir.Constant(I64, window.out_w)
+        rows = window.rows_per_vector(blk.vw)
+        lane = ir.Constant(ir.VectorType(I32, blk.vw), list(range(blk.vw)))
+        out = []
+        for v in self.vectors(width):
+            j = b.add(j0, ir.Constant(I64, v * blk.vw))
+            first_row = b.trunc(b.sub(ow, b.srem(j, ow)), I32)  # lanes before the first wrap
+            real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, self.lanes(width, v)))
+            bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * window.out_w)) for p in range(rows)]
+            masks = [b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(rows)]
+            out.append((self.window_start(b, j), real, masks))
+        return out
+
     def lane_mask(self, b: ir.IRBuilder, lane, lo, hi):
         """lo <= lane < hi, per lane (lo and hi i32 scalars)."""
         return b.and_(b.icmp_signed(">=", lane, self.splat(b, lo, lane.type)), b.icmp_signed("<", lane, self.splat(b, hi, lane.type)))
 
-    def micro_fn(self, rows: int, width: int, direct: bool = False, window: bool = False) -> ir.Function:
+    def micro_fn(self, rows: int, width: int, direct: bool = False, window: bool = False, wraps: bool = False) -> ir.Function:
         """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C.
         The panel is packed (rows NR apart, zero-padded), or with `direct` B itself (rows
         n apart, the last panel's loads masked), or with `window` the image at the
         panel's first column, followed by an argument more: the window's row offsets at
-        pc (row k of the panel starts offsets[k] on; `unless_in_one_row`). With an epilogue it
-        also takes (last, batch, i0, j0, operands...) and applies it before the last
-        depth block's store."""
-        key = (rows, width, direct, window)
+        pc (row k of the panel starts offsets[k] on; `unless_in_one_row`). With `wraps`
+        as well the panel's columns run onto the next output rows: the panel argument is
+        the image itself, and the panel's first column j0 follows the offsets; each
+        vector of B is then a masked load per output row it touches (`vector_rows`).
+        With an epilogue it also takes (last, batch, i0, j0, operands...) and applies it
+        before the last depth block's store."""
+        key = (rows, width, direct, window, wraps)
         if key in self.micro:
             return self.micro[key]
         blk, n, epilogue = self.blk, self.shape.n, self.shape.epilogue
         vecs = self.vectors(width)
-        suffix = "_window" if window else "_direct" if direct else ""
+        suffix = "_wrap" if wraps else "_window" if window else "_direct" if direct else ""
         extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
-        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", [PTR, PTR, PTR, I64, I1, *[PTR] * window, *extra])
+        args = [PTR, PTR, PTR, I64, I1, *[PTR] * window, *[I64] * wraps, *extra]
+        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", args)
         a, packed, c, kc, first = fn.args[:5]
-        offsets, epilogue_args = (fn.args[5], fn.args[6:]) if window else (None, fn.args[5:])
+        offsets = fn.args[5] if window else None
+        columns = self.vector_rows(b, fn.args[6], width) if wraps else None
+        epilogue_args = fn.args[5 + window + wraps :]
         for arg in (a, packed, c):
             arg.add_attribute("noalias")
         zero = ir.Constant(self.vec, None)
@@ -616,7 +658,10 @@ class _Kernels:
             else:
                 panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, n if direct else blk.nr))], source_etype=self.el)
             at = [b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el) for v in vecs]
-            if direct or window:
+            if columns is not None:  # each vector from where its columns start
+                at = [b.gep(panel_row, [start], source_etype=self.el) for start, _, _ in columns]
+                bv = [self.wrapped_columns(b, ptr, masks) for ptr, (_, _, masks) in zip(at, columns)]
+            elif direct or window:
                 bv = [self.load_row_vec(b, ptr, self.lanes(width, v)) for ptr, v in zip(at, vecs)]
             else:
                 bv = [b.load(ptr, typ=self.vec, align=self.vec_align) for ptr in at]
@@ -728,9 +773,10 @@ class _Kernels:
         return b.gep(a_block, [b.mul(i0, stride)], source_etype=self.el)
 
     def multiply(self, b: ir.IRBuilder, width: int, a_block, packed, c_col, kc, first, rows: tuple, tile: tuple,
-                 window_rows=None) -> None:
+                 window_rows=None, wraps: bool = False) -> None:
         """One panel of `width` columns (packed, or B itself when `unpacked`, or with
-        `window_rows` the image at the panel's first column, its rows at those offsets)
+        `window_rows` the image at the panel's first column, its rows at those offsets;
+        with `wraps` too, the image itself and a panel that runs onto the next output rows)
         against the row blocks of A in rows = (row0, row1): row0 a multiple of MR, row1
         one too or m. tile = (last, batch, j0, epilogue operands...): what an epilogue
         needs besides the row."""
@@ -738,7 +784,7 @@ class _Kernels:
         m, n, mr = self.shape.m, self.shape.n, self.blk.mr
         full, (row0, row1) = m - m % mr, rows
         last, batch, j0, *operands = tile
-        panel = [packed, *([window_rows] if window else [])]
+        panel = [packed, *([window_rows] if window else []), *([j0] if wraps else [])]
 
         def epilogue_args(i0) -> list:
             return [last, batch, i0, j0, *operands] if self.shape.epilogue is not None else []
@@ -749,7 +795,7 @@ class _Kernels:
             b.call(micro, [a_rows, panel[0], c_rows, kc, first, *panel[1:], *epilogue_args(i0)])
 
         if full:
-            micro = self.micro_fn(mr, width, direct, window)
+            micro = self.micro_fn(mr, width, direct, window, wraps)
 
             def block(b, i0, _):
                 call(b, micro, i0)
@@ -759,7 +805,7 @@ class _Kernels:
             self.counted_loop(b, row0, stop, mr, block)
         if m % mr:
             with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
-                call(b, self.micro_fn(m % mr, width, direct, window), ir.Constant(I64, full))
+                call(b, self.micro_fn(m % mr, width, direct, window, wraps), ir.Constant(I64, full))
 
     def for_panel_width(self, b: ir.IRBuilder, j0, emit) -> None:
         """emit(b, width) for the panel at column j0: NR wide, or the last one's width."""
@@ -789,6 +835,14 @@ class _Kernels:
         wrap? At column stride 1, where such a panel's rows are contiguous in the image."""
         w = self.shape.window
         return READ_WINDOW_IN_PLACE and w is not None and w.sw == 1
+
+    @property
+    def wraps_in_place(self) -> bool:
+        """Does the kernel read its window's panels that wrap onto the next output rows in
+        place too (a masked load per row a vector touches), packing nothing? Over output
+        rows of at least WRAPPED_ROWS_MIN_WIDTH columns, where the blocking asks for it."""
+        w = self.shape.window
+        return self.blk.wraps_in_place and self.window_in_place and w is not None and w.out_w >= WRAPPED_ROWS_MIN_WIDTH
 
     def window_start(self, b: ir.IRBuilder, j0):
         """Where column j0 = (y, x) of B's row 0 is in the image: y*sh*wp + x*sw."""
@@ -895,7 +949,7 @@ class _Kernels:
             self.for_panel_width(b, j0, lambda b, width: self.pack_panel(b, width, b_base, j0, slot(b, j0), (kc, pc)))
             return []
 
-        if not self.unpacked and not s.packed_b:
+        if not self.unpacked and not s.packed_b and not self.wraps_in_place:
             self.counted_loop(b, col0, col1, blk.nr, pack)
         window_rows = None
         if self.window_in_place:
@@ -917,10 +971,14 @@ class _Kernels:
                     at = b.gep(b_base, [self.window_start(b, j0)], source_etype=self.el)
                     self.multiply(b, width, a_block, at, c_col, kc, first, (i0, i1), tile, window_rows)
 
+                def wrapped(b, j0, width) -> None:
+                    self.multiply(b, width, a_block, b_base, c_col, kc, first, (i0, i1), tile, window_rows, wraps=True)
+
+                wrapping = wrapped if self.wraps_in_place else packed
                 if window_rows is None:
                     self.for_panel_width(b, j0, lambda b, width: packed(b, j0, width))
                 else:
-                    self.for_panel_width(b, j0, lambda b, width: self.unless_in_one_row(b, j0, width, packed, in_place))
+                    self.for_panel_width(b, j0, lambda b, width: self.unless_in_one_row(b, j0, width, wrapping, in_place))
                 return []
 
             self.counted_loop(b, col0, col1, blk.nr, panel)
