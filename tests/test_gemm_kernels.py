@@ -76,7 +76,7 @@ def operands(rng, shape: GemmShape):
 
 
 def test_blocking_follows_the_vector_registers():
-    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True)
+    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)
     assert blocking_for(FEATURES["avx2"]) == Blocking(vw=8, mr=6, nr_vecs=2, kc=256)
     assert blocking_for("-avx512f," + FEATURES["sse"]).nr == 8
     narrow, conv, wide = GemmShape(1, 32, 4096, 288), GemmShape(1, 512, 49, 4608, window=Window(3, 3, 9, 9)), GemmShape(1, 768, 768, 768)
@@ -284,6 +284,36 @@ def test_window_reads_the_patches_of_an_image(isa, m, c, window, dtype):
     kernel(plain, FEATURES[isa])(0, plain.tasks, a.ctypes.data, patches.ctypes.data, want.ctypes.data)
     np.testing.assert_array_equal(got, want)
     check(got, a, patches)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("m, n, c, window", [
+    (13, 52, 58, None),  # B itself (read in place under a prepacked A): the last panel is 4 columns
+    (21, 49, 1, None),  # one column left over, rows in a tail of 5
+    (24, 196, 3, Window(3, 3, 16, 16)),  # a 3x3 conv at 14x14: the last 4 columns lie in the last row
+])
+def test_narrow_panels_accumulate_along_columns(m, n, c, window, dtype):
+    """Under a prepacked A, AVX-512 kernels accumulate a panel of at most NARROW_COLUMNS
+    columns along its columns (one fma of MR lanes per column: 8 f32 lanes, where rows
+    take 16) and give the bits of the kernel over the unpacked A, whose micro-kernels run
+    along the rows; with several depth blocks (k > KC), the partial sums go through C
+    and back."""
+    k = c * 9
+    packed = GemmShape(1, m, n, k, dtype, window, packed_a=True)
+    plain = GemmShape(1, m, n, k, dtype, window)
+    if dtype == "f32":
+        assert "llvm.fma.v8f32" in str(kernel_module(packed, FEATURES["avx512"]))
+        assert "llvm.fma.v8f32" not in str(kernel_module(plain, FEATURES["avx512"]))
+    rng = np.random.default_rng(m * n)
+    t = NUMPY[dtype]
+    b = rng.standard_normal((1, c, window.hp, window.wp) if window else (1, k, n)).astype(t)
+    a = rng.standard_normal((1, m, k)).astype(t)
+    got, want = (np.full((1, m, n), np.nan, t) for _ in range(2))
+    aa = aligned_copy(prepack_a(a, packed, FEATURES["avx512"]))
+    kernel(packed, FEATURES["avx512"])(0, packed.tasks, aa.ctypes.data, b.ctypes.data, got.ctypes.data)
+    kernel(plain, FEATURES["avx512"])(0, plain.tasks, a.ctypes.data, b.ctypes.data, want.ctypes.data)
+    np.testing.assert_array_equal(got, want)
+    check(got, a, im2col(b, window) if window else b)
 
 
 @pytest.mark.parametrize("dims", [(2, 11, 150, 300), (1, 131, 49, 70)])

@@ -98,6 +98,12 @@ READ_WINDOW_IN_PLACE = True
 # of 11-15): 3x3 convs 32 -> 32 at 112x112 0.96, 64 at 56x56 0.98, 128 at 28x28 0.97,
 # 256 at 14x14 0.99, 16 at 224x224 0.98; U-Net 0.975, ResNet-18 0.987, MobileNetV2 1.00.
 WRAPPED_ROWS_MIN_WIDTH = 8
+# A panel at most this many columns wide (the last one of n = 196: 4 x 48 + 4) under a
+# prepacked A is accumulated along its columns on AVX-512 (Blocking.narrow_by_columns):
+# a depth step loads A's column of MR rows as one vector, splats each column's element
+# of B, and takes one fma per column on MR lanes, instead of MR fmas on 16-lane vectors
+# that hold 4 real lanes (_Kernels.column_products).
+NARROW_COLUMNS = 8
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -233,6 +239,7 @@ class Blocking:
     kc: int  # depth of a packed panel
     prefetch_tiles: bool = False  # prefetch the next B panel and A tile (prefetch_next_tiles)
     wraps_in_place: bool = False  # read a window's panels that wrap rows in place (WRAPPED_ROWS_MIN_WIDTH)
+    narrow_by_columns: bool = False  # accumulate narrow panels along their columns (NARROW_COLUMNS)
 
     @property
     def nr(self) -> int:
@@ -264,7 +271,7 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     if "avx512f" in enabled:
-        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True)  # 24 of 32 zmm accumulate
+        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)  # 24 of 32 zmm accumulate
     if "avx" in enabled:
         if shape is not None and (shape.window is not None or shape.m <= NARROW_ROWS):
             return Blocking(vw=8, mr=4, nr_vecs=3, kc=256)  # 12 of 16 ymm
@@ -674,7 +681,10 @@ class _Kernels:
                     out.append(b.call(self.fma, [splat, bv[j], acc[i * len(vecs) + j]]))
             return out
 
-        acc = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
+        if self.by_columns(width, wraps):
+            acc = self.column_products(b, rows, width, (a, packed, offsets, direct), kc, init)
+        else:
+            acc = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
 
         def store(values) -> None:
             for i in range(rows):
@@ -692,6 +702,53 @@ class _Kernels:
         b.ret_void()
         self.micro[key] = fn
         return fn
+
+    def by_columns(self, width: int, wraps: bool) -> bool:
+        """Is a panel `width` columns wide accumulated along its columns (NARROW_COLUMNS)?
+        Under a prepacked A, whose column of MR rows at each depth is contiguous; not a
+        window's panel that wraps rows."""
+        return self.blk.narrow_by_columns and self.shape.packed_a and width <= NARROW_COLUMNS and not wraps
+
+    def column_products(self, b: ir.IRBuilder, rows: int, width: int, panel: tuple, kc, init: list) -> list:
+        """The tile's products over a narrow panel (`by_columns`), from the row-major tile
+        `init` (one vector per row), as one vector of MR rows per column: per depth step a
+        load of A's packed column, a splat of each column's element of B, and one fma per
+        column. The accumulators are the row-major tile's lanes, transposed before the
+        depth loop and back after it: the same fma chains, so the same bits.
+        panel = (A at the tile, B's panel, the window's row offsets or None, direct)."""
+        a, packed, offsets, direct = panel
+        blk, n = self.blk, self.shape.n
+        column = ir.VectorType(self.el, blk.mr)
+        fma = self.intrinsic(f"llvm.fma.v{blk.mr}{self.shape.dtype}", column, [column] * 3)
+        lane = [ir.Constant(I32, i) for i in range(max(blk.mr, width))]
+
+        def transpose(vectors: list, result: ir.VectorType, count: int, lanes: int) -> list:
+            """`count` vectors of `result`: lane i of vector p is lane p of vectors[i]."""
+            out = []
+            for p in range(count):
+                value = ir.Constant(result, None)
+                for i in range(lanes):
+                    value = b.insert_element(value, b.extract_element(vectors[i], lane[p]), lane[i])
+                out.append(value)
+            return out
+
+        def body(b, k, acc):
+            if offsets is not None:
+                start = b.sext(b.load(b.gep(offsets, [k], source_etype=I32), typ=I32), I64)
+                panel_row = b.gep(packed, [start], source_etype=self.el)
+            else:
+                panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, n if direct else blk.nr))], source_etype=self.el)
+            self.prefetch_next_tiles(b, a, panel_row, k, kc, [])
+            a_column = b.load(b.gep(a, [self.a_offset(b, 0, k)], source_etype=self.el), typ=column, align=self.ebytes)
+            out = []
+            for p in range(width):
+                b_kp = b.load(b.gep(panel_row, [ir.Constant(I64, p)], source_etype=self.el), typ=self.el, align=self.ebytes)
+                out.append(b.call(fma, [a_column, self.splat(b, b_kp, column), acc[p]]))
+            return out
+
+        columns = transpose(init, column, width, rows)
+        columns = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, columns)
+        return transpose(columns, self.vec, rows, width)
 
     def prefetch_epilogue_operands(self, b: ir.IRBuilder, rows: int, width: int, args) -> None:
         """Prefetch the tile's elements of the epilogue's operands that step along the
