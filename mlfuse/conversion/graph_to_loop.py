@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.builder import Builder
-from xdsl.dialects import func, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
@@ -1100,6 +1100,13 @@ def lower_conv2d_as_nhwc_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
 DEPTHWISE_ROW_IN_REGISTERS = 16
 
 
+# A window nest's multiply-add per tap may be one fma (LLVM fuses `contract` ops), as in
+# the GEMM kernels: a rounding less, and half the instructions on a depthwise conv's
+# serial chain of taps. One thread, side by side (time with over without): 1x1 conv +
+# depthwise blocks 0.96-0.99x, MobileNetV2 0.97x, MobileNetV3-small 0.99x.
+CONV_ACCUMULATE = arith.FastMathFlagsAttr(["contract"])
+
+
 def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
     """y[n, o, oh, ow] = sum_{c, kh, kw} xpad[n, g*C/G + c, oh*s + kh*d, ow*s + kw*d] * w[o, c, kh, kw],
     iterated (n, o, oh, c, kh, kw, ow): the window position along W stays innermost, so
@@ -1129,10 +1136,9 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
     bounds[i_kh], bounds[i_kw], bounds[i_ow], iterators[i_ow] = kh, kw, ow, loop.PARALLEL
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
-        from xdsl.dialects import arith
-
         x, w, acc = (scalar.widen(b, v) for v in a)
-        return [scalar.narrow(b, b.insert(arith.AddfOp(acc, b.insert(arith.MulfOp(x, w)).result)).result, t)]
+        product = b.insert(arith.MulfOp(x, w, flags=CONV_ACCUMULATE)).result
+        return [scalar.narrow(b, b.insert(arith.AddfOp(acc, product, flags=CONV_ACCUMULATE)).result, t)]
 
     fl.nest("conv2d", bounds, [src, fl.buffer(op.weight)], [out], body, iterators, maps)
 
