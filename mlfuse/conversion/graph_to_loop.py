@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     UnrealizedConversionCastOp,
     i64,
 )
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.pattern_rewriter import (
@@ -1104,7 +1105,7 @@ DEPTHWISE_ROW_IN_REGISTERS = 16
 # the GEMM kernels: a rounding less, and half the instructions on a depthwise conv's
 # serial chain of taps. One thread, side by side (time with over without): 1x1 conv +
 # depthwise blocks 0.96-0.99x, MobileNetV2 0.97x, MobileNetV3-small 0.99x.
-CONV_ACCUMULATE = arith.FastMathFlagsAttr([arith.FastMathFlag.ALLOW_CONTRACT])
+CONV_ACCUMULATE = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
 
 
 def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
