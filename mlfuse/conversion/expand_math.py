@@ -59,6 +59,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 from xdsl.rewriter import InsertPoint
 
 from mlfuse.conversion.patterns import apply_once
+from mlfuse.conversion.scalar import CONTRACT
 
 EXPANDED = (mathd.ExpOp, mathd.LogOp, mathd.TanhOp, mathd.ErfOp, mathd.PowFOp)
 
@@ -75,7 +76,6 @@ MAGIC_ROUND = 12582912.0  # 1.5 * 2^23: adding it rounds to an integer in the lo
 ERF_P = [-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02]
 ERF_Q = [-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03, -1.42647390514189e-02]
 TANH_SATURATE = 9.02  # tanh(x) rounds to 1 in f32 from 9.011 on
-CONTRACT = arith.FastMathFlagsAttr(["contract"])
 
 
 def f32_bits(v: float) -> int:

@@ -39,7 +39,6 @@ from xdsl.dialects.builtin import (
     UnrealizedConversionCastOp,
     i64,
 )
-from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.pattern_rewriter import (
@@ -434,14 +433,8 @@ def emit_matmul(fl: FunctionLowering, name: str, a: SSAValue, b: SSAValue, out: 
     iterators = [loop.PARALLEL] * (nb + 1) + [loop.REDUCTION, loop.PARALLEL]
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
-        from xdsl.dialects import arith
-
         x, y, acc = (scalar.widen(b, v) for v in a)
-        if isinstance(x.type, scalar.IntegerType):
-            r = b.insert(arith.AddiOp(acc, b.insert(arith.MuliOp(x, y)).result)).result
-        else:
-            r = b.insert(arith.AddfOp(acc, b.insert(arith.MulfOp(x, y)).result)).result
-        return [scalar.narrow(b, r, t)]
+        return [scalar.narrow(b, scalar.multiply_add(b, acc, x, y), t)]
 
     fl.nest(name, bounds, [a, b], [out], body, iterators, maps)
 
@@ -1101,13 +1094,6 @@ def lower_conv2d_as_nhwc_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
 DEPTHWISE_ROW_IN_REGISTERS = 16
 
 
-# A window nest's multiply-add per tap may be one fma (LLVM fuses `contract` ops), as in
-# the GEMM kernels: a rounding less, and half the instructions on a depthwise conv's
-# serial chain of taps. One thread, side by side (time with over without): 1x1 conv +
-# depthwise blocks 0.96-0.99x, MobileNetV2 0.97x, MobileNetV3-small 0.99x.
-CONV_ACCUMULATE = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
-
-
 def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
     """y[n, o, oh, ow] = sum_{c, kh, kw} xpad[n, g*C/G + c, oh*s + kh*d, ow*s + kw*d] * w[o, c, kh, kw],
     iterated (n, o, oh, c, kh, kw, ow): the window position along W stays innermost, so
@@ -1138,8 +1124,7 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
         x, w, acc = (scalar.widen(b, v) for v in a)
-        product = b.insert(arith.MulfOp(x, w, flags=CONV_ACCUMULATE)).result
-        return [scalar.narrow(b, b.insert(arith.AddfOp(acc, product, flags=CONV_ACCUMULATE)).result, t)]
+        return [scalar.narrow(b, scalar.multiply_add(b, acc, x, w, contract=True), t)]
 
     fl.nest("conv2d", bounds, [src, fl.buffer(op.weight)], [out], body, iterators, maps)
 
@@ -1171,7 +1156,6 @@ def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> Non
 def lower_avg_scale(fl: FunctionLowering, op: graph.AvgPool2dOp, out: SSAValue) -> None:
     """out /= number of input elements per window (a constant, or a per-position table)."""
     import numpy as np
-    from xdsl.dialects import arith
 
     from mlfuse.reference import windows
 

@@ -805,11 +805,7 @@ class GroupLowering:
         acc = body.out(crow, (dj,))
         x = scalar.widen(body.b, self.value(body, a, (*syms, dk)))
         y = scalar.widen(body.b, self.value(body, b, (*syms[:nb], dk, dj)))
-        accw = scalar.widen(body.b, acc)
-        if isinstance(x.type, scalar.IntegerType):
-            r = body.b.insert(arith.AddiOp(accw, body.b.insert(arith.MuliOp(x, y)).result)).result
-        else:
-            r = body.b.insert(arith.AddfOp(accw, body.b.insert(arith.MulfOp(x, y)).result)).result
+        r = scalar.multiply_add(body.b, scalar.widen(body.b, acc), x, y)
         body.set_out(0, scalar.narrow(body.b, r, t))
         self.emit_op(body.finish(f"{self.group.group_name.data}.gemm", [k_size, self.row], [loop.REDUCTION, loop.PARALLEL], self.syms))
         self.stages[op.results[0]] = Stage(crow, self.phase, per_row=False)
