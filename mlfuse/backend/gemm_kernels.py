@@ -659,11 +659,7 @@ class _Kernels:
                 self.prefetch_epilogue_operands(b, rows, width, epilogue_args[1:])
 
         def body(b, k, acc):
-            if offsets is not None:
-                start = b.sext(b.load(b.gep(offsets, [k], source_etype=I32), typ=I32), I64)
-                panel_row = b.gep(packed, [start], source_etype=self.el)
-            else:
-                panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, n if direct else blk.nr))], source_etype=self.el)
+            panel_row = self.panel_row(b, packed, k, offsets, direct)
             at = [b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el) for v in vecs]
             if columns is not None:  # each vector from where its columns start
                 at = [b.gep(panel_row, [start], source_etype=self.el) for start, _, _ in columns]
@@ -703,6 +699,15 @@ class _Kernels:
         self.micro[key] = fn
         return fn
 
+    def panel_row(self, b: ir.IRBuilder, panel, k, offsets, direct: bool):
+        """Where row k of a micro-kernel's panel starts: at the window's row offset k (with
+        `offsets`), else k rows of B on (n apart, `direct`) or of the packed panel (NR apart)."""
+        if offsets is not None:
+            start = b.sext(b.load(b.gep(offsets, [k], source_etype=I32), typ=I32), I64)
+            return b.gep(panel, [start], source_etype=self.el)
+        step = self.shape.n if direct else self.blk.nr
+        return b.gep(panel, [b.mul(k, ir.Constant(I64, step))], source_etype=self.el)
+
     def by_columns(self, width: int, wraps: bool) -> bool:
         """Is a panel `width` columns wide accumulated along its columns (NARROW_COLUMNS)?
         Under a prepacked A, whose column of MR rows at each depth is contiguous; not a
@@ -717,7 +722,7 @@ class _Kernels:
         depth loop and back after it: the same fma chains, so the same bits.
         panel = (A at the tile, B's panel, the window's row offsets or None, direct)."""
         a, packed, offsets, direct = panel
-        blk, n = self.blk, self.shape.n
+        blk = self.blk
         column = ir.VectorType(self.el, blk.mr)
         fma = self.intrinsic(f"llvm.fma.v{blk.mr}{self.shape.dtype}", column, [column] * 3)
         lane = [ir.Constant(I32, i) for i in range(max(blk.mr, width))]
@@ -733,11 +738,7 @@ class _Kernels:
             return out
 
         def body(b, k, acc):
-            if offsets is not None:
-                start = b.sext(b.load(b.gep(offsets, [k], source_etype=I32), typ=I32), I64)
-                panel_row = b.gep(packed, [start], source_etype=self.el)
-            else:
-                panel_row = b.gep(packed, [b.mul(k, ir.Constant(I64, n if direct else blk.nr))], source_etype=self.el)
+            panel_row = self.panel_row(b, packed, k, offsets, direct)
             self.prefetch_next_tiles(b, a, panel_row, k, kc, [])
             a_column = b.load(b.gep(a, [self.a_offset(b, 0, k)], source_etype=self.el), typ=column, align=self.ebytes)
             out = []
