@@ -70,6 +70,9 @@ func.func @movement(%b: tensor<4xf32>) -> tensor<4x6xf32> {
 // CHECK: loop.nest "matmul_init"
 // CHECK: loop.nest "matmul" lower [0, 0, 0] upper [4, 8, 3] iterators ["parallel", "reduction", "parallel"]
 // CHECK-SAME: maps [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2)>]
+// Its multiply-add keeps two roundings (no `contract`, unlike a window nest's).
+// CHECK: arith.mulf %{{[0-9]+}}, %{{[0-9]+}} : f32
+// CHECK-NEXT: arith.addf %{{[0-9]+}}, %{{[0-9]+}} : f32
 // CHECK: loop.view %{{.*}} : memref<4x3xf32> to memref<12xf32>
 // CHECK: loop.nest "copy_result"
 func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<12xf32> {
@@ -290,4 +293,18 @@ func.func @conv_strided(%x: tensor<1x8x32x32xf32>, %w: tensor<32x8x3x3xf32>) -> 
 func.func @conv_window_too_large(%x: tensor<1x2048x1024x1024xf32>, %w: tensor<32x2048x3x3xf32>) -> tensor<1x32x1024x1024xf32> {
   %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x2048x1024x1024xf32>, tensor<32x2048x3x3xf32>) -> tensor<1x32x1024x1024xf32>
   func.return %y : tensor<1x32x1024x1024xf32>
+}
+
+// -----
+
+// A depthwise conv stays a window nest; each tap's multiply and add carry `contract`,
+// which LLVM fuses into an fma (scalar.CONTRACT).
+// CHECK-LABEL: func.func @depthwise_taps_contract
+// CHECK:      loop.nest "conv2d"
+// CHECK:      arith.mulf %{{[0-9]+}}, %{{[0-9]+}} fastmath<contract> : f32
+// CHECK-NEXT: arith.addf %{{[0-9]+}}, %{{[0-9]+}} fastmath<contract> : f32
+// CHECK-NOT:  loop.gemm
+func.func @depthwise_taps_contract(%x: tensor<1x8x6x6xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x6x6xf32> {
+  %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>, groups = 8 : i64} : (tensor<1x8x6x6xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x6x6xf32>
+  func.return %y : tensor<1x8x6x6xf32>
 }
