@@ -125,12 +125,30 @@ def test_set_num_threads_reaches_other_threads(team_of_two):
     seen = []
 
     def worker(i):
-        cpu.use_threads(cpu.team_size())  # a call runs on this team or on one thread
-        seen.append(cpu.get_max_threads())
+        with cpu.team_of(cpu.team_size()):  # a call runs on this team or on one thread
+            seen.append(cpu.get_max_threads())
 
     cpu.set_num_threads(1)
     run_threads(worker, 2)
     assert seen == [1, 1]
+
+
+def test_a_call_runs_on_its_team_and_gives_the_thread_its_setting_back(team_of_two):
+    """libgomp's per-thread team size is shared with torch's CPU ops and any other OpenMP
+    code in the process: each call sets it for itself and puts back what it found (a
+    cached setting left mlfuse's calls on one thread after torch.set_num_threads(1),
+    and torch's ops on one thread after mlfuse's one-thread probes)."""
+    gomp = cpu._gomp()
+    before = cpu.get_max_threads()
+    sizer, seen = TeamSizer(), []
+    try:
+        for other in (1, 3, 2):
+            gomp.omp_set_num_threads(other)  # what torch.set_num_threads(other) does
+            sizer.call(lambda: seen.append(cpu.get_max_threads()), [])
+            assert cpu.get_max_threads() == other
+    finally:
+        gomp.omp_set_num_threads(before)
+    assert seen == [2, 2, 2]
 
 
 def test_team_sizer_runs_the_faster_choice_and_probes_the_other():

@@ -136,10 +136,8 @@ def _gomp() -> ctypes.CDLL:
 
 # libgomp keeps the team size per thread (omp_set_num_threads sets the calling
 # thread's ICV; other threads keep the default). set_num_threads is process-wide:
-# it records a request, and each thread applies the latest one before its next
-# call (sync_num_threads). A request is a fresh 1-tuple, compared by identity.
+# it records a request, and each call applies it for its own duration (team_of).
 _requested: tuple[int] | None = None
-_applied = threading.local()
 _forked = False
 
 
@@ -152,12 +150,6 @@ def set_num_threads(n: int) -> None:
         warnings.warn("mlfuse: in a forked child compiled code runs on one thread; set_num_threads ignored", stacklevel=2)
         return
     _requested = (max(1, int(n)),)
-    sync_num_threads()
-
-
-def sync_num_threads() -> None:
-    """Apply the latest set_num_threads to the calling thread (a getattr when it has)."""
-    use_threads(team_size())
 
 
 @functools.cache
@@ -172,21 +164,34 @@ def team_size() -> int:
     return request[0] if request is not None else _default_team()
 
 
-def use_threads(n: int) -> None:
-    """Run the calling thread's next team calls on `n` threads (libgomp's ICV is per thread)."""
-    if getattr(_applied, "threads", None) != n:
-        _gomp().omp_set_num_threads(n)
-        _applied.threads = n
+@contextlib.contextmanager
+def team_of(n: int) -> Iterator[None]:
+    """Run the calling thread's team calls inside on `n` threads, then give the thread
+    back the OpenMP setting it had (libgomp's ICV is per thread). torch's CPU ops share
+    this libgomp and read and set the same ICV: when a thread's setting was applied
+    once and cached, torch.set_num_threads(1) between two calls left mlfuse's calls on
+    one thread (ResNet-18 at 2 threads 35 ms, against 18.8), and mlfuse's one-thread
+    calls (TeamSizer's probes) left the thread's torch ops on one thread."""
+    gomp = _gomp()
+    before = int(gomp.omp_get_max_threads())
+    if before != n:
+        gomp.omp_set_num_threads(n)
+    try:
+        yield
+    finally:
+        if before != n:
+            gomp.omp_set_num_threads(before)
 
 
 def _after_fork_in_child() -> None:
     """libgomp's team does not survive fork: its threads are gone, and the forking
     thread's next parallel region would wait for them forever. With one thread,
-    every team call takes its serial path and never enters GOMP_parallel."""
+    every team call takes its serial path and never enters GOMP_parallel; the forking
+    thread keeps that setting, for any other OpenMP code in the child as well."""
     global _requested, _forked
     _forked = True
     _requested = (1,)
-    sync_num_threads()
+    _gomp().omp_set_num_threads(1)
 
 
 def get_max_threads() -> int:

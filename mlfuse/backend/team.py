@@ -146,12 +146,12 @@ class TeamSizer:
         crowded, number = _Calls.enter()
         try:
             threads = 1 if crowded else self.choose(cpu.team_size())
-            cpu.use_threads(threads)
-            faults = page_faults()
-            start = time.perf_counter()
-            fn(*args)
-            seconds = time.perf_counter() - start
-            faults = page_faults() - faults
+            with cpu.team_of(threads):
+                faults = page_faults()
+                start = time.perf_counter()
+                fn(*args)
+                seconds = time.perf_counter() - start
+                faults = page_faults() - faults
         finally:
             alone = _Calls.leave(number) and not crowded
         if not alone or faults > FAULTS_IGNORED:
