@@ -660,14 +660,15 @@ class _Kernels:
 
         def body(b, k, acc):
             panel_row = self.panel_row(b, packed, k, offsets, direct)
-            at = [b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el) for v in vecs]
             if columns is not None:  # each vector from where its columns start
                 at = [b.gep(panel_row, [start], source_etype=self.el) for start, _, _ in columns]
                 bv = [self.wrapped_columns(b, ptr, masks) for ptr, (_, _, masks) in zip(at, columns)]
-            elif direct or window:
-                bv = [self.load_row_vec(b, ptr, self.lanes(width, v)) for ptr, v in zip(at, vecs)]
             else:
-                bv = [b.load(ptr, typ=self.vec, align=self.vec_align) for ptr in at]
+                at = [b.gep(panel_row, [ir.Constant(I64, v * blk.vw)], source_etype=self.el) for v in vecs]
+                if direct or window:
+                    bv = [self.load_row_vec(b, ptr, self.lanes(width, v)) for ptr, v in zip(at, vecs)]
+                else:
+                    bv = [b.load(ptr, typ=self.vec, align=self.vec_align) for ptr in at]
             self.prefetch_next_tiles(b, a, panel_row, k, kc, vecs)
             out = []
             for i in range(rows):

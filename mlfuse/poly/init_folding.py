@@ -23,9 +23,10 @@ import math
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ArrayAttr, UnitAttr
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Attribute, Block
 
 from mlfuse.dialects import loop
+from mlfuse.poly.program import users_in
 
 MAX_REDUCTION_POINTS = 64
 
@@ -77,8 +78,11 @@ def init_writer(nest: loop.NestOp, k: int) -> tuple[loop.NestOp, Attribute] | No
     root = loop.view_root(buffer)
     if any(loop.view_root(v) is root for v in nest.ins):
         return None
+    block = nest.parent_block()
+    assert block is not None
+    users = users_in(block, root)
     prev = nest.prev_op
-    while prev is not None and not touches(prev, root):
+    while prev is not None and prev not in users:
         prev = prev.prev_op
     if not isinstance(prev, loop.NestOp) or list(prev.outs) != [buffer] or prev.ins or list(prev.syms) != list(nest.syms):
         return None
@@ -86,11 +90,6 @@ def init_writer(nest: loop.NestOp, k: int) -> tuple[loop.NestOp, Attribute] | No
     if constant is None or any(kind != loop.PARALLEL for kind in prev.iterator_kinds):
         return None
     return (prev, constant) if nest.walks_output(k, prev, prev.out_maps[0]) else None
-
-
-def touches(op: Operation, root) -> bool:
-    """Does `op` (or an op inside it) use the buffer `root` or a view of it?"""
-    return any(loop.view_root(v) is root for inner in op.walk() for v in inner.operands)
 
 
 def yielded_constant(block: Block) -> Attribute | None:
