@@ -18,12 +18,20 @@ def default_pipeline(target: str) -> list[str]:
     return get_target(target).default_pipeline()
 
 
+def planning(planner: str, target: str) -> list[str]:
+    """The fusion plan for `target`, after each fusible reader of a shared broadcast has
+    been given a copy of its own (graph-duplicate-broadcasts; without a planner that fuses,
+    the copies would only be more kernels)."""
+    plan = f"fusion-plan{{planner={planner} target={target} summary=false}}"
+    return [plan] if planner == "none" else ["graph-duplicate-broadcasts", plan]
+
+
 def gpu_graph_pipeline(planner: str = "ilp", fuse: bool = True) -> list[str]:
     """The graph part of gpu_pipeline: cleanup and fusion groups planned for the GPU
     (without `fuse`, every op becomes its own kernel when the groups are mapped)."""
     passes = list(GRAPH_CLEANUP)
     if fuse:
-        passes.append(f"fusion-plan{{planner={planner} target=gpu summary=false}}")
+        passes += planning(planner, "gpu")
     return passes
 
 
@@ -44,7 +52,8 @@ def cpu_pipeline(
     """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU: one pipeline
     for both of mlfuse's techniques.
 
-    The ILP planner (fusion-plan) groups every op. convert-graph-to-loop stitches the
+    The ILP planner (fusion-plan) groups every op, after graph-duplicate-broadcasts has
+    given each fusible reader of a shared broadcast a copy of its own. convert-graph-to-loop stitches the
     elementwise, reduction and small-GEMM groups (registers, row scratch) and lowers the
     window groups (conv, pooling, stencils with their epilogues) one nest per op, tagged
     with the group; WINDOW_GROUPS then runs post-tiling fusion inside each window group:
@@ -64,7 +73,7 @@ def cpu_pipeline(
     repeated kernel once as well."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
-        passes.append(f"fusion-plan{{planner={planner} target=cpu summary=false}}")
+        passes += planning(planner, "cpu")
     passes.append("convert-graph-to-loop")
     if fuse:
         passes += WINDOW_GROUPS

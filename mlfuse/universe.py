@@ -37,6 +37,7 @@ MLFUSE_DIALECTS: dict[str, Callable] = {
 PASS_MODULES: dict[str, tuple[str, str]] = {
     "inline": ("inline", "InlinePass"),
     "graph-widen-accumulators": ("graph_widen_accumulators", "GraphWidenAccumulatorsPass"),
+    "graph-duplicate-broadcasts": ("graph_duplicate_broadcasts", "GraphDuplicateBroadcastsPass"),
     "convert-graph-to-loop": ("convert_graph_to_loop", "ConvertGraphToLoopPass"),
     "assign-buffers": ("assign_buffers", "AssignBuffersPass"),
     "convert-loop-to-scf": ("convert_loop_to_scf", "ConvertLoopToScfPass"),

@@ -1,7 +1,7 @@
 // The GPU target's default pipeline (mlfuse.pipelines.default_pipeline("gpu"); the
 // string is checked against it in tests/test_targets.py) plans examples/layernorm.mlir
 // into one kernel, and mlfuse-run --target gpu-sim runs that kernel against numpy.
-// RUN: mlfuse-opt %s -p 'inline,graph-widen-accumulators,canonicalize,cse,fusion-plan{planner=ilp target=gpu summary=false},gpu-map-kernels' -t ptx | filecheck %s
+// RUN: mlfuse-opt %s -p 'inline,graph-widen-accumulators,canonicalize,cse,graph-duplicate-broadcasts,fusion-plan{planner=ilp target=gpu summary=false},gpu-map-kernels' -t ptx | filecheck %s
 // RUN: mlfuse-run %s --target gpu-sim --check | filecheck %s --check-prefix=SIM
 // RUN: mlfuse-run %s --target gpu-sim --no-fuse --check | filecheck %s --check-prefix=SIM
 // RUN: not mlfuse-run %s --target nope 2>&1 | filecheck %s --check-prefix=BAD
