@@ -1333,7 +1333,7 @@ class GatherBase(IRDLOperation):
     indices = operand_def(TensorType)
     axis = prop_def(IntegerAttr)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), Injective(indirect=True))
+    traits = traits_def(Pure(), Injective(indirect=True), _canonicalization("gather_patterns"))
     assembly_format = "$data `,` $indices attr-dict `:` `(` type($data) `,` type($indices) `)` `->` type($result)"
     irdl_options = (ParsePropInAttrDict(),)
 

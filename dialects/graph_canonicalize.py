@@ -8,6 +8,7 @@
 - chains collapse: broadcast of broadcast, transpose of transpose (removed when
   the composed permutation is the identity), reshape of reshape;
 - powers by 1, 2 and 3 become multiplies (`PowBySmallIntegers`);
+- a gather of a splat is the splat (`GatherFromSplat`);
 - small constants fold: an elementwise, broadcast, reshape or transpose op whose
   operands are all `graph.constant`s becomes one `graph.constant`, computed by
   the numpy reference (`mlfuse.reference.evaluate`), so folding means exactly
@@ -297,6 +298,30 @@ class PowBySmallIntegers(RewritePattern):
         replace_with(rewriter, op, graph.MulOp(square.result, x))
 
 
+class GatherFromSplat(RewritePattern):
+    """gather(splat c, i) -> splat c, for both gathers, whatever the indices.
+
+    Every result element is an element of the data (an index out of range is wrapped,
+    then clamped into it) and every element of the data is c. BERT's token type ids
+    are gather_elements of a zero splat: as a gather, the CPU kernel that stitched it
+    would need the splat in memory, and the whole LayerNorm after it fell back to
+    one loop nest per op.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.GatherBase, rewriter: PatternRewriter) -> None:
+        constant = defining(op.data, graph.ConstantOp) or scalar_under_broadcast(op.data)
+        element = splat_element(constant) if isinstance(constant, graph.ConstantOp) else None
+        if element is None:
+            return
+        if element.dtype.kind == "f" and not np.all(np.isfinite(element)):
+            return  # xDSL prints inf/nan as hex integers that it parses back as finite numbers
+        scalar = graph.ConstantOp(graph.dense_attr(element.reshape(()), graph.element_type_of(op.result)))
+        scalar.location = op.location
+        rewriter.insert(scalar, InsertPoint.before(op))
+        replace_with(rewriter, op, graph.BroadcastOp(scalar.result, [], graph.shape_of(op.result)))
+
+
 FOLD_CONSTANTS = FoldConstantOperands()
 
 
@@ -322,3 +347,7 @@ def transpose_patterns() -> tuple[RewritePattern, ...]:
 
 def reshape_patterns() -> tuple[RewritePattern, ...]:
     return (RemoveIdentityReshape(), ComposeReshapes(), FOLD_CONSTANTS)
+
+
+def gather_patterns() -> tuple[RewritePattern, ...]:
+    return (GatherFromSplat(), FOLD_CONSTANTS)

@@ -272,3 +272,42 @@ func.func @other_powers(%x: tensor<2xf32>, %y: tensor<2xf32>) -> (tensor<2xf32>,
   %d = graph.pow %x, %y : tensor<2xf32>
   func.return %a, %b, %c, %d : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
 }
+
+// A gather of a splat is the splat, whatever the indices (run-time ones here): every
+// result element is some element of the data. Large results are the broadcast of a
+// rank-0 constant, as every large splat is written.
+// CHECK-LABEL: func.func @gather_from_splat
+// CHECK-NEXT:    %[[Z:.*]] = graph.constant dense<0> : tensor<i64>
+// CHECK-NEXT:    %a = graph.broadcast %[[Z]] {dims = array<i64>} : tensor<i64> -> tensor<1x128xi64>
+// CHECK-NEXT:    %[[C:.*]] = graph.constant dense<2.500000e+00> : tensor<f32>
+// CHECK-NEXT:    %g = graph.broadcast %[[C]] {dims = array<i64>} : tensor<f32> -> tensor<3x4xf32>
+// CHECK-NEXT:    %[[T:.*]] = graph.constant dense<true> : tensor<i1>
+// CHECK-NEXT:    %m = graph.broadcast %[[T]] {dims = array<i64>} : tensor<i1> -> tensor<2x2xi1>
+// CHECK-NEXT:    func.return %a, %g, %m
+func.func @gather_from_splat(%i: tensor<1x128xi64>, %j: tensor<3xi32>, %k: tensor<2x2xi64>) -> (tensor<1x128xi64>, tensor<3x4xf32>, tensor<2x2xi1>) {
+  %z = graph.constant dense<0> : tensor<1x512xi64>
+  %a = graph.gather_elements %z, %i {axis = 1 : i64} : (tensor<1x512xi64>, tensor<1x128xi64>) -> tensor<1x128xi64>
+  %c = graph.constant dense<2.5> : tensor<f32>
+  %cb = graph.broadcast %c {dims = array<i64>} : tensor<f32> -> tensor<10x4xf32>
+  %g = graph.gather %cb, %j {axis = 0 : i64} : (tensor<10x4xf32>, tensor<3xi32>) -> tensor<3x4xf32>
+  %t = graph.constant dense<true> : tensor<5xi1>
+  %m = graph.gather %t, %k {axis = 0 : i64} : (tensor<5xi1>, tensor<2x2xi64>) -> tensor<2x2xi1>
+  func.return %a, %g, %m : tensor<1x128xi64>, tensor<3x4xf32>, tensor<2x2xi1>
+}
+
+// Must stay gathers: constant data that is not a splat, run-time data, and the broadcast
+// of a scalar left to run time (0 / 0 is not folded).
+// CHECK-LABEL: func.func @keep_gathers
+// CHECK:         %a = graph.gather %d, %i
+// CHECK:         %b = graph.gather %x, %i
+// CHECK:         %c = graph.gather %nanb, %i
+func.func @keep_gathers(%x: tensor<4x3xf32>, %i: tensor<2xi64>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+  %d = graph.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0], [1.0, 1.0, 1.0]]> : tensor<4x3xf32>
+  %a = graph.gather %d, %i {axis = 0 : i64} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  %b = graph.gather %x, %i {axis = 0 : i64} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  %zero = graph.constant dense<0.0> : tensor<f32>
+  %nan = graph.div %zero, %zero : tensor<f32>
+  %nanb = graph.broadcast %nan {dims = array<i64>} : tensor<f32> -> tensor<4x3xf32>
+  %c = graph.gather %nanb, %i {axis = 0 : i64} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
+  func.return %a, %b, %c : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+}

@@ -47,6 +47,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap, AffineSymE
 from xdsl.rewriter import InsertPoint
 
 from mlfuse.conversion import scalar
+from mlfuse.conversion.graph_to_loop import Operand
 from mlfuse.dialects import fusion, graph, loop
 
 # Column reductions of at least 2 * COLUMN_BLOCK_MIN_ROWS rows are summed by at most
@@ -166,7 +167,7 @@ class GroupLowering:
 
     def __init__(self, group: fusion.GroupOp, inputs: dict[SSAValue, object]):
         self.group = group
-        self.inputs = inputs  # block arg -> graph_to_loop.Operand
+        self.inputs = inputs  # block arg (or output written before the band) -> graph_to_loop.Operand
         self.ops = [op for op in group.block.ops if not isinstance(op, fusion.YieldOp)]
         self.kernel = Block()
         self.band_blocks: list[Block] = []  # filled before their band is emitted into the kernel
@@ -414,7 +415,8 @@ class GroupLowering:
         self.emit_op(body.finish(name, [], [], self.syms))
 
     def lower_elementwise(self, outputs: list[tuple[SSAValue, SSAValue]]) -> None:
-        """No staged op: one all-parallel nest per distinct output shape."""
+        """No staged op (or outputs computed before any, `apart_from_rows`): one
+        all-parallel nest per distinct output shape."""
         by_shape: dict[tuple[int, ...], list[tuple[SSAValue, SSAValue]]] = {}
         for value, buf in outputs:
             by_shape.setdefault(graph.shape_of(value), []).append((value, buf))
@@ -435,6 +437,12 @@ class GroupLowering:
         level = self.levels()
         k = len(self.outer)
         row_index: Index = (*(AffineExpr.symbol(i) for i in range(k)), AffineExpr.dimension(0))
+        apart = [(v, b) for v, b in outputs if self.apart_from_rows(v, level, row_index)]
+        if apart:
+            self.lower_elementwise(apart)
+            outputs = [(v, b) for v, b in outputs if (v, b) not in apart]
+            for v, b in apart:  # the rows read it, complete before the band, instead of recomputing it
+                self.inputs[v] = Operand(buffer=b)
         out_level = self.output_phases(outputs, level, row_index)
         keep = self.plan_materialization(level, out_level)
         band_block = Block(arg_types=[IndexType()] * k)
@@ -447,6 +455,16 @@ class GroupLowering:
             self.phase = last + 1
             self.emit_row_scalars([(v, b) for v, b in outputs if v not in out_level], row_index[:k])
         self.emit_op(loop.BandOp(self.group.group_name.data, list(self.outer), Region(band_block)))
+
+    def apart_from_rows(self, value: SSAValue, level: dict[SSAValue, int], row_index: Index) -> bool:
+        """An output that no reduction or GEMM of the group precedes and that has no
+        place in the rows (a horizontal pack's other part, a mask broadcast into the
+        rows): a nest of its own writes it, from the kernel's inputs, before the band,
+        and the rows read it there (a mask recomputed per element through a gather
+        made BERT's softmax kernel 6x slower than the next layer's)."""
+        if level[value] != 0 or is_staged(value.owner):  # type: ignore[arg-type]
+            return False
+        return not (self.is_row_value(value) or self.is_row_scalar(value) or self.moved_row(value, row_index))
 
     def output_phases(self, outputs: list[tuple[SSAValue, SSAValue]], level: dict[SSAValue, int], row_index: Index) -> dict[SSAValue, int]:
         """The phase that writes each row-shaped output (row scalars are left out: they
