@@ -8,7 +8,8 @@
 - chains collapse: broadcast of broadcast, transpose of transpose (removed when
   the composed permutation is the identity), reshape of reshape;
 - powers by 1, 2 and 3 become multiplies (`PowBySmallIntegers`);
-- a gather of a splat is the splat (`GatherFromSplat`);
+- a gather of a splat is the splat (`GatherFromSplat`), and a gather at constant
+  indices in arithmetic progression is a strided slice (`GatherByConstantIndices`);
 - small constants fold: an elementwise, broadcast, reshape or transpose op whose
   operands are all `graph.constant`s becomes one `graph.constant`, computed by
   the numpy reference (`mlfuse.reference.evaluate`), so folding means exactly
@@ -322,6 +323,38 @@ class GatherFromSplat(RewritePattern):
         replace_with(rewriter, op, graph.BroadcastOp(scalar.result, [], graph.shape_of(op.result)))
 
 
+class GatherByConstantIndices(RewritePattern):
+    """gather(x, c) along axis a, for constant indices c whose values (wrapped and
+    clamped as the gather does) are k, k + s, ..., k + (n - 1) s with s >= 1 (one index
+    of any rank included), is a slice x[.., k : k + n s : s, ..] reshaped to the result.
+
+    The positions are in range, so the slice reads the same elements in the same order;
+    the reshape splits the axis of n into the indices' dimensions (or drops it for a
+    rank-0 index). The torch exporter splits attention's packed QKV by gathers of
+    scalar constants: as slices they are affine reads that vectorize, where a gather
+    reads each element at an address loaded from the indices.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.GatherOp, rewriter: PatternRewriter) -> None:
+        constant = op.indices.owner
+        data_shape, axis = graph.shape_of(op.data), op.gather_axis
+        if not isinstance(constant, graph.ConstantOp) or 0 in data_shape or 0 in graph.shape_of(op.result):
+            return
+        size = data_shape[axis]
+        positions = constant.to_numpy().reshape(-1).astype(np.int64)
+        positions = np.clip(np.where(positions < 0, positions + size, positions), 0, size - 1)
+        start, step = int(positions[0]), int(positions[1] - positions[0]) if len(positions) > 1 else 1
+        if step < 1 or np.any(positions != start + step * np.arange(len(positions))):
+            return
+        begin, end, strides = [0] * len(data_shape), list(data_shape), [1] * len(data_shape)
+        begin[axis], end[axis], strides[axis] = start, start + step * (len(positions) - 1) + 1, step
+        sliced = graph.SliceOp(op.data, begin, end, strides)
+        sliced.location = op.location
+        rewriter.insert(sliced, InsertPoint.before(op))
+        replace_with(rewriter, op, graph.ReshapeOp(sliced.result, graph.shape_of(op.result)))
+
+
 FOLD_CONSTANTS = FoldConstantOperands()
 
 
@@ -350,4 +383,4 @@ def reshape_patterns() -> tuple[RewritePattern, ...]:
 
 
 def gather_patterns() -> tuple[RewritePattern, ...]:
-    return (GatherFromSplat(), FOLD_CONSTANTS)
+    return (GatherFromSplat(), GatherByConstantIndices(), FOLD_CONSTANTS)

@@ -384,6 +384,37 @@ def test_gather_with_a_scalar_index_is_x_colon_i(index):
     np.testing.assert_allclose(got, want[0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("indices, index_type, expect_slice", [
+    (2, "i64", True),
+    ([[1, 3], [5, 7]], "i64", True),
+    ([-3, -2, -1], "i32", True),
+    ([[8, 9, 12]], "i64", False),  # clamped to 8, 9, 9: no progression
+    ([2, 1], "i64", False),
+    ([-12, 0], "i64", False),  # -12 wraps to -2, then is clamped to 0: 0, 0
+])
+def test_gathers_at_constant_indices(indices, index_type, expect_slice):
+    """Gathers at constant indices in arithmetic progression become strided slices
+    (canonicalize: GatherByConstantIndices); the others stay gathers. Either way the
+    values are those of the reference's gather (wrap once, then clamp), exactly."""
+    from mlfuse.api import parse, run_pipeline
+
+    dims = np.shape(indices)
+    index_t = f"tensor<{''.join(f'{d}x' for d in dims)}{index_type}>"
+    out = f"tensor<4x{''.join(f'{d}x' for d in dims)}6xf32>"
+    src = f"""func.func @main(%x: tensor<4x10x6xf32>) -> {out} {{
+  %i = graph.constant dense<{indices}> : {index_t}
+  %y = graph.gather %x, %i {{axis = 1}} : (tensor<4x10x6xf32>, {index_t}) -> {out}
+  func.return %y : {out}
+}}"""
+    lowered = run_pipeline(parse(src), ["canonicalize"])
+    assert any(op.name == "graph.slice" for op in lowered.walk()) == expect_slice
+    x = RNG.standard_normal((4, 10, 6)).astype(np.float32)
+    (got,), want = run(src, x)
+    positions = np.clip(np.where(np.array(indices) < 0, np.array(indices) + 10, indices), 0, 9)
+    np.testing.assert_array_equal(got, x[:, positions])
+    assert_exact([got], want)
+
+
 def test_gathered_rows_in_a_row_kernel():
     """exp(x - max(x)) over gathered rows: the gather feeds a stitched row reduction."""
     src = """func.func @main(%t: tensor<50x32xf32>, %ids: tensor<12xi32>) -> tensor<12x32xf32> {

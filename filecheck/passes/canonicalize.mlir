@@ -311,3 +311,38 @@ func.func @keep_gathers(%x: tensor<4x3xf32>, %i: tensor<2xi64>) -> (tensor<2x3xf
   %c = graph.gather %nanb, %i {axis = 0 : i64} : (tensor<4x3xf32>, tensor<2xi64>) -> tensor<2x3xf32>
   func.return %a, %b, %c : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
 }
+
+// A gather at constant indices in arithmetic progression (after the wrap and clamp) is
+// a strided slice, reshaped to the gather's result: the torch exporter's QKV split.
+// CHECK-LABEL: func.func @gather_as_slice
+// CHECK-NEXT:    %[[S:.*]] = graph.slice %x {start = array<i64: 2, 0, 0, 0>, stop = array<i64: 3, 128, 1, 256>, step = array<i64: 1, 1, 1, 1>} : tensor<3x128x1x256xf32> -> tensor<1x128x1x256xf32>
+// CHECK-NEXT:    %a = graph.reshape %[[S]] : tensor<1x128x1x256xf32> -> tensor<128x1x256xf32>
+// CHECK-NEXT:    %[[T:.*]] = graph.slice %y {start = array<i64: 0, 1>, stop = array<i64: 4, 8>, step = array<i64: 1, 2>} : tensor<4x10xf32> -> tensor<4x4xf32>
+// CHECK-NEXT:    %b = graph.reshape %[[T]] : tensor<4x4xf32> -> tensor<4x2x2xf32>
+// CHECK-NEXT:    %d = graph.slice %y {start = array<i64: 0, 7>, stop = array<i64: 4, 10>, step = array<i64: 1, 1>} : tensor<4x10xf32> -> tensor<4x3xf32>
+// CHECK-NEXT:    func.return %a, %b, %d
+func.func @gather_as_slice(%x: tensor<3x128x1x256xf32>, %y: tensor<4x10xf32>) -> (tensor<128x1x256xf32>, tensor<4x2x2xf32>, tensor<4x3xf32>) {
+  %c = graph.constant dense<2> : tensor<i64>
+  %a = graph.gather %x, %c {axis = 0 : i64} : (tensor<3x128x1x256xf32>, tensor<i64>) -> tensor<128x1x256xf32>
+  %i = graph.constant dense<[[1, 3], [5, 7]]> : tensor<2x2xi64>
+  %b = graph.gather %y, %i {axis = 1 : i64} : (tensor<4x10xf32>, tensor<2x2xi64>) -> tensor<4x2x2xf32>
+  %j = graph.constant dense<[-3, -2, -1]> : tensor<3xi32>
+  %d = graph.gather %y, %j {axis = 1 : i64} : (tensor<4x10xf32>, tensor<3xi32>) -> tensor<4x3xf32>
+  func.return %a, %b, %d : tensor<128x1x256xf32>, tensor<4x2x2xf32>, tensor<4x3xf32>
+}
+
+// Must stay gathers: decreasing or repeated positions (9, 12 clamps to 9, 9), and
+// gather_elements (its indices are per element).
+// CHECK-LABEL: func.func @keep_gathers_at_constant_indices
+// CHECK:         %a = graph.gather %y, %k
+// CHECK:         %b = graph.gather %y, %l
+// CHECK:         %e = graph.gather_elements %y, %m
+func.func @keep_gathers_at_constant_indices(%y: tensor<4x10xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>) {
+  %k = graph.constant dense<[2, 1]> : tensor<2xi64>
+  %a = graph.gather %y, %k {axis = 1 : i64} : (tensor<4x10xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+  %l = graph.constant dense<[9, 12]> : tensor<2xi64>
+  %b = graph.gather %y, %l {axis = 1 : i64} : (tensor<4x10xf32>, tensor<2xi64>) -> tensor<4x2xf32>
+  %m = graph.constant dense<[[0, 1], [2, 3], [4, 5], [6, 7]]> : tensor<4x2xi64>
+  %e = graph.gather_elements %y, %m {axis = 1 : i64} : (tensor<4x10xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
+  func.return %a, %b, %e : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
+}
