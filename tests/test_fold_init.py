@@ -1,5 +1,5 @@
 """loop-fold-init end to end: depthwise convs whose output rows are wide enough that the
-taps run innermost (graph_to_loop.DEPTHWISE_ROW_IN_REGISTERS) carry their zero as the
+taps run innermost (graph_to_loop.ROW_IN_REGISTERS) carry their zero as the
 reduction's `init` instead of a memset nest; compiled against the reference on random
 data with NaN and infinities in it, the outputs poisoned first. The reference sums the
 taps in another order (einsum), hence the tolerance."""

@@ -218,3 +218,27 @@ def test_max_min_and_relu_follow_numpy_bit_for_bit(op, target):
     for value, want in zip(got, (npop(x, y), np.maximum(x, np.float32(0.0)), npop(x, np.float32(bound)))):
         same = (np.isnan(value) & np.isnan(want)) | (value.view(np.int32) == want.view(np.int32))
         assert same.all(), [(pairs[i], value[i], want[i]) for i in np.flatnonzero(~same)]
+
+
+@pytest.mark.parametrize("target", ["cpu", "gpu-sim"])
+@pytest.mark.parametrize("width", [8, 40])
+def test_max_pool_and_column_max_propagate_nan_and_infinities(width, target):
+    """A max pool's window and a column max: a NaN anywhere in the window (or column)
+    gives NaN, infinities win or lose as numbers, over rows narrow enough to keep the
+    taps outside and wide enough to take them innermost (graph_to_loop.ROW_IN_REGISTERS).
+    Ties of +0 and -0 keep the first value (numpy keeps the last): compared with
+    signed zeros ignored, bit for bit otherwise."""
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((1, 3, 6, width)).astype(np.float32)
+    flat = x.reshape(-1)
+    spots = rng.choice(flat.size, 12, replace=False)
+    flat[spots] = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0] * 2, np.float32)
+    b = GraphBuilder()
+    xs = b.input("x", x.shape, "f32")
+    b.output(b.max_pool2d(xs, (3, 3), strides=(2, 2), pads=(1, 1, 1, 1)), b.reduce_max(xs, axis=2))
+    got_pool, got_col = mlfuse.compile(b.module(), target=target)(x)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    for got, want in ((got_pool, windows.max(axis=(4, 5))), (got_col, x.max(axis=2))):
+        same = (np.isnan(got) & np.isnan(want)) | (got == want)
+        assert same.all(), np.argwhere(~same)

@@ -231,7 +231,7 @@ case("Conv-bias-strides-pads", "Conv", [f32(2, 3, 8, 9), f32(5, 3, 3, 3), f32(5)
 case("Conv-dilations-asymmetric", "Conv", [f32(1, 2, 9, 8), f32(3, 2, 3, 2)], dilations=[2, 1], pads=[0, 1, 2, 0], strides=[1, 2])
 case("Conv-group", "Conv", [f32(1, 4, 6, 6), f32(6, 2, 3, 3), f32(6)], group=2, kernel_shape=[3, 3])
 case("Conv-depthwise", "Conv", [f32(2, 6, 5, 5), f32(6, 1, 3, 3)], group=6, pads=[1, 1, 1, 1])
-# rows wider than graph_to_loop.DEPTHWISE_ROW_IN_REGISTERS: (ow, kh, kw) innermost
+# rows wider than graph_to_loop.ROW_IN_REGISTERS: (ow, kh, kw) innermost
 case("Conv-depthwise-wide-rows", "Conv", [f32(1, 4, 5, 40), f32(4, 1, 3, 3), f32(4)], group=4, pads=[1, 1, 1, 1])
 case("Conv-depthwise-wide-strided", "Conv", [f32(2, 3, 6, 41), f32(3, 1, 5, 5)], group=3, strides=[2, 2], pads=[2, 2, 2, 2])
 case("Conv-depthwise-wide-dilated", "Conv", [f32(1, 4, 7, 37), f32(8, 1, 3, 2)], group=4, dilations=[2, 3], pads=[0, 1, 2, 0])
@@ -259,6 +259,10 @@ case("AveragePool-ceil-last-window-dropped", "AveragePool", [f32(1, 2, 5, 5)], k
 case("MaxPool-same-upper", "MaxPool", [f32(1, 2, 7, 7)], kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
 case("MaxPool-storage-order", "MaxPool", [f32(1, 2, 4, 4)], kernel_shape=[2, 2], storage_order=0)
 case("MaxPool-1d", "MaxPool", [f32(2, 3, 9)], kernel_shape=[3], strides=[2], pads=[1, 1])
+# rows wider than graph_to_loop.ROW_IN_REGISTERS: (ow, kh, kw) innermost
+case("MaxPool-wide-rows", "MaxPool", [f32(1, 2, 9, 70)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+case("MaxPool-wide-non-overlapping", "MaxPool", [f32(1, 3, 6, 40)], kernel_shape=[2, 2], strides=[2, 2])
+case("AveragePool-wide-pads", "AveragePool", [f32(1, 2, 5, 33)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
 case("AveragePool-plain", "AveragePool", [f32(1, 3, 6, 6)], kernel_shape=[2, 2], strides=[2, 2])
 case("AveragePool-exclude-pad", "AveragePool", [f32(1, 2, 5, 5)], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
 case("AveragePool-include-pad", "AveragePool", [f32(1, 2, 5, 5)], kernel_shape=[3, 3], pads=[1, 2, 1, 0], count_include_pad=1)
@@ -508,7 +512,7 @@ case("ScatterElements-max-duplicates", "ScatterElements", [f32(4, 3), None, f32(
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",
                "MaxPool-3d-spatial-window"}
-# and convs whose lowering has a case of its own (graph_to_loop.DEPTHWISE_ROW_IN_REGISTERS)
+# and convs whose lowering has a case of its own (graph_to_loop.ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
                  "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE or p.id in COMPILED_TOO]

@@ -60,10 +60,26 @@ func.func @depthwise(%x: tensor<1x4x5x6xf32>, %w: tensor<8x1x3x3xf32>) -> tensor
 // CHECK-NEXT: ^
 // CHECK-NEXT: arith.constant 0xff800000 : f32
 // CHECK: loop.nest "pool_max" lower [0, 0, 0, 0, 0, 0] upper [1, 2, 3, 3, 3, 3] iterators ["parallel", "parallel", "parallel", "reduction", "reduction", "parallel"] {{.*}} maps [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d3), ((d5 * 2) + d4))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5)>]
-// CHECK: arith.maximumf
+// CHECK-NEXT: ^{{.*}}(%[[X:.*]]: f32, %[[ACC:.*]]: f32):
+// CHECK-NEXT: %[[NAN:.*]] = arith.cmpf uno, %[[X]], %[[X]] : f32
+// CHECK-NEXT: %[[GT:.*]] = arith.cmpf ogt, %[[X]], %[[ACC]] : f32
+// CHECK-NEXT: %[[TAKE:.*]] = arith.ori %[[GT]], %[[NAN]] : i1
+// CHECK-NEXT: %[[MAX:.*]] = arith.select %[[TAKE]], %[[X]], %[[ACC]] : f32
+// CHECK-NEXT: loop.yield %[[MAX]] : f32
 func.func @maxpool(%x: tensor<1x2x5x6xf32>) -> tensor<1x2x3x3xf32> {
   %y = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 0>} : tensor<1x2x5x6xf32> -> tensor<1x2x3x3xf32>
   func.return %y : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Output rows wider than graph_to_loop.ROW_IN_REGISTERS (16): the taps run innermost,
+// (n, c, oh, ow, kh, kw), so the max of each output stays in registers.
+// CHECK-LABEL: func.func @maxpool_wide_rows
+// CHECK: loop.nest "pool_max" lower [0, 0, 0, 0, 0, 0] upper [1, 2, 2, 20, 2, 2] iterators ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"] {{.*}} maps [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, ((d2 * 2) + d4), ((d3 * 2) + d5))>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>]
+func.func @maxpool_wide_rows(%x: tensor<1x2x4x40xf32>) -> tensor<1x2x2x20xf32> {
+  %y = graph.max_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x4x40xf32> -> tensor<1x2x2x20xf32>
+  func.return %y : tensor<1x2x2x20xf32>
 }
 
 // -----

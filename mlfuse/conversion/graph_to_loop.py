@@ -1082,23 +1082,24 @@ def lower_conv2d_as_nhwc_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     copy_nest(fl, "conv_unpack", view(fl, yt, [n, oh, ow, o]), out, AffineMap(4, 0, (d[0], d[2], d[3], d[1])), identity(4), [n, o, oh, ow])
 
 
-# A depthwise conv (one input channel per group) with output rows wider than this is
-# iterated (n, o, oh, c, ow, kh, kw): LLVM unrolls the taps, and the loop vectorizer
-# runs along ow with the sum in registers and each input row read at unit stride (or
-# stride 2, deinterleaved). Taps outside ow loaded and stored the output row once per
-# tap. 2 threads, against onnxruntime: 96 channels at 112x112 stride 2 0.71 -> 1.19x,
-# 144 at 56x56 stride 2 0.70 -> 1.10x, 192 at 28x28 0.83 -> 1.20x; whole models 0.958x
-# (MobileNetV2) and 0.941x (MobileNetV3-small) the time, the same bits. Rows of at most
-# 16 keep the taps outside: LLVM unrolls those rows and the SLP vectorizer keeps them
-# in registers (576 at 14x14: 68 us this way, 91 us the other).
-DEPTHWISE_ROW_IN_REGISTERS = 16
+# A depthwise conv (one input channel per group) or a pooling with output rows wider
+# than this is iterated (n, o, oh, c, ow, kh, kw) (a pool: (n, c, oh, ow, kh, kw)): LLVM
+# unrolls the taps, and the loop vectorizer runs along ow with the sum in registers and
+# each input row read at unit stride (or stride 2, deinterleaved). Taps outside ow loaded
+# and stored the output row once per tap. Depthwise convs at 2 threads, against
+# onnxruntime: 96 channels at 112x112 stride 2 0.71 -> 1.19x, 144 at 56x56 stride 2
+# 0.70 -> 1.10x, 192 at 28x28 0.83 -> 1.20x; whole models 0.958x (MobileNetV2) and
+# 0.941x (MobileNetV3-small) the time, the same bits. Rows of at most 16 keep the taps
+# outside: LLVM unrolls those rows and the SLP vectorizer keeps them in registers (576
+# at 14x14: 68 us this way, 91 us the other).
+ROW_IN_REGISTERS = 16
 
 
 def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
     """y[n, o, oh, ow] = sum_{c, kh, kw} xpad[n, g*C/G + c, oh*s + kh*d, ow*s + kw*d] * w[o, c, kh, kw],
     iterated (n, o, oh, c, kh, kw, ow): the window position along W stays innermost, so
     the inner loop is unit-stride (stride 1) and vectorizes without reassociation; for a
-    depthwise conv over wide rows (n, o, oh, c, ow, kh, kw), see DEPTHWISE_ROW_IN_REGISTERS.
+    depthwise conv over wide rows (n, o, oh, c, ow, kh, kw), see ROW_IN_REGISTERS.
     Each output sums its taps in the same order either way."""
     if conv_as_matmul(fl, op):
         lower_conv2d_as_matmul(fl, op, out)
@@ -1110,8 +1111,8 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
     o_count, cg, kh, kw = graph.shape_of(op.weight)
     og = o_count // op.group_count
     n, _, oh, ow = out_shape
-    # dims n, o, oh, c, then kh, kw, ow; or ow, kh, kw (DEPTHWISE_ROW_IN_REGISTERS)
-    i_kh, i_kw, i_ow = (5, 6, 4) if cg == 1 and ow > DEPTHWISE_ROW_IN_REGISTERS else (4, 5, 6)
+    # dims n, o, oh, c, then kh, kw, ow; or ow, kh, kw (ROW_IN_REGISTERS)
+    i_kh, i_kw, i_ow = (5, 6, 4) if cg == 1 and ow > ROW_IN_REGISTERS else (4, 5, 6)
     d = dims(7)
     channel = d[3] if op.group_count == 1 else (d[1] // og) * cg + d[3]
     maps = [
@@ -1131,7 +1132,9 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
 
 def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> None:
     """Max or sum over each window of the padded input (max pads with the lowest value,
-    so padding never wins); average pooling then divides by the window's element count."""
+    so padding never wins); average pooling then divides by the window's element count.
+    Iterated (n, c, oh, kh, kw, ow), or (n, c, oh, ow, kh, kw) over rows wider than
+    ROW_IN_REGISTERS; each output combines its taps in the same order either way."""
     kind = "max" if isinstance(op, graph.MaxPool2dOp) else "sum"
     t = graph.element_type_of(op.result)
     out_shape = graph.shape_of(op.result)
@@ -1140,15 +1143,17 @@ def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> Non
     src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, init)
     kh, kw = op.kernel_size
     n, c, oh, ow = out_shape
-    d = dims(6)  # n, c, oh, kh, kw, ow
-    maps = [window_maps(op, d[1], d, 2, 3, 4, 5), AffineMap(6, 0, (d[0], d[1], d[2], d[5]))]
-    iterators = [loop.PARALLEL] * 3 + [loop.REDUCTION] * 2 + [loop.PARALLEL]
+    d = dims(6)  # n, c, oh, then kh, kw, ow; or ow, kh, kw
+    i_kh, i_kw, i_ow = (4, 5, 3) if ow > ROW_IN_REGISTERS else (3, 4, 5)
+    maps = [window_maps(op, d[1], d, 2, i_kh, i_kw, i_ow), AffineMap(6, 0, (d[0], d[1], d[2], d[i_ow]))]
+    bounds, iterators = [n, c, oh, 0, 0, 0], [loop.PARALLEL] * 3 + [loop.REDUCTION] * 3
+    bounds[i_kh], bounds[i_kw], bounds[i_ow], iterators[i_ow] = kh, kw, ow, loop.PARALLEL
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
         x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
         return [scalar.narrow(b, scalar.combine(b, kind, acc, x, unsigned=graph.is_unsigned(t)), t)]
 
-    fl.nest(f"pool_{kind}", [n, c, oh, kh, kw, ow], [src], [out], body, iterators, maps)
+    fl.nest(f"pool_{kind}", bounds, [src], [out], body, iterators, maps)
     if isinstance(op, graph.AvgPool2dOp):
         lower_avg_scale(fl, op, out)
 

@@ -68,9 +68,9 @@ def combine(
 ) -> SSAValue:
     """acc (+|*|max|min) x; float sums may be reassociated (like numpy's pairwise sums).
 
-    Float max/min propagate NaNs (numpy's semantics) unless `ignore_nan`: then
-    they are maxnum/minnum, which vectorize far better on x86, and the caller
-    tracks NaNs itself (`flag_nan`). Integer max/min compare as unsigned when
+    Float max/min propagate NaNs as numpy does (`reduction_max_min`) unless
+    `ignore_nan`: then they are maxnum/minnum, which vectorize far better on x86, and
+    the caller tracks NaNs itself (`flag_nan`). Integer max/min compare as unsigned when
     `unsigned` (the scalars are signless; the graph type knows)."""
     is_int = isinstance(x.type, IntegerType)
     if ignore_nan and not is_int and kind in ("max", "min"):
@@ -85,7 +85,19 @@ def combine(
         return b.insert(arith.MulfOp(acc, x, flags=arith.FastMathFlagsAttr(["reassoc"]))).result
     if is_int:
         return b.insert(INT_MINMAX[kind, unsigned](acc, x)).result
-    return b.insert(arith.MaximumfOp(acc, x) if kind == "max" else arith.MinimumfOp(acc, x)).result
+    return reduction_max_min(b, kind, acc, x)
+
+
+def reduction_max_min(b: Builder, kind: str, acc: SSAValue, x: SSAValue) -> SSAValue:
+    """A max (min) reduction step: x where x > acc (x < acc) or x is NaN, else acc
+    (`numpy_max_min(x, acc)`): a NaN on either side wins, as in numpy. Of two equal
+    values acc stays, so a tie of +0 and -0 keeps the first (np.maximum(acc, x) gives x;
+    llvm.maximum gave +0). Written so that x86 does it as one max and a blend on x's NaN
+    test: only the max waits for acc. llvm.maximum's NaN and signed-zero fixups were
+    twice the instructions, and numpy's exact tie rule, either with acc's NaN test on
+    the chain or as a >= that no max instruction matches, kept a 3x3 stride-2 max pool
+    over 64x112x112 at 0.478-0.493 ms against 0.389-0.398 (one thread)."""
+    return numpy_max_min(b, kind, x, acc)
 
 
 # A window nest's multiply-add per tap (a conv's) may be one fma: LLVM fuses `contract`
