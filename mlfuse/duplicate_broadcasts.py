@@ -11,7 +11,7 @@ A broadcast only maps an output index to an input index, so a reader that fuses 
 own copy reads the small input instead: never more bytes, no more arithmetic. So each
 reader the planner may fuse (`OpInfo.fusible`: not a large GEMM, not an opaque op)
 gets a copy just before it; the readers that cannot fuse it (and the function's
-return) share the original, which is erased when none is left.
+return) share the original, or else the first reader keeps it.
 
     %b = graph.broadcast %m {dims = array<i64: 1>} : tensor<8xf32> -> tensor<4x8xf32>
     %0 = graph.add %x, %b : tensor<4x8xf32>
