@@ -135,6 +135,15 @@ func.func @calls_external(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A scalar in the signature of a function of tensors is an error at the function, not
+// an internal error (the compiled function takes and fills buffers).
+// CHECK: convert-graph-to-loop.mlir:[[# @LINE + 1]]:1: error: @scalar_argument: loops are generated for functions of tensors, got i64
+func.func @scalar_argument(%x: tensor<4xf32>, %n: i64) -> tensor<4xf32> {
+  func.return %x : tensor<4xf32>
+}
+
+// -----
+
 // A large transpose that moves the innermost dimension runs as a band over 64x64
 // blocks and their 8x8 tiles; a tile's nest takes a min at the edges (300 = 4*64+44, 257 = 4*64+1).
 // CHECK-LABEL: func.func @big_transpose

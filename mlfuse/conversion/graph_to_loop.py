@@ -535,6 +535,9 @@ class BufferizeSignature(RewritePattern):
     def match_and_rewrite(self, fn: func.FuncOp, rewriter: PatternRewriter) -> None:
         if not (is_tensor_function(fn) and fn.body.blocks):
             return
+        for t in (*fn.function_type.inputs.data, *fn.function_type.outputs.data):
+            if not isinstance(t, TensorType):  # the compiled function takes and fills buffers
+                raise Diagnostic(f"@{fn.sym_name.data}: loops are generated for functions of tensors, got {t}", location_of(fn))
         inputs = [memref_of(t) for t in fn.function_type.inputs.data]
         outputs = [memref_of(t) for t in fn.function_type.outputs.data]
         old_block = fn.body.block
