@@ -269,3 +269,38 @@ def test_outputs_apart_from_the_rows_get_nests_of_their_own(heads, seq, dim):
     want = mlfuse.reference(src)(*inputs)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("seq", [128, 40])
+def test_stitched_transposes_of_the_innermost_dimension_run_by_tiles(seq):
+    """Attention's K^T split out of a packed QKV product (slice, reshape, transpose that
+    moves the innermost dimension) is a band of 8x8 tiles, next to Q's plain nest
+    (a transpose that keeps the innermost dimension); the same bits as the reference."""
+    src = f"""func.func @main(%x: tensor<{seq}x768xf32>) -> (tensor<1x4x64x{seq}xf32>, tensor<1x4x{seq}x64xf32>) {{
+  %kt, %qt = fusion.group "qk_split" kind = "loop" (%x) : (tensor<{seq}x768xf32>) -> (tensor<1x4x64x{seq}xf32>, tensor<1x4x{seq}x64xf32>) {{
+  ^bb0(%a: tensor<{seq}x768xf32>):
+    %k = graph.slice %a {{start = array<i64: 0, 256>, stop = array<i64: {seq}, 512>, step = array<i64: 1, 1>}} : tensor<{seq}x768xf32> -> tensor<{seq}x256xf32>
+    %kr = graph.reshape %k : tensor<{seq}x256xf32> -> tensor<1x{seq}x4x64xf32>
+    %t = graph.transpose %kr {{perm = array<i64: 0, 2, 3, 1>}} : tensor<1x{seq}x4x64xf32> -> tensor<1x4x64x{seq}xf32>
+    %q = graph.slice %a {{start = array<i64: 0, 0>, stop = array<i64: {seq}, 256>, step = array<i64: 1, 1>}} : tensor<{seq}x768xf32> -> tensor<{seq}x256xf32>
+    %qr = graph.reshape %q : tensor<{seq}x256xf32> -> tensor<1x{seq}x4x64xf32>
+    %u = graph.transpose %qr {{perm = array<i64: 0, 2, 1, 3>}} : tensor<1x{seq}x4x64xf32> -> tensor<1x4x{seq}x64xf32>
+    fusion.yield %t, %u : tensor<1x4x64x{seq}xf32>, tensor<1x4x{seq}x64xf32>
+  }}
+  func.return %kt, %qt : tensor<1x4x64x{seq}xf32>, tensor<1x4x{seq}x64xf32>
+}}"""
+    module = mlfuse.parse(src)
+    run_pipeline(module, ["convert-graph-to-loop"])
+    fn = next(op for op in module.ops if op.name == "func.func")
+    assert "mlfuse.unstitched" not in fn.attributes
+    ks = [op for op in fn.body.block.ops if isinstance(op, loop.BandOp | loop.NestOp)]
+    assert [type(k) for k in ks] == [loop.BandOp, loop.NestOp]
+    (tile,) = [op for op in ks[0].block.ops if isinstance(op, loop.NestOp)]
+    assert tile.rank == 2
+    x = np.random.default_rng(seq).standard_normal((seq, 768)).astype(np.float32)
+    compiled = mlfuse.compile(src)
+    outs = [np.full(spec.shape, np.nan, spec.dtype) for spec in compiled.outputs]
+    got = compiled(x, out=outs)
+    want = mlfuse.reference(src)(x)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

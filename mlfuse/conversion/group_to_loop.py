@@ -47,7 +47,7 @@ from xdsl.ir.affine import AffineConstantExpr, AffineExpr, AffineMap, AffineSymE
 from xdsl.rewriter import InsertPoint
 
 from mlfuse.conversion import scalar
-from mlfuse.conversion.graph_to_loop import Operand
+from mlfuse.conversion.graph_to_loop import TRANSPOSE_TILE, Operand
 from mlfuse.dialects import fusion, graph, loop
 
 # Column reductions of at least 2 * COLUMN_BLOCK_MIN_ROWS rows are summed by at most
@@ -61,6 +61,9 @@ COLUMN_BLOCK_MIN_ROWS = 256
 # A 65536-element f32 row sum: 3.2e-4 from the exact sum unblocked, numpy 4.9e-5.
 ROW_BLOCK = 256
 ROW_BLOCK_MIN = 4 * ROW_BLOCK
+# A stitched output that transposes the innermost dimension is written by tiles from
+# this many elements on (GroupLowering.lower_transposed).
+STITCHED_TRANSPOSE_MIN_ELEMENTS = 1 << 12
 
 
 class Fallback(Exception):
@@ -421,6 +424,10 @@ class GroupLowering:
         for value, buf in outputs:
             by_shape.setdefault(graph.shape_of(value), []).append((value, buf))
         for shape, items in by_shape.items():
+            across = next((a for v, _ in items if (a := self.transposed_dimension(v)) is not None), None)
+            if across is not None:
+                self.lower_transposed(items, shape, across)
+                continue
             rank = len(shape)
             index = tuple(AffineExpr.dimension(i) for i in range(rank))
             body = Body(rank, 0)
@@ -429,6 +436,44 @@ class GroupLowering:
             for k, (value, _) in enumerate(items):
                 body.set_out(k, self.value(body, value, index))
             self.emit_op(body.finish(self.group.group_name.data, shape, [loop.PARALLEL] * rank, []))
+
+    def transposed_dimension(self, value: SSAValue) -> int | None:
+        """The output dimension along which `value`, a transpose of the group that moves its
+        input's innermost dimension, reads that input contiguously, where tiles pay
+        (graph_to_loop.TRANSPOSE_TILE squares of an output of STITCHED_TRANSPOSE_MIN_ELEMENTS
+        or more); else None."""
+        op = value.owner
+        if not isinstance(op, graph.TransposeOp) or op.parent_op() is not self.group:
+            return None
+        rank, shape = len(op.permutation), graph.shape_of(value)
+        across = op.permutation.index(rank - 1)
+        tile = TRANSPOSE_TILE
+        if across == rank - 1 or shape[across] % tile or shape[-1] % tile or math.prod(shape) < STITCHED_TRANSPOSE_MIN_ELEMENTS:
+            return None
+        return across
+
+    def lower_transposed(self, items: list[tuple[SSAValue, SSAValue]], shape: tuple[int, ...], across: int) -> None:
+        """Outputs of `shape` that transpose the innermost dimension: a parallel band over
+        TRANSPOSE_TILE squares of (across, last), each a 2-d nest that LLVM unrolls and
+        transposes in registers, as graph_to_loop.tiled_transpose does for a lone transpose.
+        A flat nest read the input a row apart for every element: attention's K^T
+        (128x768 -> 1x4x64x128) took 42.8 us, its Q (1x4x128x64) 17.3 us (one thread)."""
+        rank, tile = len(shape), TRANSPOSE_TILE
+        band_block = Block(arg_types=[IndexType()] * rank)
+        saved, self.syms = self.syms, list[SSAValue](band_block.args)
+        s = [AffineExpr.symbol(k) for k in range(rank)]
+        index = tuple(s[k] * tile + AffineExpr.dimension(0) if k == across
+                      else s[k] * tile + AffineExpr.dimension(1) if k == rank - 1 else s[k] for k in range(rank))
+        with self.inserting_at_end(band_block):
+            body = Body(2, rank)
+            for _, buf in items:
+                body.out(buf, index)
+            for k, (value, _) in enumerate(items):
+                body.set_out(k, self.value(body, value, index))
+            self.emit_op(body.finish(self.group.group_name.data, [tile, tile], [loop.PARALLEL] * 2, self.syms))
+        self.syms = saved
+        sizes = [n // tile if k in (across, rank - 1) else n for k, n in enumerate(shape)]
+        self.emit_op(loop.BandOp(self.group.group_name.data + ".tiles", sizes, Region(band_block)))
 
     def lower_rows(self, outputs: list[tuple[SSAValue, SSAValue]]) -> None:
         """Row stitching: a band over the rows, one nest per phase inside, then the
@@ -837,15 +882,26 @@ AROUND_WINDOWS = (graph.BroadcastOp, graph.PadOp, graph.SliceOp, graph.ConstantO
 def is_window_group(ops: Sequence[Operation]) -> bool:
     """A group that post-tiling fusion lowers (convert-graph-to-loop emits its ops one nest
     each, tagged with the group; the loop-* passes in scope "group" fuse them into tiles):
-    it holds a window op (conv, pooling), or reads one value at several offsets (a stencil
-    written with slices), where stitching would recompute every neighbour in registers."""
+    it holds a window op (conv, pooling), or reads one value by slices at several offsets
+    that overlap (a stencil written with slices), where stitching would recompute every
+    neighbour in registers. Slices that do not overlap (attention's packed QKV split in
+    three) read each element once: they are stitched like any injective op."""
     if any(graph.is_window_op(op) for op in ops):
         return True
-    offsets: dict[SSAValue, set[tuple[int, ...]]] = {}
+    boxes: dict[SSAValue, list[tuple[tuple[int, ...], tuple[tuple[int, int], ...]]]] = {}
     for op in ops:
         if isinstance(op, graph.SliceOp):
-            offsets.setdefault(op.input, set()).add(tuple(op.bounds[0]))
-    return any(len(starts) > 1 for starts in offsets.values())
+            boxes.setdefault(op.input, []).append((op.bounds[0], slice_box(op)))
+    return any(
+        start != other_start and all(max(a0, b0) < min(a1, b1) for (a0, a1), (b0, b1) in zip(box, other))
+        for reads in boxes.values() for k, (start, box) in enumerate(reads) for other_start, other in reads[k + 1:]
+    )
+
+
+def slice_box(op: graph.SliceOp) -> tuple[tuple[int, int], ...]:
+    """Per dimension, the half-open range of the input's indices that `op` reads between."""
+    start, stop, step = op.bounds
+    return tuple((a, b) if s > 0 else (b + 1, a + 1) for a, b, s in zip(start, stop, step))
 
 
 def window_group_problem(ops: Sequence[Operation]) -> str | None:
