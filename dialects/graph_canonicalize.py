@@ -247,10 +247,16 @@ class FoldConstantOperands(RewritePattern):
         if value.type == result_type:
             replace_with(rewriter, op, graph.ConstantOp(value))
             return
-        scalar = graph.ConstantOp(value)
-        scalar.location = op.location
-        rewriter.insert(scalar, InsertPoint.before(op))
-        replace_with(rewriter, op, graph.BroadcastOp(scalar.result, [], graph.shape_of(result_type)))
+        replace_with_splat(rewriter, op, value)
+
+
+def replace_with_splat(rewriter: PatternRewriter, op: Operation, scalar_value: DenseIntOrFPElementsAttr) -> None:
+    """Replace `op` by the broadcast of the rank-0 constant `scalar_value` to its result's
+    shape: how a large splat is written (xDSL stores a dense attribute's every element)."""
+    scalar = graph.ConstantOp(scalar_value)
+    scalar.location = op.location
+    rewriter.insert(scalar, InsertPoint.before(op))
+    replace_with(rewriter, op, graph.BroadcastOp(scalar.result, [], graph.shape_of(op.results[0])))
 
 
 def scalar_under_broadcast(v: SSAValue) -> graph.ConstantOp | None:
@@ -317,10 +323,7 @@ class GatherFromSplat(RewritePattern):
             return
         if element.dtype.kind == "f" and not np.all(np.isfinite(element)):
             return  # xDSL prints inf/nan as hex integers that it parses back as finite numbers
-        scalar = graph.ConstantOp(graph.dense_attr(element.reshape(()), graph.element_type_of(op.result)))
-        scalar.location = op.location
-        rewriter.insert(scalar, InsertPoint.before(op))
-        replace_with(rewriter, op, graph.BroadcastOp(scalar.result, [], graph.shape_of(op.result)))
+        replace_with_splat(rewriter, op, graph.dense_attr(element.reshape(()), graph.element_type_of(op.result)))
 
 
 class GatherByConstantIndices(RewritePattern):

@@ -47,10 +47,9 @@ def fuses_a_copy(reader: Operation) -> bool:
     return not reader.has_trait(IsTerminator) and classify(reader).fusible
 
 
-def readers_in_order(op: Operation) -> list[Operation]:
-    """The ops that read `op`'s results, each once, in program order (those in nested
-    regions, which the walk along the block does not meet, last)."""
-    readers = {use.operation: None for result in op.results for use in result.uses}
+def in_program_order(op: Operation, readers: dict[Operation, None]) -> list[Operation]:
+    """`readers` of `op` in program order (those in nested regions, which the walk along
+    `op`'s block does not meet, last)."""
     ordered = []
     following = op.next_op
     while following is not None and len(ordered) < len(readers):
@@ -65,9 +64,10 @@ class DuplicateSharedBroadcast(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.BroadcastOp, rewriter: PatternRewriter) -> None:
-        readers = readers_in_order(op)
+        readers = {use.operation: None for use in op.result.uses}  # each op once
         if len(readers) < 2:
-            return
+            return  # before the walk that orders them: most broadcasts have one reader
+        readers = in_program_order(op, readers)
         fusing = [r for r in readers if fuses_a_copy(r)]
         if len(fusing) == len(readers):
             fusing = fusing[1:]  # the first reader keeps the original

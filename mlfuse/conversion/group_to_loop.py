@@ -170,7 +170,7 @@ class GroupLowering:
 
     def __init__(self, group: fusion.GroupOp, inputs: dict[SSAValue, object]):
         self.group = group
-        self.inputs = inputs  # block arg (or output written before the band) -> graph_to_loop.Operand
+        self.inputs = dict(inputs)  # block arg (or output written before the band) -> graph_to_loop.Operand
         self.ops = [op for op in group.block.ops if not isinstance(op, fusion.YieldOp)]
         self.kernel = Block()
         self.band_blocks: list[Block] = []  # filled before their band is emitted into the kernel
@@ -893,9 +893,14 @@ def is_window_group(ops: Sequence[Operation]) -> bool:
         if isinstance(op, graph.SliceOp):
             boxes.setdefault(op.input, []).append((op.bounds[0], slice_box(op)))
     return any(
-        start != other_start and all(max(a0, b0) < min(a1, b1) for (a0, a1), (b0, b1) in zip(box, other))
+        start != other_start and boxes_overlap(box, other)
         for reads in boxes.values() for k, (start, box) in enumerate(reads) for other_start, other in reads[k + 1:]
     )
+
+
+def boxes_overlap(p: Sequence[tuple[int, int]], q: Sequence[tuple[int, int]]) -> bool:
+    """Do the half-open boxes p and q (a range per dimension) share a point?"""
+    return all(max(p0, q0) < min(p1, q1) for (p0, p1), (q0, q1) in zip(p, q))
 
 
 def slice_box(op: graph.SliceOp) -> tuple[tuple[int, int], ...]:
