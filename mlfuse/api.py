@@ -203,7 +203,7 @@ class CompiledFunction:
     RECYCLE_MIN_BYTES = 1 << 20
 
     def __init__(self, jit, entry: str, inputs: list[TensorSpec], outputs: list[TensorSpec]):
-        from mlfuse.backend.team import TeamSizer
+        from mlfuse.backend.team import FAULT_WATCH_BYTES, TeamSizer
 
         self.jit = jit
         self.entry = entry
@@ -221,8 +221,10 @@ class CompiledFunction:
         self.loose_outputs: Any = None
         self._loose: CompiledFunction | None = None
         self.output_alignment = ALIGNMENT  # what the compiled code assumes of outputs
-        self._recycle = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in outputs) >= self.RECYCLE_MIN_BYTES
-        self._team = TeamSizer()  # the full team or one thread, by the calls' times
+        output_bytes = sum(math.prod(s.shape) * np.dtype(s.dtype).itemsize for s in outputs)
+        self._recycle = output_bytes >= self.RECYCLE_MIN_BYTES
+        # the full team or one thread, by the calls' times
+        self._team = TeamSizer(watch_faults=output_bytes >= FAULT_WATCH_BYTES)
         n_args = len(inputs) + len(outputs) + (self.arena_bytes > 0)
         self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(address)
 

@@ -6,6 +6,7 @@ fails the test instead of blocking the suite.
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import threading
@@ -18,7 +19,7 @@ import pytest
 import mlfuse
 from mlfuse.api import aligned_empty
 from mlfuse.backend import cpu
-from mlfuse.backend.team import FIRST_PROBE, ONE_THREAD_MARGIN, PROBE_EVERY, TEAM_MARGIN, TeamSizer
+from mlfuse.backend.team import FAULT_WATCH_BYTES, FIRST_PROBE, ONE_THREAD_MARGIN, PROBE_EVERY, TEAM_MARGIN, TeamSizer
 
 # two GEMMs and a row reduction: several kernels, intermediates in the arena
 GRAPH = """
@@ -237,6 +238,29 @@ def test_calls_record_their_team(team_of_two):
     for _ in range(8):
         fn(*args)
     assert set(fn._team.times) == {1, 2} and all(fn._team.times.values())
+
+
+
+def test_a_call_that_faults_its_outputs_in_is_not_recorded(team_of_two):
+    """A call writing fresh pages (np.empty outputs) is timed with the kernel's page
+    faults, which say nothing of the team; outputs too small to take FAULTS_IGNORED
+    faults are not watched (two getrusage calls saved on every call)."""
+    sizer = TeamSizer(watch_faults=True)
+
+    def touch_fresh_pages():  # fresh pages each time (malloc would reuse freed ones): a fault per page
+        with mmap.mmap(-1, 4 * FAULT_WATCH_BYTES) as pages:
+            np.frombuffer(pages, np.uint8)[:] = 1
+
+    for _ in range(4):
+        sizer.call(touch_fresh_pages, [])
+    assert not any(sizer.times.values()), "calls that faulted were recorded"
+    unwatched = TeamSizer(watch_faults=False)
+    for _ in range(4):
+        unwatched.call(touch_fresh_pages, [])
+    assert any(unwatched.times.values()), "calls were not recorded"
+
+    small, large = mlfuse.compile(PAIR), mlfuse.compile(GRAPH.replace("256x", "1024x"))
+    assert not small._team.watch_faults and large._team.watch_faults
 
 
 # --- argument checks -----------------------------------------------------------------

@@ -172,15 +172,27 @@ def team_of(n: int) -> Iterator[None]:
     once and cached, torch.set_num_threads(1) between two calls left mlfuse's calls on
     one thread (ResNet-18 at 2 threads 35 ms, against 18.8), and mlfuse's one-thread
     calls (TeamSizer's probes) left the thread's torch ops on one thread."""
+    before = enter_team(n)
+    try:
+        yield
+    finally:
+        leave_team(before, n)
+
+
+def enter_team(n: int) -> int:
+    """Set the calling thread's team to `n` threads; its setting before (for leave_team).
+    team_of without a generator, for the call path: after a model's kernels have run,
+    Python's own data is out of the caches and every step of a call costs microseconds."""
     gomp = _gomp()
     before = int(gomp.omp_get_max_threads())
     if before != n:
         gomp.omp_set_num_threads(n)
-    try:
-        yield
-    finally:
-        if before != n:
-            gomp.omp_set_num_threads(before)
+    return before
+
+
+def leave_team(before: int, n: int) -> None:
+    if before != n:
+        _gomp().omp_set_num_threads(before)
 
 
 def _after_fork_in_child() -> None:

@@ -60,6 +60,8 @@ ONE_THREAD_MARGIN = 0.7
 TEAM_MARGIN = 0.85
 # A call with more minor page faults than this (in the whole process) is not recorded.
 FAULTS_IGNORED = 64
+# Outputs smaller than this cannot take that many faults (4 KiB pages); see TeamSizer.watch_faults.
+FAULT_WATCH_BYTES = FAULTS_IGNORED * 4096
 
 
 class _Calls:
@@ -91,7 +93,10 @@ class TeamSizer:
     Calls may come from several threads at once: the sample windows are deques
     (appends are atomic) and a lost update of the counter only moves a probe."""
 
-    def __init__(self) -> None:
+    def __init__(self, watch_faults: bool = True) -> None:
+        # whether calls count their page faults: two getrusage calls, which a function
+        # whose outputs cannot take FAULTS_IGNORED faults between them is spared
+        self.watch_faults = watch_faults
         self.times: dict[int, deque[float]] = {}
         # each window's median, kept by record: choose runs on every call of a small model
         # too, where two medians a call were a tenth of the runtime's own overhead
@@ -142,16 +147,21 @@ class TeamSizer:
 
     def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
         """Run `fn(*args)` on the chosen number of threads (one beside another call), and
-        time it if it ran alone and without page faults."""
+        time it if it ran alone and without page faults (counted only where the outputs
+        could take them: see `watch_faults`)."""
         crowded, number = _Calls.enter()
         try:
             threads = 1 if crowded else self.choose(cpu.team_size())
-            with cpu.team_of(threads):
-                faults = page_faults()
+            before = cpu.enter_team(threads)
+            try:
+                faults = page_faults() if self.watch_faults else 0
                 start = time.perf_counter()
                 fn(*args)
                 seconds = time.perf_counter() - start
-                faults = page_faults() - faults
+                if self.watch_faults:
+                    faults = page_faults() - faults
+            finally:
+                cpu.leave_team(before, threads)
         finally:
             alone = _Calls.leave(number) and not crowded
         if not alone or faults > FAULTS_IGNORED:
