@@ -144,3 +144,36 @@ def test_conv_products_with_epilogue_match_torch(image, out_channels, kernel, st
     out = np.full(want.shape, np.nan, np.float32)
     fn(*([x] if constant_weight else [x, w]), out=[out])
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (2, 1, 0, 2), (0, 3, 1, 0)])
+def test_window_conv_fills_only_the_border_of_its_padded_input(pads):
+    """A conv whose GEMM reads its patches in place from the padded input (loop.gemm
+    {window}) fills only the border (graph_to_loop.fill_border); the copy writes the
+    rest. The arena starts poisoned with NaN, so any element neither fills would show;
+    two calls on other inputs check that nothing depends on what the arena held. The
+    reference sums in float64: rtol 1e-5 on 72-term sums."""
+    top, left, bottom, right = pads
+    text = f"""
+func.func @main(%x: tensor<1x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x{14 + top + bottom}x{14 + left + right}xf32> {{
+  %y = graph.conv2d %x, %w {{pads = array<i64: {top}, {left}, {bottom}, {right}>}} : (tensor<1x8x16x16xf32>, tensor<32x8x3x3xf32>) -> tensor<1x32x{14 + top + bottom}x{14 + left + right}xf32>
+  func.return %y : tensor<1x32x{14 + top + bottom}x{14 + left + right}xf32>
+}}"""
+    module = parse(text)
+    lowered = run_pipeline(module.clone(), cpu_pipeline()[: cpu_pipeline().index("convert-graph-to-loop") + 1])
+    fills = [op for op in lowered.walk() if isinstance(op, loop.NestOp) and op.nest_name.data.endswith("pad_fill")]
+    points = sum(int(np.prod([hi for _, hi in op.static_bounds() or []])) for op in fills)
+    assert points == 8 * ((16 + top + bottom) * (16 + left + right) - 16 * 16), "the fills must cover the border, once"
+    assert any(isinstance(op, loop.GemmOp) and op.window_size for op in lowered.walk())
+    fn = mlfuse.compile(text)
+    from mlfuse.reference import reference
+
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        fn._arenas[0][0][:] = 0xFF  # every float in the arena a NaN
+        x = rng.standard_normal((1, 8, 16, 16)).astype(np.float32)
+        w = (rng.standard_normal((32, 8, 3, 3)) / 8).astype(np.float32)
+        out = np.full(fn.outputs[0].shape, np.nan, np.float32)
+        fn(x, w, out=[out])
+        (expected,) = reference(text)(x, w)
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)

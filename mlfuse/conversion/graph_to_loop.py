@@ -799,8 +799,11 @@ def drop_unread_globals(module: ModuleOp, made: set[str]) -> None:
 # tile of the consumer, and storage reduction keeps only that tile.
 
 
-def pad_spatial(fl: FunctionLowering, src: SSAValue, pads: Sequence[int], value: float | int) -> SSAValue:
-    """An NCHW buffer padded by pads = [top, left, bottom, right] with `value` (src if no pads)."""
+def pad_spatial(fl: FunctionLowering, src: SSAValue, pads: Sequence[int], value: float | int, border_only: bool = False) -> SSAValue:
+    """An NCHW buffer padded by pads = [top, left, bottom, right] with `value` (src if no
+    pads): filled, then src copied into its interior. With `border_only` only the border
+    is filled (`fill_border`), for a reader that is no loop nest (a GEMM's window):
+    post-tiling fusion moves a whole fill into the tiles of the nests that read it."""
     if not any(pads):
         return src
     t = src.type
@@ -810,11 +813,47 @@ def pad_spatial(fl: FunctionLowering, src: SSAValue, pads: Sequence[int], value:
     el = t.get_element_type()
     shape = [n, c, h + top + bottom, w + left + right]
     padded = fl.alloc(TensorType(el, shape))
-    fl.nest("pad_fill", shape, [], [padded], lambda b, a: [scalar.const(b, value, el)], maps=[identity(4)])
+    if border_only:
+        fill_border(fl, padded, pads, value)
+    else:
+        fl.nest("pad_fill", shape, [], [padded], lambda b, a: [scalar.const(b, value, el)], maps=[identity(4)])
     d = dims(4)
     into = AffineMap(4, 0, (d[0], d[1], d[2] + top, d[3] + left))
     copy_nest(fl, "pad_copy", src, padded, identity(4), into, [n, c, h, w])
     return padded
+
+
+def fill_border(fl: FunctionLowering, padded: SSAValue, pads: Sequence[int], value: float | int) -> None:
+    """Fill the border that pads = [top, left, bottom, right] leave around the interior of
+    the NCHW buffer `padded`: the rows above and below it, then the columns beside it. A
+    pair of equal sides is one nest, its two strips a dimension of 2 apart (row
+    k * (top + h) + r). A whole fill wrote each padded input twice: ResNet-18's
+    64 x 58 x 58 took 92 us at 2 threads, of which 6.8% is border. Side by side at 2
+    threads (time with over without, medians of 25): ResNet-18 0.995, U-Net 0.996."""
+    t = padded.type
+    assert isinstance(t, MemRefType)
+    n, c, hp, wp = t.get_shape()
+    top, left, bottom, right = pads
+    h, w = hp - top - bottom, wp - left - right
+    el = t.get_element_type()
+    d = dims(5)
+
+    def fill(bounds: list[int], row: AffineExpr, col: AffineExpr) -> None:
+        fl.nest("pad_fill", bounds, [], [padded], lambda b, a: [scalar.const(b, value, el)],
+                maps=[AffineMap(len(bounds), 0, (d[0], d[1], row, col))])
+
+    if top and top == bottom:  # both in one nest: d2 picks the side
+        fill([n, c, 2, top, wp], d[2] * (top + h) + d[3], d[4])
+    else:
+        for extent, first in ((top, 0), (bottom, top + h)):
+            if extent:
+                fill([n, c, extent, wp], d[2] + first, d[3])
+    if left and left == right:  # row by row, both sides: d3 picks the side
+        fill([n, c, h, 2, left], d[2] + top, d[3] * (left + w) + d[4])
+    else:
+        for extent, first in ((left, 0), (right, left + w)):
+            if extent:
+                fill([n, c, h, extent], d[2] + top, d[3] + first)
 
 
 def window_maps(op: graph.WindowOp, channel: AffineExpr, d: list[AffineExpr], oh: int, kh: int, kw: int, ow: int) -> AffineMap:
@@ -1002,7 +1041,7 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     taps_h, taps_w = live_taps(op)
     kh, kw = len(taps_h), len(taps_w)
     if reads_patches_in_place(op, (taps_h, taps_w)):
-        src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0)
+        src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0, border_only=True)
         w = weight_matrix(fl, op.weight, taps_h, taps_w)
         strides = tuple(op.stride_values)
         window = (kh, kw) if strides == (1, 1) else (kh, kw, *strides)
