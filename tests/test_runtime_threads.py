@@ -393,6 +393,24 @@ def test_dropped_results_are_recycled(big_fn):
     np.testing.assert_allclose(y, exact_exp(x), rtol=EXP_RTOL)
 
 
+
+def test_results_kept_then_dropped_together_are_recycled(big_fn):
+    """`ys = [f(x) for x in batch]`, then the next batch: its outputs are the first
+    batch's memory (malloc would have given it back to the system: a page fault per
+    page), and the first batch's values were never overwritten while it was held."""
+    rng = np.random.default_rng(15)
+    xs = [rng.standard_normal((512, 512)).astype(np.float32) for _ in range(5)]
+    first = [big_fn(x)[0] for x in xs]
+    addresses = {y.ctypes.data for y in first}
+    assert len(addresses) == 5
+    assert all(np.allclose(y, exact_exp(x), rtol=EXP_RTOL) for x, y in zip(xs, first))
+    del first
+    second = [big_fn(x)[0] for x in xs[::-1]]
+    assert {y.ctypes.data for y in second} == addresses
+    assert all(any(y is kept[0] for kept in big_fn._issued) for y in second), "each output a recycled set"
+    assert all(np.allclose(y, exact_exp(x), rtol=EXP_RTOL) for x, y in zip(xs[::-1], second))
+    assert len(big_fn._issued) <= big_fn._recycled_sets
+
 def test_held_results_and_views_are_never_overwritten(big_fn):
     rng = np.random.default_rng(12)
     xs = [rng.standard_normal((512, 512)).astype(np.float32) for _ in range(5)]
