@@ -309,7 +309,7 @@ class NestOp(IRDLOperation):
                     f"to the {t.get_num_dims()} indices of {t}"
                 )
         for i, m in enumerate(self.out_maps):
-            used = {d for e in m.results for d in _dims_of(e)}
+            used = {d for e in m.results for d in dims_of(e)}
             reduced = {d for d, it in enumerate(self.iterator_kinds) if it == REDUCTION}
             # a dimension of at most one point writes no element twice (a GEMM with N = 1)
             missing = {d for d in set(range(rank)) - reduced - used if not self.at_most_one_point(d)}
@@ -479,11 +479,12 @@ def constant_of(m: AffineMap) -> int | None:
     return None
 
 
-def _dims_of(expr: AffineExpr) -> set[int]:
+def dims_of(expr: AffineExpr) -> set[int]:
+    """The loop dimensions an affine expression uses."""
     if isinstance(expr, AffineDimExpr):
         return {expr.position}
     if isinstance(expr, AffineBinaryOpExpr):
-        return _dims_of(expr.lhs) | _dims_of(expr.rhs)
+        return dims_of(expr.lhs) | dims_of(expr.rhs)
     return set()
 
 
