@@ -218,6 +218,33 @@ def test_crashing_translation_leaves_the_lowered_module(monkeypatch, tmp_path):
     assert "llvm.func" in text and "graph." not in text
 
 
+
+def test_crash_in_the_llvm_conversion_of_a_compile_leaves_the_graph_and_the_whole_pipeline(monkeypatch, tmp_path):
+    """convert-to-llvm runs on the compile's lowered copy without a copy of its own for
+    the reproducer: the reproducer is the graph module as compile() got it, with every
+    pass of the pipeline on its RUN line, and mlfuse-opt's run of it fails the same way."""
+    import importlib
+
+    def crash(*_, **__):
+        raise RuntimeError("conversion boom")
+
+    monkeypatch.setattr(importlib.import_module("mlfuse.passes.convert_to_llvm"), "convert_to_llvm", crash)
+    monkeypatch.setattr(diagnostics.tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(tmp_path / "cache"))
+    import mlfuse.api as api
+    from mlfuse.pipelines import cpu_pipeline
+
+    monkeypatch.setattr(api, "_MEMORY_CACHE", type(api._MEMORY_CACHE)())  # an earlier compile must not answer
+    with pytest.raises(Diagnostic) as info:
+        mlfuse.compile(os.path.join(REPO, "examples/layernorm.mlir"))
+    d = info.value
+    assert d.message.startswith("internal error: pass pipeline failed: RuntimeError: conversion boom")
+    with open(d.context.removeprefix("reproducer written to ")) as f:
+        text = f.read()
+    assert "graph.reduce_mean" in text and "loop.nest" not in text and "llvm.func" not in text
+    run = next(line for line in text.splitlines() if "RUN:" in line)
+    assert run.count(",") == len(cpu_pipeline()) - 1 and run.rstrip("'").endswith("convert-to-llvm")
+
 def test_reproducers_keep_the_newest(monkeypatch, tmp_path):
     monkeypatch.setattr(diagnostics.tempfile, "tempdir", str(tmp_path))
     paths = [diagnostics.write_reproducer(f"// {i}\n", ["test"]) for i in range(diagnostics.REPRODUCERS_KEPT + 5)]
