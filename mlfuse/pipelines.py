@@ -58,8 +58,10 @@ def cpu_pipeline(
     window groups (conv, pooling, stencils with their epilogues) one nest per op, tagged
     with the group; WINDOW_GROUPS then runs post-tiling fusion inside each window group:
     tile its live-outs, fuse its producers into the tiles, shrink its intermediates.
-    loop-coalesce then merges the dimensions every access walks as one run (an
-    epilogue's 28 x 28 pixels: one loop of 784 for LLVM to vectorize),
+    loop-delinearize splits a dimension that accesses read through floordiv and mod (a
+    reshape lowered with a transpose) in two, and loop-coalesce merges the dimensions
+    every access walks as one run (an epilogue's 28 x 28 pixels: one loop of 784 for
+    LLVM to vectorize),
     loop-gemm-epilogue-fuse folds the elementwise nest after a conv's or a linear
     layer's product into the GEMM kernel's register tile, and loop-fold-init folds a
     depthwise conv's zeroing nest into the conv (its first tap reads the zero).
@@ -80,7 +82,7 @@ def cpu_pipeline(
     if post_tile:
         passes += POST_TILE
     outline = " outline-serial=true" if outline_serial else ""
-    passes.append("loop-coalesce")
+    passes += ["loop-delinearize", "loop-coalesce"]
     if fuse:
         passes.append("loop-gemm-epilogue-fuse")
     passes += [

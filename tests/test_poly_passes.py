@@ -78,6 +78,7 @@ CASES = [
     ("loop-tile-after-fuse.mlir", ["loop-tile-after-fuse{sizes=8,16}"]),
     ("loop-startup-fuse.mlir", ["loop-startup-fuse"]),
     ("loop-coalesce.mlir", ["loop-coalesce"]),
+    ("loop-delinearize.mlir", ["loop-delinearize"]),
 ]
 
 
