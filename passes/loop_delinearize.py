@@ -2,7 +2,9 @@
 `d floordiv k` and `d mod k` (a reshape lowered with a transpose) becomes two, d = k * a + b
 (mlfuse.poly.delinearize).
 
-Each access is then plain affine, and the nest's points run in the same order
+Divisions that the dimensions' extents make exact are simplified first (x floordiv 128
+and x mod 128 over x < 128: 0 and x). Each access is then plain affine, and the nest's
+points run in the same order
 (bitwise the same results). Divisors k of the extent are tried from the smallest; a
 split is made only when no floordiv or mod of the dimension is left. Nests whose body
 names a dimension (`loop.index dim`), or whose bounds are not constants from 0, stay

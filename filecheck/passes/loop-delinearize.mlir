@@ -43,6 +43,28 @@ func.func @shuffle_and_sum(%x: memref<2x8x16xf32>, %y: memref<8x32xf32>, %s: mem
 
 // -----
 
+// A reshape there and back over d0 < 128 reads x[d0]; no split is needed. A division by
+// one is no division.
+// CHECK-LABEL: func.func @exact
+// CHECK: loop.nest "gelu" lower [0, 0] upper [128, 64]
+// CHECK-SAME: maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>]
+// CHECK: loop.nest "by_one" lower [0, 0] upper [128, 64]
+// CHECK-SAME: maps [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d0, d1)>]
+func.func @exact(%x: memref<128x64xf32>, %y: memref<128x64xf32>, %z: memref<128x64xf32>) {
+  loop.nest "gelu" lower [0, 0] upper [128, 64] iterators ["parallel", "parallel"] ins(%x : memref<128x64xf32>) outs(%y : memref<128x64xf32>) maps [affine_map<(d0, d1) -> ((((d0 floordiv 128) * 128) + (d0 mod 128)), d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.erf %a : f32
+    loop.yield %e : f32
+  }
+  loop.nest "by_one" lower [0, 0] upper [128, 64] iterators ["parallel", "parallel"] ins(%x : memref<128x64xf32>) outs(%z : memref<128x64xf32>) maps [affine_map<(d0, d1) -> ((d0 floordiv 1), (d1 mod 1))>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %b: f32):
+    loop.yield %a : f32
+  }
+  func.return
+}
+
+// -----
+
 // Left alone: a divisor that does not divide the extent (250 by 64), a body that names
 // its dimensions (loop.index), and a nest without divisions.
 // CHECK-LABEL: func.func @unchanged

@@ -14,6 +14,10 @@ becomes
     loop.nest "t" lower [0, 0, 0] upper [128, 4, 64]
         maps [(d0, d1, d2) -> (d1, d0, d2), (d0, d1, d2) -> (d0, d1 * 64 + d2)]
 
+Divisions that the extents make exact go first, with no split: a reshape there and back
+reads x[(d0 floordiv 128) * 128 + d0 mod 128] over d0 < 128, which is x[d0] (GELU's
+nest in a transformer's MLP); x floordiv 1 is x.
+
 The points run in the same order (d1 = 64 a + b, a outer), so results are bitwise the
 same, reductions included. A split is made only when it removes every floordiv and mod
 of that dimension (divisors k of its extent are tried from the smallest); nests whose
@@ -83,6 +87,8 @@ def simplify(e: AffineExpr, extents: list[int]) -> AffineExpr:
     if not isinstance(e, AffineBinaryOpExpr):
         return e
     lhs, rhs = simplify(e.lhs, extents), simplify(e.rhs, extents)
+    if e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod) and isinstance(rhs, AffineConstantExpr) and rhs.value == 1:
+        return lhs if e.kind == AffineBinaryOpKind.FloorDiv else AffineExpr.constant(0)
     if e.kind in (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.Mod) and isinstance(rhs, AffineConstantExpr) and rhs.value > 0:
         form = linear(lhs)
         if form is not None:
@@ -93,7 +99,9 @@ def simplify(e: AffineExpr, extents: list[int]) -> AffineExpr:
             if reach < c:
                 kept = (quotient, form[1] // c) if e.kind == AffineBinaryOpKind.FloorDiv else (rest, form[1] % c)
                 return from_linear(kept)
-    return AffineBinaryOpExpr(e.kind, lhs, rhs)
+    rebuilt = AffineBinaryOpExpr(e.kind, lhs, rhs)
+    form = linear(rebuilt)  # folds what the simplification left: 0 * 128 + d0 is d0
+    return rebuilt if form is None else from_linear(form)
 
 
 def divisions(e: AffineExpr) -> Iterator[tuple[AffineExpr, int]]:
@@ -126,6 +134,20 @@ def split_maps(maps: list[AffineMap], d: int, k: int, extents: list[int]) -> lis
             return None
         out.append(split)
     return out
+
+
+def tidied_nest(nest: loop.NestOp) -> loop.NestOp | None:
+    """`nest` with the divisions its dimensions' extents make exact simplified away
+    (x floordiv 128 + x mod 128 over x < 128: x), as a new nest; None if none is."""
+    bounds = nest.static_bounds()
+    if bounds is None or any(lo for lo, _ in bounds):
+        return None
+    extents = [hi for _, hi in bounds]
+    maps = nest.access_maps
+    tidied = [AffineMap(m.num_dims, m.num_symbols, tuple(simplify(e, extents) for e in m.results)) for m in maps]
+    if sum(len(list(divisions(e))) for m in tidied for e in m.results) == sum(len(list(divisions(e))) for m in maps for e in m.results):
+        return None
+    return rebuild_nest(nest, list(nest.syms), [b.data for b in nest.lower.data], [b.data for b in nest.upper.data], tidied)
 
 
 def delinearize_nest(nest: loop.NestOp) -> loop.NestOp | None:
@@ -163,7 +185,7 @@ def delinearize(fn: func.FuncOp) -> int:
     the number of splits."""
     count = 0
     for nest in [op for op in fn.walk() if isinstance(op, loop.NestOp)]:
-        while (made := delinearize_nest(nest)) is not None:
+        while (made := tidied_nest(nest) or delinearize_nest(nest)) is not None:
             block = nest.parent_block()
             assert block is not None
             block.insert_op_before(made, nest)
