@@ -200,10 +200,18 @@ def test_crashing_translation_leaves_the_lowered_module(monkeypatch, tmp_path):
     reproducer."""
     from mlfuse.backend import llvm_translate
 
-    def crash(module, **_):
-        raise RuntimeError("translation boom")
+    text = reproducer_of_crashing_compile(monkeypatch, tmp_path, llvm_translate, "to_llvmlite", "LLVM translation")
+    assert "llvm.func" in text and "graph." not in text
 
-    monkeypatch.setattr(llvm_translate, "to_llvmlite", crash)
+
+def reproducer_of_crashing_compile(monkeypatch, tmp_path, module, name: str, stage: str) -> str:
+    """compile() of examples/layernorm.mlir with `module.name` raising: the internal
+    error names `stage`; the reproducer's text."""
+
+    def crash(*_, **__):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(module, name, crash)
     monkeypatch.setattr(diagnostics.tempfile, "tempdir", str(tmp_path))
     monkeypatch.setenv("MLFUSE_CACHE_DIR", str(tmp_path / "cache"))
     import mlfuse.api as api
@@ -211,39 +219,25 @@ def test_crashing_translation_leaves_the_lowered_module(monkeypatch, tmp_path):
     monkeypatch.setattr(api, "_MEMORY_CACHE", type(api._MEMORY_CACHE)())  # an earlier compile must not answer
     with pytest.raises(Diagnostic) as info:
         mlfuse.compile(os.path.join(REPO, "examples/layernorm.mlir"))
-    d = info.value
-    assert d.message.startswith("internal error: LLVM translation failed: RuntimeError: translation boom")
-    with open(d.context.removeprefix("reproducer written to ")) as f:
-        text = f.read()
-    assert "llvm.func" in text and "graph." not in text
-
+    assert info.value.message.startswith(f"internal error: {stage} failed: RuntimeError: boom")
+    with open(info.value.context.removeprefix("reproducer written to ")) as f:
+        return f.read()
 
 
 def test_crash_in_the_llvm_conversion_of_a_compile_leaves_the_graph_and_the_whole_pipeline(monkeypatch, tmp_path):
     """convert-to-llvm runs on the compile's lowered copy without a copy of its own for
     the reproducer: the reproducer is the graph module as compile() got it, with every
-    pass of the pipeline on its RUN line, and mlfuse-opt's run of it fails the same way."""
+    pass of the pipeline on its RUN line."""
     import importlib
 
-    def crash(*_, **__):
-        raise RuntimeError("conversion boom")
-
-    monkeypatch.setattr(importlib.import_module("mlfuse.passes.convert_to_llvm"), "convert_to_llvm", crash)
-    monkeypatch.setattr(diagnostics.tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setenv("MLFUSE_CACHE_DIR", str(tmp_path / "cache"))
-    import mlfuse.api as api
     from mlfuse.pipelines import cpu_pipeline
 
-    monkeypatch.setattr(api, "_MEMORY_CACHE", type(api._MEMORY_CACHE)())  # an earlier compile must not answer
-    with pytest.raises(Diagnostic) as info:
-        mlfuse.compile(os.path.join(REPO, "examples/layernorm.mlir"))
-    d = info.value
-    assert d.message.startswith("internal error: pass pipeline failed: RuntimeError: conversion boom")
-    with open(d.context.removeprefix("reproducer written to ")) as f:
-        text = f.read()
+    conversion = importlib.import_module("mlfuse.passes.convert_to_llvm")
+    text = reproducer_of_crashing_compile(monkeypatch, tmp_path, conversion, "convert_to_llvm", "pass pipeline")
     assert "graph.reduce_mean" in text and "loop.nest" not in text and "llvm.func" not in text
     run = next(line for line in text.splitlines() if "RUN:" in line)
     assert run.count(",") == len(cpu_pipeline()) - 1 and run.rstrip("'").endswith("convert-to-llvm")
+
 
 def test_reproducers_keep_the_newest(monkeypatch, tmp_path):
     monkeypatch.setattr(diagnostics.tempfile, "tempdir", str(tmp_path))
