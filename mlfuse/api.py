@@ -775,15 +775,16 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
     last = list(steps[-1:]) if _ends_in_llvm_conversion(steps) else []
     if last:  # located while the graph ops still carry their source locations
         reject_bf16(lowered, "CPU")
-    if len(steps) > len(last):
-        run_pipeline(lowered, steps[: len(steps) - len(last)], verify_result=not last)
+    before = list(steps[: len(steps) - len(last)])
+    if before:
+        run_pipeline(lowered, before, verify_result=not last)
     from mlfuse.backend.llvm_translate import to_llvmlite
 
     constants: dict[str, bytes] = {}
     # the GEMM kernels compile in forked workers while this process lowers the rest
     with cpu.early_gemms(expected_gemms(lowered, last)) as pool:
         if last:
-            run_pipeline(lowered, last, verify_result=False, bf16_checked=True, source=(module, steps[: len(steps) - len(last)]))
+            run_pipeline(lowered, last, verify_result=False, bf16_checked=True, source=(module, before))
         with internal_errors("LLVM translation", lowered, changes_module=False):  # it reads the module
             ir_module = to_llvmlite(lowered, external=constants, define_gemms=False)  # see cpu.GemmSource
             objects, keys = cpu.compile_units(ir_module, keep=_public_functions(module) | {entry}, pool=pool)

@@ -38,6 +38,7 @@ from xdsl.ir.affine import (
     AffineExpr,
     AffineMap,
 )
+from xdsl.rewriter import Rewriter
 
 from mlfuse.dialects import loop
 from mlfuse.poly.program import rebuild_nest
@@ -118,11 +119,28 @@ def divides(m: AffineMap, d: int) -> bool:
     return any(d in loop.dims_of(dividend) for e in m.results for dividend, _ in divisions(e))
 
 
+def division_count(maps: list[AffineMap]) -> int:
+    return sum(1 for m in maps for e in m.results for _ in divisions(e))
+
+
+def zero_based_extents(nest: loop.NestOp) -> list[int] | None:
+    """The extent of each dimension of `nest`, when every bound is a constant and the
+    lower ones are 0 (the ranges simplify() reasons with); else None."""
+    bounds = nest.static_bounds()
+    if bounds is None or any(lo for lo, _ in bounds):
+        return None
+    return [hi for _, hi in bounds]
+
+
+def split_extents(extents: list[int], d: int, k: int) -> list[int]:
+    return extents[:d] + [extents[d] // k, k] + extents[d + 1 :]
+
+
 def split_maps(maps: list[AffineMap], d: int, k: int, extents: list[int]) -> list[AffineMap] | None:
     """The maps over the dimensions with d split into (d, d + 1) = (d // k, d % k),
     simplified; None if a floordiv or mod of the split dimension is left."""
     rank = len(extents)
-    new_extents = extents[:d] + [extents[d] // k, k] + extents[d + 1 :]
+    new_extents = split_extents(extents, d, k)
     dims: list[AffineExpr] = [AffineExpr.dimension(j if j < d else j + 1) for j in range(rank)]
     dims[d] = AffineExpr.dimension(d) * k + AffineExpr.dimension(d + 1)
     out = []
@@ -139,13 +157,12 @@ def split_maps(maps: list[AffineMap], d: int, k: int, extents: list[int]) -> lis
 def tidied_nest(nest: loop.NestOp) -> loop.NestOp | None:
     """`nest` with the divisions its dimensions' extents make exact simplified away
     (x floordiv 128 + x mod 128 over x < 128: x), as a new nest; None if none is."""
-    bounds = nest.static_bounds()
-    if bounds is None or any(lo for lo, _ in bounds):
+    extents = zero_based_extents(nest)
+    if extents is None:
         return None
-    extents = [hi for _, hi in bounds]
     maps = nest.access_maps
     tidied = [AffineMap(m.num_dims, m.num_symbols, tuple(simplify(e, extents) for e in m.results)) for m in maps]
-    if sum(len(list(divisions(e))) for m in tidied for e in m.results) == sum(len(list(divisions(e))) for m in maps for e in m.results):
+    if division_count(tidied) == division_count(maps):
         return None
     return rebuild_nest(nest, list(nest.syms), [b.data for b in nest.lower.data], [b.data for b in nest.upper.data], tidied)
 
@@ -153,16 +170,13 @@ def tidied_nest(nest: loop.NestOp) -> loop.NestOp | None:
 def delinearize_nest(nest: loop.NestOp) -> loop.NestOp | None:
     """`nest` with its first dimension that can be split (see the module docstring)
     split, as a new nest in its place; None if none can be."""
-    bounds = nest.static_bounds()
-    if bounds is None or any(lo for lo, _ in bounds) or nest.syms:
+    extents = zero_based_extents(nest)
+    if extents is None or nest.syms:
         return None
     if any(isinstance(op, loop.IndexOp) and op.kind.data == loop.IndexKind.DIM for op in nest.body.walk()):
         return None  # its dimensions are named by position
-    extents = [hi for _, hi in bounds]
     maps = nest.access_maps
     for d in range(nest.rank):
-        if not any(divides(m, d) for m in maps):
-            continue
         divisors = sorted({c for m in maps for e in m.results for dividend, c in divisions(e) if d in loop.dims_of(dividend)})
         for k in divisors:
             if k <= 1 or k >= extents[d] or extents[d] % k:
@@ -170,7 +184,7 @@ def delinearize_nest(nest: loop.NestOp) -> loop.NestOp | None:
             split = split_maps(maps, d, k, extents)
             if split is None:
                 continue
-            new_extents = extents[:d] + [extents[d] // k, k] + extents[d + 1 :]
+            new_extents = split_extents(extents, d, k)
             kinds = nest.iterator_kinds
             lower = [AffineMap.constant_map(0) for _ in new_extents]
             upper = [AffineMap.constant_map(n) for n in new_extents]
@@ -186,11 +200,7 @@ def delinearize(fn: func.FuncOp) -> int:
     count = 0
     for nest in [op for op in fn.walk() if isinstance(op, loop.NestOp)]:
         while (made := tidied_nest(nest) or delinearize_nest(nest)) is not None:
-            block = nest.parent_block()
-            assert block is not None
-            block.insert_op_before(made, nest)
-            nest.detach()
-            nest.erase()
+            Rewriter.replace_op(nest, made)
             nest = made
             count += 1
     return count
