@@ -189,8 +189,19 @@ def aligned_empty(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
         raw = np.empty(max(1, nbytes) + ALIGNMENT, dtype=np.uint8)
     except MemoryError:
         raise Diagnostic(f"cannot allocate {nbytes} bytes for a {dtype} array of shape {list(shape)}: out of memory") from None
-    offset = (-raw.ctypes.data) % ALIGNMENT
+    offset = (-address_of(raw)) % ALIGNMENT
     return raw[offset : offset + nbytes].view(dtype).reshape(shape)
+
+
+def address_of(a: np.ndarray) -> int:
+    """The address of a C-contiguous array's data. ndarray.ctypes builds numpy's Python-level
+    _ctypes object: after a model's kernels have pushed Python's own data out of the caches,
+    two of them took 26 us, ctypes.addressof of a c_char over the buffer 9 us. Read-only and
+    empty arrays have no writable byte to view, and take the slow way."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(a))  # pyright: ignore[reportArgumentType]  (numpy stubs lack __buffer__)
+    except (TypeError, ValueError):
+        return a.ctypes.data
 
 
 class CompiledFunction:
@@ -317,7 +328,7 @@ class CompiledFunction:
         if len(self._issued) < self._recycled_sets:
             self._issued.append(outputs)
 
-    def _outputs(self, out: Sequence[np.ndarray] | np.ndarray | None, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    def _outputs(self, out: Sequence[np.ndarray] | np.ndarray | None) -> list[np.ndarray]:
         if out is None:
             recycled = self._recycled_outputs() if self._recycle else None
             if recycled is not None:
@@ -332,13 +343,20 @@ class CompiledFunction:
                 raise ValueError(f"out= array for '{spec.name}' must be a {spec.dtype} array of shape {spec.shape}")
             if not o.flags.c_contiguous or not o.flags.writeable:
                 raise ValueError(f"out= array for '{spec.name}' must be C-contiguous and writeable")
-            if any(np.shares_memory(o, a) for a in inputs):
-                raise ValueError(f"out= array for '{spec.name}' overlaps an input")
         return list(out)
 
-    def _check_disjoint(self, out: Sequence[np.ndarray], addresses: Sequence[int]) -> None:
-        """Raise if two out= arrays share memory: one output would overwrite the other.
-        They are C-contiguous, so each covers exactly [address, address + nbytes)."""
+    def _check_disjoint(self, out: Sequence[np.ndarray], addresses: Sequence[int], inputs: Sequence[np.ndarray],
+                        input_addresses: Sequence[int]) -> None:
+        """Raise if an out= array shares memory with an input or another out= array: the
+        kernels would overwrite what they read, or one output the other. All are
+        C-contiguous, so each covers exactly [address, address + nbytes), and integer tests
+        tell (np.shares_memory was slow on a call's cold path)."""
+        for spec, o, start in zip(self.outputs, out, addresses):
+            if o.nbytes and any(a.nbytes and s < start + o.nbytes and start < s + a.nbytes
+                                for a, s in zip(inputs, input_addresses)):
+                raise ValueError(f"out= array for '{spec.name}' overlaps an input")
+        if len(out) < 2:
+            return
         spans = sorted((a, a + o.nbytes, s.name) for s, o, a in zip(self.outputs, out, addresses) if o.nbytes)
         reach = None  # the span seen so far that ends last
         for start, end, name in spans:
@@ -349,10 +367,11 @@ class CompiledFunction:
 
     def __call__(self, *arrays: Any, out=None, **named: Any) -> tuple[np.ndarray, ...]:
         inputs = self._bind(arrays, named)
-        outputs = self._outputs(out, inputs)
-        addresses = [o.ctypes.data for o in outputs]  # once per array: ndarray.ctypes is slow
-        if out is not None and len(outputs) > 1:
-            self._check_disjoint(outputs, addresses)
+        input_addresses = [address_of(a) for a in inputs]  # once per array: see address_of
+        outputs = self._outputs(out)
+        addresses = [address_of(o) for o in outputs]
+        if out is not None:
+            self._check_disjoint(outputs, addresses, inputs, input_addresses)
         # compiled code may assume outputs are ALIGNMENT-byte aligned (aligned vector and
         # non-temporal stores): out= arrays aligned to 16 bytes go to a variant compiled
         # for that (no copy); others are written through a copy, one per call, so
@@ -360,8 +379,8 @@ class CompiledFunction:
         if any(a % ALIGNMENT for a in addresses) and all(a % 16 == 0 for a in addresses):
             loose = self._loose_variant()
             if loose is not None:
-                return loose._run(inputs, outputs, addresses)
-        return self._run(inputs, outputs, addresses, issue=out is None)
+                return loose._run(input_addresses, outputs, addresses)
+        return self._run(input_addresses, outputs, addresses, issue=out is None)
 
     def run_addresses(self, inputs: Sequence[int], outputs: Sequence[int]) -> None:
         """The compiled code on raw addresses, nothing checked: the caller guarantees
@@ -379,17 +398,17 @@ class CompiledFunction:
             self._loose = self.loose_outputs()  # two threads may both compile: the cache makes it cheap
         return self._loose
 
-    def _run(self, inputs: list[np.ndarray], outputs: list[np.ndarray], addresses: list[int],
+    def _run(self, input_addresses: list[int], outputs: list[np.ndarray], addresses: list[int],
              issue: bool = False) -> tuple[np.ndarray, ...]:
-        """Call the compiled code on checked arrays."""
+        """Call the compiled code on checked arrays (the inputs by their addresses)."""
         staged = {}
         for i, address in enumerate(addresses):
             if address % self.output_alignment:
                 staged[i] = aligned_empty(outputs[i].shape, outputs[i].dtype)
-                addresses[i] = staged[i].ctypes.data
+                addresses[i] = address_of(staged[i])
         arena = self._take_arena()
         try:
-            self._team.call(self._fn, [*[a.ctypes.data for a in inputs], *addresses, *([arena[1]] if arena else [])])
+            self._team.call(self._fn, [*input_addresses, *addresses, *([arena[1]] if arena else [])])
         finally:
             self._give_arena(arena)
         for i, copy in staged.items():

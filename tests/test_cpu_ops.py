@@ -356,6 +356,23 @@ def test_call_errors_are_clear():
         fn(x, out=[x])
 
 
+def test_out_overlap_is_told_by_address_ranges():
+    """The call checks out= against the inputs by address ranges (api.address_of): a
+    partial overlap is refused, neighbours in one buffer are not, and read-only or
+    non-buffer inputs (no writable byte for ctypes to view) take numpy's address."""
+    fn = mlfuse.compile(unary_src("exp", (4,)))
+    buffer = RNG.standard_normal(9).astype(np.float32)
+    with pytest.raises(ValueError, match="overlaps an input"):
+        fn(buffer[:4], out=[buffer[3:7]])
+    x, out = buffer[:4], buffer[4:8]
+    want = np.exp(x)
+    (got,) = fn(x, out=[out])
+    assert got is out
+    np.testing.assert_allclose(buffer[4:8], want, rtol=1e-6)
+    readonly = np.frombuffer(np.float32([0.5, -1, 2, 3]).tobytes(), np.float32)
+    np.testing.assert_allclose(fn(readonly)[0], np.exp(readonly), rtol=1e-6)
+
+
 def test_keyword_inputs_and_out():
     src = binary_src("sub", (5,))
     fn = mlfuse.compile(src)
