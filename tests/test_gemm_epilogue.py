@@ -191,3 +191,32 @@ def test_conv_epilogue_runs_in_the_kernel(constant_weight, residual):
                for i in range(3) for j in range(3))
     want = np.maximum(conv + bias[None, :, None, None] + (r if residual else 0), 0)
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_pointwise_conv_over_49_pixels_is_w_at_input():
+    """A pointwise conv over a 7 x 7 image (MobileNetV2's last stage) is one w @ x product
+    over its input, no patches copied out and no unpack (POINTWISE_NCHW_PRODUCT_MIN_PIXELS),
+    its 49 columns a tile of 48 and a tail of one: bias, clip to [0, 6] and a residual in
+    the kernel. Against float64 numpy within fp32 rounding of 64-term sums (atol 1e-5 of
+    the output's range), outputs poisoned."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 64, 7, 7)).astype(np.float32)
+    w = rng.standard_normal((96, 64, 1, 1)).astype(np.float32)
+    bias = rng.standard_normal(96).astype(np.float32)
+    r = rng.standard_normal((1, 96, 7, 7)).astype(np.float32)
+    b = GraphBuilder()
+    xs, rs = b.input("x", x.shape, "f32"), b.input("r", r.shape, "f32")
+    y = b.conv2d(xs, b.constant(w, "f32"), [1, 1], [0] * 4, [1, 1], 1)
+    y = y + b.broadcast_to(b.constant(bias, "f32").reshape(1, 96, 1, 1), y.shape)
+    b.output(b.minimum(b.relu(y), b.constant(np.float32(6), "f32")) + rs)
+    module = b.module()
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(module.clone(), steps[: steps.index("loop-gemm-epilogue-fuse") + 1])
+    (gemm,) = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
+    assert [t.get_shape() for t in (gemm.a.type, gemm.b.type, gemm.c.type)] == [(1, 96, 64), (1, 64, 49), (1, 96, 49)]
+    assert not [op for op in lowered.walk() if isinstance(op, loop.NestOp)]
+    out = np.full((1, 96, 7, 7), np.nan, np.float32)
+    mlfuse.compile(module)(x, r, out=[out])
+    conv = np.einsum("oc,nchw->nohw", w[:, :, 0, 0].astype(np.float64), x.astype(np.float64))
+    want = np.minimum(np.maximum(conv + bias[None, :, None, None], 0), 6) + r
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())

@@ -184,6 +184,23 @@ func.func @few_pixels(%x: tensor<1x64x7x7xf32>, %w: tensor<256x64x3x3xf32>) -> t
   %y = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x64x7x7xf32>, tensor<256x64x3x3xf32>) -> tensor<1x256x7x7xf32>
   func.return %y : tensor<1x256x7x7xf32>
 }
+// A pointwise conv's w @ patches reads its input as the patches: from
+// POINTWISE_NCHW_PRODUCT_MIN_PIXELS (32) on, not only from 50 (7 x 7 here; 5 x 5 below).
+// GEMM-LABEL: func.func @pointwise_few_pixels
+// GEMM-NOT: conv_patches
+// GEMM: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} : memref<1x256x64xf32>, memref<1x64x49xf32>, memref<1x256x49xf32>
+// GEMM-NOT: conv_unpack
+func.func @pointwise_few_pixels(%x: tensor<1x64x7x7xf32>, %w: tensor<256x64x1x1xf32>) -> tensor<1x256x7x7xf32> {
+  %y = graph.conv2d %x, %w : (tensor<1x64x7x7xf32>, tensor<256x64x1x1xf32>) -> tensor<1x256x7x7xf32>
+  func.return %y : tensor<1x256x7x7xf32>
+}
+// GEMM-LABEL: func.func @pointwise_fewer_pixels
+// GEMM: loop.nest "conv_patches"
+// GEMM: loop.nest "conv_unpack"
+func.func @pointwise_fewer_pixels(%x: tensor<1x64x5x5xf32>, %w: tensor<256x64x1x1xf32>) -> tensor<1x256x5x5xf32> {
+  %y = graph.conv2d %x, %w : (tensor<1x64x5x5xf32>, tensor<256x64x1x1xf32>) -> tensor<1x256x5x5xf32>
+  func.return %y : tensor<1x256x5x5xf32>
+}
 
 // -----
 

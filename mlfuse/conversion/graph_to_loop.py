@@ -997,6 +997,12 @@ def lower_conv2d_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAVal
 # (time at 50 over 32, AVX-512): ResNet-18 0.97 (its 7x7 convs at 129 GF/s, were 94),
 # MobileNetV3-small 0.97, MobileNetV2 0.98. (On AVX2, 7x7 was even: see nchw_product.)
 NCHW_PRODUCT_MIN_PIXELS = 50
+# ... except for pointwise convs, whose w @ patches reads the input itself where patches @ wt
+# copies it out pixel-major (conv_patches) and unpacks the product: two transposes for
+# a 49-lane tail. Side by side at 2 threads (time with 32 over 50, medians of 21):
+# MobileNetV2 0.94-0.96 (its 7x7 layers), MobileNetV3-small 0.97-1.01, ResNet-18 (no
+# pointwise conv at 7x7) unchanged.
+POINTWISE_NCHW_PRODUCT_MIN_PIXELS = 32
 
 
 def nchw_product(op: graph.Conv2dOp) -> bool:
@@ -1015,7 +1021,7 @@ def nchw_product(op: graph.Conv2dOp) -> bool:
     n, o, oh, ow = graph.shape_of(op.result)
     _, c, kh, kw = graph.shape_of(op.weight)
     pixels = oh * ow
-    if n != 1 or pixels < NCHW_PRODUCT_MIN_PIXELS:
+    if n != 1 or pixels < (POINTWISE_NCHW_PRODUCT_MIN_PIXELS if is_pointwise(op) else NCHW_PRODUCT_MIN_PIXELS):
         return False
     return uses_gemm_kernel((o, c * kh * kw), (c * kh * kw, pixels), graph.element_type_of(op.result))
 
