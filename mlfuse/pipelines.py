@@ -58,6 +58,8 @@ def cpu_pipeline(
     window groups (conv, pooling, stencils with their epilogues) one nest per op, tagged
     with the group; WINDOW_GROUPS then runs post-tiling fusion inside each window group:
     tile its live-outs, fuse its producers into the tiles, shrink its intermediates.
+    loop-forward-copies makes the nests that write a copy's source (its only reader)
+    write the copy's destination (a concat written into the next conv's padded input),
     loop-delinearize splits a dimension that accesses read through floordiv and mod (a
     reshape lowered with a transpose) in two, and loop-coalesce merges the dimensions
     every access walks as one run (an epilogue's 28 x 28 pixels: one loop of 784 for
@@ -82,7 +84,7 @@ def cpu_pipeline(
     if post_tile:
         passes += POST_TILE
     outline = " outline-serial=true" if outline_serial else ""
-    passes += ["loop-delinearize", "loop-coalesce"]
+    passes += ["loop-forward-copies", "loop-delinearize", "loop-coalesce"]
     if fuse:
         passes.append("loop-gemm-epilogue-fuse")
     passes += [

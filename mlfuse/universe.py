@@ -53,6 +53,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "loop-post-tile-fuse": ("loop_post_tile_fuse", "LoopPostTileFusePass"),
     "loop-storage-reduce": ("loop_storage_reduce", "LoopStorageReducePass"),
     "loop-coalesce": ("loop_coalesce", "LoopCoalescePass"),
+    "loop-forward-copies": ("loop_forward_copies", "LoopForwardCopiesPass"),
     "loop-delinearize": ("loop_delinearize", "LoopDelinearizePass"),
     "loop-gemm-epilogue-fuse": ("loop_gemm_epilogue_fuse", "LoopGemmEpilogueFusePass"),
     "loop-fold-init": ("loop_fold_init", "LoopFoldInitPass"),

@@ -193,6 +193,32 @@ def test_conv_epilogue_runs_in_the_kernel(constant_weight, residual):
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
+def test_concat_is_written_into_the_padded_input_of_the_conv():
+    """U-Net's decoder: the concat of an elementwise result and an input feeds a 3x3 conv
+    whose GEMM reads its padded input in place. loop-forward-copies has the concat's
+    piece of x2 and the exp nest (whose result only the concat read) write the padded
+    interior: no pad copy is left, nor the exp's piece of the concat. Against float64 numpy within fp32 rounding of 144-term
+    sums (atol 1e-5 of the output's range), outputs poisoned."""
+    rng = np.random.default_rng(11)
+    x1, x2 = (rng.standard_normal((1, 8, 16, 16)).astype(np.float32) for _ in range(2))
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    b = GraphBuilder()
+    a1, a2 = b.input("x1", x1.shape, "f32"), b.input("x2", x2.shape, "f32")
+    joined = b.concat([b.exp(a1), a2], axis=1)
+    b.output(b.conv2d(joined, b.constant(w, "f32"), [1, 1], [1] * 4, [1, 1], 1))
+    module = b.module()
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(module.clone(), steps[: steps.index("loop-forward-copies") + 1])
+    names = [op.nest_name.data for op in lowered.walk() if isinstance(op, loop.NestOp)]
+    assert not [n for n in names if "pad_copy" in n] and sum(n.endswith("concat") for n in names) == 1, names  # x2's piece
+    out = np.full((1, 16, 16, 16), np.nan, np.float32)
+    mlfuse.compile(module)(x1, x2, out=[out])
+    xp = np.pad(np.concatenate([np.exp(x1.astype(np.float64)), x2], axis=1), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), xp[:, :, i : i + 16, j : j + 16])
+               for i in range(3) for j in range(3))
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
 def test_pointwise_conv_over_49_pixels_is_w_at_input():
     """A pointwise conv over a 7 x 7 image (MobileNetV2's last stage) is one w @ x product
     over its input, no patches copied out and no unpack (POINTWISE_NCHW_PRODUCT_MIN_PIXELS),

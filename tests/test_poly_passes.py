@@ -79,6 +79,7 @@ CASES = [
     ("loop-startup-fuse.mlir", ["loop-startup-fuse"]),
     ("loop-coalesce.mlir", ["loop-coalesce"]),
     ("loop-delinearize.mlir", ["loop-delinearize"]),
+    ("loop-forward-copies.mlir", ["loop-forward-copies"]),
 ]
 
 

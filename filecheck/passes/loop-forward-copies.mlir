@@ -1,0 +1,204 @@
+// RUN: mlfuse-opt %s --split-input-file -p loop-forward-copies | filecheck %s
+// RUN: not mlfuse-opt %s -p 'loop-forward-copies{depth=2}' 2>&1 | filecheck %s --check-prefix=BAD
+
+// loop-forward-copies (mlfuse/poly/forward_copies.py): a copy nest whose source nothing
+// else reads goes, and the source's writers write the copy's destination.
+
+// BAD: depth
+
+// A concat of two pieces, then the pad copy of the concat: the pieces write the padded
+// interior, after the fill (moved up with the padded buffer); the concat's buffer goes.
+// CHECK-LABEL: func.func @concat_into_pad
+// CHECK-NEXT: %p = memref.alloc() : memref<1x4x6x6xf32>
+// CHECK-NEXT: loop.nest "pad_fill"
+// CHECK: loop.nest "concat" {{.*}} ins(%a : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>)
+// CHECK-SAME: affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 1), (d3 + 1))>]
+// CHECK: loop.nest "concat" {{.*}} ins(%b : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>)
+// CHECK-SAME: affine_map<(d0, d1, d2, d3) -> (d0, (d1 + 2), (d2 + 1), (d3 + 1))>]
+// CHECK-NOT: pad_copy
+// CHECK-NOT: memref<1x4x4x4xf32>
+// CHECK: loop.nest "window"
+func.func @concat_into_pad(%a: memref<1x2x4x4xf32>, %b: memref<1x2x4x4xf32>, %out: memref<1x4x4x4xf32>) {
+  %y = memref.alloc() : memref<1x4x4x4xf32>
+  loop.nest "concat" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%a : memref<1x2x4x4xf32>) outs(%y : memref<1x4x4x4xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "concat" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%b : memref<1x2x4x4xf32>) outs(%y : memref<1x4x4x4xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1 + 2, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  %p = memref.alloc() : memref<1x4x6x6xf32>
+  loop.nest "pad_fill" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins() outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "pad_copy" lower [0, 0, 0, 0] upper [1, 4, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%y : memref<1x4x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %y : memref<1x4x4x4xf32>
+  loop.nest "window" lower [0, 0, 0, 0] upper [1, 4, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%p, %p, %p : memref<1x4x6x6xf32>, memref<1x4x6x6xf32>, memref<1x4x6x6xf32>) outs(%out : memref<1x4x4x4xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 2, d3 + 1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%u: f32, %v: f32, %w: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    %t = arith.mulf %s, %w : f32
+    loop.yield %t : f32
+  }
+  memref.dealloc %p : memref<1x4x6x6xf32>
+  func.return
+}
+
+// -----
+
+// A chain: the exp nest's result is copied into a concat's half, the concat into the
+// padded buffer; both copies go, and the exp writes the padded interior (through a view).
+// CHECK-LABEL: func.func @chain
+// CHECK: loop.nest "exp" {{.*}} ins(%a : memref<2x3x3xf32>) outs(%pv : memref<2x5x5xf32>)
+// CHECK-SAME: maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, (d1 + 1), (d2 + 1))>]
+// CHECK-NOT: "copy"
+// CHECK: loop.nest "sum"
+func.func @chain(%a: memref<2x3x3xf32>, %out: memref<2x3x3xf32>) {
+  %t = memref.alloc() : memref<2x3x3xf32>
+  loop.nest "exp" lower [0, 0, 0] upper [2, 3, 3] iterators ["parallel", "parallel", "parallel"] ins(%a : memref<2x3x3xf32>) outs(%t : memref<2x3x3xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o: f32):
+    %e = math.exp %v : f32
+    loop.yield %e : f32
+  }
+  %y = memref.alloc() : memref<2x3x3xf32>
+  loop.nest "copy" lower [0, 0, 0] upper [2, 3, 3] iterators ["parallel", "parallel", "parallel"] ins(%t : memref<2x3x3xf32>) outs(%y : memref<2x3x3xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %t : memref<2x3x3xf32>
+  %p = memref.alloc() : memref<1x2x5x5xf32>
+  %pv = loop.view %p : memref<1x2x5x5xf32> to memref<2x5x5xf32>
+  loop.nest "pad_fill" lower [0, 0, 0] upper [2, 5, 5] iterators ["parallel", "parallel", "parallel"] ins() outs(%pv : memref<2x5x5xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 1.5 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "copy" lower [0, 0, 0] upper [2, 3, 3] iterators ["parallel", "parallel", "parallel"] ins(%y : memref<2x3x3xf32>) outs(%pv : memref<2x5x5xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %y : memref<2x3x3xf32>
+  loop.nest "sum" lower [0, 0, 0] upper [2, 3, 3] iterators ["parallel", "parallel", "parallel"] ins(%pv, %pv : memref<2x5x5xf32>, memref<2x5x5xf32>) outs(%out : memref<2x3x3xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 2, d2 + 1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.subf %u, %v : f32
+    loop.yield %s : f32
+  }
+  memref.dealloc %p : memref<1x2x5x5xf32>
+  func.return
+}
+
+// -----
+
+// Not forwarded: the source has another reader (the sum), the source is an argument,
+// the copy reads a part of its source, the copy converts.
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-4: loop.nest "copy"
+func.func @kept(%a: memref<4x4xf32>, %out: memref<4x4xf32>, %o2: memref<4x4xf32>, %o3: memref<2x4xf32>, %o4: memref<4x4xf64>) {
+  %y = memref.alloc() : memref<4x4xf32>
+  loop.nest "neg" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%a : memref<4x4xf32>) outs(%y : memref<4x4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  loop.nest "copy" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%y : memref<4x4xf32>) outs(%out : memref<4x4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "sum" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%y, %a : memref<4x4xf32>, memref<4x4xf32>) outs(%o2 : memref<4x4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    loop.yield %s : f32
+  }
+  %z = memref.alloc() : memref<4x4xf32>
+  loop.nest "copy" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%a : memref<4x4xf32>) outs(%z : memref<4x4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  %w = memref.alloc() : memref<4x4xf32>
+  loop.nest "neg" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%z : memref<4x4xf32>) outs(%w : memref<4x4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  loop.nest "copy" lower [0, 0] upper [2, 4] iterators ["parallel", "parallel"] ins(%w : memref<4x4xf32>) outs(%o3 : memref<2x4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  %u = memref.alloc() : memref<4x4xf32>
+  loop.nest "neg" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%a : memref<4x4xf32>) outs(%u : memref<4x4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  loop.nest "copy" lower [0, 0] upper [4, 4] iterators ["parallel", "parallel"] ins(%u : memref<4x4xf32>) outs(%o4 : memref<4x4xf64>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%v: f32, %o: f64):
+    %x = arith.extf %v : f32 to f64
+    loop.yield %x : f64
+  }
+  memref.dealloc %y : memref<4x4xf32>
+  memref.dealloc %z : memref<4x4xf32>
+  memref.dealloc %w : memref<4x4xf32>
+  memref.dealloc %u : memref<4x4xf32>
+  func.return
+}
+
+// -----
+
+// Not forwarded: the writer is a product's epilogue (loop-gemm-epilogue-fuse moves it
+// into the GEMM kernel, which writes a contiguous output), and a destination that is
+// read before the copy.
+// CHECK-LABEL: func.func @gemm_epilogue
+// CHECK: loop.nest "relu" {{.*}} outs(%y : memref<1x4x4xf32>)
+// CHECK: loop.nest "copy"
+// CHECK-LABEL: func.func @destination_read_first
+// CHECK: loop.nest "neg" {{.*}} outs(%y : memref<4xf32>)
+// CHECK: loop.nest "copy"
+func.func @gemm_epilogue(%a: memref<1x4x8xf32>, %b: memref<1x8x4xf32>, %out: memref<1x6x6xf32>) {
+  %c = memref.alloc() : memref<1x4x4xf32>
+  loop.gemm %a, %b into %c : memref<1x4x8xf32>, memref<1x8x4xf32>, memref<1x4x4xf32>
+  %y = memref.alloc() : memref<1x4x4xf32>
+  loop.nest "relu" lower [0, 0, 0] upper [1, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%c : memref<1x4x4xf32>) outs(%y : memref<1x4x4xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    loop.yield %m : f32
+  }
+  loop.nest "copy" lower [0, 0, 0] upper [1, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%y : memref<1x4x4xf32>) outs(%out : memref<1x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %c : memref<1x4x4xf32>
+  memref.dealloc %y : memref<1x4x4xf32>
+  func.return
+}
+func.func @destination_read_first(%a: memref<4xf32>, %out: memref<4xf32>) {
+  %y = memref.alloc() : memref<4xf32>
+  loop.nest "neg" lower [0] upper [4] iterators ["parallel"] ins(%a : memref<4xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  %p = memref.alloc() : memref<4xf32>
+  loop.nest "fill" lower [0] upper [4] iterators ["parallel"] ins() outs(%p : memref<4xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 2.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "double" lower [0] upper [4] iterators ["parallel"] ins(%p : memref<4xf32>) outs(%out : memref<4xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.addf %v, %v : f32
+    loop.yield %s : f32
+  }
+  loop.nest "copy" lower [0] upper [4] iterators ["parallel"] ins(%y : memref<4xf32>) outs(%p : memref<4xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %y : memref<4xf32>
+  memref.dealloc %p : memref<4xf32>
+  func.return
+}
