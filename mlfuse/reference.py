@@ -34,7 +34,6 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
-from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Operation
 
 from mlfuse.diagnostics import Diagnostic
@@ -450,6 +449,10 @@ class ReferenceInterpreter(Interpreter):
 
 def interpreter(module: ModuleOp) -> ReferenceInterpreter:
     """An interpreter of func, graph and fusion ops, with `module` as its symbol table."""
+    # here, not at the top: xdsl.interpreters' package imports every interpreter xDSL
+    # has (0.3 s), which folding a constant (`evaluate`, one op) does not need
+    from xdsl.interpreters.func import FuncFunctions
+
     interp = ReferenceInterpreter(module)
     interp.register_implementations(FuncFunctions())
     interp.register_implementations(GraphFunctions())
