@@ -145,21 +145,27 @@ def test_window_and_prepacked_kernels_take_the_epilogue(isa):
     np.testing.assert_array_equal(got, np.where((s > 0) | np.isnan(s), s, np.float32(0)))
 
 
-def conv_block(constant_weight: bool, residual: bool):
-    """conv 3x3 (stride 1, pad 1) + bias [+ residual] + ReLU, 16 -> 24 channels over
-    14 x 15 pixels: a loop.gemm (above GEMM_KERNEL_MIN_MACS) over the padded image."""
-    rng = np.random.default_rng(5)
-    x = rng.standard_normal((1, 16, 14, 15)).astype(np.float32)
-    w = rng.standard_normal((24, 16, 3, 3)).astype(np.float32)
-    bias = rng.standard_normal(24).astype(np.float32)
-    r = rng.standard_normal((1, 24, 14, 15)).astype(np.float32)
+def conv_block(constant_weight: bool, residual: bool, image: tuple[int, int, int] = (16, 14, 15), channels: int = 24,
+               kernel: int = 3, clip: bool = False, seed: int = 5):
+    """conv kernel x kernel (stride 1, same padding) + bias [+ residual] + ReLU (with
+    `clip`, clipped to [0, 6]), image = (channels, h, w) -> `channels`; by default 16 -> 24
+    channels over 14 x 15 pixels: a loop.gemm (above GEMM_KERNEL_MIN_MACS) over the
+    padded image."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((1, *image)).astype(np.float32)
+    w = rng.standard_normal((channels, image[0], kernel, kernel)).astype(np.float32)
+    bias = rng.standard_normal(channels).astype(np.float32)
+    r = rng.standard_normal((1, channels, *image[1:])).astype(np.float32)
     b = GraphBuilder()
     xs = b.input("x", x.shape, "f32")
     ws = b.constant(w, "f32") if constant_weight else b.input("w", w.shape, "f32")
     rs = b.input("r", r.shape, "f32")
-    y = b.conv2d(xs, ws, [1, 1], [1] * 4, [1, 1], 1)
-    y = y + b.broadcast_to(b.constant(bias, "f32").reshape(1, 24, 1, 1), y.shape)
-    b.output(b.relu(y + rs if residual else y))
+    y = b.conv2d(xs, ws, [1, 1], [kernel // 2] * 4, [1, 1], 1)
+    y = y + b.broadcast_to(b.constant(bias, "f32").reshape(1, channels, 1, 1), y.shape)
+    y = b.relu(y + rs if residual and not clip else y)
+    if clip:
+        y = b.minimum(y, b.constant(np.float32(6), "f32"))
+    b.output(y + rs if residual and clip else y)
     inputs = [x] + ([] if constant_weight else [w]) + [r]
     return b.module(), inputs, (x, w, bias, r)
 
@@ -225,17 +231,7 @@ def test_pointwise_conv_over_49_pixels_is_w_at_input():
     its 49 columns a tile of 48 and a tail of one: bias, clip to [0, 6] and a residual in
     the kernel. Against float64 numpy within fp32 rounding of 64-term sums (atol 1e-5 of
     the output's range), outputs poisoned."""
-    rng = np.random.default_rng(7)
-    x = rng.standard_normal((1, 64, 7, 7)).astype(np.float32)
-    w = rng.standard_normal((96, 64, 1, 1)).astype(np.float32)
-    bias = rng.standard_normal(96).astype(np.float32)
-    r = rng.standard_normal((1, 96, 7, 7)).astype(np.float32)
-    b = GraphBuilder()
-    xs, rs = b.input("x", x.shape, "f32"), b.input("r", r.shape, "f32")
-    y = b.conv2d(xs, b.constant(w, "f32"), [1, 1], [0] * 4, [1, 1], 1)
-    y = y + b.broadcast_to(b.constant(bias, "f32").reshape(1, 96, 1, 1), y.shape)
-    b.output(b.minimum(b.relu(y), b.constant(np.float32(6), "f32")) + rs)
-    module = b.module()
+    module, _, (x, w, bias, r) = conv_block(True, True, image=(64, 7, 7), channels=96, kernel=1, clip=True, seed=7)
     steps = pipelines.cpu_pipeline()
     lowered = run_pipeline(module.clone(), steps[: steps.index("loop-gemm-epilogue-fuse") + 1])
     (gemm,) = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
