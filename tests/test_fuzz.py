@@ -31,3 +31,15 @@ def test_fuzz_slice(tmp_path):
         f"`python -m tests.fuzz --seed {SEED} --case N -v`)\n{r.stdout}\n{r.stderr}\n{details}"
     )
     assert "traceback: 0" in r.stdout and "signal: 0" in r.stdout and "hang: 0" in r.stdout, r.stdout
+
+
+def test_an_internal_error_is_mlfuse_s_own_not_a_quoted_line():
+    """A diagnostic that quotes a source line saying "internal error" (a truncated comment
+    of a lit file) is a diagnostic; mlfuse's internal error names its stage."""
+    from tests.fuzz.harness import Case, classify
+
+    case = Case(0, "run", ["x.mlir"], b"", ".mlir", "test")
+    quoted = "x.mlir:4:30: error: Could not parse entire input!\n// an internal error (the com\n   ^\n"
+    assert classify(case, 1, "", quoted) == "diagnostic"
+    own = "<pass pipeline>: error: internal error: pass pipeline failed: KeyError: 'x'\nreproducer: /tmp/r.mlir\n"
+    assert classify(case, 1, "", own) == "internal-error"

@@ -7,7 +7,7 @@ child of a parent that imported mlfuse once, and sorts the outcomes:
 
     ok              exit status 0
     diagnostic      exit status 1 with a located `error:` line
-    internal-error  exit status 1, "internal error" (a crash caught, with a reproducer)
+    internal-error  exit status 1, "error: internal error:" (a crash caught, with a reproducer)
     mismatch        mlfuse-run --check found a wrong result (numerics, not robustness)
     unlocated       exit status 1, an `error:` line without a location
     traceback       a Python traceback, or an exit status other than 0 and 1, or no message

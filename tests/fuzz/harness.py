@@ -232,7 +232,7 @@ def classify(case: Case, status: int | None, stdout: str, stderr: str) -> str:
         return "traceback"
     if status == 0:
         return "ok"
-    if "internal error" in stderr:
+    if "error: internal error:" in stderr:  # mlfuse's own (diagnostics.internal_error), not a quoted source line
         return "internal-error"
     if case.tool == "run" and "MISMATCH" in stdout and "error:" not in stderr:
         return "mismatch"
