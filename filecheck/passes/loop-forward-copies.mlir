@@ -151,12 +151,15 @@ func.func @kept(%a: memref<4x4xf32>, %out: memref<4x4xf32>, %o2: memref<4x4xf32>
 
 // Not forwarded: the writer is a product's epilogue (loop-gemm-epilogue-fuse moves it
 // into the GEMM kernel, which writes a contiguous output), and a destination that is
-// read before the copy.
+// read before the copy (by a nest, or by a nest inside a band).
 // CHECK-LABEL: func.func @gemm_epilogue
 // CHECK: loop.nest "relu" {{.*}} outs(%y : memref<1x4x4xf32>)
 // CHECK: loop.nest "copy"
 // CHECK-LABEL: func.func @destination_read_first
 // CHECK: loop.nest "neg" {{.*}} outs(%y : memref<4xf32>)
+// CHECK: loop.nest "copy"
+// CHECK-LABEL: func.func @destination_read_in_a_band
+// CHECK: loop.nest "neg" {{.*}} outs(%y : memref<8xf32>)
 // CHECK: loop.nest "copy"
 func.func @gemm_epilogue(%a: memref<1x4x8xf32>, %b: memref<1x8x4xf32>, %out: memref<1x6x6xf32>) {
   %c = memref.alloc() : memref<1x4x4xf32>
@@ -200,5 +203,34 @@ func.func @destination_read_first(%a: memref<4xf32>, %out: memref<4xf32>) {
   }
   memref.dealloc %y : memref<4xf32>
   memref.dealloc %p : memref<4xf32>
+  func.return
+}
+func.func @destination_read_in_a_band(%a: memref<8xf32>, %out: memref<8xf32>) {
+  %y = memref.alloc() : memref<8xf32>
+  loop.nest "neg" lower [0] upper [8] iterators ["parallel"] ins(%a : memref<8xf32>) outs(%y : memref<8xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  %p = memref.alloc() : memref<8xf32>
+  loop.nest "fill" lower [0] upper [8] iterators ["parallel"] ins() outs(%p : memref<8xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 2.0 : f32
+    loop.yield %z : f32
+  }
+  loop.band "double.tiles" upper [2] attributes {tile_sizes = array<i64: 4>} {
+  ^bb0(%i: index):
+    loop.nest "double" syms(%i) lower [affine_map<()[s0] -> (s0 * 4)>] upper [affine_map<()[s0] -> (s0 * 4 + 4)>] iterators ["parallel"] ins(%p : memref<8xf32>) outs(%out : memref<8xf32>) maps [affine_map<(d0)[s0] -> (d0)>, affine_map<(d0)[s0] -> (d0)>] {
+    ^bb0(%v: f32, %o: f32):
+      %s = arith.addf %v, %v : f32
+      loop.yield %s : f32
+    }
+  }
+  loop.nest "copy" lower [0] upper [8] iterators ["parallel"] ins(%y : memref<8xf32>) outs(%p : memref<8xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %y : memref<8xf32>
+  memref.dealloc %p : memref<8xf32>
   func.return
 }

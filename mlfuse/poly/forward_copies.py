@@ -78,8 +78,7 @@ def forwardable(copy: loop.NestOp) -> bool:
     source, dest = loop.view_root(copy.ins[0]), loop.view_root(copy.outs[0])
     if source is dest or not _is_alloc(source) or not _is_alloc(dest):
         return False
-    writers = source_writers(copy, source)
-    return bool(writers) and dest_users_before(copy, dest, writers[0]) is not None
+    return bool(source_writers(copy, source)) and dest_users_before(copy, dest) is not None
 
 
 def source_writers(copy: loop.NestOp, source: SSAValue) -> list[loop.NestOp]:
@@ -110,15 +109,19 @@ def _gemm_epilogue_input(v: SSAValue, reader: loop.NestOp) -> bool:
     return gemm_writes and readers == [reader]
 
 
-def dest_users_before(copy: loop.NestOp, dest: SSAValue, first_writer: Operation) -> list[Operation] | None:
+def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | None:
     """The ops that use `dest` before `copy` (its views and fills), if each can move
-    before `first_writer`: views, and nests with no inputs that write it; else None."""
+    before the source's first writer: views, and nests with no inputs that write it;
+    else None (a use inside a band before the copy included)."""
     block = copy.parent_block()
     assert block is not None
     found: list[Operation] = []
     for use_op in _users_with_views(dest):
-        if use_op.parent_block() is not block or not use_op.is_before_in_block(copy):
+        at = block.find_ancestor_op_in_block(use_op)
+        if at is None or at is copy or not at.is_before_in_block(copy):
             continue
+        if at is not use_op:  # inside a band or another op's region
+            return None
         if isinstance(use_op, loop.ViewOp):
             found.append(use_op)
         elif isinstance(use_op, loop.NestOp) and not use_op.ins and not use_op.syms:
@@ -144,7 +147,7 @@ def forward(copy: loop.NestOp) -> None:
     assert block is not None
     source, dest = loop.view_root(copy.ins[0]), loop.view_root(copy.outs[0])
     writers = source_writers(copy, source)
-    moved = dest_users_before(copy, dest, writers[0])
+    moved = dest_users_before(copy, dest)
     assert moved is not None
     for op in [dest.owner, *moved]:  # the allocation, its views and fills, in their order
         assert isinstance(op, Operation)
@@ -166,7 +169,8 @@ def forward(copy: loop.NestOp) -> None:
 
 
 def _is_alloc(v: SSAValue) -> bool:
-    return isinstance(v.owner, memref.AllocOp)
+    """A buffer of the function of static shape (its allocation can move up)."""
+    return isinstance(v.owner, memref.AllocOp) and not v.owner.operands
 
 
 def _erase_buffer(buffer: SSAValue) -> None:
