@@ -94,6 +94,39 @@ func.func @chain(%a: memref<2x3x3xf32>, %out: memref<2x3x3xf32>) {
 
 // -----
 
+// A reduction writer keeps its `init` (loop-fold-init's), now over the destination.
+// CHECK-LABEL: func.func @reduction_writer
+// CHECK: loop.nest "sum" {{.*}} outs(%p : memref<6xf32>) maps [{{.*}}, affine_map<(d0, d1) -> ((d0 + 1))>] init [1.500000e+00 : f32]
+// CHECK-NOT: "copy"
+func.func @reduction_writer(%x: memref<4x8xf32>, %out: memref<6xf32>) {
+  %y = memref.alloc() : memref<4xf32>
+  loop.nest "sum" lower [0, 0] upper [4, 8] iterators ["parallel", "reduction"] ins(%x : memref<4x8xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>] init [1.5 : f32] {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %acc, %a : f32
+    loop.yield %t : f32
+  }
+  %p = memref.alloc() : memref<6xf32>
+  loop.nest "fill" lower [0] upper [6] iterators ["parallel"] ins() outs(%p : memref<6xf32>) maps [affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant -3.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "copy" lower [0] upper [4] iterators ["parallel"] ins(%y : memref<4xf32>) outs(%p : memref<6xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %y : memref<4xf32>
+  loop.nest "twice" lower [0] upper [6] iterators ["parallel"] ins(%p : memref<6xf32>) outs(%out : memref<6xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: f32, %o: f32):
+    %s = arith.addf %v, %v : f32
+    loop.yield %s : f32
+  }
+  memref.dealloc %p : memref<6xf32>
+  func.return
+}
+
+// -----
+
 // Not forwarded: the source has another reader (the sum), the source is an argument,
 // the copy reads a part of its source, the copy converts.
 // CHECK-LABEL: func.func @kept

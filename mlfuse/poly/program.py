@@ -237,25 +237,28 @@ def rebuild_nest(
     maps: Sequence[AffineMap] | None = None,
     buffers: dict[SSAValue, SSAValue] | None = None,
 ) -> loop.NestOp:
-    """A copy of `nest` (body cloned) with new symbols, bounds and maps; buffers renamed by `buffers`."""
+    """A copy of `nest` (body cloned, `init` kept) with new symbols, bounds and maps; buffers
+    renamed by `buffers`."""
     from xdsl.dialects.builtin import AffineMapAttr
 
     buffers = buffers or {}
     region = nest.body.clone()
-    op = loop.NestOp.create(
+    properties = {
+        "nest_name": nest.nest_name,
+        "lower": ArrayAttr([AffineMapAttr(m) for m in lower]),
+        "upper": ArrayAttr([AffineMapAttr(m) for m in upper]),
+        "iterators": nest.iterators,
+        "maps": ArrayAttr([AffineMapAttr(m) for m in (maps if maps is not None else nest.access_maps)]),
+        "operandSegmentSizes": loop._segments(len(syms), len(nest.ins), len(nest.outs)),
+    }
+    if nest.init is not None:  # the outputs are the same ones, renamed at most
+        properties["init"] = nest.init
+    return loop.NestOp.create(
         operands=[*syms, *[buffers.get(v, v) for v in nest.ins], *[buffers.get(v, v) for v in nest.outs]],
-        properties={
-            "nest_name": nest.nest_name,
-            "lower": ArrayAttr([AffineMapAttr(m) for m in lower]),
-            "upper": ArrayAttr([AffineMapAttr(m) for m in upper]),
-            "iterators": nest.iterators,
-            "maps": ArrayAttr([AffineMapAttr(m) for m in (maps if maps is not None else nest.access_maps)]),
-            "operandSegmentSizes": loop._segments(len(syms), len(nest.ins), len(nest.outs)),
-        },
+        properties=properties,
         attributes=dict(nest.attributes),
         regions=[region],
     )
-    return op
 
 
 def new_band(name: str, sizes: Sequence[int], attributes: dict | None = None) -> loop.BandOp:
