@@ -897,13 +897,13 @@ def view_root(v: SSAValue) -> SSAValue:
     return v
 
 
-def view_users(v: SSAValue) -> list[Operation]:
+def view_users(v: SSAValue, views: bool = False) -> list[Operation]:
     """The ops that use the buffer `v`, looking through the `loop.view`s made of it
-    (the same bytes, reshaped)."""
+    (the same bytes, reshaped); with `views`, those views as well, each before its users."""
     found = []
     for use in v.uses:
         if isinstance(use.operation, ViewOp):
-            found += view_users(use.operation.result)
+            found += [use.operation] * views + view_users(use.operation.result, views)
         else:
             found.append(use.operation)
     return found

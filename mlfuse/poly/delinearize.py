@@ -41,7 +41,7 @@ from xdsl.ir.affine import (
 from xdsl.rewriter import Rewriter
 
 from mlfuse.dialects import loop
-from mlfuse.poly.program import rebuild_nest
+from mlfuse.poly.program import rebuild_nest, with_maps
 
 # A linear form: {dimension: coefficient}, constant; None where the expression is not one.
 Linear = tuple[dict[int, int], int]
@@ -164,7 +164,7 @@ def tidied_nest(nest: loop.NestOp) -> loop.NestOp | None:
     tidied = [AffineMap(m.num_dims, m.num_symbols, tuple(simplify(e, extents) for e in m.results)) for m in maps]
     if division_count(tidied) == division_count(maps):
         return None
-    return rebuild_nest(nest, list(nest.syms), [b.data for b in nest.lower.data], [b.data for b in nest.upper.data], tidied)
+    return with_maps(nest, tidied)
 
 
 def delinearize_nest(nest: loop.NestOp) -> loop.NestOp | None:

@@ -42,43 +42,57 @@ changes (the concat's pieces are copies too).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.dialects import func, memref
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
+from xdsl.rewriter import Rewriter
 
 from mlfuse.dialects import loop
-from mlfuse.poly.program import rebuild_nest
+from mlfuse.poly.program import erase_buffer, with_maps
+from mlfuse.poly.startup import is_copy
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """What forwarding `copy` changes: the nests that write its source, in order, and the
+    destination's users before the copy (its views and fills), which move up with it."""
+
+    copy: loop.NestOp
+    writers: list[loop.NestOp]
+    moved: list[Operation]
 
 
 def forward_copies(fn: func.FuncOp) -> int:
     """Forward every copy of `fn` that can be (see the module docstring); how many."""
     forwarded = 0
     while True:
-        copy = next((op for op in fn.body.block.ops if isinstance(op, loop.NestOp) and forwardable(op)), None)
-        if copy is None:
+        plan = next((p for op in fn.body.block.ops if isinstance(op, loop.NestOp) and (p := forwarding(op))), None)
+        if plan is None:
             return forwarded
-        forward(copy)
+        forward(plan)
         forwarded += 1
 
 
 def is_whole_copy(nest: loop.NestOp) -> bool:
-    """Does `nest` copy all of its one input, read at the identity, into its one output?"""
-    if len(nest.ins) != 1 or len(nest.outs) != 1 or nest.syms:
-        return False
-    yielded = nest.block.last_op
-    if not isinstance(yielded, loop.YieldOp) or len(yielded.operands) != 1 or yielded.operands[0] is not nest.block.args[0]:
+    """Is `nest` a copy (startup.is_copy) of all of its input, read at the identity?"""
+    if not is_copy(nest):
         return False
     shape = nest.ins[0].type.get_shape()  # type: ignore[union-attr]
     return nest.static_bounds() == [(0, n) for n in shape] and nest.in_maps[0] == AffineMap.identity(len(shape))
 
 
-def forwardable(copy: loop.NestOp) -> bool:
+def forwarding(copy: loop.NestOp) -> Forwarding | None:
+    """How `copy` is forwarded, or None where it cannot be (see the module docstring)."""
     if not isinstance(copy.parent_block(), Block) or not is_whole_copy(copy):
-        return False
+        return None
     source, dest = loop.view_root(copy.ins[0]), loop.view_root(copy.outs[0])
     if source is dest or not _is_alloc(source) or not _is_alloc(dest):
-        return False
-    return bool(source_writers(copy, source)) and dest_users_before(copy, dest) is not None
+        return None
+    writers = source_writers(copy, source)
+    moved = dest_users_before(copy, dest) if writers else None
+    return Forwarding(copy, writers, moved) if moved is not None else None
 
 
 def source_writers(copy: loop.NestOp, source: SSAValue) -> list[loop.NestOp]:
@@ -116,7 +130,7 @@ def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | No
     block = copy.parent_block()
     assert block is not None
     found: list[Operation] = []
-    for use_op in _users_with_views(dest):
+    for use_op in loop.view_users(dest, views=True):
         at = block.find_ancestor_op_in_block(use_op)
         if at is None or at is copy or not at.is_before_in_block(copy):
             continue
@@ -131,59 +145,26 @@ def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | No
     return sorted(found, key=lambda op: block.get_operation_index(op))
 
 
-def _users_with_views(v: SSAValue) -> list[Operation]:
-    """The users of buffer `v`, the loop.view ops that reshape it included."""
-    found = []
-    for use in v.uses:
-        found.append(use.operation)
-        if isinstance(use.operation, loop.ViewOp):
-            found += _users_with_views(use.operation.result)
-    return found
-
-
-def forward(copy: loop.NestOp) -> None:
+def forward(plan: Forwarding) -> None:
     """Make the source's writers write the copy's destination; drop the copy and the source."""
+    copy, first = plan.copy, plan.writers[0]
     block = copy.parent_block()
     assert block is not None
     source, dest = loop.view_root(copy.ins[0]), loop.view_root(copy.outs[0])
-    writers = source_writers(copy, source)
-    moved = dest_users_before(copy, dest)
-    assert moved is not None
-    for op in [dest.owner, *moved]:  # the allocation, its views and fills, in their order
+    for op in [dest.owner, *plan.moved]:  # the allocation, its views and fills, in their order
         assert isinstance(op, Operation)
         op.detach()
-        block.insert_op_before(op, writers[0])
+        block.insert_op_before(op, first)
     into = copy.out_maps[0]
-    for writer in writers:
+    for writer in plan.writers:
         k = next(i for i, v in enumerate(writer.outs) if loop.view_root(v) is source)
         maps = list(writer.access_maps)
         maps[len(writer.ins) + k] = into.compose(maps[len(writer.ins) + k])
-        rebuilt = rebuild_nest(writer, writer.syms, [m.data for m in writer.lower.data], [m.data for m in writer.upper.data],
-                               maps, buffers={writer.outs[k]: copy.outs[0]})
-        block.insert_op_before(rebuilt, writer)
-        writer.detach()
-        writer.erase()
-    copy.detach()
-    copy.erase()
-    _erase_buffer(source)
+        Rewriter.replace_op(writer, with_maps(writer, maps, buffers={writer.outs[k]: copy.outs[0]}))
+    Rewriter.erase_op(copy)
+    erase_buffer(source)
 
 
 def _is_alloc(v: SSAValue) -> bool:
     """A buffer of the function of static shape (its allocation can move up)."""
     return isinstance(v.owner, memref.AllocOp) and not v.owner.operands
-
-
-def _erase_buffer(buffer: SSAValue) -> None:
-    """Erase the now unread buffer: its deallocs, views and allocation."""
-    for use in list(buffer.uses):
-        op = use.operation
-        if isinstance(op, loop.ViewOp):
-            _erase_buffer(op.result)
-        else:
-            assert isinstance(op, memref.DeallocOp), f"{op.name} still uses a forwarded copy's source"
-            op.detach()
-            op.erase()
-    owner = buffer.owner
-    assert isinstance(owner, Operation)
-    owner.detach()
-    owner.erase()

@@ -209,8 +209,12 @@ def block_positions(block: Block) -> dict[Operation, int]:
 
 
 def erase_buffer(buf: SSAValue) -> None:
-    """Erase an alloc whose only remaining uses are deallocs."""
+    """Erase an alloc (or a view) whose only remaining uses are deallocs and views used the
+    same way, those too."""
     for u in list(buf.uses):
+        if isinstance(u.operation, loop.ViewOp):
+            erase_buffer(u.operation.result)
+            continue
         assert isinstance(u.operation, memref.DeallocOp), f"{buf} is still used by {u.operation.name}"
         u.operation.detach()
         u.operation.erase()
@@ -259,6 +263,12 @@ def rebuild_nest(
         attributes=dict(nest.attributes),
         regions=[region],
     )
+
+
+def with_maps(nest: loop.NestOp, maps: Sequence[AffineMap], buffers: dict[SSAValue, SSAValue] | None = None) -> loop.NestOp:
+    """`rebuild_nest` keeping the nest's symbols and bounds: new access maps (and buffers)."""
+    return rebuild_nest(nest, list(nest.syms), [b.data for b in nest.lower.data], [b.data for b in nest.upper.data],
+                        maps, buffers)
 
 
 def new_band(name: str, sizes: Sequence[int], attributes: dict | None = None) -> loop.BandOp:
