@@ -65,8 +65,10 @@ def cpu_pipeline(
     every access walks as one run (an epilogue's 28 x 28 pixels: one loop of 784 for
     LLVM to vectorize),
     loop-gemm-epilogue-fuse folds the elementwise nest after a conv's or a linear
-    layer's product into the GEMM kernel's register tile, and loop-fold-init folds a
-    depthwise conv's zeroing nest into the conv (its first tap reads the zero).
+    layer's product into the GEMM kernel's register tile, loop-fold-init folds a
+    depthwise conv's zeroing nest into the conv (its first tap reads the zero), and
+    loop-flatten-windows runs a window nest over output rows of at most 16 over the
+    rows' flat positions in its input's pitch, taps inside (a 7-wide row vectorized).
 
     post_tile: also run post-tiling fusion across the whole function afterwards
     (POST_TILE, an experiment: it may join nests of different groups).
@@ -90,6 +92,7 @@ def cpu_pipeline(
     passes += [
         "assign-buffers",
         "loop-fold-init",
+        "loop-flatten-windows",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
         "merge-kernels",
         "expand-math",
