@@ -100,6 +100,8 @@ def flattening(nest: loop.NestOp) -> Flattening | str:
     index, origin = window
     source = nest.ins[index].type
     assert isinstance(source, MemRefType)
+    if loop.view_root(nest.ins[index]) is nest.outs[0]:
+        return "a window read of the output itself"
     if not output_widens(nest.outs[0], extents[3]):  # type: ignore[arg-type]
         return "an output that is not a tile-local buffer of rows OW wide, used by nests only"
     return Flattening(nest, oh, kh, kw, ow, index, source.get_shape()[-1], origin)
