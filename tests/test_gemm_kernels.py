@@ -144,6 +144,16 @@ def test_kernel_matches_numpy(isa, dims, dtype):
     check(c, a, b)
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_empty_sum_writes_zeros(dtype):
+    """k = 0: every element of C is the empty sum, 0 (the kernel had run no depth block
+    and left C as it was); outputs poisoned."""
+    shape = GemmShape(2, 5, 37, 0, dtype)
+    a, b, c = operands(np.random.default_rng(0), shape)
+    kernel(shape, FEATURES["avx2"])(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
+    np.testing.assert_array_equal(c, np.zeros_like(c))
+
+
 @pytest.mark.parametrize(
     "isa, dims, dtype, packing",
     # both operands laid out, for each ISA and element type, over partial panels, several

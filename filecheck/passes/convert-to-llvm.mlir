@@ -151,6 +151,15 @@ func.func @gemm64(%a: memref<2x4x8xf64>, %b: memref<2x8x3xf64>, %c: memref<2x4x3
   func.return
 }
 
+// A product with no element in C lowers to nothing (its task count divided by zero).
+// CHECK-LABEL: llvm.func @empty_gemm
+// CHECK-NOT: mlfuse_gemm
+// CHECK: llvm.return
+func.func @empty_gemm(%a: memref<2x4x8xf32>, %b: memref<2x8x0xf32>, %c: memref<2x4x0xf32>) {
+  loop.gemm %a, %b into %c : memref<2x4x8xf32>, memref<2x8x0xf32>, memref<2x4x0xf32>
+  func.return
+}
+
 // f64 transcendentals call libm.
 // CHECK-LABEL: llvm.func @libm
 // CHECK: llvm.call @exp(%{{.*}}) : (f64) -> f64

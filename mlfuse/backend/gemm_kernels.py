@@ -1068,7 +1068,8 @@ class _Kernels:
             self.counted_loop(b, lo, hi, 1, task)
             return []
 
-        self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, s.k), blk.kc, depth)
+        # one depth block at least: over k = 0 it writes C = epilogue(0), the empty sum's
+        self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, max(s.k, 1)), blk.kc, depth)
         b.ret_void()
 
 

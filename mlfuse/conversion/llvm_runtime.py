@@ -159,6 +159,11 @@ class GemmLowering(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: loop.GemmOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
+        c = op.c.type
+        assert isinstance(c, MemRefType)
+        if c.element_count() == 0:  # no element to write (a task count would divide by zero)
+            replace_op(rewriter, op)
+            return
         if self.gemm == "blas" and op.window is None and op.epilogue is None:  # BLAS has no implicit im2col
             emit_blas_gemm(e, self.declarations, op)
         else:
