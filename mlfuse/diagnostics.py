@@ -264,6 +264,18 @@ def verify_located(module: Operation) -> None:
             message = str(cause).split("\n")[0].removeprefix("Operation does not verify: ")
             raise Diagnostic(f"'{op.name}' op {message}" if not message.startswith("'") else message,
                              location_of(op)) from None
+    for op in module.walk():  # xDSL checks this in Block.verify, which verifying op by op never reaches
+        if has_empty_body(op):
+            raise Diagnostic(f"'{op.name}' op Operation {op.name} contains empty block in single-block region that"
+                             " expects at least a terminator", location_of(op))
+
+
+def has_empty_body(op: Operation) -> bool:
+    """Is one of `op`'s regions a single block without ops, where it needs a terminator?"""
+    if op.has_trait(NoTerminator):
+        return False
+    return any(r.first_block is not None and r.first_block.next_block is None and r.first_block.first_op is None
+               for r in op.regions)
 
 
 def verify_op(op: Operation, block_counts: dict[Region, int]) -> None:

@@ -316,6 +316,18 @@ func.func @f(%x: tensor<4x8xf32>) -> tensor<4xf32> {
         mlfuse.parse(source)
 
 
+def test_an_empty_function_body_is_located():
+    """Found by the fuzzer (seed 777123, case 357): a function whose body block holds no
+    op, not even a return, passed mlfuse-opt's op-by-op verifier and failed an assertion
+    in fusion-plan (an internal error)."""
+    source = "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n}\n"
+    with pytest.raises(mlfuse.Diagnostic, match=r"<input>:1:1: error: .*empty block in single-block region"):
+        mlfuse.parse(source)
+    proc = subprocess.run([sys.executable, "-m", "mlfuse.tools.mlfuse_opt", "-p", "canonicalize,fusion-plan{target=cpu}"],
+                          input=source, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "stdin:1:1: error:" in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+
+
 def test_an_arena_too_large_for_memory_is_a_diagnostic(monkeypatch):
     """Found by `make fuzz` (seed 1, case 1745): a 16 GiB arena raised numpy's MemoryError."""
     from mlfuse.api import aligned_empty
