@@ -255,6 +255,7 @@ def verify_located(module: Operation) -> None:
     """Verify op by op (innermost first) so the first failure names its own location."""
     order = {op: i for block in blocks_of(module) for i, op in enumerate(block.ops)}
     block_counts: dict[Region, int] = {}
+    empty = None  # the last op walked (the first in the module) with an empty body: reported after the rest
     for op in module.walk(reverse=True, region_first=True):
         try:
             check_operand_scope(op, order)
@@ -264,10 +265,10 @@ def verify_located(module: Operation) -> None:
             message = str(cause).split("\n")[0].removeprefix("Operation does not verify: ")
             raise Diagnostic(f"'{op.name}' op {message}" if not message.startswith("'") else message,
                              location_of(op)) from None
-    for op in module.walk():  # xDSL checks this in Block.verify, which verifying op by op never reaches
-        if has_empty_body(op):
-            raise Diagnostic(f"'{op.name}' op Operation {op.name} contains empty block in single-block region that"
-                             " expects at least a terminator", location_of(op))
+        empty = op if has_empty_body(op) else empty  # xDSL checks it in Block.verify, which op by op never reaches
+    if empty is not None:
+        raise Diagnostic(f"'{empty.name}' op Operation {empty.name} contains empty block in single-block region that"
+                         " expects at least a terminator", location_of(empty))
 
 
 def has_empty_body(op: Operation) -> bool:

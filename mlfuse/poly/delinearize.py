@@ -188,9 +188,7 @@ def delinearize_nest(nest: loop.NestOp) -> loop.NestOp | None:
             kinds = nest.iterator_kinds
             lower = [AffineMap.constant_map(0) for _ in new_extents]
             upper = [AffineMap.constant_map(n) for n in new_extents]
-            made = rebuild_nest(nest, [], lower, upper, split)
-            made.properties["iterators"] = loop.iterator_attrs(kinds[:d] + [kinds[d], kinds[d]] + kinds[d + 1 :])
-            return made
+            return rebuild_nest(nest, [], lower, upper, split, iterators=kinds[:d] + [kinds[d], kinds[d]] + kinds[d + 1 :])
     return None
 
 

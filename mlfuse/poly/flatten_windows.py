@@ -44,39 +44,43 @@ NARROW_ROW = 16
 
 @dataclass(frozen=True)
 class Flattening:
-    """How a window nest flattens: its dimensions oh, kh, kw, ow; the window input's
-    operand index and its row pitch wp; the first input element read (r0, c0)."""
+    """How a window nest flattens: its dimensions oh, kh, kw, ow and their extents; the
+    window input's operand index and its row pitch wp; the first input element read (r0, c0)."""
 
     nest: loop.NestOp
     oh: int
     kh: int
     kw: int
     ow: int
+    extents: tuple[int, int, int, int]  # of oh, kh, kw, ow
     window: int
     pitch: int
     origin: tuple[int, int]
 
 
 def flatten_windows(fn: Operation) -> int:
-    """Flatten every window nest under `fn` that qualifies; how many were."""
-    plans = [p for op in fn.walk() if isinstance(op, loop.NestOp) and isinstance(p := flattening(op), Flattening)]
-    for plan in plans:
-        flatten(plan)
-    return len(plans)
+    """Flatten every window nest under `fn` that qualifies; how many were. Each nest is
+    planned after the ones before it are flattened: a widened output may be a later
+    nest's window input, whose pitch is then the widened one."""
+    flattened = 0
+    for nest in [op for op in fn.walk() if isinstance(op, loop.NestOp)]:
+        plan = flattening(nest)
+        if isinstance(plan, Flattening):
+            flatten(plan)
+            flattened += 1
+    return flattened
 
 
 def constant_extent(nest: loop.NestOp, d: int) -> int | None:
-    lower, upper = nest.lower.data[d].data, nest.upper.data[d].data
-    if lower.num_symbols or upper.num_symbols or lower.results != (AffineExpr.constant(0),):
-        return None
-    (extent,) = upper.results
-    return extent.value if hasattr(extent, "value") else None  # pyright: ignore[reportAttributeAccessIssue]
+    """Dimension d's extent when it runs from 0 to a constant."""
+    lower, upper = loop.constant_of(nest.lower.data[d].data), loop.constant_of(nest.upper.data[d].data)
+    return upper if lower == 0 else None
 
 
 def flattening(nest: loop.NestOp) -> Flattening | str:
     """The plan for `nest`, or why it is left alone."""
     rank = len(nest.iterators.data)
-    kinds = [it.data for it in nest.iterators.data]
+    kinds = nest.iterator_kinds
     if rank < 4 or kinds[-3:] != [loop.REDUCTION, loop.REDUCTION, loop.PARALLEL] or len(nest.outs) != 1:
         return "not (..., kh, kw, ow) with one output"
     if any(m.data.used_dims() for m in (*nest.lower.data, *nest.upper.data)):
@@ -91,7 +95,7 @@ def flattening(nest: loop.NestOp) -> Flattening | str:
     oh = row.position if hasattr(row, "position") else None  # pyright: ignore[reportAttributeAccessIssue]
     if oh is None or kinds[oh] != loop.PARALLEL:
         return "an output not written at (..., oh, ow)"
-    extents = [constant_extent(nest, d) for d in (oh, kh, kw, ow)]
+    extents = tuple(constant_extent(nest, d) for d in (oh, kh, kw, ow))
     if None in extents or extents[3] > NARROW_ROW:  # type: ignore[operator]
         return "rows wider than NARROW_ROW, or bounds that are not constants"
     window = window_input(nest, (oh, kh, kw, ow))
@@ -104,7 +108,7 @@ def flattening(nest: loop.NestOp) -> Flattening | str:
         return "a window read of the output itself"
     if not output_widens(nest.outs[0], extents[3]):  # type: ignore[arg-type]
         return "an output that is not a tile-local buffer of rows OW wide, used by nests only"
-    return Flattening(nest, oh, kh, kw, ow, index, source.get_shape()[-1], origin)
+    return Flattening(nest, oh, kh, kw, ow, extents, index, source.get_shape()[-1], origin)  # type: ignore[arg-type]
 
 
 def window_input(nest: loop.NestOp, window: tuple[int, int, int, int]) -> tuple[int, tuple[int, int]] | str:
@@ -146,7 +150,7 @@ def flatten(plan: Flattening) -> None:
     """Rewrite the plan's nest over flat positions, its output buffer wp wide."""
     nest, wp = plan.nest, plan.pitch
     rank = len(nest.iterators.data)
-    extents = {d: constant_extent(nest, d) for d in (plan.oh, plan.kh, plan.kw, plan.ow)}
+    oh_extent, kh_extent, kw_extent, ow_extent = plan.extents
     outer = [d for d in range(rank) if d not in (plan.oh, plan.kh, plan.kw, plan.ow)]
     new_dims = {d: i for i, d in enumerate(outer)}
     p, kh, kw = len(outer), len(outer) + 1, len(outer) + 2
@@ -168,13 +172,12 @@ def flatten(plan: Flattening) -> None:
             buffers[value] = flat_view(nest, value)
         maps.append(AffineMap(rank - 1, m.num_symbols, tuple(results)))
     bounds = [nest.lower.data[d].data for d in outer], [nest.upper.data[d].data for d in outer]
-    points = (extents[plan.oh] - 1) * wp + extents[plan.ow]  # type: ignore[operator]
+    points = (oh_extent - 1) * wp + ow_extent
     lower = [*bounds[0], *(AffineMap.constant_map(0) for _ in range(3))]
-    upper = [*bounds[1], AffineMap.constant_map(points), AffineMap.constant_map(extents[plan.kh]), AffineMap.constant_map(extents[plan.kw])]  # type: ignore[arg-type]
-    new = rebuild_nest(nest, list(nest.syms), lower, upper, maps, buffers)
-    kinds = [nest.iterators.data[d] for d in outer] + [nest.iterators.data[plan.ow], nest.iterators.data[plan.kh], nest.iterators.data[plan.kw]]
-    new.properties["iterators"] = type(nest.iterators)(kinds)
-    Rewriter.replace_op(nest, new)
+    upper = [*bounds[1], *(AffineMap.constant_map(n) for n in (points, kh_extent, kw_extent))]
+    kinds = nest.iterator_kinds
+    iterators = [kinds[d] for d in outer] + [kinds[plan.ow], kinds[plan.kh], kinds[plan.kw]]
+    Rewriter.replace_op(nest, rebuild_nest(nest, list(nest.syms), lower, upper, maps, buffers, iterators))
 
 
 def widen_alloca(buffer: SSAValue, pitch: int) -> SSAValue:

@@ -240,9 +240,10 @@ def rebuild_nest(
     upper: Sequence[AffineMap],
     maps: Sequence[AffineMap] | None = None,
     buffers: dict[SSAValue, SSAValue] | None = None,
+    iterators: Sequence[str] | None = None,
 ) -> loop.NestOp:
     """A copy of `nest` (body cloned, `init` kept) with new symbols, bounds and maps; buffers
-    renamed by `buffers`."""
+    renamed by `buffers`; its iterator kinds, or `iterators` where the dimensions changed."""
     from xdsl.dialects.builtin import AffineMapAttr
 
     buffers = buffers or {}
@@ -251,7 +252,7 @@ def rebuild_nest(
         "nest_name": nest.nest_name,
         "lower": ArrayAttr([AffineMapAttr(m) for m in lower]),
         "upper": ArrayAttr([AffineMapAttr(m) for m in upper]),
-        "iterators": nest.iterators,
+        "iterators": nest.iterators if iterators is None else loop.iterator_attrs(iterators),
         "maps": ArrayAttr([AffineMapAttr(m) for m in (maps if maps is not None else nest.access_maps)]),
         "operandSegmentSizes": loop._segments(len(syms), len(nest.ins), len(nest.outs)),
     }
