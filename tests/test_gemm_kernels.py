@@ -29,6 +29,7 @@ from mlfuse.backend.gemm_kernels import (
     GemmShape,
     Window,
     blocking_for,
+    channel_tile_widths,
     define_gemm_kernels,
     prepack_a,
     prepack_b,
@@ -186,7 +187,7 @@ def test_prepacked_operands_give_the_same_bits(isa, dims, dtype, packing):
     (GemmShape(1, 5, 300, 520), False),  # at most MR rows: each element of B is used once
     (GemmShape(1, 64, 300, 520), True),  # two activations: B is packed
     (GemmShape(1, 64, 36, 72, window=Window(3, 3, 8, 8), packed_a=True), True),  # rows of 6: the packing reads the patches
-    (GemmShape(1, 64, 196, 72, window=Window(3, 3, 16, 16), packed_a=True), False),  # rows of 14: read in place
+    (GemmShape(1, 64, 196, 72, window=Window(3, 3, 16, 16)), False),  # rows of 14: read in place
 ])
 def test_b_is_packed_only_where_the_copy_pays(shape, packs_b):
     """Which kernels pack B at run time (see _Kernels.unpacked). Kernels that read B in
@@ -210,7 +211,7 @@ def test_window_panels_are_read_in_place(isa, window, in_row, wrapping):
     micro-kernels (at the table's row offsets), on AVX-512 those that wrap onto the
     next rows by `_wrap` ones (WRAPPED_ROWS_MIN_WIDTH), the others packed
     (READ_WINDOW_IN_PLACE; the bits: test_window_reads_the_patches_of_an_image)."""
-    shape = GemmShape(1, 16, window.out_h * window.out_w, 2 * window.kh * window.kw, window=window, packed_a=True)
+    shape = GemmShape(1, 16, window.out_h * window.out_w, 2 * window.kh * window.kw, window=window)
     text = str(kernel_module(shape, FEATURES[isa]))
     blk = shape_blocking(FEATURES[isa], shape)
     micro = f'define internal void @"{shape.symbol}_micro{blk.mr}x{blk.nr}'
@@ -300,7 +301,7 @@ def test_window_reads_the_patches_of_an_image(isa, m, c, window, dtype):
 @pytest.mark.parametrize("m, n, c, window", [
     (13, 52, 58, None),  # B itself (read in place under a prepacked A): the last panel is 4 columns
     (21, 49, 1, None),  # one column left over, rows in a tail of 5
-    (24, 196, 3, Window(3, 3, 16, 16)),  # a 3x3 conv at 14x14: the last 4 columns lie in the last row
+    (24, 196, 3, Window(3, 3, 9, 30)),  # a 3x3 conv at 7x28: the last 4 columns lie in the last row
 ])
 def test_narrow_panels_accumulate_along_columns(m, n, c, window, dtype):
     """Under a prepacked A, AVX-512 kernels accumulate a panel of at most NARROW_COLUMNS
@@ -324,6 +325,54 @@ def test_narrow_panels_accumulate_along_columns(m, n, c, window, dtype):
     kernel(plain, FEATURES["avx512"])(0, plain.tasks, a.ctypes.data, b.ctypes.data, want.ctypes.data)
     np.testing.assert_array_equal(got, want)
     check(got, a, im2col(b, window) if window else b)
+
+
+def test_channel_tiles_take_stride_1_convs_over_rows_that_wrap_vectors():
+    """AVX-512 kernels of a conv with prepacked weights over output rows of
+    CHANNEL_TILE_ROW_WIDTHS (8 to 23 positions, stride 1) take channel tiles; other rows,
+    strides, activations as weights and AVX2 keep the row-vector kernel."""
+    def blocking(window: Window, packed_a: bool = True, isa: str = "avx512") -> Blocking:
+        return shape_blocking(FEATURES[isa], GemmShape(1, 64, window.out_h * window.out_w, 72, window=window, packed_a=packed_a))
+
+    assert blocking(Window(3, 3, 16, 16)).channel_tiles  # rows of 14
+    assert blocking(Window(3, 3, 10, 25)).channel_tiles  # rows of 23
+    assert not blocking(Window(3, 3, 9, 9)).channel_tiles  # rows of 7: narrow panels along columns
+    assert not blocking(Window(3, 3, 30, 30)).channel_tiles  # rows of 28
+    assert not blocking(Window(3, 3, 29, 29, 2, 2)).channel_tiles  # strided
+    assert not blocking(Window(3, 3, 16, 16), packed_a=False).channel_tiles
+    assert not blocking(Window(3, 3, 16, 16), isa="avx2").channel_tiles
+    assert channel_tile_widths(14) == [7, 7] and channel_tile_widths(23) == [12, 11] and channel_tile_widths(8) == [8]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("batch, m, c, window", [
+    (1, 64, 8, Window(3, 3, 16, 16)),  # rows of 14: two tiles of 7, whole panels of 32 rows
+    (2, 40, 5, Window(3, 3, 12, 14)),  # rows of 12, two batches, a short panel of 8 rows
+    (1, 33, 3, Window(5, 5, 9, 27)),  # rows of 23: tiles of 12 and 11, a panel of 1 row
+])
+def test_channel_tiles_give_the_bits_of_the_row_vector_kernel(batch, m, c, window, dtype):
+    """A channel-tiled kernel (lanes along C's rows, each position splatted from the
+    image) gives the bits of the row-vector kernel over the unpacked weights (each C
+    element is one fma chain in k order in both), for any split of its tasks among
+    threads; the image ends before an unreadable page."""
+    k, n = c * window.kh * window.kw, window.out_h * window.out_w
+    t = NUMPY[dtype]
+    rng = np.random.default_rng(m * c + batch)
+    image = before_unreadable_page(rng.standard_normal((batch, c, window.hp, window.wp)).astype(t))
+    a = rng.standard_normal((batch, m, k)).astype(t)
+    tiled = GemmShape(batch, m, n, k, dtype, window, packed_a=True)
+    rows = GemmShape(batch, m, n, k, dtype, window)
+    assert f'@"{tiled.symbol}_channels' in str(kernel_module(tiled, FEATURES["avx512"]))
+    want = np.full((batch, m, n), np.nan, t)
+    kernel(rows, FEATURES["avx512"])(0, rows.tasks, a.ctypes.data, image.ctypes.data, want.ctypes.data)
+    packed = aligned_copy(prepack_a(a, tiled, FEATURES["avx512"]))
+    run = kernel(tiled, FEATURES["avx512"])
+    got = np.full_like(want, np.nan)
+    cuts = sorted({0, 1, tiled.tasks // 2, tiled.tasks})
+    for lo, hi in zip(cuts, cuts[1:]):
+        run(lo, hi, packed.ctypes.data, image.ctypes.data, got.ctypes.data)
+    np.testing.assert_array_equal(got, want)
+    check(got, a, im2col(image, window))
 
 
 @pytest.mark.parametrize("dims", [(2, 11, 150, 300), (1, 131, 49, 70)])

@@ -31,6 +31,10 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
               for k in KC: acc[i][v] = fma(splat(A[i0+i, pc+k]), packed[k, v], acc[i][v])
               C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
 
+On AVX-512 a stride-1 conv with prepacked weights over output rows of 8-23 positions
+takes channel tiles instead (_ChannelKernels): vector lanes along C's rows, positions
+splatted from the image.
+
 A kernel `..._pb` (GemmShape.packed_b) reads B already packed: a constant that the
 translation laid out as these panels (prepack_b), so the packing step is skipped. A
 kernel `..._pa` reads a constant A laid out per depth block as panels of MR rows,
@@ -104,6 +108,21 @@ WRAPPED_ROWS_MIN_WIDTH = 8
 # of B, and takes one fma per column on MR lanes, instead of MR fmas on 16-lane vectors
 # that hold 4 real lanes (_Kernels.column_products).
 NARROW_COLUMNS = 8
+# On AVX-512 a stride-1 conv with constant weights (a window, packed_a) over output rows
+# of CHANNEL_TILE_ROW_WIDTHS positions takes register tiles whose lanes run along C's
+# rows, the output channels: CHANNEL_TILE_ROWS rows (two vectors) of prepacked weights
+# per depth step against up to CHANNEL_TILE_COLUMNS positions of one output row, each
+# one image element splatted (_ChannelKernels). Every lane is real: over rows of 14 a
+# vector of 16 positions had wrapped over three rows, a masked load each. One process,
+# side by side (time with over without, medians of 9-15): a 3x3 conv 256 -> 256 at
+# 14x14 0.92 at one thread, 0.84-0.92 at two; ResNet-18 0.97 at two threads, U-Net
+# 1.01. Elsewhere the row kernel stays: at one thread 128 at 28x28 1.02, 64 at 56x56
+# 1.13, 512 at 7x7 1.02 (narrow panels along columns), ResNet-18's stem (7x7 at stride
+# 2 over rows of 112) 1.24, its stride-2 3x3 convs 0.99-1.03.
+CHANNEL_TILES = True
+CHANNEL_TILE_ROW_WIDTHS = range(WRAPPED_ROWS_MIN_WIDTH, 24)
+CHANNEL_TILE_ROWS = 32
+CHANNEL_TILE_COLUMNS = 12
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -240,6 +259,7 @@ class Blocking:
     prefetch_tiles: bool = False  # prefetch the next B panel and A tile (prefetch_next_tiles)
     wraps_in_place: bool = False  # read a window's panels that wrap rows in place (WRAPPED_ROWS_MIN_WIDTH)
     narrow_by_columns: bool = False  # accumulate narrow panels along their columns (NARROW_COLUMNS)
+    channel_tiles: bool = False  # lanes along C's rows, positions splatted from the image (_ChannelKernels)
 
     @property
     def nr(self) -> int:
@@ -270,6 +290,8 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     0.96, MobileNetV2 and ResNet-18 1.01 (noise). Only AVX-512 kernels prefetch the
     next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    if "avx512f" in enabled and shape is not None and takes_channel_tiles(shape):
+        return Blocking(vw=16, mr=CHANNEL_TILE_ROWS, nr_vecs=1, kc=max(shape.k, 1), channel_tiles=True)
     if "avx512f" in enabled:
         return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)  # 24 of 32 zmm accumulate
     if "avx" in enabled:
@@ -287,8 +309,17 @@ def shape_blocking(features: str, shape: GemmShape) -> Blocking:
 def element_blocking(blocking: Blocking, dtype: str) -> Blocking:
     """The blocking of `dtype`'s kernels: f64 has half the lanes per vector, the same registers."""
     if ELEMENTS[dtype][1] == 8:
+        if blocking.channel_tiles:  # two vectors of rows still, and a tile's row of columns in two vectors
+            return replace(blocking, vw=blocking.vw // 2, mr=blocking.mr // 2, nr_vecs=2 * blocking.nr_vecs)
         return replace(blocking, vw=blocking.vw // 2)
     return blocking
+
+
+def takes_channel_tiles(shape: GemmShape) -> bool:
+    """Is `shape` a conv over an image (a window) with constant weights laid out by the
+    translation (packed_a), whose kernel on AVX-512 takes channel tiles (_ChannelKernels)?"""
+    w = shape.window
+    return CHANNEL_TILES and w is not None and shape.packed_a and (w.sh, w.sw) == (1, 1) and w.out_w in CHANNEL_TILE_ROW_WIDTHS
 
 
 def prepack_b(b: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
@@ -328,8 +359,12 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
 
 
 def prepacked_a_bytes(shape: GemmShape) -> int:
-    """Room for prepack_a's layout under any blocking: ROW_SLICE is a multiple of every MR."""
-    return shape.batch * -(-shape.m // ROW_SLICE) * ROW_SLICE * shape.k * ELEMENTS[shape.dtype][1]
+    """Room for prepack_a's layout under any blocking: ROW_SLICE is a multiple of every MR
+    but a channel tile's (CHANNEL_TILE_ROWS), where the shape may take one."""
+    rows = -(-shape.m // ROW_SLICE) * ROW_SLICE
+    if takes_channel_tiles(shape):
+        rows = max(rows, -(-shape.m // CHANNEL_TILE_ROWS) * CHANNEL_TILE_ROWS)
+    return shape.batch * rows * shape.k * ELEMENTS[shape.dtype][1]
 
 
 # the attribute of a constant global that holds a kernel's operand as panels: its kernel's symbol
@@ -1079,6 +1114,159 @@ def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
     for fn in list(module.functions):
         shape = GemmShape.from_symbol(fn.name)
         if shape is not None and fn.is_declaration:
-            _Kernels(module, shape, shape_blocking(features, shape)).define(fn)
+            blocking = shape_blocking(features, shape)
+            kernels = _ChannelKernels if blocking.channel_tiles else _Kernels
+            kernels(module, shape, blocking).define(fn)
             defined.append(fn.name)
     return defined
+
+
+class _ChannelKernels(_Kernels):
+    """The task function of a conv over an image with constant weights (takes_channel_tiles)
+    on channel tiles: the tile of C's rows [i0, i0 + MR) (output channels) by `width`
+    positions x0.. of output row y, accumulated as MR / VW vectors of rows per position,
+    in registers over the whole depth:
+
+        for k in K:
+          w = A[k, i0 : i0 + MR]                        # prepack_a: kc = K, panels of MR rows
+          at = image + rows[k] + y * sh * wp + x0 * sw  # Window.row_offsets
+          for p in width: acc[p] = fma(w, splat(at[p * sw]), acc[p])
+        C[i0 + i, y * out_w + x0 + p] = epilogue(acc[p][i])   # transposed into rows
+
+    A tile lies in one output row, so its positions are constant offsets from one
+    address (channel_tile_widths splits a row evenly). Each C element is still one fma
+    chain in k order: the same bits as _Kernels. The work units are (batch, row panel,
+    output row), panel-major (consecutive units share the panel of weights), and task t
+    of the team's GemmShape.tasks runs units [t * U // T, (t + 1) * U // T)."""
+
+    def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
+        super().__init__(module, shape, blocking)
+        self.channel_micro: dict[tuple[int, int], ir.Function] = {}
+
+    def define(self, fn: ir.Function) -> None:
+        s, blk, window = self.shape, self.blk, self.shape.window
+        assert window is not None
+        lo, hi, a, image, c, *operands = fn.args
+        for arg in (a, image, c):
+            arg.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        panels = -(-s.m // blk.mr)
+        per_batch = panels * window.out_h
+        units, tasks = s.batch * per_batch, max(s.tasks, 1)
+
+        def unit(b, u, _):
+            batch, within = b.sdiv(u, ir.Constant(I64, per_batch)), b.srem(u, ir.Constant(I64, per_batch))
+            panel, y = b.sdiv(within, ir.Constant(I64, window.out_h)), b.srem(within, ir.Constant(I64, window.out_h))
+            self.output_row(b, batch, panel, y, (a, image, c, *operands))
+            return []
+
+        def task(b, t, _):
+            u0 = b.sdiv(b.mul(t, ir.Constant(I64, units)), ir.Constant(I64, tasks))
+            u1 = b.sdiv(b.mul(b.add(t, ir.Constant(I64, 1)), ir.Constant(I64, units)), ir.Constant(I64, tasks))
+            self.counted_loop(b, u0, u1, 1, unit)
+            return []
+
+        self.counted_loop(b, lo, hi, 1, task)
+        b.ret_void()
+
+    def output_row(self, b: ir.IRBuilder, batch, panel, y, operands: tuple) -> None:
+        """C's rows [panel * MR, + MR) at output row y of `batch`, in tiles along the row."""
+        s, blk, window = self.shape, self.blk, self.shape.window
+        assert window is not None
+        a, image, c, *epilogue_operands = operands
+        rows = blk.padded_rows(s.m)
+        i0 = b.mul(panel, ir.Constant(I64, blk.mr))
+        a_panel = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, rows * s.k)), b.mul(i0, ir.Constant(I64, s.k)))], source_etype=self.el)
+        channels = s.k // (window.kh * window.kw)
+        row_start = b.add(b.mul(batch, ir.Constant(I64, channels * window.hp * window.wp)), b.mul(y, ir.Constant(I64, window.sh * window.wp)))
+        j_row = b.mul(y, ir.Constant(I64, window.out_w))
+        c_tile = b.add(b.mul(batch, ir.Constant(I64, s.m * s.n)), b.add(b.mul(i0, ir.Constant(I64, s.n)), j_row))
+
+        def call(b, tile_rows: int, x0: int, width: int) -> None:
+            j0 = b.add(j_row, ir.Constant(I64, x0))
+            at = b.gep(image, [b.add(row_start, ir.Constant(I64, x0 * window.sw))], source_etype=self.el)
+            c_at = b.gep(c, [b.add(c_tile, ir.Constant(I64, x0))], source_etype=self.el)
+            epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
+            b.call(self.channel_micro_fn(tile_rows, width), [a_panel, at, c_at, *epilogue])
+
+        def tiles(b, tile_rows: int) -> None:
+            x0 = 0
+            for width in channel_tile_widths(window.out_w):
+                call(b, tile_rows, x0, width)
+                x0 += width
+
+        if s.m % blk.mr == 0:
+            tiles(b, blk.mr)
+            return
+        with b.if_else(b.icmp_signed(">", b.add(i0, ir.Constant(I64, blk.mr)), ir.Constant(I64, s.m))) as (short, whole):
+            with short:
+                tiles(b, s.m % blk.mr)
+            with whole:
+                tiles(b, blk.mr)
+
+    def channel_micro_fn(self, rows: int, width: int) -> ir.Function:
+        """micro(A's panel, the image at the tile's first position, C at the tile[, batch,
+        i0, j0, operands...]): a tile of `rows` x `width` (rows <= MR: the panel's real
+        rows; its prepacked rows past m are zeros)."""
+        key = (rows, width)
+        if key in self.channel_micro:
+            return self.channel_micro[key]
+        s, blk, window = self.shape, self.blk, self.shape.window
+        assert window is not None
+        extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
+        fn, b = self.function(f"{s.symbol}_channels{rows}x{width}", [PTR, PTR, PTR, *extra])
+        a, image, c = fn.args[:3]
+        for arg in (a, image, c):
+            arg.add_attribute("noalias")
+        vecs = -(-rows // blk.vw)
+        table = self.row_offsets()
+
+        def body(b, k, acc):
+            offset = b.load(b.gep(table, [ir.Constant(I64, 0), k], source_etype=table.value_type), typ=I32)
+            at = b.gep(image, [b.sext(offset, I64)], source_etype=self.el)
+            w_k = b.gep(a, [b.mul(k, ir.Constant(I64, blk.mr))], source_etype=self.el)
+            weights = [b.load(b.gep(w_k, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), typ=self.vec, align=self.ebytes)
+                       for v in range(vecs)]
+            out = list(acc)
+            for p in range(width):
+                x = b.load(b.gep(at, [ir.Constant(I64, p * window.sw)], source_etype=self.el), typ=self.el, align=self.ebytes)
+                x = self.splat(b, x)
+                for v in range(vecs):
+                    out[v * width + p] = b.call(self.fma, [weights[v], x, acc[v * width + p]])
+            return out
+
+        zero = ir.Constant(self.vec, None)
+        acc = self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, s.k), 1, body, [zero] * (vecs * width))
+        tile = self.rows_of(b, acc, rows, width)
+        if s.epilogue is not None:
+            tile = self.apply_epilogue(b, tile, rows, width, fn.args[3:])
+        vectors = self.vectors(width)
+        for i in range(rows):
+            for j, v in enumerate(vectors):
+                at = b.gep(c, [ir.Constant(I64, i * s.n + v * blk.vw)], source_etype=self.el)
+                self.store_row_vec(b, tile[i * len(vectors) + j], at, self.lanes(width, v))
+        b.ret_void()
+        self.channel_micro[key] = fn
+        return fn
+
+    def rows_of(self, b: ir.IRBuilder, acc: list, rows: int, width: int) -> list:
+        """The tile row-major (rows x the vectors of `width` columns, as apply_epilogue takes
+        it) from its accumulators, acc[v * width + p] holding rows [v * VW, + VW) of column p."""
+        vw = self.blk.vw
+        out = []
+        for i in range(rows):
+            for v in self.vectors(width):
+                value = ir.Constant(self.vec, None)
+                for p in range(v * vw, min(width, (v + 1) * vw)):
+                    element = b.extract_element(acc[i // vw * width + p], ir.Constant(I32, i % vw))
+                    value = b.insert_element(value, element, ir.Constant(I32, p - v * vw))
+                out.append(value)
+        return out
+
+
+def channel_tile_widths(out_w: int) -> list[int]:
+    """An output row of `out_w` positions as channel tiles of at most CHANNEL_TILE_COLUMNS,
+    as even as can be (14: 7 + 7, not 12 + 2, whose tile of 2 would load its weights for
+    4 fmas)."""
+    tiles = -(-out_w // CHANNEL_TILE_COLUMNS)
+    return [out_w // tiles + (t < out_w % tiles) for t in range(tiles)]
