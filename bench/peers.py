@@ -54,7 +54,7 @@ def mlfuse_kernels(module: ModuleOp, planner: str) -> tuple[int, int]:
     from mlfuse.dialects import loop
 
     steps = pipelines.cpu_pipeline(True, True, planner)
-    steps = steps[: steps.index("convert-graph-to-loop") + 1]
+    steps = steps[: pipelines.step_index(steps, "convert-graph-to-loop") + 1]
     lowered = run_pipeline(module.clone(), steps)
     fn = next(op for op in lowered.ops if op.name == "func.func")
     kernels = [op for op in fn.body.block.ops if isinstance(op, loop.BandOp | loop.NestOp)]

@@ -48,6 +48,7 @@ def cpu_pipeline(
     post_tile: bool = False,
     fast_math: bool = False,
     outline_serial: bool = True,
+    channel_tiles: bool | None = None,
 ) -> list[str]:
     """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU: one pipeline
     for both of mlfuse's techniques.
@@ -76,11 +77,17 @@ def cpu_pipeline(
     outline_serial: every kernel becomes a function, those too small for threads too, so
     that LLVM's work is bounded per kernel and the backend compiles and caches each on its
     own, repeated kernels once (mlfuse/backend/kernels.py); merge-kernels then lowers each
-    repeated kernel once as well."""
+    repeated kernel once as well.
+
+    channel_tiles: whether the GEMM kernels take channel tiles, so that convs over few
+    pixels read their patches in place (convert-graph-to-loop{channel-tiles}); None: as
+    the host's do (AVX-512)."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
         passes += planning(planner, "cpu")
-    passes.append("convert-graph-to-loop")
+    if channel_tiles is None:
+        channel_tiles = host_has_channel_tiles()
+    passes.append("convert-graph-to-loop{channel-tiles=true}" if channel_tiles else "convert-graph-to-loop")
     if fuse:
         passes += WINDOW_GROUPS
     if post_tile:
@@ -99,6 +106,20 @@ def cpu_pipeline(
         "convert-to-llvm{fast-math=true}" if fast_math else "convert-to-llvm",
     ]
     return passes
+
+
+def step_index(steps: list[str], flag: str) -> int:
+    """Where in `steps` the pass `flag` runs, with or without options
+    ("convert-graph-to-loop{channel-tiles=true}" is convert-graph-to-loop)."""
+    return next(i for i, step in enumerate(steps) if step.split("{", 1)[0] == flag)
+
+
+def host_has_channel_tiles() -> bool:
+    """Do the host's GEMM kernels take channel tiles (gemm_kernels.has_channel_tiles)?"""
+    from mlfuse.backend.gemm_kernels import has_channel_tiles
+    from mlfuse.backend.llvm_translate import host_features
+
+    return has_channel_tiles(host_features())
 
 
 def _has_pass(flag: str) -> bool:

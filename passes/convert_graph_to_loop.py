@@ -54,5 +54,10 @@ class ConvertGraphToLoopPass(ModulePass):
     """Dense convs as a product of patches and (pre-transposed) weights, a `loop.gemm`
     when large ("gemm"), or as one window nest that post-tiling fusion tiles ("direct")."""
 
+    channel_tiles: bool = False
+    """The target's GEMM kernels take channel tiles (lanes along a conv's output channels,
+    gemm_kernels.has_channel_tiles): a conv over fewer output pixels than a vector row
+    wants is w @ patches too when its product takes them (`takes_channel_tiles`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_graph_to_loop(op, self.stitch, self.conv)
+        convert_graph_to_loop(op, self.stitch, self.conv, self.channel_tiles)

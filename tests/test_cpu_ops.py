@@ -429,5 +429,5 @@ def test_large_transposes_run_by_tiles(shape, perm):
     from mlfuse.api import run_pipeline
 
     steps = pipelines.cpu_pipeline()
-    lowered = run_pipeline(module.clone(), steps[: steps.index("convert-graph-to-loop") + 1])
+    lowered = run_pipeline(module.clone(), steps[: pipelines.step_index(steps, "convert-graph-to-loop") + 1])
     assert "transpose.tiles" in str(lowered)

@@ -225,6 +225,34 @@ def test_concat_is_written_into_the_padded_input_of_the_conv():
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("channel_tiles", [True, False])
+def test_3x3_conv_over_49_pixels_takes_channel_tiles_where_the_target_has_them(channel_tiles):
+    """A dense 3x3 conv over a 7 x 7 image (ResNet-18's last stage) with constant weights:
+    with channel tiles (convert-graph-to-loop{channel-tiles}) one w @ patches over the
+    padded input, read in place, whose kernel runs along the output channels in tiles
+    of two output rows (AVX-512; the row kernel elsewhere); without, the patches copied
+    out for patches @ wt. The same bits either way (one fma chain in k order per
+    element), and float64 numpy's within fp32 rounding of 432-term sums (atol 1e-5 of
+    the output's range); bias, ReLU and a residual in the kernel, outputs poisoned."""
+    module, _, (x, w, bias, r) = conv_block(True, True, image=(48, 7, 7), channels=64, seed=9)
+    steps = pipelines.cpu_pipeline(channel_tiles=channel_tiles)
+    lowered = run_pipeline(module.clone(), steps[: steps.index("loop-gemm-epilogue-fuse") + 1])
+    (gemm,) = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
+    assert (gemm.window is not None) == channel_tiles
+    patches = [op for op in lowered.walk() if isinstance(op, loop.NestOp) and "conv_patches" in op.nest_name.data]
+    assert bool(patches) != channel_tiles
+    outs = []
+    for these in (steps, pipelines.cpu_pipeline(channel_tiles=not channel_tiles)):
+        outs.append(np.full((1, 64, 7, 7), np.nan, np.float32))
+        mlfuse.compile(module, passes=these)(x, r, out=[outs[-1]])
+    np.testing.assert_array_equal(outs[0], outs[1])
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    conv = sum(np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), xp[:, :, i : i + 7, j : j + 7])
+               for i in range(3) for j in range(3))
+    want = np.maximum(conv + bias[None, :, None, None] + r, 0)
+    np.testing.assert_allclose(outs[0], want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
 def test_pointwise_conv_over_49_pixels_is_w_at_input():
     """A pointwise conv over a 7 x 7 image (MobileNetV2's last stage) is one w @ x product
     over its input, no patches copied out and no unpack (POINTWISE_NCHW_PRODUCT_MIN_PIXELS),

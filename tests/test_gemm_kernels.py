@@ -29,6 +29,7 @@ from mlfuse.backend.gemm_kernels import (
     GemmShape,
     Window,
     blocking_for,
+    channel_tile_rows,
     channel_tile_widths,
     define_gemm_kernels,
     prepack_a,
@@ -329,24 +330,26 @@ def test_narrow_panels_accumulate_along_columns(m, n, c, window, dtype):
 
 def test_channel_tiles_take_stride_1_convs_over_rows_that_wrap_vectors():
     """AVX-512 kernels of a conv with prepacked weights over output rows of
-    CHANNEL_TILE_ROW_WIDTHS (8 to 23 positions, stride 1) take channel tiles; other rows,
+    CHANNEL_TILE_ROW_WIDTHS (7 to 23 positions, stride 1) take channel tiles; other rows,
     strides, activations as weights and AVX2 keep the row-vector kernel."""
     def blocking(window: Window, packed_a: bool = True, isa: str = "avx512") -> Blocking:
         return shape_blocking(FEATURES[isa], GemmShape(1, 64, window.out_h * window.out_w, 72, window=window, packed_a=packed_a))
 
     assert blocking(Window(3, 3, 16, 16)).channel_tiles  # rows of 14
     assert blocking(Window(3, 3, 10, 25)).channel_tiles  # rows of 23
-    assert not blocking(Window(3, 3, 9, 9)).channel_tiles  # rows of 7: narrow panels along columns
+    assert blocking(Window(3, 3, 9, 9)).channel_tiles  # rows of 7: tiles of two rows
+    assert not blocking(Window(3, 3, 8, 8)).channel_tiles  # rows of 6
     assert not blocking(Window(3, 3, 30, 30)).channel_tiles  # rows of 28
     assert not blocking(Window(3, 3, 29, 29, 2, 2)).channel_tiles  # strided
     assert not blocking(Window(3, 3, 16, 16), packed_a=False).channel_tiles
     assert not blocking(Window(3, 3, 16, 16), isa="avx2").channel_tiles
-    assert channel_tile_widths(14) == [7, 7] and channel_tile_widths(23) == [12, 11] and channel_tile_widths(8) == [8]
+    assert channel_tile_widths(14) == [14] and channel_tile_widths(23) == [12, 11] and channel_tile_rows(7) == 2
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("batch, m, c, window", [
-    (1, 64, 8, Window(3, 3, 16, 16)),  # rows of 14: two tiles of 7, whole panels of 32 rows
+    (1, 64, 8, Window(3, 3, 16, 16)),  # rows of 14: one tile each, whole panels of 32 rows
+    (1, 48, 6, Window(3, 3, 9, 9)),  # rows of 7: tiles of two rows, the last of one
     (2, 40, 5, Window(3, 3, 12, 14)),  # rows of 12, two batches, a short panel of 8 rows
     (1, 33, 3, Window(5, 5, 9, 27)),  # rows of 23: tiles of 12 and 11, a panel of 1 row
 ])

@@ -16,7 +16,7 @@ from xdsl.dialects import func
 import mlfuse
 from mlfuse.api import parse, run_pipeline
 from mlfuse.dialects import fusion, loop
-from mlfuse.pipelines import cpu_pipeline
+from mlfuse.pipelines import cpu_pipeline, step_index
 
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
@@ -76,7 +76,7 @@ def test_basic_block_matches_onnxruntime(basic_block):
 def loop_steps(conv: str) -> list[str]:
     """The CPU pipeline up to the loop level, with dense convs lowered `conv`."""
     steps = cpu_pipeline()
-    at = steps.index("convert-graph-to-loop")
+    at = step_index(steps, "convert-graph-to-loop")
     steps = steps[: at + 5]  # through loop-storage-reduce
     assert steps[-1] == "loop-storage-reduce", steps
     return [*steps[:at], f"convert-graph-to-loop{{conv={conv}}}", *steps[at + 1 :]]
@@ -160,7 +160,7 @@ func.func @main(%x: tensor<1x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1
   func.return %y : tensor<1x32x{14 + top + bottom}x{14 + left + right}xf32>
 }}"""
     module = parse(text)
-    lowered = run_pipeline(module.clone(), cpu_pipeline()[: cpu_pipeline().index("convert-graph-to-loop") + 1])
+    lowered = run_pipeline(module.clone(), cpu_pipeline()[: step_index(cpu_pipeline(), "convert-graph-to-loop") + 1])
     fills = [op for op in lowered.walk() if isinstance(op, loop.NestOp) and op.nest_name.data.endswith("pad_fill")]
     points = sum(int(np.prod([hi for _, hi in op.static_bounds() or []])) for op in fills)
     assert points == 8 * ((16 + top + bottom) * (16 + left + right) - 16 * 16), "the fills must cover the border, once"

@@ -31,7 +31,7 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
               for k in KC: acc[i][v] = fma(splat(A[i0+i, pc+k]), packed[k, v], acc[i][v])
               C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
 
-On AVX-512 a stride-1 conv with prepacked weights over output rows of 8-23 positions
+On AVX-512 a stride-1 conv with prepacked weights over output rows of 7-23 positions
 takes channel tiles instead (_ChannelKernels): vector lanes along C's rows, positions
 splatted from the image.
 
@@ -111,18 +111,20 @@ NARROW_COLUMNS = 8
 # On AVX-512 a stride-1 conv with constant weights (a window, packed_a) over output rows
 # of CHANNEL_TILE_ROW_WIDTHS positions takes register tiles whose lanes run along C's
 # rows, the output channels: CHANNEL_TILE_ROWS rows (two vectors) of prepacked weights
-# per depth step against up to CHANNEL_TILE_COLUMNS positions of one output row, each
-# one image element splatted (_ChannelKernels). Every lane is real: over rows of 14 a
-# vector of 16 positions had wrapped over three rows, a masked load each. One process,
-# side by side (time with over without, medians of 9-15): a 3x3 conv 256 -> 256 at
-# 14x14 0.92 at one thread, 0.84-0.92 at two; ResNet-18 0.97 at two threads, U-Net
-# 1.01. Elsewhere the row kernel stays: at one thread 128 at 28x28 1.02, 64 at 56x56
-# 1.13, 512 at 7x7 1.02 (narrow panels along columns), ResNet-18's stem (7x7 at stride
-# 2 over rows of 112) 1.24, its stride-2 3x3 convs 0.99-1.03.
+# per depth step against up to CHANNEL_TILE_COLUMNS positions of one output row, or of
+# two rows of 7 (channel_tile_rows), each one image element splatted (_ChannelKernels).
+# Every lane is real: over rows of 14 a vector of 16 positions had wrapped over three
+# rows, a masked load each. One process, side by side (time with over without,
+# medians of 9-21): a 3x3 conv 256 -> 256 at 14x14 0.91-0.92 at one thread, 0.84-0.92
+# at two; 512 -> 512 at 7x7 0.91 at one thread against patches @ wt (with the lowering's
+# channel-tiles, its im2col gone); ResNet-18 0.93 at two threads, 0.96 at one; U-Net
+# 1.00, MobileNetV2 and MobileNetV3-small 0.98-0.99 (noise). Elsewhere the row kernel
+# stays: at one thread 128 at 28x28 1.02, 64 at 56x56 1.13, ResNet-18's stem (7x7 at
+# stride 2 over rows of 112) 1.24, its stride-2 3x3 convs 0.99-1.03.
 CHANNEL_TILES = True
-CHANNEL_TILE_ROW_WIDTHS = range(WRAPPED_ROWS_MIN_WIDTH, 24)
+CHANNEL_TILE_ROW_WIDTHS = range(7, 24)
 CHANNEL_TILE_ROWS = 32
-CHANNEL_TILE_COLUMNS = 12
+CHANNEL_TILE_COLUMNS = 14
 PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -290,7 +292,7 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     0.96, MobileNetV2 and ResNet-18 1.01 (noise). Only AVX-512 kernels prefetch the
     next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
-    if "avx512f" in enabled and shape is not None and takes_channel_tiles(shape):
+    if has_channel_tiles(features) and shape is not None and takes_channel_tiles(shape):
         return Blocking(vw=16, mr=CHANNEL_TILE_ROWS, nr_vecs=1, kc=max(shape.k, 1), channel_tiles=True)
     if "avx512f" in enabled:
         return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)  # 24 of 32 zmm accumulate
@@ -317,9 +319,20 @@ def element_blocking(blocking: Blocking, dtype: str) -> Blocking:
 
 def takes_channel_tiles(shape: GemmShape) -> bool:
     """Is `shape` a conv over an image (a window) with constant weights laid out by the
-    translation (packed_a), whose kernel on AVX-512 takes channel tiles (_ChannelKernels)?"""
+    translation (packed_a), whose kernel takes channel tiles (_ChannelKernels) where the
+    host has them (has_channel_tiles)?"""
     w = shape.window
-    return CHANNEL_TILES and w is not None and shape.packed_a and (w.sh, w.sw) == (1, 1) and w.out_w in CHANNEL_TILE_ROW_WIDTHS
+    return w is not None and shape.packed_a and channel_tiles_fit(w.out_w, (w.sh, w.sw))
+
+
+def channel_tiles_fit(out_w: int, strides: tuple[int, int]) -> bool:
+    """Do channel tiles take a conv over output rows of `out_w` positions at `strides`?"""
+    return CHANNEL_TILES and strides == (1, 1) and out_w in CHANNEL_TILE_ROW_WIDTHS
+
+
+def has_channel_tiles(features: str) -> bool:
+    """Do the GEMM kernels for an LLVM feature string take channel tiles (AVX-512)?"""
+    return CHANNEL_TILES and "+avx512f" in features.split(",")
 
 
 def prepack_b(b: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
@@ -1124,8 +1137,9 @@ def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
 class _ChannelKernels(_Kernels):
     """The task function of a conv over an image with constant weights (takes_channel_tiles)
     on channel tiles: the tile of C's rows [i0, i0 + MR) (output channels) by `width`
-    positions x0.. of output row y, accumulated as MR / VW vectors of rows per position,
-    in registers over the whole depth:
+    positions x0.. of output row y (or by whole output rows y.. where they are narrow:
+    channel_tile_rows), accumulated as MR / VW vectors of rows per position, in
+    registers over the whole depth:
 
         for k in K:
           w = A[k, i0 : i0 + MR]                        # prepack_a: kc = K, panels of MR rows
@@ -1133,15 +1147,17 @@ class _ChannelKernels(_Kernels):
           for p in width: acc[p] = fma(w, splat(at[p * sw]), acc[p])
         C[i0 + i, y * out_w + x0 + p] = epilogue(acc[p][i])   # transposed into rows
 
-    A tile lies in one output row, so its positions are constant offsets from one
-    address (channel_tile_widths splits a row evenly). Each C element is still one fma
-    chain in k order: the same bits as _Kernels. The work units are (batch, row panel,
-    output row), panel-major (consecutive units share the panel of weights), and task t
-    of the team's GemmShape.tasks runs units [t * U // T, (t + 1) * U // T)."""
+    A tile's positions are constant offsets from one address (channel_tile_widths
+    splits a row evenly). Each C element is still one fma chain in k order: the same
+    bits as _Kernels. The work units are (batch, row panel, output rows), panel-major
+    (consecutive units share the panel of weights), and task t of the team's
+    GemmShape.tasks runs units [t * U // T, (t + 1) * U // T)."""
 
     def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
         super().__init__(module, shape, blocking)
-        self.channel_micro: dict[tuple[int, int], ir.Function] = {}
+        self.channel_micro: dict[tuple[int, int, int], ir.Function] = {}
+        assert shape.window is not None
+        self.out_rows = channel_tile_rows(shape.window.out_w)  # output rows per unit
 
     def define(self, fn: ir.Function) -> None:
         s, blk, window = self.shape, self.blk, self.shape.window
@@ -1150,14 +1166,14 @@ class _ChannelKernels(_Kernels):
         for arg in (a, image, c):
             arg.add_attribute("noalias")
         b = ir.IRBuilder(fn.append_basic_block("entry"))
-        panels = -(-s.m // blk.mr)
-        per_batch = panels * window.out_h
+        panels, groups = -(-s.m // blk.mr), -(-window.out_h // self.out_rows)
+        per_batch = panels * groups
         units, tasks = s.batch * per_batch, max(s.tasks, 1)
 
         def unit(b, u, _):
             batch, within = b.sdiv(u, ir.Constant(I64, per_batch)), b.srem(u, ir.Constant(I64, per_batch))
-            panel, y = b.sdiv(within, ir.Constant(I64, window.out_h)), b.srem(within, ir.Constant(I64, window.out_h))
-            self.output_row(b, batch, panel, y, (a, image, c, *operands))
+            panel, group = b.sdiv(within, ir.Constant(I64, groups)), b.srem(within, ir.Constant(I64, groups))
+            self.output_rows(b, batch, panel, b.mul(group, ir.Constant(I64, self.out_rows)), (a, image, c, *operands))
             return []
 
         def task(b, t, _):
@@ -1169,56 +1185,75 @@ class _ChannelKernels(_Kernels):
         self.counted_loop(b, lo, hi, 1, task)
         b.ret_void()
 
-    def output_row(self, b: ir.IRBuilder, batch, panel, y, operands: tuple) -> None:
-        """C's rows [panel * MR, + MR) at output row y of `batch`, in tiles along the row."""
+    def output_rows(self, b: ir.IRBuilder, batch, panel, y, operands: tuple) -> None:
+        """C's rows [panel * MR, + MR) at output rows y.. of `batch` (out_rows of them, or
+        the rows left at the bottom), in tiles along a row or of whole rows."""
         s, blk, window = self.shape, self.blk, self.shape.window
         assert window is not None
         a, image, c, *epilogue_operands = operands
-        rows = blk.padded_rows(s.m)
+        padded = blk.padded_rows(s.m)
         i0 = b.mul(panel, ir.Constant(I64, blk.mr))
-        a_panel = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, rows * s.k)), b.mul(i0, ir.Constant(I64, s.k)))], source_etype=self.el)
+        a_panel = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, padded * s.k)), b.mul(i0, ir.Constant(I64, s.k)))], source_etype=self.el)
         channels = s.k // (window.kh * window.kw)
         row_start = b.add(b.mul(batch, ir.Constant(I64, channels * window.hp * window.wp)), b.mul(y, ir.Constant(I64, window.sh * window.wp)))
         j_row = b.mul(y, ir.Constant(I64, window.out_w))
         c_tile = b.add(b.mul(batch, ir.Constant(I64, s.m * s.n)), b.add(b.mul(i0, ir.Constant(I64, s.n)), j_row))
 
-        def call(b, tile_rows: int, x0: int, width: int) -> None:
+        def call(b, tile_rows: int, x0: int, width: int, out_rows: int) -> None:
             j0 = b.add(j_row, ir.Constant(I64, x0))
             at = b.gep(image, [b.add(row_start, ir.Constant(I64, x0 * window.sw))], source_etype=self.el)
             c_at = b.gep(c, [b.add(c_tile, ir.Constant(I64, x0))], source_etype=self.el)
             epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
-            b.call(self.channel_micro_fn(tile_rows, width), [a_panel, at, c_at, *epilogue])
+            b.call(self.channel_micro_fn(tile_rows, width, out_rows), [a_panel, at, c_at, *epilogue])
 
-        def tiles(b, tile_rows: int) -> None:
+        def tiles(b, tile_rows: int, out_rows: int) -> None:
+            if self.out_rows > 1:  # whole rows
+                call(b, tile_rows, 0, window.out_w, out_rows)
+                return
             x0 = 0
             for width in channel_tile_widths(window.out_w):
-                call(b, tile_rows, x0, width)
+                call(b, tile_rows, x0, width, 1)
                 x0 += width
 
-        if s.m % blk.mr == 0:
-            tiles(b, blk.mr)
-            return
-        with b.if_else(b.icmp_signed(">", b.add(i0, ir.Constant(I64, blk.mr)), ir.Constant(I64, s.m))) as (short, whole):
-            with short:
-                tiles(b, s.m % blk.mr)
-            with whole:
-                tiles(b, blk.mr)
+        def for_rows(b, out_rows: int) -> None:
+            if s.m % blk.mr == 0:
+                tiles(b, blk.mr, out_rows)
+                return
+            with b.if_else(b.icmp_signed(">", b.add(i0, ir.Constant(I64, blk.mr)), ir.Constant(I64, s.m))) as (short, whole):
+                with short:
+                    tiles(b, s.m % blk.mr, out_rows)
+                with whole:
+                    tiles(b, blk.mr, out_rows)
 
-    def channel_micro_fn(self, rows: int, width: int) -> ir.Function:
+        last = window.out_h % self.out_rows
+        if not last:
+            for_rows(b, self.out_rows)
+            return
+        with b.if_else(b.icmp_signed(">", b.add(y, ir.Constant(I64, self.out_rows)), ir.Constant(I64, window.out_h))) as (bottom, whole):
+            with bottom:
+                for_rows(b, last)
+            with whole:
+                for_rows(b, self.out_rows)
+
+    def channel_micro_fn(self, rows: int, width: int, out_rows: int = 1) -> ir.Function:
         """micro(A's panel, the image at the tile's first position, C at the tile[, batch,
-        i0, j0, operands...]): a tile of `rows` x `width` (rows <= MR: the panel's real
-        rows; its prepacked rows past m are zeros)."""
-        key = (rows, width)
+        i0, j0, operands...]): a tile of `rows` (<= MR: the panel's real rows; its
+        prepacked rows past m are zeros) by `width` positions of `out_rows` output rows,
+        whole rows if more than one (C's columns of the tile are consecutive either way)."""
+        key = (rows, width, out_rows)
         if key in self.channel_micro:
             return self.channel_micro[key]
         s, blk, window = self.shape, self.blk, self.shape.window
         assert window is not None
         extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
-        fn, b = self.function(f"{s.symbol}_channels{rows}x{width}", [PTR, PTR, PTR, *extra])
+        name = f"{s.symbol}_channels{rows}x{width}" + (f"x{out_rows}" if out_rows > 1 else "")
+        fn, b = self.function(name, [PTR, PTR, PTR, *extra])
         a, image, c = fn.args[:3]
         for arg in (a, image, c):
             arg.add_attribute("noalias")
         vecs = -(-rows // blk.vw)
+        count = width * out_rows
+        offsets = [r * window.sh * window.wp + p * window.sw for r in range(out_rows) for p in range(width)]
         table = self.row_offsets()
 
         def body(b, k, acc):
@@ -1228,23 +1263,23 @@ class _ChannelKernels(_Kernels):
             weights = [b.load(b.gep(w_k, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), typ=self.vec, align=self.ebytes)
                        for v in range(vecs)]
             out = list(acc)
-            for p in range(width):
-                x = b.load(b.gep(at, [ir.Constant(I64, p * window.sw)], source_etype=self.el), typ=self.el, align=self.ebytes)
+            for p, offset in enumerate(offsets):
+                x = b.load(b.gep(at, [ir.Constant(I64, offset)], source_etype=self.el), typ=self.el, align=self.ebytes)
                 x = self.splat(b, x)
                 for v in range(vecs):
-                    out[v * width + p] = b.call(self.fma, [weights[v], x, acc[v * width + p]])
+                    out[v * count + p] = b.call(self.fma, [weights[v], x, acc[v * count + p]])
             return out
 
         zero = ir.Constant(self.vec, None)
-        acc = self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, s.k), 1, body, [zero] * (vecs * width))
-        tile = self.rows_of(b, acc, rows, width)
+        acc = self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, s.k), 1, body, [zero] * (vecs * count))
+        tile = self.rows_of(b, acc, rows, count)
         if s.epilogue is not None:
-            tile = self.apply_epilogue(b, tile, rows, width, fn.args[3:])
-        vectors = self.vectors(width)
+            tile = self.apply_epilogue(b, tile, rows, count, fn.args[3:])
+        vectors = self.vectors(count)
         for i in range(rows):
             for j, v in enumerate(vectors):
                 at = b.gep(c, [ir.Constant(I64, i * s.n + v * blk.vw)], source_etype=self.el)
-                self.store_row_vec(b, tile[i * len(vectors) + j], at, self.lanes(width, v))
+                self.store_row_vec(b, tile[i * len(vectors) + j], at, self.lanes(count, v))
         b.ret_void()
         self.channel_micro[key] = fn
         return fn
@@ -1264,9 +1299,14 @@ class _ChannelKernels(_Kernels):
         return out
 
 
+def channel_tile_rows(out_w: int) -> int:
+    """Output rows per channel tile: as many whole rows as CHANNEL_TILE_COLUMNS holds (two
+    of 7: a 7x7 image's tile of 7 positions had loaded its weights for 14 fmas), else one."""
+    return max(1, CHANNEL_TILE_COLUMNS // out_w)
+
+
 def channel_tile_widths(out_w: int) -> list[int]:
     """An output row of `out_w` positions as channel tiles of at most CHANNEL_TILE_COLUMNS,
-    as even as can be (14: 7 + 7, not 12 + 2, whose tile of 2 would load its weights for
-    4 fmas)."""
+    as even as can be (23: 12 + 11, not 14 + 9)."""
     tiles = -(-out_w // CHANNEL_TILE_COLUMNS)
     return [out_w // tiles + (t < out_w % tiles) for t in range(tiles)]

@@ -50,6 +50,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
 from mlfuse.abi import ALIGNMENT
+from mlfuse.backend.gemm_kernels import channel_tiles_fit
 from mlfuse.conversion import scalar
 from mlfuse.conversion.patterns import apply_once, is_tensor_function
 from mlfuse.diagnostics import Diagnostic, location_of
@@ -102,6 +103,7 @@ class FunctionLowering:
     prefix: str = ""
     stitch: bool = True
     conv: str = "gemm"  # how dense convs lower: "gemm" (patches @ weights) or "direct"
+    channel_tiles: bool = False  # the target's GEMM kernels take channel tiles (gemm_kernels.has_channel_tiles)
     fallbacks: list[str] = field(default_factory=list)
     group_tag: str | None = None  # the window group whose nests are being emitted
 
@@ -529,6 +531,7 @@ class BufferizeSignature(RewritePattern):
     state: dict[Operation, FunctionLowering]
     stitch: bool
     conv: str
+    channel_tiles: bool
     taken: set[str]  # the module's global names
 
     @op_type_rewrite_pattern
@@ -554,7 +557,8 @@ class BufferizeSignature(RewritePattern):
         fn.attributes["mlfuse.num_inputs"] = IntegerAttr(len(inputs), i64)
         fn.attributes["mlfuse.num_outputs"] = IntegerAttr(len(outputs), i64)
         rewriter.notify_op_modified(fn)
-        self.state[fn] = FunctionLowering(self.module, rewriter, fn, len(inputs), self.taken, stitch=self.stitch, conv=self.conv)
+        self.state[fn] = FunctionLowering(self.module, rewriter, fn, len(inputs), self.taken, stitch=self.stitch, conv=self.conv,
+                                          channel_tiles=self.channel_tiles)
 
 
 @dataclass
@@ -762,7 +766,7 @@ def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
 CONV_LOWERINGS = ("gemm", "direct")
 
 
-def convert_graph_to_loop(module: ModuleOp, stitch: bool = True, conv: str = "gemm") -> None:
+def convert_graph_to_loop(module: ModuleOp, stitch: bool = True, conv: str = "gemm", channel_tiles: bool = False) -> None:
     """Apply the conversion patterns to every function on tensors in `module`."""
     if conv not in CONV_LOWERINGS:
         raise Diagnostic(f"convert-graph-to-loop: conv={conv!r}: expected one of {', '.join(CONV_LOWERINGS)}", "<pass convert-graph-to-loop>")
@@ -770,7 +774,7 @@ def convert_graph_to_loop(module: ModuleOp, stitch: bool = True, conv: str = "ge
     taken = {g.sym_name.data for g in module.body.block.ops if isinstance(g, memref.GlobalOp)}
     before = set(taken)
     patterns = [
-        BufferizeSignature(module, state, stitch, conv, taken),
+        BufferizeSignature(module, state, stitch, conv, channel_tiles, taken),
         LowerConstant(state),
         LowerView(state),
         LowerGroup(state),
@@ -896,14 +900,14 @@ def conv_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     n, o, oh, ow = graph.shape_of(op.result)
     _, c, kh, kw = graph.shape_of(op.weight)
     patch_bytes = n * oh * ow * c * kh * kw * graph.numpy_dtype(graph.element_type_of(op.result)).itemsize
-    return o >= CONV_GEMM_MIN_CHANNELS or patch_bytes <= CONV_GEMM_MAX_PATCH_BYTES or not copies_patches(op)
+    return o >= CONV_GEMM_MIN_CHANNELS or patch_bytes <= CONV_GEMM_MAX_PATCH_BYTES or not copies_patches(fl, op)
 
 
-def copies_patches(op: graph.Conv2dOp) -> bool:
+def copies_patches(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     """Does the product of `op` copy its patches out (an im2col nest)? Not when it is
     w @ patches (`nchw_product`) and the patches are its input (pointwise) or are read
     in place from its padded input (`reads_patches_in_place`)."""
-    if not nchw_product(op):
+    if not nchw_product(fl, op):
         return True
     return not (is_pointwise(op) or reads_patches_in_place(op, live_taps(op)))
 
@@ -984,7 +988,7 @@ def view(fl: FunctionLowering, buffer: SSAValue, shape: Sequence[int]) -> SSAVal
 def lower_conv2d_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
     """A dense conv as a product of its patches and its weights, in the orientation
     `nchw_product` picks: w @ patches writes NCHW itself, patches @ wt needs an unpack."""
-    if nchw_product(op):
+    if nchw_product(fl, op):
         lower_conv2d_as_nchw_matmul(fl, op, out)
     else:
         lower_conv2d_as_nhwc_matmul(fl, op, out)
@@ -1005,10 +1009,11 @@ NCHW_PRODUCT_MIN_PIXELS = 50
 POINTWISE_NCHW_PRODUCT_MIN_PIXELS = 32
 
 
-def nchw_product(op: graph.Conv2dOp) -> bool:
+def nchw_product(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     """Lower as w[o, (c, kh, kw)] @ patches[(c, kh, kw), (oh, ow)] (NCHW out, no unpack)
-    rather than patches @ wt? For one image whose output has enough pixels, and a
-    product big enough for the GEMM kernel.
+    rather than patches @ wt? For one image whose output has enough pixels, or whose
+    product takes channel tiles (`takes_channel_tiles`), and a product big enough for
+    the GEMM kernel.
 
     patches @ wt writes NHWC, and its unpack to NCHW, fused with the epilogue, reads
     the product a channel apart (a strided gather). w @ patches leaves a contiguous
@@ -1021,9 +1026,26 @@ def nchw_product(op: graph.Conv2dOp) -> bool:
     n, o, oh, ow = graph.shape_of(op.result)
     _, c, kh, kw = graph.shape_of(op.weight)
     pixels = oh * ow
-    if n != 1 or pixels < (POINTWISE_NCHW_PRODUCT_MIN_PIXELS if is_pointwise(op) else NCHW_PRODUCT_MIN_PIXELS):
+    if n != 1:
+        return False
+    if pixels < (POINTWISE_NCHW_PRODUCT_MIN_PIXELS if is_pointwise(op) else NCHW_PRODUCT_MIN_PIXELS) and not takes_channel_tiles(fl, op):
         return False
     return uses_gemm_kernel((o, c * kh * kw), (c * kh * kw, pixels), graph.element_type_of(op.result))
+
+
+def takes_channel_tiles(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
+    """Will the product w @ patches of `op` take channel tiles, the GEMM kernel's lanes
+    along the output channels (gemm_kernels._ChannelKernels), whatever its pixels? Where
+    the target's kernels have them, over its patches read in place at rows and strides
+    they take, with constant weights (laid out for the kernel once). ResNet-18's 3x3
+    convs at 7x7, one thread, side by side (time over patches @ wt): 0.91 (its im2col
+    and unpack gone too)."""
+    if not fl.channel_tiles or is_pointwise(op):
+        return False
+    taps = live_taps(op)
+    out_w, strides = graph.shape_of(op.result)[3], tuple(op.stride_values)
+    return (channel_tiles_fit(out_w, (strides[0], strides[1])) and reads_patches_in_place(op, taps)
+            and constant_weights(fl, op.weight, *taps) is not None)
 
 
 def is_pointwise(op: graph.Conv2dOp) -> bool:
