@@ -9,7 +9,7 @@ from xdsl.dialects import func, get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from mlfuse.diagnostics import Diagnostic
+from mlfuse.diagnostics import Diagnostic, location_of
 from mlfuse.universe import MLFUSE_DIALECTS
 
 
@@ -37,9 +37,12 @@ def parse_module(source: str, ctx: Context | None = None, name: str = "<input>")
 
 
 def find_function(module: ModuleOp, entry: str) -> func.FuncOp:
-    """The module's function `@entry`; a missing one is the input's fault."""
+    """The module's function `@entry`; a missing one, or one without a body (a
+    declaration: nothing to compile), is the input's fault."""
     for op in module.ops:
         if isinstance(op, func.FuncOp) and op.sym_name.data == entry:
+            if not op.body.blocks:
+                raise Diagnostic(f"function '@{entry}' is a declaration (no body): nothing to compile", location_of(op))
             return op
     names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)]
     raise Diagnostic(f"no function '@{entry}' in module (functions: {', '.join(names) or 'none'})")

@@ -338,3 +338,16 @@ def test_an_arena_too_large_for_memory_is_a_diagnostic(monkeypatch):
     monkeypatch.setattr(np, "empty", no_memory)
     with pytest.raises(mlfuse.Diagnostic, match="out of memory"):
         aligned_empty((1 << 34,), np.uint8)
+
+
+def test_compiling_a_declaration_is_located(tmp_path):
+    """Found by the fuzzer (seed 20261204, case 475): `func.func @f() {}` parses as a
+    declaration (a region without blocks); compiling it as the entry failed looking the
+    function up in the compiled module (a KeyError: an internal error, exit status 70)."""
+    path = tmp_path / "decl.mlir"
+    path.write_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %x : tensor<4xf32>\n}\nfunc.func @f() {\n}\n")
+    with pytest.raises(mlfuse.Diagnostic, match=r"decl.mlir:4:1: error: function '@f' is a declaration"):
+        mlfuse.compile(str(path), entry="f")
+    proc = subprocess.run([sys.executable, "-m", "mlfuse.tools.mlfuse_run", str(path), "--entry", "f"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "decl.mlir:4:1: error:" in proc.stderr and "internal error" not in proc.stderr, proc.stderr
