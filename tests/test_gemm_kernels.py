@@ -328,9 +328,9 @@ def test_narrow_panels_accumulate_along_columns(m, n, c, window, dtype):
     check(got, a, im2col(b, window) if window else b)
 
 
-def test_channel_tiles_take_stride_1_convs_over_rows_that_wrap_vectors():
+def test_channel_tiles_take_convs_over_short_rows_at_strides_1_and_2():
     """AVX-512 kernels of a conv with prepacked weights over output rows of
-    CHANNEL_TILE_ROW_WIDTHS (7 to 23 positions, stride 1) take channel tiles; other rows,
+    CHANNEL_TILE_ROW_WIDTHS (7 to 23 positions, stride 1 or 2) take channel tiles; other rows,
     strides, activations as weights and AVX2 keep the row-vector kernel."""
     def blocking(window: Window, packed_a: bool = True, isa: str = "avx512") -> Blocking:
         return shape_blocking(FEATURES[isa], GemmShape(1, 64, window.out_h * window.out_w, 72, window=window, packed_a=packed_a))
@@ -340,7 +340,8 @@ def test_channel_tiles_take_stride_1_convs_over_rows_that_wrap_vectors():
     assert blocking(Window(3, 3, 9, 9)).channel_tiles  # rows of 7: tiles of two rows
     assert not blocking(Window(3, 3, 8, 8)).channel_tiles  # rows of 6
     assert not blocking(Window(3, 3, 30, 30)).channel_tiles  # rows of 28
-    assert not blocking(Window(3, 3, 29, 29, 2, 2)).channel_tiles  # strided
+    assert blocking(Window(3, 3, 29, 29, 2, 2)).channel_tiles  # rows of 14 at stride 2
+    assert not blocking(Window(3, 3, 43, 43, 3, 3)).channel_tiles  # stride 3
     assert not blocking(Window(3, 3, 16, 16), packed_a=False).channel_tiles
     assert not blocking(Window(3, 3, 16, 16), isa="avx2").channel_tiles
     assert channel_tile_widths(14) == [14] and channel_tile_widths(23) == [12, 11] and channel_tile_rows(7) == 2
@@ -352,6 +353,8 @@ def test_channel_tiles_take_stride_1_convs_over_rows_that_wrap_vectors():
     (1, 48, 6, Window(3, 3, 9, 9)),  # rows of 7: tiles of two rows, the last of one
     (2, 40, 5, Window(3, 3, 12, 14)),  # rows of 12, two batches, a short panel of 8 rows
     (1, 33, 3, Window(5, 5, 9, 27)),  # rows of 23: tiles of 12 and 11, a panel of 1 row
+    (1, 32, 4, Window(3, 3, 15, 15, 2, 2)),  # stride 2 onto rows of 7: tiles of two rows
+    (2, 40, 3, Window(3, 3, 29, 30, 2, 2)),  # stride 2 onto rows of 14, an image column left over
 ])
 def test_channel_tiles_give_the_bits_of_the_row_vector_kernel(batch, m, c, window, dtype):
     """A channel-tiled kernel (lanes along C's rows, each position splatted from the

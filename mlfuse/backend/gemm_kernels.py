@@ -31,8 +31,8 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
               for k in KC: acc[i][v] = fma(splat(A[i0+i, pc+k]), packed[k, v], acc[i][v])
               C[i0:i0+MR, j0:j0+NR] = acc         # masked in the last, partial panel
 
-On AVX-512 a stride-1 conv with prepacked weights over output rows of 7-23 positions
-takes channel tiles instead (_ChannelKernels): vector lanes along C's rows, positions
+On AVX-512 a conv (stride 1 or 2) with prepacked weights over output rows of 7-23
+positions takes channel tiles instead (_ChannelKernels): vector lanes along C's rows, positions
 splatted from the image.
 
 A kernel `..._pb` (GemmShape.packed_b) reads B already packed: a constant that the
@@ -108,8 +108,8 @@ WRAPPED_ROWS_MIN_WIDTH = 8
 # of B, and takes one fma per column on MR lanes, instead of MR fmas on 16-lane vectors
 # that hold 4 real lanes (_Kernels.column_products).
 NARROW_COLUMNS = 8
-# On AVX-512 a stride-1 conv with constant weights (a window, packed_a) over output rows
-# of CHANNEL_TILE_ROW_WIDTHS positions takes register tiles whose lanes run along C's
+# On AVX-512 a conv with constant weights (a window, packed_a) over output rows of
+# CHANNEL_TILE_ROW_WIDTHS positions takes register tiles whose lanes run along C's
 # rows, the output channels: CHANNEL_TILE_ROWS rows (two vectors) of prepacked weights
 # per depth step against up to CHANNEL_TILE_COLUMNS positions of one output row, or of
 # two rows of 7 (channel_tile_rows), each one image element splatted (_ChannelKernels).
@@ -123,6 +123,10 @@ NARROW_COLUMNS = 8
 # stride 2 over rows of 112) 1.24, its stride-2 3x3 convs 0.99-1.03.
 CHANNEL_TILES = True
 CHANNEL_TILE_ROW_WIDTHS = range(7, 24)
+# ... at these strides: ResNet-18's 3x3 convs at stride 2 onto 14x14 and 7x7, one thread,
+# against their copied-out patches (STRIDED_WINDOW_MIN_ROW), 0.93 and 0.89 the time;
+# the model 0.99 at two threads
+CHANNEL_TILE_STRIDES = ((1, 1), (2, 2))
 CHANNEL_TILE_ROWS = 32
 CHANNEL_TILE_COLUMNS = 14
 PREFIX = "mlfuse_gemm_"
@@ -326,8 +330,10 @@ def takes_channel_tiles(shape: GemmShape) -> bool:
 
 
 def channel_tiles_fit(out_w: int, strides: tuple[int, int]) -> bool:
-    """Do channel tiles take a conv over output rows of `out_w` positions at `strides`?"""
-    return CHANNEL_TILES and strides == (1, 1) and out_w in CHANNEL_TILE_ROW_WIDTHS
+    """Do channel tiles take a conv over output rows of `out_w` positions at `strides`?
+    Strides of CHANNEL_TILE_STRIDES: a tile's positions are splats of single elements,
+    as cheap sw apart as next to each other."""
+    return CHANNEL_TILES and strides in CHANNEL_TILE_STRIDES and out_w in CHANNEL_TILE_ROW_WIDTHS
 
 
 def has_channel_tiles(features: str) -> bool:

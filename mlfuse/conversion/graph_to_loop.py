@@ -909,7 +909,7 @@ def copies_patches(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     in place from its padded input (`reads_patches_in_place`)."""
     if not nchw_product(fl, op):
         return True
-    return not (is_pointwise(op) or reads_patches_in_place(op, live_taps(op)))
+    return not (is_pointwise(op) or reads_patches_in_place(op, live_taps(op), takes_channel_tiles(fl, op)))
 
 
 def live_taps(op: graph.Conv2dOp) -> tuple[range, range]:
@@ -1037,14 +1037,16 @@ def takes_channel_tiles(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     """Will the product w @ patches of `op` take channel tiles, the GEMM kernel's lanes
     along the output channels (gemm_kernels._ChannelKernels), whatever its pixels? Where
     the target's kernels have them, over its patches read in place at rows and strides
-    they take, with constant weights (laid out for the kernel once). ResNet-18's 3x3
-    convs at 7x7, one thread, side by side (time over patches @ wt): 0.91 (its im2col
-    and unpack gone too)."""
+    they take (gemm_kernels.channel_tiles_fit: at stride 2 over short rows too), with
+    constant weights (laid out for the kernel once). One thread, side by side (time
+    over patches @ wt or over the copied-out patches): ResNet-18's 3x3 convs at 7x7
+    0.91 (its im2col and unpack gone too), its stride-2 convs onto 14x14 and 7x7 0.93
+    and 0.89."""
     if not fl.channel_tiles or is_pointwise(op):
         return False
     taps = live_taps(op)
     out_w, strides = graph.shape_of(op.result)[3], tuple(op.stride_values)
-    return (channel_tiles_fit(out_w, (strides[0], strides[1])) and reads_patches_in_place(op, taps)
+    return (channel_tiles_fit(out_w, (strides[0], strides[1])) and reads_patches_in_place(op, taps, channel_tiles=True)
             and constant_weights(fl, op.weight, *taps) is not None)
 
 
@@ -1068,7 +1070,7 @@ def lower_conv2d_as_nchw_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     c = graph.shape_of(op.weight)[1]
     taps_h, taps_w = live_taps(op)
     kh, kw = len(taps_h), len(taps_w)
-    if reads_patches_in_place(op, (taps_h, taps_w)):
+    if reads_patches_in_place(op, (taps_h, taps_w), takes_channel_tiles(fl, op)):
         src = pad_spatial(fl, fl.buffer(op.input), op.pad_values, 0, border_only=True)
         w = weight_matrix(fl, op.weight, taps_h, taps_w)
         strides = tuple(op.stride_values)
@@ -1102,18 +1104,18 @@ STRIDED_WINDOW_MIN_ROW = 28
 STRIDED_WINDOW_MAX_COLUMN_STRIDE = 2
 
 
-def reads_patches_in_place(op: graph.Conv2dOp, taps: tuple[range, range]) -> bool:
+def reads_patches_in_place(op: graph.Conv2dOp, taps: tuple[range, range], channel_tiles: bool = False) -> bool:
     """Can the GEMM kernel read `op`'s patches from its padded input (an implicit
     im2col, `loop.gemm {window}`)? An undilated window whose taps (`live_taps`) all
     read some input: the patches are then the padded image seen through the window
     at the conv's strides, if strided, over output rows of at least STRIDED_WINDOW_MIN_ROW
-    and at a column stride of at most STRIDED_WINDOW_MAX_COLUMN_STRIDE."""
+    (unless the product takes `channel_tiles`, which splat single elements) and at a
+    column stride of at most STRIDED_WINDOW_MAX_COLUMN_STRIDE."""
     kernel = tuple(graph.shape_of(op.weight)[2:])
     taps_h, taps_w = taps
     undilated = tuple(op.dilation_values) == (1, 1)
-    if tuple(op.stride_values) != (1, 1) and (
-        graph.shape_of(op.result)[3] < STRIDED_WINDOW_MIN_ROW or op.stride_values[1] > STRIDED_WINDOW_MAX_COLUMN_STRIDE
-    ):
+    short_rows = graph.shape_of(op.result)[3] < STRIDED_WINDOW_MIN_ROW and not channel_tiles
+    if tuple(op.stride_values) != (1, 1) and (short_rows or op.stride_values[1] > STRIDED_WINDOW_MAX_COLUMN_STRIDE):
         return False
     _, c, h, w = graph.shape_of(op.input)
     top, left, bottom, right = op.pad_values
