@@ -314,3 +314,16 @@ def test_units_carry_their_own_metadata_numbered_alike():
     one = kernels.with_own_metadata(code(2), ['!0 = !{ !"x" }', '!1 = !{ !"llvm.loop.unroll.disable" }', "!2 = !{ !2, !1 }"])
     other = kernels.with_own_metadata(code(7), ['!3 = !{ !"llvm.loop.unroll.disable" }', "!7 = !{ !7, !3 }", "!8 = !{ !8, !3 }"])
     assert one == other == [*code(0), "!0 = !{ !0, !1 }", '!1 = !{ !"llvm.loop.unroll.disable" }']
+
+
+def test_gemm_units_are_optimized_at_their_own_level(monkeypatch):
+    """A generated GEMM kernel's unit is optimized at cpu.GEMM_SPEED_LEVEL (O2: its vector
+    code is explicit), any other unit at O3; both still make an object that runs."""
+    from mlfuse.backend.gemm_kernels import GemmShape
+
+    levels = []
+    real = cpu.optimize
+    monkeypatch.setattr(cpu, "optimize", lambda mod, tm=None, speed_level=3: (levels.append(speed_level), real(mod, tm, speed_level))[1])
+    source = cpu.GemmSource(GemmShape(1, 16, 64, 32).symbol, 3, cpu.host_cpu()[1])
+    assert cpu.emit_object(source) and levels == [cpu.GEMM_SPEED_LEVEL] and cpu.GEMM_SPEED_LEVEL == 2
+    assert cpu.emit_object("define void @f() {\n  ret void\n}\n") and levels == [2, 3]

@@ -210,9 +210,17 @@ def get_max_threads() -> int:
     return int(_gomp().omp_get_max_threads())
 
 
-def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None) -> None:
+# GEMM units (mlfuse/backend/gemm_kernels.py: explicit vector code, micro-kernels kept
+# out of line) are optimized at O2: O3's extra loop passes found nothing to do in them but
+# took their time. Cold compile, alternating in one process (O2 over O3, medians of 3):
+# MobileNetV2 0.91; steady calls side by side at 2 threads, same bits: MobileNetV2
+# 0.98-1.02, ResNet-18 0.98 (noise).
+GEMM_SPEED_LEVEL = 2
+
+
+def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None, speed_level: int = 3) -> None:
     tm = tm or target_machine()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_unrolling = True
@@ -231,13 +239,13 @@ def prepare(ir_module: ir.Module | str, tm: llvm.TargetMachine | None = None) ->
     return mod
 
 
-def optimized_module(ir_module: ir.Module | str, tm: llvm.TargetMachine) -> tuple[llvm.ModuleRef, str]:
-    """O3 for `tm`, then the streaming hints that need vector code (streaming.py):
-    the module and its text."""
+def optimized_module(ir_module: ir.Module | str, tm: llvm.TargetMachine, speed_level: int = 3) -> tuple[llvm.ModuleRef, str]:
+    """O3 (or `speed_level`) for `tm`, then the streaming hints that need vector code
+    (streaming.py): the module and its text."""
     from mlfuse.backend.streaming import apply_streaming  # imports xDSL's llvm dialect: not on the cached path
 
     mod = prepare(ir_module, tm)
-    optimize(mod, tm)
+    optimize(mod, tm, speed_level)
     text = str(mod)
     hinted = apply_streaming(text, tm.triple)
     if hinted != text:
@@ -399,11 +407,12 @@ def _cached_object(text: str, key: str) -> bytes:
 
 
 def emit_object(source: str | GemmSource) -> bytes:
-    """The object code of LLVM IR `source` (or of a GEMM unit's, built here): O3 and
-    streaming hints for the host, then codegen."""
+    """The object code of LLVM IR `source` (or of a GEMM unit's, built here: at
+    GEMM_SPEED_LEVEL): O3 and streaming hints for the host, then codegen."""
     tm = target_machine()
-    text = source.text() if isinstance(source, GemmSource) else source
-    return tm.emit_object(optimized_module(text, tm)[0])
+    if isinstance(source, GemmSource):
+        return tm.emit_object(optimized_module(source.text(), tm, GEMM_SPEED_LEVEL)[0])
+    return tm.emit_object(optimized_module(source, tm)[0])
 
 
 # LLVM on units in a pool of forked processes (llvmlite serializes every call on one
