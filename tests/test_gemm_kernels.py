@@ -23,6 +23,7 @@ from mlfuse.backend import cpu
 from mlfuse.backend.gemm_kernels import (
     I64,
     PTR,
+    CHANNEL_TILE_ROW_WIDTHS,
     ROW_SLICE,
     TASK_COLUMNS,
     Blocking,
@@ -427,6 +428,32 @@ def test_random_shapes(batch, m, n, k, isa, dtype):
     a, b, c = operands(np.random.default_rng(batch * m * n * k), shape)
     kernel(shape, FEATURES[isa])(0, shape.tasks, a.ctypes.data, b.ctypes.data, c.ctypes.data)
     check(c, a, b)
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(
+    batch=st.integers(1, 2), m=st.integers(1, 70), c=st.integers(1, 4), kh=st.integers(1, 5), kw=st.integers(1, 5),
+    out_h=st.integers(1, 5), out_w=st.sampled_from(list(CHANNEL_TILE_ROW_WIDTHS)), stride=st.sampled_from([1, 2]),
+    dtype=st.sampled_from(["f32", "f64"]),
+)
+def test_channel_tiles_random_shapes(batch, m, c, kh, kw, out_h, out_w, stride, dtype):
+    """Channel tiles over random convs (rows, kernels, strides, short panels, batches):
+    the row kernel's bits over the unpacked weights, the image before an unreadable page
+    (derandomized: the same examples every run)."""
+    window = Window(kh, kw, (out_h - 1) * stride + kh, (out_w - 1) * stride + kw, stride, stride)
+    k, n = c * kh * kw, out_h * out_w
+    t = NUMPY[dtype]
+    rng = np.random.default_rng(m * n * k + batch)
+    image = before_unreadable_page(rng.standard_normal((batch, c, window.hp, window.wp)).astype(t))
+    a = rng.standard_normal((batch, m, k)).astype(t)
+    tiled = GemmShape(batch, m, n, k, dtype, window, packed_a=True)
+    assert shape_blocking(FEATURES["avx512"], tiled).channel_tiles
+    rows = GemmShape(batch, m, n, k, dtype, window)
+    want, got = (np.full((batch, m, n), np.nan, t) for _ in range(2))
+    kernel(rows, FEATURES["avx512"])(0, rows.tasks, a.ctypes.data, image.ctypes.data, want.ctypes.data)
+    packed = aligned_copy(prepack_a(a, tiled, FEATURES["avx512"]))
+    kernel(tiled, FEATURES["avx512"])(0, tiled.tasks, packed.ctypes.data, image.ctypes.data, got.ctypes.data)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
