@@ -21,9 +21,9 @@ from mlfuse import pipelines
 from mlfuse.api import aligned_empty, module_text, run_pipeline
 from mlfuse.backend import cpu
 from mlfuse.backend.gemm_kernels import (
+    CHANNEL_TILE_ROW_WIDTHS,
     I64,
     PTR,
-    CHANNEL_TILE_ROW_WIDTHS,
     ROW_SLICE,
     TASK_COLUMNS,
     Blocking,
