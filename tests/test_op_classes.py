@@ -113,6 +113,20 @@ def test_contractions_split_by_size():
     assert classify(large, fine_gemm_flops=2**40).contraction is ContractionSize.FINE
 
 
+def test_a_wide_matrix_vector_product_is_large():
+    """One row against at least WIDE_MATVEC_MIN_BYTES of weights (a classifier head) is
+    large, however few its flops: the GEMM kernel splits its columns across the team,
+    where a stitched band of one row ran on one thread. Narrower weights or more rows
+    stay fine-grained."""
+    head = last_op(lambda b: b.matmul(b.input("x", (1, 512)), b.input("w", (512, 1000))))
+    narrow = last_op(lambda b: b.matmul(b.input("x", (1, 64)), b.input("w", (64, 1000))))
+    rows = last_op(lambda b: b.matmul(b.input("x", (2, 512)), b.input("w", (512, 1000))))
+    assert contraction_flops(head) <= 2**26
+    assert classify(head).contraction is ContractionSize.LARGE
+    assert classify(narrow).contraction is ContractionSize.FINE
+    assert classify(rows).contraction is ContractionSize.FINE
+
+
 # --- op facts: every graph op carries exactly the traits the planner and the code
 # generators query (dialects/graph.py, "op facts"), so that adding an op means
 # touching the dialect (and, for an elementwise op, mlfuse.conversion.scalar) only.

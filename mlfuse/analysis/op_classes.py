@@ -37,6 +37,11 @@ from mlfuse.dialects import graph
 # 2^26 flops keeps attention's per-head GEMMs (12 x 128 x 128 x 64) small and
 # BERT's projections (128 x 768 x 768) large.
 DEFAULT_FINE_GEMM_FLOPS = 2**26
+# ... but a product of one row (a classifier head, 1 x 512 @ 512 x 1000) whose right
+# operand is at least this many bytes is large: stitched, its kernel is a band of one
+# row, which runs on one thread, while the GEMM kernel splits the columns (and the
+# weights' traffic) across the team.
+WIDE_MATVEC_MIN_BYTES = 1 << 20
 
 
 class OpClass(enum.Enum):
@@ -117,10 +122,20 @@ def contraction_flops(op: Operation) -> int:
     return 2 * batch * lhs[-2] * lhs[-1] * rhs[-1]
 
 
+def is_wide_matvec(op: Operation) -> bool:
+    """Is contraction `op` one row (of one batch) against a right operand of at least
+    WIDE_MATVEC_MIN_BYTES?"""
+    lhs, rhs = graph.shape_of(op.operands[0]), graph.shape_of(op.operands[1])
+    rows = math.prod(lhs[:-1])
+    itemsize = graph.numpy_dtype(graph.element_type_of(op.operands[1])).itemsize
+    return rows == 1 and math.prod(rhs) * itemsize >= WIDE_MATVEC_MIN_BYTES
+
+
 def classify(op: Operation, fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS) -> OpInfo:
     """The `OpInfo` of `op`, from the facts its dialect attaches to it (graph.Elementwise,
     graph.Broadcast, graph.Injective, graph.Reduction, graph.Contraction); a
-    contraction is fine-grained up to `fine_gemm_flops`."""
+    contraction is fine-grained up to `fine_gemm_flops`, unless a wide matrix-vector
+    product (`is_wide_matvec`)."""
     cost = graph.elementwise_cost(op)
     if cost is not None:
         cls = OpClass.EXPENSIVE_ELEMENTWISE if graph.is_expensive(op) else OpClass.LIGHT_ELEMENTWISE
@@ -141,7 +156,8 @@ def classify(op: Operation, fine_gemm_flops: int = DEFAULT_FINE_GEMM_FLOPS) -> O
         )
     if graph.is_contraction(op):
         flops = contraction_flops(op)
-        size = ContractionSize.FINE if flops <= fine_gemm_flops else ContractionSize.LARGE
+        fine = flops <= fine_gemm_flops and not is_wide_matvec(op)
+        size = ContractionSize.FINE if fine else ContractionSize.LARGE
         return OpInfo(OpClass.CONTRACTION, contraction=size, gemm_flops=flops)
     if graph.is_window_op(op):
         return window_info(op)
