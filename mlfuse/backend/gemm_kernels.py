@@ -115,12 +115,13 @@ NARROW_COLUMNS = 8
 # two rows of 7 (channel_tile_rows), each one image element splatted (_ChannelKernels).
 # Every lane is real: over rows of 14 a vector of 16 positions had wrapped over three
 # rows, a masked load each. One process, side by side (time with over without,
-# medians of 9-21): a 3x3 conv 256 -> 256 at 14x14 0.91-0.92 at one thread, 0.84-0.92
+# medians of 9-21): a 3x3 conv 256 -> 256 at 14x14 0.90-0.92 at one thread, 0.84-0.92
 # at two; 512 -> 512 at 7x7 0.91 at one thread against patches @ wt (with the lowering's
-# channel-tiles, its im2col gone); ResNet-18 0.93 at two threads, 0.96 at one; U-Net
+# channel-tiles, its im2col gone); ResNet-18 0.91-0.93 at two threads, 0.96 at one; U-Net
 # 1.00, MobileNetV2 and MobileNetV3-small 0.98-0.99 (noise). Elsewhere the row kernel
-# stays: at one thread 128 at 28x28 1.02, 64 at 56x56 1.13, ResNet-18's stem (7x7 at
-# stride 2 over rows of 112) 1.24, its stride-2 3x3 convs 0.99-1.03.
+# stays: 128 at 28x28 1.04 at two threads (0.99 at one), 64 at 56x56 even at one thread,
+# ResNet-18 0.985-0.99 with both; the stem (7x7 at stride 2 over rows of 112) 1.24 at
+# one thread; U-Net's 16-32-channel convs at 224-28 1.19 on the model.
 CHANNEL_TILES = True
 CHANNEL_TILE_ROW_WIDTHS = range(7, 24)
 # ... at these strides: ResNet-18's 3x3 convs at stride 2 onto 14x14 and 7x7, one thread,
