@@ -101,3 +101,20 @@ def test_depthwise_conv_matches_numpy(size):
     terms.append(np.broadcast_to(bias.astype(np.float64), out.shape))
     bound = 2 * len(terms) * 2.0**-24 * sum(np.abs(t) for t in terms)
     assert np.all(np.abs(out - np.clip(sum(terms), 0, 6)) <= bound)
+
+
+def test_the_cpu_pipeline_takes_channel_tiles_where_the_host_has_them(monkeypatch, zen4_host):
+    """cpu_pipeline asks the host: on AVX-512 (the faked Zen 4) convert-graph-to-loop runs
+    with channel-tiles (convs over few pixels read their patches in place), on an AVX2 host
+    without; an explicit value wins. pipelines.step_index finds the pass either way."""
+    steps = pipelines.cpu_pipeline()
+    assert "convert-graph-to-loop{channel-tiles=true}" in steps
+    assert steps[pipelines.step_index(steps, "convert-graph-to-loop")] == "convert-graph-to-loop{channel-tiles=true}"
+    assert "convert-graph-to-loop" in pipelines.cpu_pipeline(channel_tiles=False)
+    avx2 = ",".join(f for f in ZEN4_FEATURES.split(",") if not f.startswith("+avx512"))
+    monkeypatch.setattr(cpu.llvm, "get_host_cpu_name", lambda: "znver3")
+    monkeypatch.setattr(cpu.llvm, "get_host_cpu_features", lambda: _Features(avx2))
+    cpu.host_cpu.cache_clear()
+    steps = pipelines.cpu_pipeline()
+    assert "convert-graph-to-loop" in steps and not any("channel-tiles" in s for s in steps)
+    assert "convert-graph-to-loop{channel-tiles=true}" in pipelines.cpu_pipeline(channel_tiles=True)
