@@ -362,24 +362,32 @@ def test_channel_tiles_give_the_bits_of_the_row_vector_kernel(batch, m, c, windo
     image) gives the bits of the row-vector kernel over the unpacked weights (each C
     element is one fma chain in k order in both), for any split of its tasks among
     threads; the image ends before an unreadable page."""
+    got, a, image = channel_tiles_against_rows(batch, m, c, window, dtype, m * c + batch, split=True)
+    check(got, a, im2col(image, window))
+
+
+def channel_tiles_against_rows(batch: int, m: int, c: int, window: Window, dtype: str, seed: int, split: bool = False):
+    """Run the channel-tiled kernel (its tasks in pieces with `split`) and the row-vector
+    kernel over the same random conv, assert the same bits; (C, A, the image)."""
     k, n = c * window.kh * window.kw, window.out_h * window.out_w
     t = NUMPY[dtype]
-    rng = np.random.default_rng(m * c + batch)
+    rng = np.random.default_rng(seed)
     image = before_unreadable_page(rng.standard_normal((batch, c, window.hp, window.wp)).astype(t))
     a = rng.standard_normal((batch, m, k)).astype(t)
     tiled = GemmShape(batch, m, n, k, dtype, window, packed_a=True)
     rows = GemmShape(batch, m, n, k, dtype, window)
+    assert shape_blocking(FEATURES["avx512"], tiled).channel_tiles
     assert f'@"{tiled.symbol}_channels' in str(kernel_module(tiled, FEATURES["avx512"]))
     want = np.full((batch, m, n), np.nan, t)
     kernel(rows, FEATURES["avx512"])(0, rows.tasks, a.ctypes.data, image.ctypes.data, want.ctypes.data)
     packed = aligned_copy(prepack_a(a, tiled, FEATURES["avx512"]))
     run = kernel(tiled, FEATURES["avx512"])
     got = np.full_like(want, np.nan)
-    cuts = sorted({0, 1, tiled.tasks // 2, tiled.tasks})
+    cuts = sorted({0, 1, tiled.tasks // 2, tiled.tasks}) if split else [0, tiled.tasks]
     for lo, hi in zip(cuts, cuts[1:]):
         run(lo, hi, packed.ctypes.data, image.ctypes.data, got.ctypes.data)
     np.testing.assert_array_equal(got, want)
-    check(got, a, im2col(image, window))
+    return got, a, image
 
 
 @pytest.mark.parametrize("dims", [(2, 11, 150, 300), (1, 131, 49, 70)])
@@ -441,19 +449,7 @@ def test_channel_tiles_random_shapes(batch, m, c, kh, kw, out_h, out_w, stride, 
     the row kernel's bits over the unpacked weights, the image before an unreadable page
     (derandomized: the same examples every run)."""
     window = Window(kh, kw, (out_h - 1) * stride + kh, (out_w - 1) * stride + kw, stride, stride)
-    k, n = c * kh * kw, out_h * out_w
-    t = NUMPY[dtype]
-    rng = np.random.default_rng(m * n * k + batch)
-    image = before_unreadable_page(rng.standard_normal((batch, c, window.hp, window.wp)).astype(t))
-    a = rng.standard_normal((batch, m, k)).astype(t)
-    tiled = GemmShape(batch, m, n, k, dtype, window, packed_a=True)
-    assert shape_blocking(FEATURES["avx512"], tiled).channel_tiles
-    rows = GemmShape(batch, m, n, k, dtype, window)
-    want, got = (np.full((batch, m, n), np.nan, t) for _ in range(2))
-    kernel(rows, FEATURES["avx512"])(0, rows.tasks, a.ctypes.data, image.ctypes.data, want.ctypes.data)
-    packed = aligned_copy(prepack_a(a, tiled, FEATURES["avx512"]))
-    kernel(tiled, FEATURES["avx512"])(0, tiled.tasks, packed.ctypes.data, image.ctypes.data, got.ctypes.data)
-    np.testing.assert_array_equal(got, want)
+    channel_tiles_against_rows(batch, m, c, window, dtype, m * out_h * out_w * c * kh * kw + batch)
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])

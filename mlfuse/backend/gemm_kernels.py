@@ -692,7 +692,7 @@ class _Kernels:
         key = (rows, width, direct, window, wraps)
         if key in self.micro:
             return self.micro[key]
-        blk, n, epilogue = self.blk, self.shape.n, self.shape.epilogue
+        blk, epilogue = self.blk, self.shape.epilogue
         vecs = self.vectors(width)
         suffix = "_wrap" if wraps else "_window" if window else "_direct" if direct else ""
         extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
@@ -705,9 +705,7 @@ class _Kernels:
         for arg in (a, packed, c):
             arg.add_attribute("noalias")
         zero = ir.Constant(self.vec, None)
-        c_ptrs = {
-            (i, v): b.gep(c, [ir.Constant(I64, i * n + v * blk.vw)], source_etype=self.el) for i in range(rows) for v in vecs
-        }
+        c_ptrs = self.tile_pointers(b, c, rows, vecs)
         init = [b.select(first, zero, self.load_row_vec(b, c_ptrs[i, v], self.lanes(width, v))) for i in range(rows) for v in vecs]
         if epilogue is not None:
             with b.if_then(epilogue_args[0]):  # the last depth block
@@ -739,9 +737,7 @@ class _Kernels:
             acc = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
 
         def store(values) -> None:
-            for i in range(rows):
-                for j, v in enumerate(vecs):
-                    self.store_row_vec(b, values[i * len(vecs) + j], c_ptrs[i, v], self.lanes(width, v))
+            self.store_tile(b, values, c_ptrs, rows, width)
 
         if epilogue is None:
             store(acc)
@@ -754,6 +750,19 @@ class _Kernels:
         b.ret_void()
         self.micro[key] = fn
         return fn
+
+    def tile_pointers(self, b: ir.IRBuilder, c, rows: int, vecs: list[int]) -> dict:
+        """Where vector v of row i of the tile at `c` starts in C (rows n apart), by (i, v)."""
+        return {(i, v): b.gep(c, [ir.Constant(I64, i * self.shape.n + v * self.blk.vw)], source_etype=self.el)
+                for i in range(rows) for v in vecs}
+
+    def store_tile(self, b: ir.IRBuilder, values: list, pointers: dict, rows: int, width: int) -> None:
+        """Store the row-major tile `values` (rows x the vectors of `width` columns) at
+        `pointers` (tile_pointers), the last vector of a row masked to its real lanes."""
+        vecs = self.vectors(width)
+        for i in range(rows):
+            for j, v in enumerate(vecs):
+                self.store_row_vec(b, values[i * len(vecs) + j], pointers[i, v], self.lanes(width, v))
 
     def panel_row(self, b: ir.IRBuilder, panel, k, offsets, direct: bool):
         """Where row k of a micro-kernel's panel starts: at the window's row offset k (with
@@ -1198,17 +1207,16 @@ class _ChannelKernels(_Kernels):
         s, blk, window = self.shape, self.blk, self.shape.window
         assert window is not None
         a, image, c, *epilogue_operands = operands
-        padded = blk.padded_rows(s.m)
+        zero = ir.Constant(I64, 0)
         i0 = b.mul(panel, ir.Constant(I64, blk.mr))
-        a_panel = b.gep(a, [b.add(b.mul(batch, ir.Constant(I64, padded * s.k)), b.mul(i0, ir.Constant(I64, s.k)))], source_etype=self.el)
-        channels = s.k // (window.kh * window.kw)
-        row_start = b.add(b.mul(batch, ir.Constant(I64, channels * window.hp * window.wp)), b.mul(y, ir.Constant(I64, window.sh * window.wp)))
+        a_panel = self.a_rows(b, self.a_block(b, a, batch, zero), i0, ir.Constant(I64, s.k))  # one depth block: kc = K
+        row = b.gep(self.b_block(b, image, batch, zero), [b.mul(y, ir.Constant(I64, window.sh * window.wp))], source_etype=self.el)
         j_row = b.mul(y, ir.Constant(I64, window.out_w))
         c_tile = b.add(b.mul(batch, ir.Constant(I64, s.m * s.n)), b.add(b.mul(i0, ir.Constant(I64, s.n)), j_row))
 
         def call(b, tile_rows: int, x0: int, width: int, out_rows: int) -> None:
             j0 = b.add(j_row, ir.Constant(I64, x0))
-            at = b.gep(image, [b.add(row_start, ir.Constant(I64, x0 * window.sw))], source_etype=self.el)
+            at = b.gep(row, [ir.Constant(I64, x0 * window.sw)], source_etype=self.el)
             c_at = b.gep(c, [b.add(c_tile, ir.Constant(I64, x0))], source_etype=self.el)
             epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
             b.call(self.channel_micro_fn(tile_rows, width, out_rows), [a_panel, at, c_at, *epilogue])
@@ -1262,10 +1270,10 @@ class _ChannelKernels(_Kernels):
         count = width * out_rows
         offsets = [r * window.sh * window.wp + p * window.sw for r in range(out_rows) for p in range(width)]
         table = self.row_offsets()
+        row_offsets = b.gep(table, [ir.Constant(I64, 0), ir.Constant(I64, 0)], source_etype=table.value_type)
 
         def body(b, k, acc):
-            offset = b.load(b.gep(table, [ir.Constant(I64, 0), k], source_etype=table.value_type), typ=I32)
-            at = b.gep(image, [b.sext(offset, I64)], source_etype=self.el)
+            at = self.panel_row(b, image, k, row_offsets, False)  # the image at row k's offset
             w_k = b.gep(a, [b.mul(k, ir.Constant(I64, blk.mr))], source_etype=self.el)
             weights = [b.load(b.gep(w_k, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), typ=self.vec, align=self.ebytes)
                        for v in range(vecs)]
@@ -1282,11 +1290,7 @@ class _ChannelKernels(_Kernels):
         tile = self.rows_of(b, acc, rows, count)
         if s.epilogue is not None:
             tile = self.apply_epilogue(b, tile, rows, count, fn.args[3:])
-        vectors = self.vectors(count)
-        for i in range(rows):
-            for j, v in enumerate(vectors):
-                at = b.gep(c, [ir.Constant(I64, i * s.n + v * blk.vw)], source_etype=self.el)
-                self.store_row_vec(b, tile[i * len(vectors) + j], at, self.lanes(count, v))
+        self.store_tile(b, tile, self.tile_pointers(b, c, rows, self.vectors(count)), rows, count)
         b.ret_void()
         self.channel_micro[key] = fn
         return fn
