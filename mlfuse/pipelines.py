@@ -69,7 +69,9 @@ def cpu_pipeline(
     layer's product into the GEMM kernel's register tile, loop-fold-init folds a
     depthwise conv's zeroing nest into the conv (its first tap reads the zero), and
     loop-flatten-windows runs a window nest over output rows of at most 16 over the
-    rows' flat positions in its input's pitch, taps inside (a 7-wide row vectorized).
+    rows' flat positions in its input's pitch, taps inside (a 7-wide row vectorized),
+    and loop-deinterleave-windows stores the tile a stride-2 window reads as rows of its
+    even, then its odd columns (unit-stride taps, no scalar tail on each row).
 
     post_tile: also run post-tiling fusion across the whole function afterwards
     (POST_TILE, an experiment: it may join nests of different groups).
@@ -100,6 +102,7 @@ def cpu_pipeline(
         "assign-buffers",
         "loop-fold-init",
         "loop-flatten-windows",
+        "loop-deinterleave-windows",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
         "merge-kernels",
         "expand-math",

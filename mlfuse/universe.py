@@ -58,6 +58,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "loop-gemm-epilogue-fuse": ("loop_gemm_epilogue_fuse", "LoopGemmEpilogueFusePass"),
     "loop-fold-init": ("loop_fold_init", "LoopFoldInitPass"),
     "loop-flatten-windows": ("loop_flatten_windows", "LoopFlattenWindowsPass"),
+    "loop-deinterleave-windows": ("loop_deinterleave_windows", "LoopDeinterleaveWindowsPass"),
     "loop-tile-after-fuse": ("loop_tile_after_fuse", "LoopTileAfterFusePass"),
     "convert-stablehlo-to-graph": ("convert_stablehlo_to_graph", "ConvertStablehloToGraphPass"),
 }
