@@ -13,6 +13,8 @@ unroll.disable on their latch branch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import llvmlite.ir as ir
 import numpy as np
 from xdsl.backend.llvm.convert import convert_module
@@ -55,7 +57,7 @@ def to_llvmlite(
                 if isinstance(packed_for, StringAttr):
                     features = features or host_features()
                     raw[op.sym_name.data] = packed_panels(raw[op.sym_name.data], packed_for.data, operand, features)
-    mod = convert_module(module, fallback_target_triple=triple)
+    mod = keeping_intrinsic_fast_math(module, lambda: convert_module(module, fallback_target_triple=triple))
     tag_streaming_accesses(module, mod)
     align_wrapper_loads(mod)
     keep_marked_loops(module, mod)
@@ -108,6 +110,43 @@ def align_wrapper_loads(mod: ir.Module) -> None:
             align = param.attributes.align
             if isinstance(param.type, ir.PointerType) and align:
                 load.set_metadata("align", mod.add_metadata([ir.Constant(ir.IntType(64), align)]))
+
+
+def keeping_intrinsic_fast_math(module: ModuleOp, translate: Callable[[], ir.Module]) -> ir.Module:
+    """`translate()` of `module` with the fast-math flags of its `llvm.call_intrinsic`s
+    cleared, then put on the translated calls: xDSL 0.74's translator rejects flags there
+    (NotImplementedError), and llvm.maximum with nsz is one vmaxps and a blend on x86
+    (scalar.reduction_max_min). The xDSL ops get their flags back."""
+    flagged: dict[str, list[tuple[llvm.CallIntrinsicOp, llvm.FastMathAttr]]] = {}
+    for op in module.ops:
+        if not isinstance(op, llvm.FuncOp):
+            continue
+        calls = [c for c in op.walk() if isinstance(c, llvm.CallIntrinsicOp)]
+        if any(c.fastmathFlags.data for c in calls):
+            flagged[op.sym_name.data] = [(c, c.fastmathFlags) for c in calls]
+            for c in calls:
+                c.properties["fastmathFlags"] = llvm.FastMathAttr(None)
+    try:
+        mod = translate()
+    finally:
+        for calls in flagged.values():
+            for c, flags in calls:
+                c.properties["fastmathFlags"] = flags
+    for name, calls in flagged.items():
+        give_fast_math(mod.get_global(name), calls)
+    return mod
+
+
+def give_fast_math(function: ir.Function, calls: list[tuple[llvm.CallIntrinsicOp, llvm.FastMathAttr]]) -> None:
+    """The flags on the same intrinsic calls of the translated `function` (the translation
+    keeps the ops in order; a mismatch keeps none: the flags only allow more)."""
+    converted = [i for block in function.blocks for i in block.instructions
+                 if isinstance(i, ir.CallInstr) and i.callee.name.startswith("llvm.")]
+    if [c.callee.name for c in converted] != [op.intrin.data for op, _ in calls]:  # pragma: no cover - a hint only
+        return
+    for call, (_, flags) in zip(converted, calls):
+        if flags.data:
+            call.fastmath = ir.FastMathFlags([f.value for f in flags.data])
 
 
 def keep_marked_loops(module: ModuleOp, mod: ir.Module) -> None:

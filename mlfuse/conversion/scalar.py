@@ -89,15 +89,17 @@ def combine(
 
 
 def reduction_max_min(b: Builder, kind: str, acc: SSAValue, x: SSAValue) -> SSAValue:
-    """A max (min) reduction step: x where x > acc (x < acc) or x is NaN, else acc
-    (`numpy_max_min(x, acc)`): a NaN on either side wins, as in numpy. Of two equal
-    values acc stays, so a tie of +0 and -0 keeps the first (np.maximum(acc, x) gives x;
-    llvm.maximum gave +0). Written so that x86 does it as one max and a blend on x's NaN
-    test: only the max waits for acc. llvm.maximum's NaN and signed-zero fixups were
-    twice the instructions, and numpy's exact tie rule, either with acc's NaN test on
-    the chain or as a >= that no max instruction matches, kept a 3x3 stride-2 max pool
-    over 64x112x112 at 0.478-0.493 ms against 0.389-0.398 (one thread)."""
-    return numpy_max_min(b, kind, x, acc)
+    """A max (min) reduction step: maximumf(x, acc) with nsz, llvm.maximum(x, acc): a NaN
+    on either side wins, as in numpy; a tie of +0 and -0 may give either (numpy's own
+    reductions give either too, by their order). On x86 it is vmaxps(x, acc), which keeps
+    acc's NaN, and a blend on x's NaN test: only the max waits for acc, 3 cycles a tap.
+    The compare-and-select form (`numpy_max_min(x, acc)`), meant as that max and blend,
+    became a compare of acc, an or of masks and a blend once LLVM merged the selects
+    (5 cycles): a 3x3 stride-2 max pool over 64x112x112 0.72x the time with nsz (one
+    thread, 401-414 -> 276-312 us). llvm.maximum without nsz orders the zeros with
+    fixups, twice the instructions."""
+    op = arith.MaximumfOp if kind == "max" else arith.MinimumfOp
+    return b.insert(op(x, acc, flags=arith.FastMathFlagsAttr([FastMathFlag.NO_SIGNED_ZEROS]))).result
 
 
 # A window nest's multiply-add per tap (a conv's) may be one fma: LLVM fuses `contract`

@@ -351,7 +351,12 @@ class IntrinsicLowering(RewritePattern):
         name = BINARY_INTRINSICS.get(t) or UNARY_INTRINSICS.get(t)
         if name is not None:
             e = Emitter(rewriter)
-            replace_op(rewriter, op, e.intrinsic(name, [e.v(x) for x in op.operands], convert_type(op.results[0].type)))
+            call = llvm.CallIntrinsicOp(f"{name}.{type_suffix(convert_type(op.results[0].type))}", [e.v(x) for x in op.operands],
+                                        [convert_type(op.results[0].type)])
+            flags = fastmath_of(op)
+            if flags.data:  # a reduction's max with nsz (scalar.reduction_max_min): llvm_translate keeps them
+                call.properties["fastmathFlags"] = flags
+            replace_op(rewriter, op, e.result(call))
 
 
 class CastLowering(RewritePattern):

@@ -22,6 +22,8 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import DenseArrayBase, IntAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
+from mlfuse.backend.llvm_translate import keeping_intrinsic_fast_math
+
 NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 
 
@@ -134,7 +136,11 @@ def translate_to_llvmlite(module: ModuleOp) -> ir.Module:
         _declare_func(op, out)
         if is_kernel(op):
             _annotate_kernel(op, out.get_global(op.sym_name.data), out)
-    for op in funcs:
-        if op.body.blocks:
-            _convert_body(op, out)
-    return out
+
+    def bodies() -> ir.Module:
+        for op in funcs:
+            if op.body.blocks:
+                _convert_body(op, out)
+        return out
+
+    return keeping_intrinsic_fast_math(module, bodies)  # a max reduction's nsz
