@@ -246,14 +246,16 @@ func.func @unsupported_in_group(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // A stride-1 conv is a GEMM over its padded input's patches, which the kernel's
-// packing reads in place (loop.gemm {window}): no im2col buffer. Only the border of
-// the padded input is filled, rows above and below in one nest, then the columns
-// beside, row by row (fill_border); the copy writes the interior.
+// packing reads in place (loop.gemm {window}): no im2col buffer. The copy writes the
+// interior; then only the border of the padded input is filled (the lines the copy
+// brought into cache), rows above and below in one nest, then the columns beside, row
+// by row (fill_border).
 // CHECK-LABEL: func.func @conv_window
+// CHECK-NOT: loop.nest "pad_fill"
+// CHECK:     loop.nest "pad_copy"
 // CHECK:     loop.nest "pad_fill" lower [0, 0, 0, 0, 0] upper [1, 8, 2, 1, 18] {{.*}} maps [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, ((d2 * 17) + d3), d4)>]
 // CHECK:     loop.nest "pad_fill" lower [0, 0, 0, 0, 0] upper [1, 8, 16, 2, 1] {{.*}} maps [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, (d2 + 1), ((d3 * 17) + d4))>]
 // CHECK-NOT: loop.nest "pad_fill"
-// CHECK:     loop.nest "pad_copy"
 // CHECK-NOT: loop.nest "conv_patches"
 // CHECK:     loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3>} : memref<1x32x72xf32>, memref<1x8x18x18xf32>, memref<1x32x256xf32>
 func.func @conv_window(%x: tensor<1x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x16x16xf32> {
@@ -265,11 +267,11 @@ func.func @conv_window(%x: tensor<1x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> t
 
 // Unequal sides are a nest each; a side without padding none.
 // CHECK-LABEL: func.func @conv_window_uneven_pads
+// CHECK:     loop.nest "pad_copy" lower [0, 0, 0, 0] upper [1, 8, 16, 16] {{.*}} affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 2), (d3 + 1))>
 // CHECK:     loop.nest "pad_fill" lower [0, 0, 0, 0] upper [1, 8, 2, 19] {{.*}} maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
 // CHECK:     loop.nest "pad_fill" lower [0, 0, 0, 0] upper [1, 8, 16, 1] {{.*}} maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 2), d3)>]
 // CHECK:     loop.nest "pad_fill" lower [0, 0, 0, 0] upper [1, 8, 16, 2] {{.*}} maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 2), (d3 + 17))>]
 // CHECK-NOT: loop.nest "pad_fill"
-// CHECK:     loop.nest "pad_copy" lower [0, 0, 0, 0] upper [1, 8, 16, 16] {{.*}} affine_map<(d0, d1, d2, d3) -> (d0, d1, (d2 + 2), (d3 + 1))>
 // CHECK:     loop.gemm {{.*}} {window = array<i64: 3, 3>} : memref<1x32x72xf32>, memref<1x8x18x19xf32>, memref<1x32x272xf32>
 func.func @conv_window_uneven_pads(%x: tensor<1x8x16x16xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x32x16x17xf32> {
   %y = graph.conv2d %x, %w {pads = array<i64: 2, 1, 0, 2>} : (tensor<1x8x16x16xf32>, tensor<32x8x3x3xf32>) -> tensor<1x32x16x17xf32>
