@@ -16,7 +16,8 @@ sums its taps in the same order as before, so the results are the same bits. Sid
 side at 2 threads (time with over without, medians of 11-21): depthwise 3x3 stride-2
 convs 96 x 112 x 112 0.67 (206 -> 138 us; onnxruntime 146), 144 x 56 x 56 0.88,
 192 x 28 x 28 0.95; MobileNetV2 0.98, MobileNetV3-small 0.97, ResNet-18 0.99 (its max
-pool, bound by its NaN-aware max chain, 213 -> 207 us).
+pool 213 -> 207 us: bound then by its max chain, since shortened by
+scalar.reduction_max_min).
 
 The nests that write the buffer write the new layout:
 - a copy into the interior at column d + c (d from 0 to an even n) runs over (t, e) with
@@ -26,20 +27,7 @@ The nests that write the buffer write the new layout:
   c odd: 1 - e, t + e + (c - 1) / 2);
 - a fill of whole rows (no inputs, column d from 0 to W) fills both phases.
 
-Before (-p loop-deinterleave-windows):
-    %p = memref.alloca() : memref<1x9x9xf32>
-    loop.nest "pad_fill" lower [0, 0, 0] upper [1, 9, 9] ... outs(%p) maps [(d0, d1, d2) -> (d0, d1, d2)]
-    loop.nest "pad_copy" lower [0, 0, 0] upper [1, 8, 8] ins(%x) outs(%p)
-        maps [(d0, d1, d2) -> (d0, d1, d2), (d0, d1, d2) -> (d0, d1 + 1, d2 + 1)]
-    loop.nest "pool_max" lower [0, 0, 0, 0, 0] upper [1, 4, 4, 3, 3] ins(%p) outs(%y)
-        maps [(d0, d1, d2, d3, d4) -> (d0, d1 * 2 + d3, d2 * 2 + d4), (d0, d1, d2, d3, d4) -> (d0, d1, d2)]
-After:
-    %p = memref.alloca() : memref<1x9x2x5xf32>
-    loop.nest "pad_fill" lower [0, 0, 0, 0] upper [1, 9, 2, 5] ... maps [(d0, d1, d2, d3) -> (d0, d1, d2, d3)]
-    loop.nest "pad_copy" lower [0, 0, 0, 0] upper [1, 8, 4, 2] ins(%x) outs(%p)
-        maps [(d0, d1, d2, d3) -> (d0, d1, d2 * 2 + d3), (d0, d1, d2, d3) -> (d0, d1 + 1, 1 - d3, d2 + d3)]
-    loop.nest "pool_max" ... ins(%p) outs(%y)
-        maps [(d0, d1, d2, d3, d4) -> (d0, d1 * 2 + d3, d4 mod 2, d2 + d4 floordiv 2), ...]
+The pass's docstring (passes/loop_deinterleave_windows.py) shows a max pool before and after.
 
 Deinterleaved when all of these hold (else the buffer is left as it is):
 - the buffer is a tile-local `memref.alloca` of rank >= 2 that only nests use, each
