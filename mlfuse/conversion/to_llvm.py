@@ -150,8 +150,11 @@ class Emitter:
         attr = FloatAttr(value, t) if not isinstance(t, IntegerType) else llvm_ops.int_attr(int(value), t)
         return self(llvm_ops.constant(attr, t))  # type: ignore[return-value]
 
-    def intrinsic(self, name: str, args: Sequence[SSAValue], result: Attribute) -> SSAValue:
-        return self(llvm.CallIntrinsicOp(f"{name}.{type_suffix(result)}", args, [result]))  # type: ignore[return-value]
+    def intrinsic(self, name: str, args: Sequence[SSAValue], result: Attribute, fastmath: llvm.FastMathAttr | None = None) -> SSAValue:
+        call = llvm.CallIntrinsicOp(f"{name}.{type_suffix(result)}", args, [result])
+        if fastmath is not None and fastmath.data:  # see llvm_translate.keeping_intrinsic_fast_math
+            call.properties["fastmathFlags"] = fastmath
+        return self(call)  # type: ignore[return-value]
 
     def icmp(self, pred: llvm.ICmpPredicateFlag, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         return self(llvm_ops.icmp(pred, lhs, rhs))  # type: ignore[return-value]
@@ -264,6 +267,7 @@ BINARY_INTRINSICS = {
     mathd.CopySignOp: "llvm.copysign",
     mathd.FmaOp: "llvm.fma",
 }
+MAX_MIN_FLOAT = (arith.MaximumfOp, arith.MinimumfOp)
 UNARY_INTRINSICS = {
     mathd.SqrtOp: "llvm.sqrt",
     mathd.AbsFOp: "llvm.fabs",
@@ -351,12 +355,9 @@ class IntrinsicLowering(RewritePattern):
         name = BINARY_INTRINSICS.get(t) or UNARY_INTRINSICS.get(t)
         if name is not None:
             e = Emitter(rewriter)
-            call = llvm.CallIntrinsicOp(f"{name}.{type_suffix(convert_type(op.results[0].type))}", [e.v(x) for x in op.operands],
-                                        [convert_type(op.results[0].type)])
-            flags = fastmath_of(op)
-            if flags.data:  # a reduction's max with nsz (scalar.reduction_max_min): llvm_translate keeps them
-                call.properties["fastmathFlags"] = flags
-            replace_op(rewriter, op, e.result(call))
+            # a max or min keeps its flags (a reduction step's nsz: scalar.reduction_max_min)
+            flags = fastmath_of(op) if isinstance(op, MAX_MIN_FLOAT) else None
+            replace_op(rewriter, op, e.intrinsic(name, [e.v(x) for x in op.operands], convert_type(op.results[0].type), flags))
 
 
 class CastLowering(RewritePattern):
