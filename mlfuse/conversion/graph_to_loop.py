@@ -805,8 +805,8 @@ def drop_unread_globals(module: ModuleOp, made: set[str]) -> None:
 
 def pad_spatial(fl: FunctionLowering, src: SSAValue, pads: Sequence[int], value: float | int, border_only: bool = False) -> SSAValue:
     """An NCHW buffer padded by pads = [top, left, bottom, right] with `value` (src if no
-    pads): filled, then src copied into its interior. With `border_only` only the border
-    is filled (`fill_border`, after the copy), for a reader that is no loop nest (a GEMM's window):
+    pads): filled, then src copied into its interior. With `border_only` src is copied,
+    then only the border filled (`fill_border`), for a reader that is no loop nest (a GEMM's window):
     post-tiling fusion moves a whole fill into the tiles of the nests that read it."""
     if not any(pads):
         return src
@@ -938,11 +938,20 @@ def live_taps(op: graph.Conv2dOp) -> tuple[range, range]:
 def constant_weights(fl: FunctionLowering, weight: SSAValue, rows: range, cols: range) -> np.ndarray | None:
     """w[o, c, kh, kw] over the live taps, if the weight is a constant global (its values
     are known at compile time, so it can be laid out for the product once); else None."""
+    values = constant_values(fl, weight)
+    if values is None:
+        return None
+    return graph.dense_to_numpy(values)[:, :, rows.start : rows.stop, cols.start : cols.stop]
+
+
+def constant_values(fl: FunctionLowering, weight: SSAValue) -> DenseIntOrFPElementsAttr | None:
+    """The initial values of the constant global that `weight` reads, if it reads one
+    (a test that converts no values: takes_channel_tiles asks it for every conv)."""
     get = fl.buffer(weight).owner
     if isinstance(get, memref.GetGlobalOp):
         glob = SymbolTable.lookup_symbol(fl.module, get.name_)
         if isinstance(glob, memref.GlobalOp) and isinstance(glob.initial_value, DenseIntOrFPElementsAttr):
-            return graph.dense_to_numpy(glob.initial_value)[:, :, rows.start : rows.stop, cols.start : cols.stop]
+            return glob.initial_value
     return None
 
 
@@ -1054,7 +1063,7 @@ def takes_channel_tiles(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     taps = live_taps(op)
     out_w, strides = graph.shape_of(op.result)[3], tuple(op.stride_values)
     return (channel_tiles_fit(out_w, (strides[0], strides[1])) and reads_patches_in_place(op, taps, channel_tiles=True)
-            and constant_weights(fl, op.weight, *taps) is not None)
+            and constant_values(fl, op.weight) is not None)
 
 
 def is_pointwise(op: graph.Conv2dOp) -> bool:

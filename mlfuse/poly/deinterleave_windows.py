@@ -128,12 +128,15 @@ def column_of(nest: loop.NestOp, operand: int) -> tuple[dict[int, int], int] | N
 
 
 def window_read(nest: loop.NestOp, operand: int) -> WindowRead | str:
+    why = "a read that is not a window at column stride 2"
     form = column_of(nest, operand)
-    terms, c0 = form if form is not None else ({}, 0)
+    if form is None:
+        return why
+    terms, c0 = form
     strided = [d for d, k in terms.items() if k == STRIDE]
     taps = [d for d, k in terms.items() if k == 1]
-    if form is None or len(strided) != 1 or len(taps) > 1 or len(terms) != len(strided) + len(taps):
-        return "a read that is not a window at column stride 2"
+    if len(strided) != 1 or len(taps) > 1 or len(terms) != len(strided) + len(taps):
+        return why
     return WindowRead(nest, operand, strided[0], taps[0] if taps else None, c0)
 
 
