@@ -13,7 +13,7 @@ after the choice changes, then at doubling gaps up to every `PROBE_EVERY`th call
 probe's time replaces the probed choice's window, whose samples are from before the
 switch: load that has passed (another runtime's threads spinning after its call, a
 neighbour's burst) must not keep the team off for long. A probe of the team is two
-calls, and both must be fast to bring it back, so that on a busy core a lucky call
+timed calls (after one that wakes the team, see below), and both must be fast to bring it back, so that on a busy core a lucky call
 does not (the team then stalls at every barrier). With a fixed probe every 32nd
 call into a window of 5, three good probes (96 calls) were needed to return to the
 team: an encoder layer timed right after onnxruntime's calls ran on one thread for
@@ -30,7 +30,14 @@ A call that starts while another call of compiled code runs in this process (cal
 from several Python threads) runs on one thread: libgomp gives each calling thread a
 team of its own, and two teams of two on two cores wait at each other's barriers.
 Such a call's time says nothing about a lone call's, so it is not recorded, nor is
-a lone call's that another call overlapped. Nor is a call that took page faults
+a lone call's that another call overlapped. Nor is the team's first call after a call
+on one thread: the team's other threads slept through it, and waking them is the
+probe's doing, not the team's speed. On these 2-vCPU VMs the wake-up took up to a host
+scheduler tick when the host was busy (GPT-2 at 2 threads: 6.8 ms for that call against
+2.9 ms for the next), so a probe of one thread made the team look slow at its next
+probe, and the sizer kept the model on one thread for seconds (4.1 ms a call where the
+team took 2.2-2.9). A probe of the team is therefore three calls: the first wakes the
+threads, the other two decide. Nor is a call that took page faults
 (fresh outputs from np.empty: the allocator's time, not the team's): recorded, they
 had the sizer run LayerNorm at 65536x1024 on one thread (25-31 ms, against 13.5 on
 the team) after calls into fresh arrays took 41-124 ms.
@@ -48,9 +55,9 @@ from mlfuse.backend import cpu
 
 PROBE_EVERY = 32
 FIRST_PROBE = 2  # calls after the choice changes before the other is probed; the gap doubles to PROBE_EVERY
-# A probe of the team is two calls, both timed: on a busy core one lucky call must not
-# bring back a team that stalls (a single one-thread call is a cheap probe).
-TEAM_PROBE_CALLS = 2
+# A probe of the team is three calls, the last two timed: on a busy core one lucky call must
+# not bring back a team that stalls (a single one-thread call is a cheap probe).
+TEAM_PROBE_CALLS = 3  # the first wakes the team's threads and is not recorded
 WINDOW = 5  # calls per choice whose median decides
 # One thread must beat the team by this factor: on a quiet machine noise alone must not
 # move a memory-bound kernel onto one thread (a stalled team is 2-100x slower).
@@ -107,6 +114,7 @@ class TeamSizer:
         self.next_probe = 0  # the call number of the next probe
         self.probe_left = 0  # calls of the probe under way still to come
         self.fresh: int | None = None  # the choice whose window the next time it records replaces
+        self.previous = 0  # the thread count of the last call (its team's threads may be asleep after 1)
 
     def choose(self, team: int) -> int:
         if team <= 1:
@@ -151,6 +159,8 @@ class TeamSizer:
         crowded, number = _Calls.enter()
         try:
             threads = 1 if crowded else self.choose(cpu.team_size())
+            waking = threads > 1 and self.previous == 1  # see the module docstring
+            self.previous = threads
             before = cpu.enter_team(threads)
             try:
                 faults = page_faults() if self.watch_faults else 0
@@ -163,7 +173,7 @@ class TeamSizer:
                 cpu.leave_team(before, threads)
         finally:
             alone = _Calls.leave(number) and not crowded
-        if not alone or faults > FAULTS_IGNORED:
+        if not alone or waking or faults > FAULTS_IGNORED:
             return
         if threads in self.warmed:
             self.record(threads, seconds)
