@@ -70,8 +70,10 @@ def cpu_pipeline(
     depthwise conv's zeroing nest into the conv (its first tap reads the zero), and
     loop-flatten-windows runs a window nest over output rows of at most 16 over the
     rows' flat positions in its input's pitch, taps inside (a 7-wide row vectorized),
-    and loop-deinterleave-windows stores the tile a stride-2 window reads as rows of its
-    even, then its odd columns (unit-stride taps, no scalar tail on each row).
+    loop-deinterleave-windows stores the tile a stride-2 window reads as rows of its
+    even, then its odd columns (unit-stride taps, no scalar tail on each row), and
+    loop-split-wrapped splits a nest whose innermost reads wrap around (a pad's
+    `(d - 1) mod n`) into the pieces where they do and do not, the inside vectorized.
 
     post_tile: also run post-tiling fusion across the whole function afterwards
     (POST_TILE, an experiment: it may join nests of different groups).
@@ -103,6 +105,7 @@ def cpu_pipeline(
         "loop-fold-init",
         "loop-flatten-windows",
         "loop-deinterleave-windows",
+        "loop-split-wrapped",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
         "merge-kernels",
         "expand-math",
