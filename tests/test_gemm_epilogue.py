@@ -15,6 +15,7 @@ import zlib
 
 import llvmlite.ir as ir
 import numpy as np
+import onnx
 import pytest
 
 import mlfuse
@@ -25,6 +26,7 @@ from mlfuse.backend.gemm_epilogue import Epilogue, Operand
 from mlfuse.backend.gemm_kernels import I64, PTR, GemmShape, Window, define_gemm_kernels
 from mlfuse.dialects import loop
 from mlfuse.frontend.builder import GraphBuilder
+from mlfuse.frontend.onnx import import_onnx
 
 FEATURES = {"avx512": "+avx512f,+avx2,+avx,+fma", "avx2": "+avx2,+avx,+fma", "sse": "+sse4.2"}
 NUMPY = {"f32": np.float32, "f64": np.float64}
@@ -221,6 +223,41 @@ def test_concat_is_written_into_the_padded_input_of_the_conv():
     mlfuse.compile(module)(x1, x2, out=[out])
     xp = np.pad(np.concatenate([np.exp(x1.astype(np.float64)), x2], axis=1), ((0, 0), (0, 0), (1, 1), (1, 1)))
     want = sum(np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), xp[:, :, i : i + 16, j : j + 16])
+               for i in range(3) for j in range(3))
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_a_product_scattered_into_pixels_is_written_into_the_concat(tmp_path):
+    """U-Net's decoder: a ConvTranspose 2 x 2 stride 2 is a product whose rows the next
+    nest scatters into 2 x 2 pixels (+ bias), no epilogue of it, so that nest writes its
+    piece of the concat in the next conv's padded input directly: no copy of it is left.
+    Against float64 numpy within fp32 rounding (atol 1e-5 of the output's range),
+    outputs poisoned."""
+    rng = np.random.default_rng(12)
+    x1 = rng.standard_normal((1, 32, 32, 32)).astype(np.float32)
+    x2 = rng.standard_normal((1, 8, 64, 64)).astype(np.float32)
+    wt, bt = rng.standard_normal((32, 16, 2, 2)).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    w = rng.standard_normal((8, 24, 3, 3)).astype(np.float32)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("ConvTranspose", ["x1", "wt", "bt"], ["up"], strides=[2, 2]),
+         onnx.helper.make_node("Concat", ["up", "x2"], ["cat"], axis=1),
+         onnx.helper.make_node("Conv", ["cat", "w"], ["y"], pads=[1, 1, 1, 1])],
+        "unet_decoder",
+        [onnx.helper.make_tensor_value_info("x1", 1, x1.shape), onnx.helper.make_tensor_value_info("x2", 1, x2.shape)],
+        [onnx.helper.make_tensor_value_info("y", 1, [1, 8, 64, 64])],
+        [onnx.numpy_helper.from_array(a, n) for a, n in ((wt, "wt"), (bt, "bt"), (w, "w"))],
+    )
+    path = tmp_path / "decoder.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), path)
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(import_onnx(onnx.load(path)), steps[: steps.index("loop-forward-copies") + 1])
+    names = [op.nest_name.data for op in lowered.walk() if isinstance(op, loop.NestOp)]
+    assert sum(n.endswith("concat") for n in names) == 1, names  # x2's piece only
+    out = np.full((1, 8, 64, 64), np.nan, np.float32)
+    mlfuse.compile(str(path))(x1, x2, out=[out])
+    up = np.einsum("ncij,coab->noiajb", x1.astype(np.float64), wt).reshape(1, 16, 64, 64) + bt[None, :, None, None]
+    xp = np.pad(np.concatenate([up, x2], axis=1), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = sum(np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), xp[:, :, i : i + 64, j : j + 64])
                for i in range(3) for j in range(3))
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
 

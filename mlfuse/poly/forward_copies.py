@@ -28,9 +28,11 @@ A copy is forwarded when:
   reads: its other users are nests before the copy, in the same block, that write it
   (as an output of the same shape as the copy's input, and not also as an input), and
   its dealloc;
-- no writer reads the result of a loop.gemm that nothing else reads: that nest is the
-  product's epilogue, which loop-gemm-epilogue-fuse moves into the GEMM kernel, whose
-  output is contiguous;
+- no writer reads the result of a loop.gemm that nothing else reads, element for
+  element as it writes: that nest is the product's epilogue, which
+  loop-gemm-epilogue-fuse moves into the GEMM kernel, whose output is contiguous (a
+  writer that scatters the product, U-Net's ConvTranspose 2 x 2 into its pixels, is
+  forwarded);
 - the destination is a buffer of the function whose users before the copy are nests
   that only write it (its fills): they move before the first writer with its
   allocation, so that a fill of the whole buffer still comes before the interior.
@@ -42,6 +44,7 @@ changes (the concat's pieces are copies too).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
@@ -115,12 +118,38 @@ def source_writers(copy: loop.NestOp, source: SSAValue) -> list[loop.NestOp]:
 
 
 def _gemm_epilogue_input(v: SSAValue, reader: loop.NestOp) -> bool:
-    """Is `v` a loop.gemm's output that `reader` alone reads (its epilogue)?"""
+    """Is `v` a loop.gemm's output that `reader` alone reads, element for element as it
+    writes its output (so that it may become the product's epilogue)?"""
     root = loop.view_root(v)
     users = loop.view_users(root)
     gemm_writes = any(isinstance(u, loop.GemmOp) and loop.view_root(u.c) is root for u in users)
     readers = [u for u in users if not isinstance(u, loop.GemmOp | memref.DeallocOp)]
-    return gemm_writes and readers == [reader]
+    return gemm_writes and readers == [reader] and _reads_in_write_order(reader, v)
+
+
+def _reads_in_write_order(nest: loop.NestOp, v: SSAValue) -> bool:
+    """Does `nest` read `v` at the flat position (row-major) where it writes its first
+    output, at each of a few points of its domain? An epilogue does, up to reshapes that
+    loop-delinearize and loop-coalesce take apart; a transpose or an interleave (a
+    ConvTranspose's pixels scattered 2 x 2) does not, and its writes may be forwarded."""
+    bounds = nest.static_bounds()
+    k = next((i for i, x in enumerate(nest.ins) if x is v), None)
+    if bounds is None or k is None or nest.syms:
+        return True  # cannot tell: keep the nest a candidate epilogue
+    read, write = nest.in_maps[k], nest.out_maps[0]
+    in_shape, out_shape = v.type.get_shape(), nest.outs[0].type.get_shape()  # type: ignore[attr-defined]
+    corners = [[hi - 1 if (p >> d) & 1 else lo for d, (lo, hi) in enumerate(bounds)] for p in range(8)]
+    inner = [[lo + (3 * p + 7 * d) % (hi - lo) for d, (lo, hi) in enumerate(bounds)] for p in range(8)]
+    return all(
+        _flat(read.eval(point, []), in_shape) == _flat(write.eval(point, []), out_shape) for point in corners + inner
+    )
+
+
+def _flat(index: Sequence[int], shape: Sequence[int]) -> int:
+    flat = 0
+    for i, n in zip(index, shape):
+        flat = flat * n + i
+    return flat
 
 
 def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | None:
