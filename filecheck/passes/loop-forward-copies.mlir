@@ -274,6 +274,7 @@ func.func @destination_read_in_a_band(%a: memref<8xf32>, %out: memref<8xf32>) {
 // ConvTranspose): not element for element as it writes, so no epilogue of it.
 // CHECK-LABEL: func.func @gemm_scattered
 // CHECK: loop.gemm
+// CHECK: loop.nest "fill"
 // CHECK: loop.nest "scatter" {{.*}} outs(%p : memref<1x2x6x6xf32>) maps [{{.*}}, affine_map<(d0, d1, d2, d3, d4) -> (0, d0, (((d1 * 2) + d2) + 1), (((d3 * 2) + d4) + 1))>]
 // CHECK-NOT: loop.nest "copy"
 // CHECK: loop.nest "use"
@@ -285,6 +286,11 @@ func.func @gemm_scattered(%a: memref<1x8x4xf32>, %b: memref<1x4x4xf32>, %out: me
   loop.nest "scatter" lower [0, 0, 0, 0, 0] upper [2, 2, 2, 2, 2] iterators ["parallel", "parallel", "parallel", "parallel", "parallel"] ins(%c : memref<1x8x4xf32>) outs(%y : memref<1x2x4x4xf32>) maps [affine_map<(d0, d1, d2, d3, d4) -> (0, d0 * 4 + d2 * 2 + d4, d1 * 2 + d3)>, affine_map<(d0, d1, d2, d3, d4) -> (0, d0, d1 * 2 + d2, d3 * 2 + d4)>] {
   ^bb0(%v: f32, %o: f32):
     loop.yield %v : f32
+  }
+  loop.nest "fill" lower [0, 0, 0, 0] upper [1, 2, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins() outs(%p : memref<1x2x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
   }
   loop.nest "copy" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%y : memref<1x2x4x4xf32>) outs(%p : memref<1x2x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 1)>] {
   ^bb0(%v: f32, %o: f32):
