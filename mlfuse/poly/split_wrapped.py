@@ -32,13 +32,13 @@ from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
     AffineConstantExpr,
-    AffineDimExpr,
     AffineExpr,
     AffineMap,
 )
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlfuse.dialects import loop
+from mlfuse.poly.delinearize import linear
 from mlfuse.poly.program import rebuild_nest
 
 # The pieces the wrapped reads cut a dimension into: a pad's three (before, inside, after).
@@ -70,14 +70,8 @@ def wrapped_offsets(expr: AffineExpr, dim: int) -> set[tuple[int, int]]:
 
 def dim_plus_constant(expr: AffineExpr, dim: int) -> int | None:
     """c when `expr` is `d<dim> + c` (c may be 0), else None."""
-    if isinstance(expr, AffineDimExpr):
-        return 0 if expr.position == dim else None
-    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
-        if isinstance(expr.rhs, AffineConstantExpr):
-            return None if (inner := dim_plus_constant(expr.lhs, dim)) is None else inner + expr.rhs.value
-        if isinstance(expr.lhs, AffineConstantExpr):
-            return None if (inner := dim_plus_constant(expr.rhs, dim)) is None else inner + expr.lhs.value
-    return None
+    form = linear(expr)
+    return form[1] if form is not None and form[0] == {dim: 1} else None
 
 
 def split_plan(nest: loop.NestOp) -> tuple[int, list[int]] | None:
