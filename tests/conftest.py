@@ -105,3 +105,20 @@ def cache_root(tmp_path, monkeypatch) -> Path:
     monkeypatch.setattr(api, "_MEMORY_CACHE", OrderedDict())
     monkeypatch.setattr(cache, "_reported", set())
     return root
+
+
+def cpu_lowered_before(module: ModuleOp, flag: str) -> ModuleOp:
+    """A copy of `module` through the CPU pipeline up to (not including) the pass `flag`."""
+    from mlfuse import pipelines
+    from mlfuse.api import run_pipeline
+
+    steps = pipelines.cpu_pipeline()
+    return run_pipeline(module.clone(), steps[: steps.index(flag)])
+
+
+def compile_without(module: ModuleOp, flag: str):
+    """`module` compiled by the CPU pipeline without the pass `flag` (to compare bits with)."""
+    import mlfuse
+    from mlfuse import pipelines
+
+    return mlfuse.compile(module, passes=[s for s in pipelines.cpu_pipeline() if s != flag])

@@ -9,22 +9,21 @@ import numpy as np
 import pytest
 
 import mlfuse
-from mlfuse import pipelines
-from mlfuse.api import run_pipeline
 from mlfuse.frontend.builder import GraphBuilder
 from mlfuse.poly.deinterleave_windows import deinterleave_windows
+
+from conftest import compile_without, cpu_lowered_before
 
 PASS = "loop-deinterleave-windows"
 
 
 def deinterleaved(module) -> int:
     """How many buffers the pipeline's loop-deinterleave-windows splits in `module`."""
-    steps = pipelines.cpu_pipeline()
-    return deinterleave_windows(run_pipeline(module.clone(), steps[: steps.index(PASS)]))
+    return deinterleave_windows(cpu_lowered_before(module, PASS))
 
 
 def without_pass(module, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
-    return mlfuse.compile(module, passes=[s for s in pipelines.cpu_pipeline() if s != PASS])(*inputs)
+    return compile_without(module, PASS)(*inputs)
 
 
 def windows(x: np.ndarray, k: int, pads: tuple[int, int, int, int], pad: float, stride: int = 2) -> np.ndarray:

@@ -9,22 +9,21 @@ import numpy as np
 import pytest
 
 import mlfuse
-from mlfuse import pipelines
-from mlfuse.api import run_pipeline
 from mlfuse.frontend.builder import GraphBuilder
 from mlfuse.poly.split_wrapped import split_wrapped
+
+from conftest import compile_without, cpu_lowered_before
 
 PASS = "loop-split-wrapped"
 
 
 def split(module) -> int:
     """How many nests the pipeline's loop-split-wrapped splits in `module`."""
-    steps = pipelines.cpu_pipeline()
-    return split_wrapped(run_pipeline(module.clone(), steps[: steps.index(PASS)]))
+    return split_wrapped(cpu_lowered_before(module, PASS))
 
 
 def without_pass(module, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
-    return mlfuse.compile(module, passes=[s for s in pipelines.cpu_pipeline() if s != PASS])(*inputs)
+    return compile_without(module, PASS)(*inputs)
 
 
 @pytest.mark.parametrize("shape, widths, value, splits", [

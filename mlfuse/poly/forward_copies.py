@@ -52,6 +52,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.rewriter import Rewriter
 
+from mlfuse.conversion.group_to_loop import strides
 from mlfuse.dialects import loop
 from mlfuse.poly.program import erase_buffer, with_maps
 from mlfuse.poly.startup import is_copy
@@ -137,19 +138,16 @@ def _reads_in_write_order(nest: loop.NestOp, v: SSAValue) -> bool:
     if bounds is None or k is None or nest.syms:
         return True  # cannot tell: keep the nest a candidate epilogue
     read, write = nest.in_maps[k], nest.out_maps[0]
-    in_shape, out_shape = v.type.get_shape(), nest.outs[0].type.get_shape()  # type: ignore[attr-defined]
     corners = [[hi - 1 if (p >> d) & 1 else lo for d, (lo, hi) in enumerate(bounds)] for p in range(8)]
     inner = [[lo + (3 * p + 7 * d) % (hi - lo) for d, (lo, hi) in enumerate(bounds)] for p in range(8)]
+    in_strides, out_strides = strides(v.type.get_shape()), strides(nest.outs[0].type.get_shape())  # type: ignore[attr-defined]
     return all(
-        _flat(read.eval(point, []), in_shape) == _flat(write.eval(point, []), out_shape) for point in corners + inner
+        _dot(read.eval(point, []), in_strides) == _dot(write.eval(point, []), out_strides) for point in corners + inner
     )
 
 
-def _flat(index: Sequence[int], shape: Sequence[int]) -> int:
-    flat = 0
-    for i, n in zip(index, shape):
-        flat = flat * n + i
-    return flat
+def _dot(index: Sequence[int], steps: Sequence[int]) -> int:
+    return sum(i * step for i, step in zip(index, steps))
 
 
 def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | None:

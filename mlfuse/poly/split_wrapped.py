@@ -51,32 +51,33 @@ def split_wrapped(fn: Operation) -> int:
     for nest in [op for op in fn.walk() if isinstance(op, loop.NestOp)]:
         plan = split_plan(nest)
         if plan is not None:
-            dim, cuts = plan
-            split_nest(nest, dim, cuts)
+            split_nest(nest, *plan)
             count += 1
     return count
 
 
+def wrap_of(expr: AffineExpr, dim: int) -> tuple[int, int] | None:
+    """(c, n) when `expr` is `(d<dim> + c) mod n` (n > 0), else None."""
+    if not (isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Mod):
+        return None
+    form = linear(expr.lhs)
+    if form is None or form[0] != {dim: 1} or not isinstance(expr.rhs, AffineConstantExpr) or expr.rhs.value <= 0:
+        return None
+    return form[1], expr.rhs.value
+
+
 def wrapped_offsets(expr: AffineExpr, dim: int) -> set[tuple[int, int]]:
     """The (c, n) of every `(d<dim> + c) mod n` inside `expr`."""
-    found: set[tuple[int, int]] = set()
-    if isinstance(expr, AffineBinaryOpExpr):
-        shift = dim_plus_constant(expr.lhs, dim)
-        if expr.kind == AffineBinaryOpKind.Mod and shift is not None and isinstance(expr.rhs, AffineConstantExpr) and expr.rhs.value > 0:
-            found.add((shift, expr.rhs.value))
-        found |= wrapped_offsets(expr.lhs, dim) | wrapped_offsets(expr.rhs, dim)
-    return found
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return set()
+    found = wrapped_offsets(expr.lhs, dim) | wrapped_offsets(expr.rhs, dim)
+    wrap = wrap_of(expr, dim)
+    return found | {wrap} if wrap is not None else found
 
 
-def dim_plus_constant(expr: AffineExpr, dim: int) -> int | None:
-    """c when `expr` is `d<dim> + c` (c may be 0), else None."""
-    form = linear(expr)
-    return form[1] if form is not None and form[0] == {dim: 1} else None
-
-
-def split_plan(nest: loop.NestOp) -> tuple[int, list[int]] | None:
-    """(dimension, cut points) when the innermost dimension of more than one iteration
-    (the one LLVM vectorizes) is parallel and has pad-like wrapped reads, else None."""
+def split_plan(nest: loop.NestOp) -> tuple[int, list[tuple[int, int]]] | None:
+    """(dimension, its pieces [lo, hi)) when the innermost dimension of more than one
+    iteration (the one LLVM vectorizes) is parallel and has pad-like wrapped reads, else None."""
     bounds = nest.static_bounds()
     inner = [d for d, (lo, hi) in enumerate(bounds or []) if hi - lo > 1]
     if bounds is None or not inner or nest.iterator_kinds[inner[-1]] != loop.PARALLEL:
@@ -89,33 +90,31 @@ def split_plan(nest: loop.NestOp) -> tuple[int, list[int]] | None:
     unwrapped = sum(b - a for a, b in pieces if all(0 <= a + c and b - 1 + c < n for c, n in wraps))
     if len(pieces) < 2 or len(pieces) > MAX_PIECES or 2 * unwrapped < hi - lo:
         return None
-    return dim, cuts
+    return dim, pieces
 
 
 def unwrap(expr: AffineExpr, dim: int, lo: int, hi: int) -> AffineExpr:
     """`expr` with every `(d<dim> + c) mod n` that cannot wrap for d in [lo, hi) replaced by `d<dim> + c`."""
     if not isinstance(expr, AffineBinaryOpExpr):
         return expr
-    shift = dim_plus_constant(expr.lhs, dim)
-    if expr.kind == AffineBinaryOpKind.Mod and shift is not None and isinstance(expr.rhs, AffineConstantExpr):
-        if 0 <= lo + shift and hi - 1 + shift < expr.rhs.value:
-            return expr.lhs
+    wrap = wrap_of(expr, dim)
+    if wrap is not None and 0 <= lo + wrap[0] and hi - 1 + wrap[0] < wrap[1]:
+        return expr.lhs
     lhs, rhs = unwrap(expr.lhs, dim, lo, hi), unwrap(expr.rhs, dim, lo, hi)
     return expr if (lhs, rhs) == (expr.lhs, expr.rhs) else AffineBinaryOpExpr(expr.kind, lhs, rhs)
 
 
-def split_nest(nest: loop.NestOp, dim: int, cuts: list[int]) -> None:
-    """Replace `nest` by one nest per piece of `dim` between `cuts`, in order."""
+def split_nest(nest: loop.NestOp, dim: int, pieces: list[tuple[int, int]]) -> None:
+    """Replace `nest` by one nest per piece [a, b) of `dim`, in order."""
     lower = [b.data for b in nest.lower.data]
     upper = [b.data for b in nest.upper.data]
-    (lo, hi) = nest.static_bounds()[dim]  # type: ignore[index]
-    pieces = []
-    for a, b in zip([lo, *cuts], [*cuts, hi]):
+    split = []
+    for a, b in pieces:
         maps = [AffineMap(m.num_dims, m.num_symbols, tuple(unwrap(r, dim, a, b) for r in m.results)) for m in nest.access_maps]
         piece_lower, piece_upper = list(lower), list(upper)
         piece_lower[dim], piece_upper[dim] = constant_like(lower[dim], a), constant_like(upper[dim], b)
-        pieces.append(rebuild_nest(nest, list(nest.syms), piece_lower, piece_upper, maps))
-    Rewriter.insert_op(pieces, InsertPoint.before(nest))
+        split.append(rebuild_nest(nest, list(nest.syms), piece_lower, piece_upper, maps))
+    Rewriter.insert_op(split, InsertPoint.before(nest))
     Rewriter.erase_op(nest)
 
 
