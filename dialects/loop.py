@@ -708,6 +708,16 @@ class GemmOp(IRDLOperation):
           loop.yield %s : f32
         } {epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>], window = array<i64: 3, 3>}
             : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x3136xf32>
+
+    With `c_frame = array<i64: top, left, oh, ow>`, C is images [batch..., m, hp, wp]
+    whose interiors hold the product's rows, and their borders are not written (a conv
+    writing the next conv's padded input: loop-forward-copies). The product's shape
+    stays [batch..., m, oh * ow] (`product_type`), and so do the epilogue maps' indices:
+
+        C[b, i, y * ow + x] is c[b, i, top + y, left + x]
+
+        loop.gemm %w, %xpad into %ypad {c_frame = array<i64: 1, 1, 56, 56>, window = array<i64: 3, 3>}
+            : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x58x58xf32>
     """
 
     name = "loop.gemm"
@@ -717,6 +727,7 @@ class GemmOp(IRDLOperation):
     epilogue_ins = var_operand_def(MemRefType)
     window = opt_prop_def(DenseArrayBase[IntegerType])
     epilogue_maps = opt_prop_def(ArrayAttr[AffineMapAttr])
+    c_frame = opt_prop_def(DenseArrayBase[IntegerType])
     epilogue = opt_region_def("single_block")
     assembly_format = (
         "$a `,` $b `into` $c (`epilogue` (`ins` `(` $epilogue_ins^ `:` type($epilogue_ins) `)`)? $epilogue^)?"
@@ -731,11 +742,15 @@ class GemmOp(IRDLOperation):
         c: SSAValue,
         window: Sequence[int] | None = None,
         epilogue: tuple[Sequence[SSAValue], Sequence[AffineMap], Region] | None = None,
+        c_frame: Sequence[int] | None = None,
     ):
-        """`epilogue`: its operands, their maps from C's indices, and its region."""
+        """`epilogue`: its operands, their maps from C's indices, and its region;
+        `c_frame`: (top, left, oh, ow)."""
         properties: dict[str, Attribute] = {}
         if window is not None:
             properties["window"] = DenseArrayBase.from_list(i64, window)
+        if c_frame is not None:
+            properties["c_frame"] = DenseArrayBase.from_list(i64, c_frame)
         ins: Sequence[SSAValue] = ()
         regions: list[Region | None] = [None]
         if epilogue is not None:
@@ -761,6 +776,25 @@ class GemmOp(IRDLOperation):
         return int(kh), int(kw)
 
     @property
+    def frame(self) -> tuple[int, int, int, int] | None:
+        """(top, left, oh, ow) of `c_frame`, or None."""
+        if self.c_frame is None:
+            return None
+        top, left, oh, ow = (int(v) for v in self.c_frame.get_values())
+        return top, left, oh, ow
+
+    @property
+    def product_type(self) -> MemRefType:
+        """C's type as the product's [batch..., m, n]: C's own, or under a frame its
+        images' interiors as rows of oh * ow."""
+        tc = self.c.type
+        assert isinstance(tc, MemRefType)
+        if self.frame is None:
+            return tc
+        _, _, oh, ow = self.frame
+        return MemRefType(tc.get_element_type(), [*tc.get_shape()[:-2], oh * ow])
+
+    @property
     def window_strides(self) -> tuple[int, int]:
         """(sh, sw) of the window: (1, 1) unless given."""
         values = self.window.get_values() if self.window is not None else ()
@@ -772,6 +806,10 @@ class GemmOp(IRDLOperation):
         sa, sb, sc = ta.get_shape(), tb.get_shape(), tc.get_shape()
         if self.window is not None:
             sb = self.patches_shape(sb)
+        if self.c_frame is not None:
+            self.verify_frame(sc)
+            tc = self.product_type
+            sc = tc.get_shape()
         if not (len(sa) == len(sb) == len(sc) >= 2):
             raise VerifyException(f"'loop.gemm' needs operands of one rank >= 2, got {ta}, {tb}, {tc}")
         if sa[:-2] != sb[:-2] or sa[:-2] != sc[:-2] or sa[-1] != sb[-2] or tuple(sc[-2:]) != (sa[-2], sb[-1]):
@@ -780,6 +818,15 @@ class GemmOp(IRDLOperation):
         if el not in ({"f32"}, {"f64"}):
             raise VerifyException(f"'loop.gemm' supports f32 and f64, got {', '.join(sorted(el))}")
         self.verify_epilogue(tc)
+
+    def verify_frame(self, images: Sequence[int]) -> None:
+        """c_frame is (top, left, oh, ow), the interiors within C's images [..., m, hp, wp]."""
+        frame = [int(v) for v in self.c_frame.get_values()] if self.c_frame is not None else []
+        if len(frame) != 4 or min(frame) < 0 or min(frame[2:]) < 1:
+            raise VerifyException(f"'loop.gemm' c_frame must be (top, left, oh, ow), offsets >= 0 and sizes >= 1, got {frame}")
+        top, left, oh, ow = frame
+        if len(images) < 3 or top + oh > images[-2] or left + ow > images[-1]:
+            raise VerifyException(f"'loop.gemm' c_frame {frame} needs images [..., m, h >= {top + oh}, w >= {left + ow}] as C, got {list(images)}")
 
     def verify_epilogue(self, tc: MemRefType) -> None:
         """One map per epilogue operand, from C's indices to its own; block arguments of

@@ -66,7 +66,8 @@ def cpu_pipeline(
     every access walks as one run (an epilogue's 28 x 28 pixels: one loop of 784 for
     LLVM to vectorize),
     loop-gemm-epilogue-fuse folds the elementwise nest after a conv's or a linear
-    layer's product into the GEMM kernel's register tile, loop-fold-init folds a
+    layer's product into the GEMM kernel's register tile (loop-forward-copies again then
+    makes a product write its pad copy's images: the next conv's padded input), loop-fold-init folds a
     depthwise conv's zeroing nest into the conv (its first tap reads the zero), and
     loop-flatten-windows runs a window nest over output rows of at most 16 over the
     rows' flat positions in its input's pitch, taps inside (a 7-wide row vectorized),
@@ -98,8 +99,8 @@ def cpu_pipeline(
         passes += POST_TILE
     outline = " outline-serial=true" if outline_serial else ""
     passes += ["loop-forward-copies", "loop-delinearize", "loop-coalesce"]
-    if fuse:
-        passes.append("loop-gemm-epilogue-fuse")
+    if fuse:  # then forward the pad copies of the products that now write their epilogue's output
+        passes += ["loop-gemm-epilogue-fuse", "loop-forward-copies"]
     passes += [
         "assign-buffers",
         "loop-fold-init",

@@ -262,6 +262,56 @@ def test_a_product_scattered_into_pixels_is_written_into_the_concat(tmp_path):
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
+def conv_relu_conv(path, rng, channels: int, size: int, residual: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Save conv 3x3 (+ bias) -> relu -> conv 3x3 (+ relu's output again with `residual`)
+    over a channels x size x size image as ONNX at `path`; (its input, float64 numpy's output)."""
+    x = rng.standard_normal((1, channels, size, size)).astype(np.float32)
+    w1, w2 = (rng.standard_normal((channels, channels, 3, 3)).astype(np.float32) / channels for _ in range(2))
+    b1 = rng.standard_normal(channels).astype(np.float32)
+    nodes = [onnx.helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             onnx.helper.make_node("Relu", ["c1"], ["r1"]),
+             onnx.helper.make_node("Conv", ["r1", "w2"], ["c2" if residual else "y"], pads=[1, 1, 1, 1])]
+    if residual:
+        nodes.append(onnx.helper.make_node("Add", ["c2", "r1"], ["y"]))
+    graph = onnx.helper.make_graph(
+        nodes, "conv_relu_conv", [onnx.helper.make_tensor_value_info("x", 1, x.shape)],
+        [onnx.helper.make_tensor_value_info("y", 1, x.shape)],
+        [onnx.numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (b1, "b1"), (w2, "w2"))])
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), path)
+
+    def conv(image, w):
+        padded = np.pad(image, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        return sum(np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), padded[:, :, i : i + size, j : j + size])
+                   for i in range(3) for j in range(3))
+
+    r1 = np.maximum(conv(x.astype(np.float64), w1) + b1[None, :, None, None], 0)
+    return x, conv(r1, w2) + (r1 if residual else 0)
+
+
+@pytest.mark.parametrize("channels, size", [
+    (16, 40),  # the row kernel: vectors of 16 cross the ends of rows of 40
+    (24, 14),  # channel tiles over rows of 14 (the row kernel where AVX-512 is missing)
+    (40, 7),  # channel tiles of two rows of 7
+])
+@pytest.mark.parametrize("residual", [False, True])
+def test_a_conv_writes_the_padded_input_of_the_next(tmp_path, channels, size, residual):
+    """conv -> relu -> conv: the first product (its bias and relu its epilogue) writes the
+    interior of the second conv's padded input (c_frame), no pad copy between them;
+    unless relu's output has another reader (a residual add), which keeps the copy.
+    Against float64 numpy within fp32 rounding (atol 1e-5 of the output's range),
+    outputs poisoned."""
+    x, want = conv_relu_conv(tmp_path / "m.onnx", np.random.default_rng(channels * size), channels, size, residual)
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(import_onnx(onnx.load(tmp_path / "m.onnx")), steps[: steps.index("assign-buffers")])
+    gemms = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
+    copies = [op for op in lowered.walk() if isinstance(op, loop.NestOp) and op.nest_name.data.endswith("pad_copy")]
+    assert [g.frame for g in gemms] == [None if residual else (1, 1, size, size), None]
+    assert len(copies) == 1 + residual  # the input's pad copy (and relu's output's)
+    out = np.full(x.shape, np.nan, np.float32)
+    mlfuse.compile(str(tmp_path / "m.onnx"))(x, out=[out])
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("channel_tiles", [True, False])
 def test_3x3_conv_over_49_pixels_takes_channel_tiles_where_the_target_has_them(channel_tiles):
     """A dense 3x3 conv over a 7 x 7 image (ResNet-18's last stage) with constant weights:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+from dataclasses import replace
 
 import llvmlite.ir as ir
 import numpy as np
@@ -23,16 +24,19 @@ from mlfuse.backend import cpu
 from mlfuse.backend.gemm_kernels import (
     CHANNEL_TILE_ROW_WIDTHS,
     I64,
+    MAX_DEPTH_BLOCK,
     PTR,
     ROW_SLICE,
     TASK_COLUMNS,
     Blocking,
+    Frame,
     GemmShape,
     Window,
     blocking_for,
     channel_tile_rows,
     channel_tile_widths,
     define_gemm_kernels,
+    depth_block,
     prepack_a,
     prepack_b,
     shape_blocking,
@@ -79,13 +83,14 @@ def operands(rng, shape: GemmShape):
 
 
 def test_blocking_follows_the_vector_registers():
-    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)
+    assert blocking_for(FEATURES["avx512"]) == Blocking(vw=16, mr=8, nr_vecs=3, kc=MAX_DEPTH_BLOCK, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)
     assert blocking_for(FEATURES["avx2"]) == Blocking(vw=8, mr=6, nr_vecs=2, kc=256)
     assert blocking_for("-avx512f," + FEATURES["sse"]).nr == 8
     narrow, conv, wide = GemmShape(1, 32, 4096, 288), GemmShape(1, 512, 49, 4608, window=Window(3, 3, 9, 9)), GemmShape(1, 768, 768, 768)
     assert blocking_for(FEATURES["avx2"], narrow) == blocking_for(FEATURES["avx2"], conv) == Blocking(vw=8, mr=4, nr_vecs=3, kc=256)
     assert blocking_for(FEATURES["avx2"], wide) == blocking_for(FEATURES["avx2"])
-    assert blocking_for(FEATURES["avx512"], narrow) == blocking_for(FEATURES["avx512"])
+    assert blocking_for(FEATURES["avx512"], narrow) == replace(blocking_for(FEATURES["avx512"]), kc=288)
+    assert [depth_block(k) for k in (1, 288, 1024, 1025, 2304, 3072, 4608)] == [1, 288, 1024, 513, 768, 1024, 922]
     for features in FEATURES.values():
         for shape in (None, narrow, conv, wide):
             blk = blocking_for(features, shape)
@@ -130,6 +135,9 @@ def test_symbol_round_trip():
     assert GemmShape.from_symbol("mlfuse_sgemm") is None
     for packed in (GemmShape(2, 3, 4, 5, packed_a=True), GemmShape(2, 3, 4, 5, packed_b=True, packed_a=True)):
         assert GemmShape.from_symbol(packed.symbol) == packed
+    framed = GemmShape(1, 64, 3136, 576, window=Window(3, 3, 58, 58, 2, 2), packed_a=True, frame=Frame(56, 58, 58, 1, 1))
+    assert framed.symbol == "mlfuse_gemm_f32_1x64x3136x576_w3x3x58x58s2x2_c56x58x58x1x1_pa"
+    assert GemmShape.from_symbol(framed.symbol) == framed
     assert shape.tasks == 12 * 2
 
 
@@ -220,6 +228,44 @@ def test_window_panels_are_read_in_place(isa, window, in_row, wrapping):
     assert (f'define internal void @"{shape.symbol}_pack{blk.nr}"' in text) != wrapping
     assert (f'{micro}_window"' in text) == in_row
     assert (f'{micro}_wrap"' in text) == wrapping
+
+
+@pytest.mark.parametrize("isa", sorted(FEATURES))
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+@pytest.mark.parametrize("batch, m, c, window, packed_a, frame", [
+    (1, 20, 3, Window(3, 3, 58, 58), False, Frame(56, 58, 58, 1, 1)),  # rows of 56: vectors cross row ends
+    (2, 9, 2, Window(3, 3, 16, 16), True, Frame(14, 17, 18, 2, 3)),  # rows of 14 (channel tiles on AVX-512)
+    (1, 33, 2, Window(3, 3, 9, 9), True, Frame(7, 9, 9, 1, 1)),  # 7 x 7: tiles of two rows, a vector over three rows
+    (1, 8, 4, None, False, Frame(5, 7, 7, 1, 1)),  # a plain product (a 1x1 conv) into rows of 5
+])
+def test_a_frame_writes_the_interior_of_images(isa, dtype, batch, m, c, window, packed_a, frame):
+    """With a frame the kernel writes C's rows into the interiors of images: the bits of
+    the kernel without one, the border (poisoned) never written, for any split of the
+    tasks."""
+    t = NUMPY[dtype]
+    rng = np.random.default_rng(m * c + batch)
+    if window is not None:
+        k, n = c * window.kh * window.kw, window.out_h * window.out_w
+        b = before_unreadable_page(rng.standard_normal((batch, c, window.hp, window.wp)).astype(t))
+    else:
+        k, n = c, frame.ow * 4
+        b = rng.standard_normal((batch, k, n)).astype(t)
+    a = rng.standard_normal((batch, m, k)).astype(t)
+    plain = GemmShape(batch, m, n, k, dtype, window, packed_a=packed_a)
+    framed = replace(plain, frame=frame)
+    a_in = aligned_copy(prepack_a(a, plain, FEATURES[isa])) if packed_a else a
+    want = np.full((batch, m, n), np.nan, t)
+    kernel(plain, FEATURES[isa])(0, plain.tasks, a_in.ctypes.data, b.ctypes.data, want.ctypes.data)
+    got = np.full((batch, m, frame.hp, frame.wp), np.inf, t)
+    run = kernel(framed, FEATURES[isa])
+    for lo, hi in zip([0, framed.tasks // 3], [framed.tasks // 3, framed.tasks]):
+        run(lo, hi, a_in.ctypes.data, b.ctypes.data, got.ctypes.data)
+    oh = n // frame.ow
+    interior = got[..., frame.top : frame.top + oh, frame.left : frame.left + frame.ow]
+    np.testing.assert_array_equal(interior.reshape(batch, m, n), want)
+    border = np.ones(got.shape, bool)
+    border[..., frame.top : frame.top + oh, frame.left : frame.left + frame.ow] = False
+    assert np.all(got[border] == np.inf)
 
 
 def aligned_copy(x: np.ndarray) -> np.ndarray:

@@ -306,3 +306,109 @@ func.func @gemm_scattered(%a: memref<1x8x4xf32>, %b: memref<1x4x4xf32>, %out: me
   memref.dealloc %p : memref<1x2x6x6xf32>
   func.return
 }
+
+// -----
+
+// Forwarded: the pad copy of a product (its epilogue already folded in): the product
+// writes the interior of the padded images itself (c_frame = top, left, oh, ow), after
+// the fill; its buffer and the copy go.
+// CHECK-LABEL: func.func @gemm_frame
+// CHECK-NEXT: %p = memref.alloc() : memref<4x6x6xf32>
+// CHECK-NEXT: loop.nest "fill"
+// CHECK: %[[V:.*]] = loop.view %p : memref<4x6x6xf32> to memref<1x4x6x6xf32>
+// CHECK-NEXT: loop.gemm %a, %b into %[[V]] epilogue ins(%bias : memref<4xf32>) {
+// CHECK: c_frame = array<i64: 1, 1, 4, 4>
+// CHECK-SAME: : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x6x6xf32>
+// CHECK-NOT: loop.nest "copy"
+// CHECK-NOT: memref<1x4x16xf32>
+// CHECK: loop.nest "use"
+func.func @gemm_frame(%a: memref<1x4x8xf32>, %b: memref<1x8x16xf32>, %bias: memref<4xf32>, %out: memref<4x6x6xf32>) {
+  %c = memref.alloc() : memref<1x4x16xf32>
+  loop.gemm %a, %b into %c epilogue ins(%bias : memref<4xf32>) {
+  ^bb0(%acc: f32, %v: f32):
+    %s = arith.addf %acc, %v : f32
+    loop.yield %s : f32
+  } {epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>]} : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x16xf32>
+  %cv = loop.view %c : memref<1x4x16xf32> to memref<4x4x4xf32>
+  %p = memref.alloc() : memref<4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins() outs(%p : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "copy" lower [0, 0, 0] upper [4, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%cv : memref<4x4x4xf32>) outs(%p : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins(%p : memref<4x6x6xf32>) outs(%out : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  memref.dealloc %c : memref<1x4x16xf32>
+  memref.dealloc %p : memref<4x6x6xf32>
+  func.return
+}
+
+// -----
+
+// Not framed: a product that something else reads as well, a copy that transposes the
+// images, and one that shifts the channels (not a pad of the last two dimensions).
+// CHECK-LABEL: func.func @gemm_frame_kept
+// CHECK-NOT: c_frame
+// CHECK: loop.nest "copy"
+// CHECK: loop.nest "other_reader"
+// CHECK: loop.nest "transposed"
+// CHECK: loop.nest "shifted"
+func.func @gemm_frame_kept(%a: memref<1x4x8xf32>, %b: memref<1x8x16xf32>, %out: memref<4x6x6xf32>, %o2: memref<4x6x6xf32>, %o3: memref<5x6x6xf32>) {
+  %c = memref.alloc() : memref<1x4x16xf32>
+  loop.gemm %a, %b into %c : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x16xf32>
+  %cv = loop.view %c : memref<1x4x16xf32> to memref<4x4x4xf32>
+  %p = memref.alloc() : memref<4x6x6xf32>
+  loop.nest "copy" lower [0, 0, 0] upper [4, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%cv : memref<4x4x4xf32>) outs(%p : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "other_reader" lower [0, 0, 0] upper [4, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%cv : memref<4x4x4xf32>) outs(%out : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  %c2 = memref.alloc() : memref<1x4x16xf32>
+  loop.gemm %a, %b into %c2 : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x16xf32>
+  %c2v = loop.view %c2 : memref<1x4x16xf32> to memref<4x4x4xf32>
+  %p2 = memref.alloc() : memref<4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins() outs(%p2 : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "transposed" lower [0, 0, 0] upper [4, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%c2v : memref<4x4x4xf32>) outs(%p2 : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d2 + 1, d1 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  %c3 = memref.alloc() : memref<1x4x16xf32>
+  loop.gemm %a, %b into %c3 : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x16xf32>
+  %c3v = loop.view %c3 : memref<1x4x16xf32> to memref<4x4x4xf32>
+  %p3 = memref.alloc() : memref<5x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0] upper [5, 6, 6] iterators ["parallel", "parallel", "parallel"] ins() outs(%p3 : memref<5x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "shifted" lower [0, 0, 0] upper [4, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%c3v : memref<4x4x4xf32>) outs(%p3 : memref<5x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0 + 1, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins(%p2, %p3 : memref<4x6x6xf32>, memref<5x6x6xf32>) outs(%o2 : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %w: f32, %o: f32):
+    %s = arith.addf %v, %w : f32
+    loop.yield %s : f32
+  }
+  memref.dealloc %c : memref<1x4x16xf32>
+  memref.dealloc %p : memref<4x6x6xf32>
+  memref.dealloc %c2 : memref<1x4x16xf32>
+  memref.dealloc %p2 : memref<4x6x6xf32>
+  memref.dealloc %c3 : memref<1x4x16xf32>
+  memref.dealloc %p3 : memref<5x6x6xf32>
+  func.return
+}

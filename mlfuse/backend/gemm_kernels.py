@@ -62,7 +62,7 @@ from mlfuse.backend.gemm_epilogue import Epilogue, Operand
 TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
-ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at KC
+ROW_BLOCK = 96  # rows of A multiplied against all of a task's panels in turn (BLIS's MC): 96 KB at a depth block of 256
 # The packing of B prefetches the row this many rows ahead of the one it copies: B's
 # rows (or an image's channels) are far apart, each on another page, where the hardware
 # prefetcher does not follow. Kernels alone, cold caches, one thread, medians of 31:
@@ -183,6 +183,43 @@ class Window:
 
 
 @dataclass(frozen=True)
+class Frame:
+    """C's rows as the interiors of images: C[b, i, y * ow + x] is at c[b, i, top + y,
+    left + x] of a buffer [batch, m, hp, wp]. A conv writes the interior of the next
+    conv's padded input this way, and no pad copy moves its output there
+    (`loop.gemm {c_frame}`). The border is never written."""
+
+    ow: int
+    hp: int
+    wp: int
+    top: int
+    left: int
+
+    @property
+    def plane(self) -> int:
+        """Elements from one row of C to the next: an image."""
+        return self.hp * self.wp
+
+    @property
+    def start(self) -> int:
+        """Where column 0 of a row of C is in its image."""
+        return self.top * self.wp + self.left
+
+    @property
+    def next_row(self) -> int:
+        """From the element after an output row's last column to the next row's first."""
+        return self.wp - self.ow
+
+    @property
+    def token(self) -> str:
+        return f"_c{self.ow}x{self.hp}x{self.wp}x{self.top}x{self.left}"
+
+    def offset(self, j: int) -> int:
+        """Where column j of a row of C is in its image."""
+        return self.start + j // self.ow * self.wp + j % self.ow
+
+
+@dataclass(frozen=True)
 class GemmShape:
     batch: int
     m: int
@@ -193,13 +230,20 @@ class GemmShape:
     packed_b: bool = False  # B is a constant laid out as the kernel's panels (prepack_b)
     packed_a: bool = False  # A is a constant laid out as the kernel's row panels (prepack_a)
     epilogue: Epilogue | None = None  # C = epilogue(A @ B, operands...) (mlfuse/backend/gemm_epilogue.py)
+    frame: Frame | None = None  # C's rows are the interiors of images
 
     @property
     def symbol(self) -> str:
         base = f"{PREFIX}{self.dtype}_{self.batch}x{self.m}x{self.n}x{self.k}"
         base = base if self.window is None else base + self.window.token
+        base = base if self.frame is None else base + self.frame.token
         base += ("_pa" if self.packed_a else "") + ("_pb" if self.packed_b else "")
         return base if self.epilogue is None else f"{base}_e.{self.epilogue.token}"
+
+    @property
+    def c_row_stride(self) -> int:
+        """Elements from one row of C to the next: n, or with a frame an image."""
+        return self.n if self.frame is None else self.frame.plane
 
     @property
     def column_tasks(self) -> int:
@@ -244,17 +288,22 @@ class GemmShape:
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
         match = re.fullmatch(
-            re.escape(PREFIX) + r"(f32|f64)_(\d+)x(\d+)x(\d+)x(\d+)(?:_w(\d+)x(\d+)x(\d+)x(\d+)(?:s(\d+)x(\d+))?)?(_pa)?(_pb)?(?:_e\.([a-z0-9.]+))?",
+            re.escape(PREFIX) + r"(?P<dtype>f32|f64)_(?P<dims>\d+x\d+x\d+x\d+)(?:_w(?P<window>\d+x\d+x\d+x\d+)(?:s(?P<strides>\d+x\d+))?)?"
+            r"(?:_c(?P<frame>\d+x\d+x\d+x\d+x\d+))?(?P<pa>_pa)?(?P<pb>_pb)?(?:_e\.(?P<epilogue>[a-z0-9.]+))?",
             name,
         )
         if match is None:
             return None
-        dims = [int(g) if g is not None else None for g in match.groups()[1:11]]
-        strides = dims[8:] if dims[8] is not None else [1, 1]
-        window = Window(*dims[4:8], *strides) if dims[4] is not None else None  # type: ignore[arg-type]
-        packed_a, packed_b = match.group(12) is not None, match.group(13) is not None
-        epilogue = Epilogue.parse(match.group(14)) if match.group(14) is not None else None
-        return GemmShape(*dims[:4], dtype=match.group(1), window=window, packed_b=packed_b, packed_a=packed_a, epilogue=epilogue)  # type: ignore[arg-type]
+
+        def ints(group: str) -> list[int]:
+            return [int(x) for x in match.group(group).split("x")]
+
+        strides = ints("strides") if match.group("strides") else [1, 1]
+        window = Window(*ints("window"), *strides) if match.group("window") else None
+        frame = Frame(*ints("frame")) if match.group("frame") else None
+        epilogue = Epilogue.parse(match.group("epilogue")) if match.group("epilogue") else None
+        return GemmShape(*ints("dims"), dtype=match.group("dtype"), window=window, packed_b=match.group("pb") is not None,  # type: ignore[arg-type]
+                         packed_a=match.group("pa") is not None, epilogue=epilogue, frame=frame)
 
 
 @dataclass(frozen=True)
@@ -277,6 +326,17 @@ class Blocking:
         return -(-m // self.mr) * self.mr
 
 
+# AVX-512 kernels take the depth in blocks of at most this many (depth_block; AVX2 and SSE
+# in blocks of 256, BLIS's KC). Each depth block is a pass over C (the partial sums stored
+# and loaded again), which cost most where the two threads' caches are far apart (the
+# host's slow state, see README) and where C is framed (its vectors cross row ends,
+# misaligned). A row block of A (ROW_BLOCK rows x 1024: 384 KB) and the panels of a task
+# (1024 x 48: 192 KB) still fit a 1 MB L2. One process, side by side over minutes,
+# medians of blocks by the host's state (time of 512 over 256 | 1024 over 512), fast and
+# slow state: GPT-2 0.996, 0.969 | 0.998, 0.994; ResNet-18 0.996, 0.998 | 0.994, 0.992;
+# MobileNetV2 0.998, 0.970 at 512. Kernels alone (one thread): plain products even,
+# framed ones 4.0-4.3% slower than plain at 256, 1.5-2.4% at 512.
+MAX_DEPTH_BLOCK = 1024
 # AVX2 products with at most this many rows of A (or over an image's patches) use 4 x 24
 # register tiles rather than 6 x 16 (see blocking_for)
 NARROW_ROWS = 96
@@ -300,12 +360,20 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     if has_channel_tiles(features) and shape is not None and takes_channel_tiles(shape):
         return Blocking(vw=16, mr=CHANNEL_TILE_ROWS, nr_vecs=1, kc=max(shape.k, 1), channel_tiles=True)
     if "avx512f" in enabled:
-        return Blocking(vw=16, mr=8, nr_vecs=3, kc=256, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)  # 24 of 32 zmm accumulate
+        kc = depth_block(shape.k) if shape is not None else MAX_DEPTH_BLOCK
+        return Blocking(vw=16, mr=8, nr_vecs=3, kc=kc, prefetch_tiles=True, wraps_in_place=True, narrow_by_columns=True)  # 24 of 32 zmm accumulate
     if "avx" in enabled:
         if shape is not None and (shape.window is not None or shape.m <= NARROW_ROWS):
             return Blocking(vw=8, mr=4, nr_vecs=3, kc=256)  # 12 of 16 ymm
         return Blocking(vw=8, mr=6, nr_vecs=2, kc=256)  # 12 of 16 ymm
     return Blocking(vw=4, mr=4, nr_vecs=2, kc=256)  # SSE: 8 of 16 xmm
+
+
+def depth_block(k: int) -> int:
+    """The depth of an AVX-512 kernel's blocks over a depth of k: as few blocks of at most
+    MAX_DEPTH_BLOCK as can be, as even as can be (576: 576; 2304: 3 x 768; 3072: 3 x 1024)."""
+    blocks = -(-max(k, 1) // MAX_DEPTH_BLOCK)
+    return -(-max(k, 1) // blocks)
 
 
 def shape_blocking(features: str, shape: GemmShape) -> Blocking:
@@ -659,27 +727,34 @@ class _Kernels:
         column is in the image (window_start), the mask of its real lanes, and for each
         output row p it may touch (Window.rows_per_vector) the mask of its real lanes in
         that row. Row p's lanes lie p * next_row further on than their lane number says."""
-        blk, window = self.blk, self.shape.window
+        window = self.shape.window
         assert window is not None
-        ow = ir.Constant(I64, window.out_w)
-        rows = window.rows_per_vector(blk.vw)
-        lane = ir.Constant(ir.VectorType(I32, blk.vw), list(range(blk.vw)))
         out = []
         for v in self.vectors(width):
-            j = b.add(j0, ir.Constant(I64, v * blk.vw))
-            first_row = b.trunc(b.sub(ow, b.srem(j, ow)), I32)  # lanes before the first wrap
-            real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, self.lanes(width, v)))
-            bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * window.out_w)) for p in range(rows)]
-            masks = [b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(rows)]
+            j = b.add(j0, ir.Constant(I64, v * self.blk.vw))
+            real, masks = self.row_masks(b, j, window.out_w, self.lanes(width, v))
             out.append((self.window_start(b, j), real, masks))
         return out
+
+    def row_masks(self, b: ir.IRBuilder, j, out_w: int, lanes: int) -> tuple:
+        """(the mask of a vector's first `lanes` lanes, [its real lanes in each output row p
+        it may touch]) for a vector of consecutive columns j.. of output rows `out_w` wide."""
+        vw = self.blk.vw
+        ow = ir.Constant(I64, out_w)
+        lane = ir.Constant(ir.VectorType(I32, vw), list(range(vw)))
+        first_row = b.trunc(b.sub(ow, b.srem(j, ow)), I32)  # lanes before the first wrap
+        real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, lanes))
+        rows = 1 + -(-(vw - 1) // out_w)
+        bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * out_w)) for p in range(rows)]
+        return real, [b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(rows)]
 
     def lane_mask(self, b: ir.IRBuilder, lane, lo, hi):
         """lo <= lane < hi, per lane (lo and hi i32 scalars)."""
         return b.and_(b.icmp_signed(">=", lane, self.splat(b, lo, lane.type)), b.icmp_signed("<", lane, self.splat(b, hi, lane.type)))
 
     def micro_fn(self, rows: int, width: int, direct: bool = False, window: bool = False, wraps: bool = False) -> ir.Function:
-        """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C.
+        """micro(A at [i0, pc], panel, C at [i0, j0], kc, first): a rows x width tile of C
+        (with a frame, C at row i0 of column 0 and, after the panel's arguments, j0).
         The panel is packed (rows NR apart, zero-padded), or with `direct` B itself (rows
         n apart, the last panel's loads masked), or with `window` the image at the
         panel's first column, followed by an argument more: the window's row offsets at
@@ -696,17 +771,17 @@ class _Kernels:
         vecs = self.vectors(width)
         suffix = "_wrap" if wraps else "_window" if window else "_direct" if direct else ""
         extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
-        args = [PTR, PTR, PTR, I64, I1, *[PTR] * window, *[I64] * wraps, *extra]
+        framed = self.shape.frame is not None
+        args = [PTR, PTR, PTR, I64, I1, *[PTR] * window, *[I64] * wraps, *[I64] * framed, *extra]
         fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", args)
         a, packed, c, kc, first = fn.args[:5]
         offsets = fn.args[5] if window else None
         columns = self.vector_rows(b, fn.args[6], width) if wraps else None
-        epilogue_args = fn.args[5 + window + wraps :]
+        epilogue_args = fn.args[5 + window + wraps + framed :]
         for arg in (a, packed, c):
             arg.add_attribute("noalias")
-        zero = ir.Constant(self.vec, None)
-        c_ptrs = self.tile_pointers(b, c, rows, vecs)
-        init = [b.select(first, zero, self.load_row_vec(b, c_ptrs[i, v], self.lanes(width, v))) for i in range(rows) for v in vecs]
+        c_at = self.c_pieces(b, c, rows, width, fn.args[5 + window + wraps] if framed else None)
+        init = self.load_tile(b, c_at, rows, width, first)
         if epilogue is not None:
             with b.if_then(epilogue_args[0]):  # the last depth block
                 self.prefetch_epilogue_operands(b, rows, width, epilogue_args[1:])
@@ -737,7 +812,7 @@ class _Kernels:
             acc = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
 
         def store(values) -> None:
-            self.store_tile(b, values, c_ptrs, rows, width)
+            self.store_tile(b, values, c_at, rows, width)
 
         if epilogue is None:
             store(acc)
@@ -751,18 +826,96 @@ class _Kernels:
         self.micro[key] = fn
         return fn
 
-    def tile_pointers(self, b: ir.IRBuilder, c, rows: int, vecs: list[int]) -> dict:
-        """Where vector v of row i of the tile at `c` starts in C (rows n apart), by (i, v)."""
-        return {(i, v): b.gep(c, [ir.Constant(I64, i * self.shape.n + v * self.blk.vw)], source_etype=self.el)
-                for i in range(rows) for v in vecs}
+    def c_pieces(self, b: ir.IRBuilder, c, rows: int, width: int, j0=None) -> tuple[dict, dict]:
+        """Where the tile's vectors lie in C: ({(i, v): [(pointer, mask)]}, {v: crosses}).
+        Without a frame vector v of row i is one piece at `c` (the tile's first element,
+        rows n apart) on, its mask None (the vector's real lanes), and `crosses` is
+        empty. With a frame (`c` at the tile's first row, column 0; the tile at column
+        j0) a vector is one piece per output row it may touch, its lanes there masked
+        (`row_masks`), and crosses[v] says whether it runs onto the next output row at
+        all (else its first piece holds every lane: one plain access)."""
+        s, vw = self.shape, self.blk.vw
+        frame = s.frame
+        if frame is None:
+            return {(i, v): [(b.gep(c, [ir.Constant(I64, i * s.n + v * vw)], source_etype=self.el), None)]
+                    for i in range(rows) for v in self.vectors(width)}, {}
+        ow = ir.Constant(I64, frame.ow)
+        pieces, crosses = {}, {}
+        for v in self.vectors(width):
+            j = b.add(j0, ir.Constant(I64, v * vw))
+            x = b.srem(j, ow)
+            start = b.add(b.mul(b.sdiv(j, ow), ir.Constant(I64, frame.wp)), b.add(x, ir.Constant(I64, frame.start)))
+            at = b.gep(c, [start], source_etype=self.el)  # the rest are constant offsets from it (addressing modes)
+            _, masks = self.row_masks(b, j, frame.ow, self.lanes(width, v))
+            crosses[v] = b.icmp_signed(">", b.add(x, ir.Constant(I64, self.lanes(width, v))), ow)
+            for i in range(rows):
+                pieces[i, v] = [(b.gep(at, [ir.Constant(I64, i * frame.plane + p * frame.next_row)], source_etype=self.el), mask)
+                                for p, mask in enumerate(masks)]
+        return pieces, crosses
 
-    def store_tile(self, b: ir.IRBuilder, values: list, pointers: dict, rows: int, width: int) -> None:
-        """Store the row-major tile `values` (rows x the vectors of `width` columns) at
-        `pointers` (tile_pointers), the last vector of a row masked to its real lanes."""
-        vecs = self.vectors(width)
-        for i in range(rows):
-            for j, v in enumerate(vecs):
-                self.store_row_vec(b, values[i * len(vecs) + j], pointers[i, v], self.lanes(width, v))
+    def load_tile(self, b: ir.IRBuilder, tile: tuple, rows: int, width: int, first) -> list:
+        """The row-major tile (rows x the vectors of `width` columns) of C at `tile`
+        (c_pieces), zero in lanes past the tile; all zero in the `first` depth block."""
+        (pieces, crosses), vecs = tile, self.vectors(width)
+        zero = ir.Constant(self.vec, None)
+        if not crosses:  # a select: LLVM keeps the loads branch-free
+            return [b.select(first, zero, self.load_row_vec(b, pieces[i, v][0][0], self.lanes(width, v)))
+                    for i in range(rows) for v in vecs]
+
+        def split(b, v) -> list:
+            out = []
+            for i in range(rows):
+                value = zero
+                for at, mask in pieces[i, v]:
+                    value = b.call(self.masked_load, [at, ir.Constant(I32, self.ebytes), mask, value])
+                out.append(value)
+            return out
+
+        def loaded(b) -> list:
+            columns = [self.branches(b, crosses[v], lambda b, v=v: split(b, v),
+                                     lambda b, v=v: [self.load_row_vec(b, pieces[i, v][0][0], self.lanes(width, v)) for i in range(rows)])
+                       for v in vecs]
+            return [columns[j][i] for i in range(rows) for j in range(len(vecs))]
+
+        return self.branches(b, first, lambda b: [zero] * (rows * len(vecs)), loaded)
+
+    def store_tile(self, b: ir.IRBuilder, values: list, tile: tuple, rows: int, width: int) -> None:
+        """Store the row-major tile `values` (rows x the vectors of `width` columns) at its
+        pieces of C (c_pieces), only its real lanes: a vector that crosses a row end
+        as one masked store per row it touches."""
+        (pieces, crosses), vecs = tile, self.vectors(width)
+        for j, v in enumerate(vecs):
+            def whole(b, j=j, v=v) -> None:
+                for i in range(rows):
+                    self.store_row_vec(b, values[i * len(vecs) + j], pieces[i, v][0][0], self.lanes(width, v))
+
+            if v not in crosses:
+                whole(b)
+                continue
+            with b.if_else(crosses[v]) as (split, one_row):
+                with split:
+                    for i in range(rows):
+                        for at, mask in pieces[i, v]:
+                            b.call(self.masked_store, [values[i * len(vecs) + j], at, ir.Constant(I32, self.ebytes), mask])
+                with one_row:
+                    whole(b)
+
+    @staticmethod
+    def branches(b: ir.IRBuilder, cond, if_true, if_false) -> list:
+        """The values if_true(b) or else if_false(b) computes (lists of one length), as
+        phis after a branch on `cond`."""
+        with b.if_else(cond) as (then, otherwise):
+            with then:
+                taken, taken_at = if_true(b), b.block
+            with otherwise:
+                other, other_at = if_false(b), b.block
+        out = []
+        for x, y in zip(taken, other):
+            phi = b.phi(x.type)
+            phi.add_incoming(x, taken_at)
+            phi.add_incoming(y, other_at)
+            out.append(phi)
+        return out
 
     def panel_row(self, b: ir.IRBuilder, panel, k, offsets, direct: bool):
         """Where row k of a micro-kernel's panel starts: at the window's row offset k (with
@@ -904,7 +1057,7 @@ class _Kernels:
         one too or m. tile = (last, batch, j0, epilogue operands...): what an epilogue
         needs besides the row."""
         direct, window = self.unpacked, window_rows is not None
-        m, n, mr = self.shape.m, self.shape.n, self.blk.mr
+        m, mr = self.shape.m, self.blk.mr
         full, (row0, row1) = m - m % mr, rows
         last, batch, j0, *operands = tile
         panel = [packed, *([window_rows] if window else []), *([j0] if wraps else [])]
@@ -914,8 +1067,9 @@ class _Kernels:
 
         def call(b, micro, i0) -> None:
             a_rows = self.a_rows(b, a_block, i0, kc)
-            c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, n))], source_etype=self.el)
-            b.call(micro, [a_rows, panel[0], c_rows, kc, first, *panel[1:], *epilogue_args(i0)])
+            c_rows = b.gep(c_col, [b.mul(i0, ir.Constant(I64, self.shape.c_row_stride))], source_etype=self.el)
+            framed = [j0] if self.shape.frame is not None else []
+            b.call(micro, [a_rows, panel[0], c_rows, kc, first, *panel[1:], *framed, *epilogue_args(i0)])
 
         if full:
             micro = self.micro_fn(mr, width, direct, window, wraps)
@@ -1059,7 +1213,7 @@ class _Kernels:
         col1 = b.add(col0, ir.Constant(I64, TASK_COLUMNS))
         col1 = b.select(b.icmp_signed(">", col1, ir.Constant(I64, s.n)), ir.Constant(I64, s.n), col1)
         a_block, b_base = self.a_block(b, a, batch, pc), self.b_block(b, bm, batch, pc)
-        c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.n))], source_etype=self.el)
+        c_base = b.gep(c, [b.mul(batch, ir.Constant(I64, s.m * s.c_row_stride))], source_etype=self.el)
 
         def slot(b, j0):  # panel (j0 - col0) / NR of the task, KC x NR floats each; or B itself
             if self.unpacked:
@@ -1084,7 +1238,7 @@ class _Kernels:
             i1 = b.select(b.icmp_signed(">", i1, rows[1]), rows[1], i1)
 
             def panel(b, j0, _):
-                c_col = b.gep(c_base, [j0], source_etype=self.el)
+                c_col = b.gep(c_base, [j0], source_etype=self.el) if s.frame is None else c_base  # a frame's: c_pieces
                 tile = (last, batch, j0, *epilogue_operands)
 
                 def packed(b, j0, width) -> None:
@@ -1212,14 +1366,16 @@ class _ChannelKernels(_Kernels):
         a_panel = self.a_rows(b, self.a_block(b, a, batch, zero), i0, ir.Constant(I64, s.k))  # one depth block: kc = K
         row = b.gep(self.b_block(b, image, batch, zero), [b.mul(y, ir.Constant(I64, window.sh * window.wp))], source_etype=self.el)
         j_row = b.mul(y, ir.Constant(I64, window.out_w))
-        c_tile = b.add(b.mul(batch, ir.Constant(I64, s.m * s.n)), b.add(b.mul(i0, ir.Constant(I64, s.n)), j_row))
+        c_rows = b.add(b.mul(batch, ir.Constant(I64, s.m * s.c_row_stride)), b.mul(i0, ir.Constant(I64, s.c_row_stride)))
 
         def call(b, tile_rows: int, x0: int, width: int, out_rows: int) -> None:
             j0 = b.add(j_row, ir.Constant(I64, x0))
             at = b.gep(row, [ir.Constant(I64, x0 * window.sw)], source_etype=self.el)
-            c_at = b.gep(c, [b.add(c_tile, ir.Constant(I64, x0))], source_etype=self.el)
+            # C at the tile's first element, or with a frame at its row's column 0 and j0 after it (c_pieces)
+            c_at = b.gep(c, [c_rows if s.frame is not None else b.add(c_rows, j0)], source_etype=self.el)
+            framed = [j0] if s.frame is not None else []
             epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
-            b.call(self.channel_micro_fn(tile_rows, width, out_rows), [a_panel, at, c_at, *epilogue])
+            b.call(self.channel_micro_fn(tile_rows, width, out_rows), [a_panel, at, c_at, *framed, *epilogue])
 
         def tiles(b, tile_rows: int, out_rows: int) -> None:
             if self.out_rows > 1:  # whole rows
@@ -1251,8 +1407,8 @@ class _ChannelKernels(_Kernels):
                 for_rows(b, self.out_rows)
 
     def channel_micro_fn(self, rows: int, width: int, out_rows: int = 1) -> ir.Function:
-        """micro(A's panel, the image at the tile's first position, C at the tile[, batch,
-        i0, j0, operands...]): a tile of `rows` (<= MR: the panel's real rows; its
+        """micro(A's panel, the image at the tile's first position, C at the tile[, j0 with
+        a frame: see c_pieces][, batch, i0, j0, operands...]): a tile of `rows` (<= MR: the panel's real rows; its
         prepacked rows past m are zeros) by `width` positions of `out_rows` output rows,
         whole rows if more than one (C's columns of the tile are consecutive either way)."""
         key = (rows, width, out_rows)
@@ -1261,8 +1417,9 @@ class _ChannelKernels(_Kernels):
         s, blk, window = self.shape, self.blk, self.shape.window
         assert window is not None
         extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
+        framed = s.frame is not None
         name = f"{s.symbol}_channels{rows}x{width}" + (f"x{out_rows}" if out_rows > 1 else "")
-        fn, b = self.function(name, [PTR, PTR, PTR, *extra])
+        fn, b = self.function(name, [PTR, PTR, PTR, *[I64] * framed, *extra])
         a, image, c = fn.args[:3]
         for arg in (a, image, c):
             arg.add_attribute("noalias")
@@ -1289,8 +1446,8 @@ class _ChannelKernels(_Kernels):
         acc = self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, s.k), 1, body, [zero] * (vecs * count))
         tile = self.rows_of(b, acc, rows, count)
         if s.epilogue is not None:
-            tile = self.apply_epilogue(b, tile, rows, count, fn.args[3:])
-        self.store_tile(b, tile, self.tile_pointers(b, c, rows, self.vectors(count)), rows, count)
+            tile = self.apply_epilogue(b, tile, rows, count, fn.args[3 + framed :])
+        self.store_tile(b, tile, self.c_pieces(b, c, rows, count, fn.args[3] if framed else None), rows, count)
         b.ret_void()
         self.channel_micro[key] = fn
         return fn

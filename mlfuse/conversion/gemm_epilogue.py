@@ -40,8 +40,7 @@ def kernel_epilogue(op: loop.GemmOp) -> Epilogue | None:
     C's columns other than one by one, a program of more than MAX_TOKENS)."""
     if op.epilogue is None:
         return None
-    tc = op.c.type
-    assert isinstance(tc, MemRefType)
+    tc = op.product_type
     operands = []
     maps = op.epilogue_maps.data if op.epilogue_maps is not None else ()
     for value, m in zip(op.epilogue_ins, maps):

@@ -164,7 +164,7 @@ class GemmLowering(RewritePattern):
         if c.element_count() == 0:  # no element to write (a task count would divide by zero)
             replace_op(rewriter, op)
             return
-        if self.gemm == "blas" and op.window is None and op.epilogue is None:  # BLAS has no implicit im2col
+        if self.gemm == "blas" and op.window is None and op.epilogue is None and op.frame is None:  # BLAS has no implicit im2col
             emit_blas_gemm(e, self.declarations, op)
         else:
             shape = gemm_shape(op, op in self.packed.b, op in self.packed.a)
@@ -176,7 +176,7 @@ class GemmLowering(RewritePattern):
 
 def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) -> GemmShape:
     """The generated kernel that runs `op` (its symbol names the shape and the epilogue)."""
-    from mlfuse.backend.gemm_kernels import GemmShape, Window
+    from mlfuse.backend.gemm_kernels import Frame, GemmShape, Window
     from mlfuse.conversion.gemm_epilogue import kernel_epilogue
 
     ta, tb, tc = op.a.type, op.b.type, op.c.type
@@ -185,7 +185,13 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) 
     dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
     window, (hp, wp) = op.window_size, tb.get_shape()[-2:]
     image = Window(*window, hp, wp, *op.window_strides) if window is not None else None
-    return GemmShape(math.prod(batch), m, tc.get_shape()[-1], k, dtype, image, packed_b, packed_a, kernel_epilogue(op))
+    frame = None
+    if op.frame is not None:
+        top, left, _, ow = op.frame
+        images_h, images_w = tc.get_shape()[-2:]
+        frame = Frame(ow, images_h, images_w, top, left)
+    n = op.product_type.get_shape()[-1]
+    return GemmShape(math.prod(batch), m, n, k, dtype, image, packed_b, packed_a, kernel_epilogue(op), frame)
 
 
 def constant_operand_products(module: ModuleOp) -> PackedOperands:

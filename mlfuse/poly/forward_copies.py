@@ -40,20 +40,38 @@ A copy is forwarded when:
 Each writer's map becomes the copy's output map after its own (both index the source
 the same way), the copy and the source go, and forwarding repeats until nothing
 changes (the concat's pieces are copies too).
+
+A copy of a product (a `loop.gemm` that alone writes the source, after
+loop-gemm-epilogue-fuse has given it its epilogue) is forwarded when the copy places
+the product's rows into the interiors of images, a pad copy: it reads [..., oh, ow]
+(the product's rows of oh * ow) and writes [..., top + y, left + x] of images [...,
+hp, wp] over the same leading dimensions. The product then writes the images itself
+(`c_frame`), their borders left to the fills (ResNet's and U-Net's convs write the
+next conv's padded input, no pad copy between them):
+
+    loop.gemm %w, %x into %y {window = array<i64: 3, 3>} : ..., memref<1x64x3136xf32>
+    %yv = loop.view %y : memref<1x64x3136xf32> to memref<64x56x56xf32>
+    loop.nest "pad_copy" ... ins(%yv) outs(%p) maps [id, (d0, d1, d2) -> (d0, d1 + 1, d2 + 1)]
+becomes
+    %pv = loop.view %p : memref<64x58x58xf32> to memref<1x64x58x58xf32>
+    loop.gemm %w, %x into %pv {c_frame = array<i64: 1, 1, 56, 56>, window = array<i64: 3, 3>} : ...
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, i64
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlfuse.conversion.group_to_loop import strides
 from mlfuse.dialects import loop
+from mlfuse.poly.delinearize import linear
 from mlfuse.poly.program import erase_buffer, with_maps
 from mlfuse.poly.startup import is_copy
 
@@ -64,7 +82,8 @@ class Forwarding:
     destination's users before the copy (its views and fills), which move up with it."""
 
     copy: loop.NestOp
-    writers: list[loop.NestOp]
+    writers: list[loop.NestOp]  # the nests that write the source, or none and
+    product: loop.GemmOp | None  # the product that alone writes it, which the copy frames
     moved: list[Operation]
 
 
@@ -95,8 +114,46 @@ def forwarding(copy: loop.NestOp) -> Forwarding | None:
     if source is dest or not _is_alloc(source) or not _is_alloc(dest):
         return None
     writers = source_writers(copy, source)
-    moved = dest_users_before(copy, dest) if writers else None
-    return Forwarding(copy, writers, moved) if moved is not None else None
+    product = None if writers else product_writer(copy, source)
+    moved = dest_users_before(copy, dest) if writers or product else None
+    return Forwarding(copy, writers, product, moved) if moved is not None else None
+
+
+def product_writer(copy: loop.NestOp, source: SSAValue) -> loop.GemmOp | None:
+    """The loop.gemm before `copy` (in its block) that is the only user of `source`
+    besides the copy and its dealloc, writing it as C (without a frame yet, not reading
+    it), when the copy places its rows into images (`copy_frame`); else None."""
+    users = [u for u in loop.view_users(source) if u is not copy and not isinstance(u, memref.DeallocOp)]
+    if len(users) != 1 or not isinstance(gemm := users[0], loop.GemmOp):
+        return None
+    if gemm.frame is not None or loop.view_root(gemm.c) is not source or source in {loop.view_root(v) for v in gemm.buffers_read}:
+        return None
+    if gemm.parent_block() is not copy.parent_block() or not gemm.is_before_in_block(copy):
+        return None
+    frame = copy_frame(copy)
+    *batch, m, n = gemm.product_type.get_shape()
+    rows = copy.ins[0].type.get_shape()[:-2]  # type: ignore[union-attr]
+    if frame is None or math.prod(batch) * m != math.prod(rows) or n != frame[2] * frame[3]:
+        return None
+    return gemm
+
+
+def copy_frame(copy: loop.NestOp) -> tuple[int, int, int, int] | None:
+    """(top, left, oh, ow) when `copy` (a whole copy) reads [..., oh, ow] and writes
+    element [..., y, x] at [..., top + y, left + x] of images [..., hp, wp] with the same
+    leading dimensions; else None."""
+    src, dst = copy.ins[0].type.get_shape(), copy.outs[0].type.get_shape()  # type: ignore[union-attr]
+    results = copy.out_maps[0].results
+    if len(src) < 2 or len(dst) != len(src) or dst[:-2] != src[:-2] or len(results) != len(src):
+        return None
+    offsets = []
+    for d, expr in enumerate(results):
+        form = linear(expr)
+        if form is None or form[0] != {d: 1} or form[1] < 0 or (d < len(src) - 2 and form[1] != 0):
+            return None
+        offsets.append(form[1])
+    top, left = offsets[-2:]
+    return top, left, src[-2], src[-1]
 
 
 def source_writers(copy: loop.NestOp, source: SSAValue) -> list[loop.NestOp]:
@@ -174,7 +231,7 @@ def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | No
 
 def forward(plan: Forwarding) -> None:
     """Make the source's writers write the copy's destination; drop the copy and the source."""
-    copy, first = plan.copy, plan.writers[0]
+    copy, first = plan.copy, plan.product or plan.writers[0]
     block = copy.parent_block()
     assert block is not None
     source, dest = loop.view_root(copy.ins[0]), loop.view_root(copy.outs[0])
@@ -182,14 +239,44 @@ def forward(plan: Forwarding) -> None:
         assert isinstance(op, Operation)
         op.detach()
         block.insert_op_before(op, first)
+    if plan.product is not None:
+        frame_product(plan.product, copy)
+    else:
+        forward_writes(plan)
+    Rewriter.erase_op(copy)
+    erase_buffer(source)
+
+
+def frame_product(gemm: loop.GemmOp, copy: loop.NestOp) -> None:
+    """Make `gemm` write its rows into the images the copy writes (`c_frame`)."""
+    frame = copy_frame(copy)
+    assert frame is not None
+    *batch, m, _ = gemm.product_type.get_shape()
+    dest = copy.outs[0]
+    el = dest.type.get_element_type()  # type: ignore[attr-defined]
+    images = MemRefType(el, [*batch, m, *dest.type.get_shape()[-2:]])  # type: ignore[attr-defined]
+    c = dest
+    if dest.type != images:
+        view = loop.ViewOp(dest, images)
+        Rewriter.insert_op(view, InsertPoint.before(gemm))
+        c = view.result
+    operands = list(gemm.operands)
+    operands[2] = c
+    gemm.operands = operands
+    gemm.properties["c_frame"] = DenseArrayBase.from_list(i64, frame)
+
+
+def forward_writes(plan: Forwarding) -> None:
+    """Make each of the nests that write the source write the copy's destination
+    through the copy's map."""
+    copy = plan.copy
+    source = loop.view_root(copy.ins[0])
     into = copy.out_maps[0]
     for writer in plan.writers:
         k = next(i for i, v in enumerate(writer.outs) if loop.view_root(v) is source)
         maps = list(writer.access_maps)
         maps[len(writer.ins) + k] = into.compose(maps[len(writer.ins) + k])
         Rewriter.replace_op(writer, with_maps(writer, maps, buffers={writer.outs[k]: copy.outs[0]}))
-    Rewriter.erase_op(copy)
-    erase_buffer(source)
 
 
 def _is_alloc(v: SSAValue) -> bool:

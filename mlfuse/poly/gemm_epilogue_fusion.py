@@ -58,6 +58,8 @@ def epilogue_nest(gemm: loop.GemmOp) -> loop.NestOp | str:
     """The nest that is the product's only reader, if it may become its epilogue, else
     why not."""
     root = loop.view_root(gemm.c)
+    if gemm.frame is not None:
+        return "C is framed: its rows are the interiors of images (c_frame)"
     if not isinstance(root.owner, memref.AllocOp):
         return "C is not a buffer of its own (memref.alloc)"
     users = [u for u in loop.view_users(root) if u is not gemm and not isinstance(u, memref.DeallocOp)]

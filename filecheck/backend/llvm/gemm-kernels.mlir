@@ -8,8 +8,8 @@
 // RUN: mlfuse-opt %s -p convert-to-llvm -t 'llvm-opt{cpu=skylake-avx512 features="+avx512f,+avx2,+avx,+fma"}' | filecheck %s --check-prefix=OPT
 
 // AVX512-LABEL: define void @"mlfuse_gemm_f32_1x20x50x30"(i64 %".1", i64 %".2", ptr noalias %".3", ptr noalias %".4", ptr noalias %".5")
-// AVX512: alloca [12288 x float], align 64
-// (every panel of a task's 48 columns, 256 deep)
+// AVX512: alloca [1440 x float], align 64
+// (every panel of a task's 48 columns, 30 deep: the depth is one block of at most 1024)
 // AVX512-LABEL: define internal void @"mlfuse_gemm_f32_1x20x50x30_pack2"
 // AVX512: call <16 x float> @"llvm.masked.load.v16f32.p0"
 // AVX512-LABEL: define internal void @"mlfuse_gemm_f32_1x20x50x30_pack48"

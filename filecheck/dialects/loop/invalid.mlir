@@ -305,3 +305,29 @@ func.func @init_of_another_type(%x: memref<4x8xf32>, %y: memref<4xf32>) {
   }
   func.return
 }
+
+// -----
+
+func.func @gemm_frame_size(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x5x5xf32>) {
+  // CHECK: error: 'loop.gemm' c_frame must be (top, left, oh, ow), offsets >= 0 and sizes >= 1, got [1, 1, 3]
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
+  func.return
+}
+
+// -----
+
+// A 3x3 interior from row 3 on does not fit 5 rows.
+func.func @gemm_frame_outside(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x5x5xf32>) {
+  // CHECK: error: 'loop.gemm' c_frame [3, 1, 3, 3] needs images [..., m, h >= 6, w >= 4] as C, got [1, 4, 5, 5]
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 3, 1, 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
+  func.return
+}
+
+// -----
+
+// The interiors hold 2x3 = 6 columns of the product, not its 9.
+func.func @gemm_frame_columns(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x5x5xf32>) {
+  // CHECK: error: 'loop.gemm' shapes do not multiply: memref<1x4x18xf32> x memref<1x2x5x5xf32> -> memref<1x4x6xf32>
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 2, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
+  func.return
+}

@@ -83,6 +83,15 @@ func.func @gemm_window_strided(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, 
   func.return
 }
 
+// A product into the interiors of padded images: 3x3 rows of the product in 5x5 images.
+// CHECK-LABEL: func.func @gemm_frame
+// CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
+// GENERIC: "loop.gemm"(%{{.*}}, %{{.*}}, %{{.*}}) <{window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 3, 3>}>
+func.func @gemm_frame(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x5x5xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
+  func.return
+}
+
 // A product with an epilogue (a bias per row, then ReLU), and one without operands.
 // CHECK-LABEL: func.func @gemm_epilogue
 // CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} epilogue ins(%{{.*}} : memref<4xf32>) {
