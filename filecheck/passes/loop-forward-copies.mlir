@@ -412,3 +412,46 @@ func.func @gemm_frame_kept(%a: memref<1x4x8xf32>, %b: memref<1x8x16xf32>, %out: 
   memref.dealloc %p3 : memref<5x6x6xf32>
   func.return
 }
+
+// -----
+
+// Framed with a residual reader: a later product reads the source in its epilogue (at
+// the identity), and reads the images' interiors instead ((j floordiv ow + top,
+// j mod ow + left)); the images live until that read (their dealloc moves after it).
+// CHECK-LABEL: func.func @gemm_frame_residual
+// CHECK: %[[V:.*]] = loop.view %p : memref<4x6x6xf32> to memref<1x4x6x6xf32>
+// CHECK-NEXT: loop.gemm %a, %b into %[[V]] {c_frame = array<i64: 1, 1, 4, 4>}
+// CHECK: loop.nest "use"
+// CHECK: loop.gemm %w, %b into %y epilogue ins(%[[V]] : memref<1x4x6x6xf32>)
+// CHECK: epilogue_maps = [affine_map<(d0, d1, d2) -> (d0, d1, ((d2 floordiv 4) + 1), ((d2 mod 4) + 1))>]
+// CHECK-NOT: loop.nest "copy"
+// CHECK: memref.dealloc %p
+// CHECK-NEXT: func.return
+func.func @gemm_frame_residual(%a: memref<1x4x8xf32>, %b: memref<1x8x16xf32>, %w: memref<1x4x8xf32>, %out: memref<4x6x6xf32>, %y: memref<1x4x16xf32>) {
+  %c = memref.alloc() : memref<1x4x16xf32>
+  loop.gemm %a, %b into %c : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x16xf32>
+  %cv = loop.view %c : memref<1x4x16xf32> to memref<4x4x4xf32>
+  %p = memref.alloc() : memref<4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins() outs(%p : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "copy" lower [0, 0, 0] upper [4, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%cv : memref<4x4x4xf32>) outs(%p : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins(%p : memref<4x6x6xf32>) outs(%out : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  memref.dealloc %p : memref<4x6x6xf32>
+  loop.gemm %w, %b into %y epilogue ins(%c : memref<1x4x16xf32>) {
+  ^bb0(%acc: f32, %r: f32):
+    %s = arith.addf %acc, %r : f32
+    loop.yield %s : f32
+  } {epilogue_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>]} : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x16xf32>
+  memref.dealloc %c : memref<1x4x16xf32>
+  func.return
+}

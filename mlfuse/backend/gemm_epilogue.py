@@ -10,7 +10,9 @@ and identical kernels share one object:
 
 is C = relu(A @ B + bias[row]): `o<offset>x<batch>x<row>x<col>` per operand, how far
 apart its elements are (in elements) along C's batch, rows and columns (0 or 1: a
-splat of one value per row, or a vector along the row), then the region's yielded
+splat of one value per row, or a vector along the row), with `f<ow>x<wp>` after it
+where the operand's rows are the interiors of images (a residual read from the next
+conv's padded input: column j at (j // ow) * wp + j % ow), then the region's yielded
 value as a postfix program:
 
     c          the product's element
@@ -38,16 +40,26 @@ INTRINSICS = {"max": "llvm.maximum", "min": "llvm.minimum", "maxnum": "llvm.maxn
 @dataclass(frozen=True)
 class Operand:
     """Where an epilogue operand's element for C[batch, row, col] is: offset + batch *
-    batch_stride + row * row_stride + col * col_stride (col_stride 0 or 1)."""
+    batch_stride + row * row_stride + col * col_stride (col_stride 0 or 1), or with a
+    frame (ow > 0, col_stride 1) + (col // ow) * wp + col % ow in place of col."""
 
     offset: int
     batch_stride: int
     row_stride: int
     col_stride: int
+    ow: int = 0
+    wp: int = 0
 
     @property
     def token(self) -> str:
-        return f"o{self.offset}x{self.batch_stride}x{self.row_stride}x{self.col_stride}"
+        frame = f"f{self.ow}x{self.wp}" if self.ow else ""
+        return f"o{self.offset}x{self.batch_stride}x{self.row_stride}x{self.col_stride}{frame}"
+
+    @staticmethod
+    def parse(token: str) -> Operand:
+        """The operand of `token` (o<offset>x<batch>x<row>x<col>[f<ow>x<wp>])."""
+        strides, _, frame = token[1:].partition("f")
+        return Operand(*map(int, strides.split("x")), *(map(int, frame.split("x")) if frame else ()))
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ class Epilogue:
     @staticmethod
     def parse(token: str) -> Epilogue:
         parts = token.split(".")
-        operands = tuple(Operand(*map(int, p[1:].split("x"))) for p in parts if p.startswith("o"))
+        operands = tuple(Operand.parse(p) for p in parts if p.startswith("o"))
         return Epilogue(operands, tuple(p for p in parts if not p.startswith("o")))
 
     # --- into a kernel ------------------------------------------------------------------

@@ -839,19 +839,32 @@ class _Kernels:
         if frame is None:
             return {(i, v): [(b.gep(c, [ir.Constant(I64, i * s.n + v * vw)], source_etype=self.el), None)]
                     for i in range(rows) for v in self.vectors(width)}, {}
-        ow = ir.Constant(I64, frame.ow)
         pieces, crosses = {}, {}
         for v in self.vectors(width):
-            j = b.add(j0, ir.Constant(I64, v * vw))
-            x = b.srem(j, ow)
-            start = b.add(b.mul(b.sdiv(j, ow), ir.Constant(I64, frame.wp)), b.add(x, ir.Constant(I64, frame.start)))
-            at = b.gep(c, [start], source_etype=self.el)  # the rest are constant offsets from it (addressing modes)
-            _, masks = self.row_masks(b, j, frame.ow, self.lanes(width, v))
-            crosses[v] = b.icmp_signed(">", b.add(x, ir.Constant(I64, self.lanes(width, v))), ow)
+            start, masks, crosses[v] = self.framed_columns(b, b.add(j0, ir.Constant(I64, v * vw)), self.lanes(width, v), frame.ow, frame.wp)
+            at = b.gep(c, [b.add(start, ir.Constant(I64, frame.start))], source_etype=self.el)  # the rest: constant offsets from it
             for i in range(rows):
                 pieces[i, v] = [(b.gep(at, [ir.Constant(I64, i * frame.plane + p * frame.next_row)], source_etype=self.el), mask)
                                 for p, mask in enumerate(masks)]
         return pieces, crosses
+
+    def framed_columns(self, b: ir.IRBuilder, j, lanes: int, ow: int, wp: int) -> tuple:
+        """A vector of `lanes` consecutive columns j.. of rows of ow columns that lie wp
+        apart (the interiors of images): (where column j lies, [the mask of its lanes in
+        each row p it may touch, which lie p * (wp - ow) further on than their lane
+        number says], whether it crosses a row end)."""
+        width = ir.Constant(I64, ow)
+        x = b.srem(j, width)
+        start = b.add(b.mul(b.sdiv(j, width), ir.Constant(I64, wp)), x)
+        _, masks = self.row_masks(b, j, ow, lanes)
+        return start, masks, b.icmp_signed(">", b.add(x, ir.Constant(I64, lanes)), width)
+
+    def masked_pieces(self, b: ir.IRBuilder, pieces: list):
+        """A vector loaded from its pieces [(pointer, mask)], zero in lanes no mask holds."""
+        value = ir.Constant(self.vec, None)
+        for at, mask in pieces:
+            value = b.call(self.masked_load, [at, ir.Constant(I32, self.ebytes), mask, value])
+        return value
 
     def load_tile(self, b: ir.IRBuilder, tile: tuple, rows: int, width: int, first) -> list:
         """The row-major tile (rows x the vectors of `width` columns) of C at `tile`
@@ -863,13 +876,7 @@ class _Kernels:
                     for i in range(rows) for v in vecs]
 
         def split(b, v) -> list:
-            out = []
-            for i in range(rows):
-                value = zero
-                for at, mask in pieces[i, v]:
-                    value = b.call(self.masked_load, [at, ir.Constant(I32, self.ebytes), mask, value])
-                out.append(value)
-            return out
+            return [self.masked_pieces(b, pieces[i, v]) for i in range(rows)]
 
         def loaded(b) -> list:
             columns = [self.branches(b, crosses[v], lambda b, v=v: split(b, v),
@@ -988,7 +995,12 @@ class _Kernels:
     def operand_at(self, b: ir.IRBuilder, o: Operand, pointer, batch, row, col):
         """The address of epilogue operand `o`'s element for C[batch, row, col]."""
         at = b.add(ir.Constant(I64, o.offset), b.mul(batch, ir.Constant(I64, o.batch_stride)))
-        at = b.add(b.add(at, b.mul(row, ir.Constant(I64, o.row_stride))), b.mul(col, ir.Constant(I64, o.col_stride)))
+        at = b.add(at, b.mul(row, ir.Constant(I64, o.row_stride)))
+        if o.ow:
+            ow = ir.Constant(I64, o.ow)
+            at = b.add(at, b.add(b.mul(b.sdiv(col, ow), ir.Constant(I64, o.wp)), b.srem(col, ow)))
+        else:
+            at = b.add(at, b.mul(col, ir.Constant(I64, o.col_stride)))
         return b.gep(pointer, [at], source_etype=self.el)
 
     def apply_epilogue(self, b: ir.IRBuilder, acc: list, rows: int, width: int, args) -> list:
@@ -1006,6 +1018,12 @@ class _Kernels:
         def operand(k: int, i: int, v: int):
             o = epilogue.operands[k]
             row, col = b.add(i0, ir.Constant(I64, i)), b.add(j0, ir.Constant(I64, v * blk.vw))
+            if o.ow:  # a masked load per output row the vector may touch
+                _, masks, _ = self.framed_columns(b, col, self.lanes(width, v), o.ow, o.wp)
+                at = self.operand_at(b, o, pointers[k], batch, row, col)
+                step = o.wp - o.ow
+                return self.masked_pieces(b, [(b.gep(at, [ir.Constant(I64, p * step)], source_etype=self.el), mask)
+                                              for p, mask in enumerate(masks)])
             ptr = self.operand_at(b, o, pointers[k], batch, row, col)
             if o.col_stride:
                 return self.load_row_vec(b, ptr, self.lanes(width, v))

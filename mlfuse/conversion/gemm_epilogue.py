@@ -98,24 +98,54 @@ def postfix(value: SSAValue, block: Block, budget: list[int]) -> list[str] | Non
 def operand_strides(value: SSAValue, results: Sequence[AffineExpr], c_rank: int) -> Operand | None:
     """How an operand read at `results` (affine in C's indices d0..) steps along C's
     batch (d0 of a rank-3 C), rows and columns; None unless the map is linear, its
-    step along the columns 0 or 1, and its strides not negative."""
+    step along the columns 0 or 1, and its strides not negative. A column j read as
+    (j floordiv ow + top, j mod ow + left) of images wp wide (the interiors of padded
+    images, `framed_index`) is a framed operand: Operand(..., ow, wp)."""
     t = value.type
     if not isinstance(t, MemRefType) or c_rank not in (2, 3):
         return None
     shape = t.get_shape()
     total: dict[int, int] = {}
+    framed: dict[str, tuple[int, int, int]] = {}  # "floordiv" / "mod": (dimension, ow, stride)
     for expr, stride in zip(results, row_major_strides(shape)):
         form = linear(expr)
         if form is None:
-            return None
+            part = framed_index(expr)
+            if part is None or part[0] in framed:
+                return None
+            kind, d, ow, constant = part
+            framed[kind] = (d, ow, stride)
+            form = {-1: constant}
         for d, coeff in form.items():
             total[d] = total.get(d, 0) + coeff * stride
     steps = [total.get(d, 0) for d in range(c_rank)]
     batch = steps[0] if c_rank == 3 else 0
     operand = Operand(total.get(-1, 0), batch, steps[-2], steps[-1])
+    if framed:
+        (d_row, ow, wp), (d_col, ow_col, unit) = framed.get("floordiv", (-1, 0, 0)), framed.get("mod", (-2, 0, 0))
+        if not (d_row == d_col == c_rank - 1 and ow == ow_col and unit == 1 and steps[-1] == 0):
+            return None
+        operand = Operand(operand.offset, batch, steps[-2], 1, ow, wp)
     if operand.col_stride not in (0, 1) or min(operand.offset, operand.batch_stride, operand.row_stride) < 0:
         return None
     return operand
+
+
+def framed_index(expr: AffineExpr) -> tuple[str, int, int, int] | None:
+    """("floordiv" or "mod", d, ow, c) for `d floordiv ow + c` or `d mod ow + c` (c a
+    constant, possibly 0), else None."""
+    constant = 0
+    if isinstance(expr, AffineBinaryOpExpr) and expr.kind == AffineBinaryOpKind.Add:
+        for term, other in ((expr.rhs, expr.lhs), (expr.lhs, expr.rhs)):
+            if isinstance(term, AffineConstantExpr):
+                constant, expr = term.value, other
+                break
+    if not isinstance(expr, AffineBinaryOpExpr) or not isinstance(expr.lhs, AffineDimExpr) or not isinstance(expr.rhs, AffineConstantExpr):
+        return None
+    kinds = {AffineBinaryOpKind.FloorDiv: "floordiv", AffineBinaryOpKind.Mod: "mod"}
+    if expr.kind not in kinds or expr.rhs.value <= 0:
+        return None
+    return kinds[expr.kind], expr.lhs.position, expr.rhs.value, constant
 
 
 def linear(expr: AffineExpr) -> dict[int, int] | None:

@@ -64,9 +64,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType, i64
+from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, DenseArrayBase, MemRefType, i64
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlfuse.conversion.group_to_loop import strides
@@ -120,13 +120,13 @@ def forwarding(copy: loop.NestOp) -> Forwarding | None:
 
 
 def product_writer(copy: loop.NestOp, source: SSAValue) -> loop.GemmOp | None:
-    """The loop.gemm before `copy` (in its block) that is the only user of `source`
-    besides the copy and its dealloc, writing it as C (without a frame yet, not reading
-    it), when the copy places its rows into images (`copy_frame`); else None."""
+    """The loop.gemm before `copy` (in its block) that writes `source` as C (without a
+    frame yet, not reading it), when the copy places its rows into images
+    (`copy_frame`) and every other user of `source` but its dealloc is a product
+    reading it as a residual (`residual_readers`); else None."""
     users = [u for u in loop.view_users(source) if u is not copy and not isinstance(u, memref.DeallocOp)]
-    if len(users) != 1 or not isinstance(gemm := users[0], loop.GemmOp):
-        return None
-    if gemm.frame is not None or loop.view_root(gemm.c) is not source or source in {loop.view_root(v) for v in gemm.buffers_read}:
+    writers = [u for u in users if isinstance(u, loop.GemmOp) and loop.view_root(u.c) is source]
+    if len(writers) != 1 or (gemm := writers[0]).frame is not None or source in {loop.view_root(v) for v in gemm.buffers_read}:
         return None
     if gemm.parent_block() is not copy.parent_block() or not gemm.is_before_in_block(copy):
         return None
@@ -135,7 +135,30 @@ def product_writer(copy: loop.NestOp, source: SSAValue) -> loop.GemmOp | None:
     rows = copy.ins[0].type.get_shape()[:-2]  # type: ignore[union-attr]
     if frame is None or math.prod(batch) * m != math.prod(rows) or n != frame[2] * frame[3]:
         return None
+    readers = residual_readers(source, gemm)
+    if readers is None or {r for r, _ in readers} != set(users) - {gemm}:
+        return None
     return gemm
+
+
+def residual_readers(source: SSAValue, writer: loop.GemmOp) -> list[tuple[loop.GemmOp, int]] | None:
+    """(product, k) for each product after `writer` that reads `source` as its epilogue
+    operand k at the identity over the writer's product shape (a residual) and in no
+    other way; None if a product reads it otherwise."""
+    found = []
+    for user in loop.view_users(source):
+        if not isinstance(user, loop.GemmOp) or user is writer:
+            continue
+        if any(loop.view_root(v) is source for v in (user.a, user.b, user.c)) or not writer.is_before_in_block(user):
+            return None
+        maps = user.epilogue_maps.data if user.epilogue_maps is not None else ()
+        for k, (value, m) in enumerate(zip(user.epilogue_ins, maps)):
+            if loop.view_root(value) is not source:
+                continue
+            if value.type != writer.product_type or m.data != AffineMap.identity(len(writer.product_type.get_shape())):
+                return None
+            found.append((user, k))
+    return found
 
 
 def copy_frame(copy: loop.NestOp) -> tuple[int, int, int, int] | None:
@@ -248,9 +271,12 @@ def forward(plan: Forwarding) -> None:
 
 
 def frame_product(gemm: loop.GemmOp, copy: loop.NestOp) -> None:
-    """Make `gemm` write its rows into the images the copy writes (`c_frame`)."""
+    """Make `gemm` write its rows into the images the copy writes (`c_frame`), and the
+    products that read them as a residual read them there."""
     frame = copy_frame(copy)
     assert frame is not None
+    readers = residual_readers(loop.view_root(gemm.c), gemm)
+    assert readers is not None
     *batch, m, _ = gemm.product_type.get_shape()
     dest = copy.outs[0]
     el = dest.type.get_element_type()  # type: ignore[attr-defined]
@@ -264,6 +290,42 @@ def frame_product(gemm: loop.GemmOp, copy: loop.NestOp) -> None:
     operands[2] = c
     gemm.operands = operands
     gemm.properties["c_frame"] = DenseArrayBase.from_list(i64, frame)
+    for reader, k in readers:
+        read_framed(reader, k, c, frame)
+    if readers:
+        outlive(loop.view_root(dest), loop.view_root(copy.ins[0]))
+
+
+def outlive(dest: SSAValue, source: SSAValue) -> None:
+    """Move `dest`'s deallocs after `source`'s last one: the readers of the source that
+    come after the copy read the destination now (the arena reuses a buffer's bytes
+    after its dealloc)."""
+    block = dest.owner.parent_block()  # type: ignore[union-attr]
+    assert block is not None
+    last = max((u.operation for u in source.uses if isinstance(u.operation, memref.DeallocOp)),
+               key=block.get_operation_index, default=None)
+    if last is None:
+        return
+    for dealloc in [u.operation for u in dest.uses if isinstance(u.operation, memref.DeallocOp)]:
+        if dealloc.is_before_in_block(last):
+            dealloc.detach()
+            block.insert_op_after(dealloc, last)
+
+
+def read_framed(reader: loop.GemmOp, k: int, images: SSAValue, frame: tuple[int, int, int, int]) -> None:
+    """Make `reader`'s epilogue operand k (a residual at the identity) the interiors of
+    `images` [..., hp, wp]: column j at (j floordiv ow + top, j mod ow + left)."""
+    top, left, _, ow = frame
+    rank = len(reader.product_type.get_shape())
+    dims = [AffineExpr.dimension(d) for d in range(rank)]
+    column = dims[-1]
+    results = (*dims[:-1], column // ow + top, column % ow + left)
+    operands = list(reader.operands)
+    operands[3 + k] = images
+    reader.operands = operands
+    maps = list(reader.epilogue_maps.data) if reader.epilogue_maps is not None else []
+    maps[k] = AffineMapAttr(AffineMap(rank, 0, results))
+    reader.properties["epilogue_maps"] = ArrayAttr(maps)
 
 
 def forward_writes(plan: Forwarding) -> None:
