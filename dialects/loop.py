@@ -709,6 +709,10 @@ class GemmOp(IRDLOperation):
         } {epilogue_maps = [affine_map<(d0, d1, d2) -> (d1)>], window = array<i64: 3, 3>}
             : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x3136xf32>
 
+    With `window_border = array<i64: top, left, bottom, right>` as well, the image is
+    the interior of B (a downsample reading the next conv's padded input):
+    x[c, top + y*sh + i, left + x*sw + j], oh and ow from the interior's size.
+
     With `c_frame = array<i64: top, left, oh, ow>`, C is images [batch..., m, hp, wp]
     whose interiors hold the product's rows, and their borders are not written (a conv
     writing the next conv's padded input: loop-forward-copies). The product's shape
@@ -728,6 +732,7 @@ class GemmOp(IRDLOperation):
     window = opt_prop_def(DenseArrayBase[IntegerType])
     epilogue_maps = opt_prop_def(ArrayAttr[AffineMapAttr])
     c_frame = opt_prop_def(DenseArrayBase[IntegerType])
+    window_border = opt_prop_def(DenseArrayBase[IntegerType])
     epilogue = opt_region_def("single_block")
     assembly_format = (
         "$a `,` $b `into` $c (`epilogue` (`ins` `(` $epilogue_ins^ `:` type($epilogue_ins) `)`)? $epilogue^)?"
@@ -776,6 +781,14 @@ class GemmOp(IRDLOperation):
         return int(kh), int(kw)
 
     @property
+    def border(self) -> tuple[int, int, int, int]:
+        """(top, left, bottom, right) of `window_border`: zeros unless given."""
+        if self.window_border is None:
+            return (0, 0, 0, 0)
+        top, left, bottom, right = (int(v) for v in self.window_border.get_values())
+        return top, left, bottom, right
+
+    @property
     def frame(self) -> tuple[int, int, int, int] | None:
         """(top, left, oh, ow) of `c_frame`, or None."""
         if self.c_frame is None:
@@ -804,6 +817,10 @@ class GemmOp(IRDLOperation):
         ta, tb, tc = (v.type for v in (self.a, self.b, self.c))
         assert isinstance(ta, MemRefType) and isinstance(tb, MemRefType) and isinstance(tc, MemRefType)
         sa, sb, sc = ta.get_shape(), tb.get_shape(), tc.get_shape()
+        if self.window_border is not None:
+            border = [int(v) for v in self.window_border.get_values()]
+            if self.window is None or len(border) != 4 or min(border) < 0:
+                raise VerifyException(f"'loop.gemm' window_border must be (top, left, bottom, right) >= 0 with a window, got {border}")
         if self.window is not None:
             sb = self.patches_shape(sb)
         if self.c_frame is not None:
@@ -864,6 +881,9 @@ class GemmOp(IRDLOperation):
                 f"'loop.gemm' window must be positive sizes (kh, kw) or sizes and strides (kh, kw, sh, sw), got {list(window)}")
         kh, kw = window[:2]
         sh, sw = self.window_strides
+        top, left, bottom, right = self.border
+        if len(image) >= 3:  # the interior the window runs over
+            image = [*image[:-2], image[-2] - top - bottom, image[-1] - left - right]
         if len(image) < 3 or image[-2] < kh or image[-1] < kw:
             raise VerifyException(f"'loop.gemm' window {kh}x{kw} needs an image [..., c, h >= {kh}, w >= {kw}], got {list(image)}")
         *batch, c, hp, wp = image

@@ -393,6 +393,48 @@ def test_a_residual_is_read_from_the_padded_input_it_became(tmp_path, channels, 
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("channels, size", [(64, 28), (128, 14)])  # downsamples big enough for loop.gemm
+def test_a_downsample_reads_the_padded_input_it_became(tmp_path, channels, size):
+    """ResNet's downsampling block: r = relu(conv(x) + b) is read by a 3x3 conv at stride 2
+    (padded) and by a 1x1 downsample at stride 2; the product writes the padded images
+    and the downsample's window runs over their interior (window_border). Against
+    float64 numpy within fp32 rounding (atol 1e-5 of the output's range), outputs
+    poisoned."""
+    rng = np.random.default_rng(channels * size)
+    x = rng.standard_normal((1, channels, size, size)).astype(np.float32)
+    w0, w1, w2 = (rng.standard_normal((channels, channels, 3, 3)).astype(np.float32) / channels for _ in range(3))
+    wd = rng.standard_normal((channels, channels, 1, 1)).astype(np.float32) / channels
+    b0, b1, b2, bd = (rng.standard_normal(channels).astype(np.float32) for _ in range(4))
+    node = onnx.helper.make_node
+    nodes = [node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]), node("Relu", ["c0"], ["r"]),
+             node("Conv", ["r", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]), node("Relu", ["c1"], ["r1"]),
+             node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]), node("Conv", ["r", "wd", "bd"], ["d"], strides=[2, 2]),
+             node("Add", ["c2", "d"], ["y"])]
+    half = size // 2
+    inits = [onnx.numpy_helper.from_array(a, n) for a, n in ((w0, "w0"), (w1, "w1"), (w2, "w2"), (wd, "wd"), (b0, "b0"), (b1, "b1"), (b2, "b2"), (bd, "bd"))]
+    graph = onnx.helper.make_graph(nodes, "downsample", [onnx.helper.make_tensor_value_info("x", 1, x.shape)],
+                                   [onnx.helper.make_tensor_value_info("y", 1, [1, channels, half, half])], inits)
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+
+    def conv(image, w, b, stride=1, pad=1):
+        padded = np.pad(image, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        out = (padded.shape[-1] - w.shape[-1]) // stride + 1
+        return b[None, :, None, None] + sum(
+            np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.float64), padded[:, :, i : i + stride * out : stride, j : j + stride * out : stride])
+            for i in range(w.shape[2]) for j in range(w.shape[3]))
+
+    r = np.maximum(conv(x.astype(np.float64), w0, b0), 0)
+    want = conv(np.maximum(conv(r, w1, b1, 2), 0), w2, b2) + conv(r, wd, bd, 2, 0)
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(import_onnx(onnx.load(tmp_path / "m.onnx")), steps[: steps.index("assign-buffers")])
+    gemms = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
+    assert gemms[0].frame == (1, 1, size, size)
+    assert [g.border for g in gemms if g.window_size == (1, 1)] == [(1, 1, 1, 1)]
+    out = np.full((1, channels, half, half), np.nan, np.float32)
+    mlfuse.compile(str(tmp_path / "m.onnx"))(x, out=[out])
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("channel_tiles", [True, False])
 def test_3x3_conv_over_49_pixels_takes_channel_tiles_where_the_target_has_them(channel_tiles):
     """A dense 3x3 conv over a 7 x 7 image (ResNet-18's last stage) with constant weights:

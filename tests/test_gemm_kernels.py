@@ -268,6 +268,36 @@ def test_a_frame_writes_the_interior_of_images(isa, dtype, batch, m, c, window, 
     assert np.all(got[border] == np.inf)
 
 
+@pytest.mark.parametrize("isa", sorted(FEATURES))
+@pytest.mark.parametrize("kh, stride, size, packed_a", [
+    (1, 2, 30, True),  # a downsample: 1x1 at stride 2 onto 15 x 15 (channel tiles on AVX-512)
+    (1, 2, 56, False),  # ... onto 28 x 28, the row kernel
+    (3, 1, 20, True),  # a 3x3 window over the interior of a bigger image
+])
+def test_a_window_over_the_interior_of_images(isa, kh, stride, size, packed_a):
+    """A window over the interiors of images (Window.border: a downsample reading the next
+    conv's padded input) gives the bits of the window over the interiors copied out;
+    the border holds NaN, which no patch may read."""
+    rng = np.random.default_rng(size + kh)
+    m, c, border = 19, 3, (1, 2, 2, 1)
+    interior = rng.standard_normal((1, c, size, size)).astype(np.float32)
+    images = np.full((1, c, size + 3, size + 3), np.nan, np.float32)
+    images[:, :, 1 : 1 + size, 2 : 2 + size] = interior
+    plain_window = Window(kh, kh, size, size, stride, stride)
+    window = Window(kh, kh, size + 3, size + 3, stride, stride, border)
+    assert (window.out_h, window.out_w) == (plain_window.out_h, plain_window.out_w)
+    k, n = c * kh * kh, window.out_h * window.out_w
+    plain = GemmShape(1, m, n, k, window=plain_window, packed_a=packed_a)
+    bordered = GemmShape(1, m, n, k, window=window, packed_a=packed_a)
+    assert GemmShape.from_symbol(bordered.symbol) == bordered
+    a = rng.standard_normal((1, m, k)).astype(np.float32)
+    a_in = aligned_copy(prepack_a(a, plain, FEATURES[isa])) if packed_a else a
+    want, got = np.full((1, m, n), np.nan, np.float32), np.full((1, m, n), np.nan, np.float32)
+    kernel(plain, FEATURES[isa])(0, plain.tasks, a_in.ctypes.data, interior.ctypes.data, want.ctypes.data)
+    kernel(bordered, FEATURES[isa])(0, bordered.tasks, a_in.ctypes.data, images.ctypes.data, got.ctypes.data)
+    np.testing.assert_array_equal(got, want)
+
+
 def aligned_copy(x: np.ndarray) -> np.ndarray:
     out = aligned_empty(x.shape, x.dtype)
     out[...] = x

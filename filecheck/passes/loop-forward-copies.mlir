@@ -455,3 +455,39 @@ func.func @gemm_frame_residual(%a: memref<1x4x8xf32>, %b: memref<1x8x16xf32>, %w
   memref.dealloc %c : memref<1x4x16xf32>
   func.return
 }
+
+// -----
+
+// Framed with a window reader: a later product (a 1x1 downsample at stride 2) reads the
+// source as the image under its window, and reads the images' interior instead
+// (window_border = top, left, bottom, right).
+// CHECK-LABEL: func.func @gemm_frame_window_reader
+// CHECK: %[[V:.*]] = loop.view %p : memref<4x6x6xf32> to memref<1x4x6x6xf32>
+// CHECK-NEXT: loop.gemm %a, %b into %[[V]] {c_frame = array<i64: 1, 1, 4, 4>}
+// CHECK: loop.gemm %w, %[[V]] into %y {window = array<i64: 1, 1, 2, 2>, window_border = array<i64: 1, 1, 1, 1>} : memref<1x4x4xf32>, memref<1x4x6x6xf32>, memref<1x4x4xf32>
+// CHECK-NOT: loop.nest "copy"
+func.func @gemm_frame_window_reader(%a: memref<1x4x8xf32>, %b: memref<1x8x16xf32>, %w: memref<1x4x4xf32>, %out: memref<4x6x6xf32>, %y: memref<1x4x4xf32>) {
+  %c = memref.alloc() : memref<1x4x16xf32>
+  loop.gemm %a, %b into %c : memref<1x4x8xf32>, memref<1x8x16xf32>, memref<1x4x16xf32>
+  %cv = loop.view %c : memref<1x4x16xf32> to memref<4x4x4xf32>
+  %p = memref.alloc() : memref<4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins() outs(%p : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "copy" lower [0, 0, 0] upper [4, 4, 4] iterators ["parallel", "parallel", "parallel"] ins(%cv : memref<4x4x4xf32>) outs(%p : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0] upper [4, 6, 6] iterators ["parallel", "parallel", "parallel"] ins(%p : memref<4x6x6xf32>) outs(%out : memref<4x6x6xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  memref.dealloc %p : memref<4x6x6xf32>
+  %ci = loop.view %c : memref<1x4x16xf32> to memref<1x4x4x4xf32>
+  loop.gemm %w, %ci into %y {window = array<i64: 1, 1, 2, 2>} : memref<1x4x4xf32>, memref<1x4x4x4xf32>, memref<1x4x4xf32>
+  memref.dealloc %c : memref<1x4x16xf32>
+  func.return
+}

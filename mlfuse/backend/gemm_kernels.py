@@ -143,7 +143,9 @@ class Window:
 
         B[(c, i, j), (y, x)] = x[c, y*sh + i, x*sw + j]     (y < out_h, x < out_w)
 
-    the im2col of a convolution, read by the kernel's packing instead of materialized."""
+    the im2col of a convolution, read by the kernel's packing instead of materialized.
+    With a border (top, left, bottom, right) the image is the interior of x (a
+    downsample reading the next conv's padded input): x[c, top + ..., left + ...]."""
 
     kh: int
     kw: int
@@ -151,20 +153,28 @@ class Window:
     wp: int
     sh: int = 1
     sw: int = 1
+    border: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     @property
     def out_w(self) -> int:
-        return (self.wp - self.kw) // self.sw + 1
+        return (self.wp - self.border[1] - self.border[3] - self.kw) // self.sw + 1
 
     @property
     def out_h(self) -> int:
-        return (self.hp - self.kh) // self.sh + 1
+        return (self.hp - self.border[0] - self.border[2] - self.kh) // self.sh + 1
+
+    @property
+    def origin(self) -> int:
+        """Where the interior's first element is in each of x's channels."""
+        return self.border[0] * self.wp + self.border[1]
 
     @property
     def token(self) -> str:
-        """The window in a kernel's symbol: _w<kh>x<kw>x<hp>x<wp>, then s<sh>x<sw> if strided."""
+        """The window in a kernel's symbol: _w<kh>x<kw>x<hp>x<wp>, then s<sh>x<sw> if
+        strided and b<top>x<left>x<bottom>x<right> with a border."""
         strides = f"s{self.sh}x{self.sw}" if (self.sh, self.sw) != (1, 1) else ""
-        return f"_w{self.kh}x{self.kw}x{self.hp}x{self.wp}{strides}"
+        border = "b" + "x".join(map(str, self.border)) if any(self.border) else ""
+        return f"_w{self.kh}x{self.kw}x{self.hp}x{self.wp}{strides}{border}"
 
     @property
     def next_row(self) -> int:
@@ -288,7 +298,8 @@ class GemmShape:
     @staticmethod
     def from_symbol(name: str) -> GemmShape | None:
         match = re.fullmatch(
-            re.escape(PREFIX) + r"(?P<dtype>f32|f64)_(?P<dims>\d+x\d+x\d+x\d+)(?:_w(?P<window>\d+x\d+x\d+x\d+)(?:s(?P<strides>\d+x\d+))?)?"
+            re.escape(PREFIX) + r"(?P<dtype>f32|f64)_(?P<dims>\d+x\d+x\d+x\d+)"
+            r"(?:_w(?P<window>\d+x\d+x\d+x\d+)(?:s(?P<strides>\d+x\d+))?(?:b(?P<border>\d+x\d+x\d+x\d+))?)?"
             r"(?:_c(?P<frame>\d+x\d+x\d+x\d+x\d+))?(?P<pa>_pa)?(?P<pb>_pb)?(?:_e\.(?P<epilogue>[a-z0-9.]+))?",
             name,
         )
@@ -299,7 +310,8 @@ class GemmShape:
             return [int(x) for x in match.group(group).split("x")]
 
         strides = ints("strides") if match.group("strides") else [1, 1]
-        window = Window(*ints("window"), *strides) if match.group("window") else None
+        border = tuple(ints("border")) if match.group("border") else (0, 0, 0, 0)
+        window = Window(*ints("window"), *strides, border) if match.group("window") else None  # type: ignore[arg-type]
         frame = Frame(*ints("frame")) if match.group("frame") else None
         epilogue = Epilogue.parse(match.group("epilogue")) if match.group("epilogue") else None
         return GemmShape(*ints("dims"), dtype=match.group("dtype"), window=window, packed_b=match.group("pb") is not None,  # type: ignore[arg-type]
@@ -1190,7 +1202,8 @@ class _Kernels:
             panels = -(-s.n // blk.nr)
             start = b.add(b.mul(batch, ir.Constant(I64, s.k * panels * blk.nr)), b.mul(pc, ir.Constant(I64, panels * blk.nr)))
         elif s.window is not None:
-            start = b.mul(batch, ir.Constant(I64, s.k // (s.window.kh * s.window.kw) * s.window.hp * s.window.wp))
+            start = b.add(b.mul(batch, ir.Constant(I64, s.k // (s.window.kh * s.window.kw) * s.window.hp * s.window.wp)),
+                          ir.Constant(I64, s.window.origin))
         else:
             start = b.add(b.mul(batch, ir.Constant(I64, s.k * s.n)), b.mul(pc, ir.Constant(I64, s.n)))
         return b.gep(bm, [start], source_etype=self.el)

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import AffineMapAttr, ArrayAttr, DenseArrayBase, MemRefType, i64
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -143,14 +143,20 @@ def product_writer(copy: loop.NestOp, source: SSAValue) -> loop.GemmOp | None:
 
 def residual_readers(source: SSAValue, writer: loop.GemmOp) -> list[tuple[loop.GemmOp, int]] | None:
     """(product, k) for each product after `writer` that reads `source` as its epilogue
-    operand k at the identity over the writer's product shape (a residual) and in no
-    other way; None if a product reads it otherwise."""
+    operand k at the identity over the writer's product shape (a residual), or (product,
+    -1) for one that reads it as the image under its window (a downsample: B, as
+    [batch..., m, oh, ow] images of the writer's rows, no border yet), and in no other
+    way; None if a product reads it otherwise."""
     found = []
     for user in loop.view_users(source):
         if not isinstance(user, loop.GemmOp) or user is writer:
             continue
-        if any(loop.view_root(v) is source for v in (user.a, user.b, user.c)) or not writer.is_before_in_block(user):
+        if any(loop.view_root(v) is source for v in (user.a, user.c)) or not writer.is_before_in_block(user):
             return None
+        if loop.view_root(user.b) is source:
+            if user.window is None or user.window_border is not None or not _images_of(user.b.type, writer.product_type):
+                return None
+            found.append((user, -1))
         maps = user.epilogue_maps.data if user.epilogue_maps is not None else ()
         for k, (value, m) in enumerate(zip(user.epilogue_ins, maps)):
             if loop.view_root(value) is not source:
@@ -159,6 +165,12 @@ def residual_readers(source: SSAValue, writer: loop.GemmOp) -> list[tuple[loop.G
                 return None
             found.append((user, k))
     return found
+
+
+def _images_of(t: Attribute, product: MemRefType) -> bool:
+    """Is `t` [batch..., m, h, w] with h * w = n, for a product [batch..., m, n]?"""
+    shape = t.get_shape() if isinstance(t, MemRefType) else ()
+    return len(shape) >= 3 and tuple(shape[:-2]) == tuple(product.get_shape()[:-1]) and shape[-2] * shape[-1] == product.get_shape()[-1]
 
 
 def copy_frame(copy: loop.NestOp) -> tuple[int, int, int, int] | None:
@@ -291,7 +303,10 @@ def frame_product(gemm: loop.GemmOp, copy: loop.NestOp) -> None:
     gemm.operands = operands
     gemm.properties["c_frame"] = DenseArrayBase.from_list(i64, frame)
     for reader, k in readers:
-        read_framed(reader, k, c, frame)
+        if k < 0:
+            read_interior(reader, c, frame)
+        else:
+            read_framed(reader, k, c, frame)
     if readers:
         outlive(loop.view_root(dest), loop.view_root(copy.ins[0]))
 
@@ -310,6 +325,16 @@ def outlive(dest: SSAValue, source: SSAValue) -> None:
         if dealloc.is_before_in_block(last):
             dealloc.detach()
             block.insert_op_after(dealloc, last)
+
+
+def read_interior(reader: loop.GemmOp, images: SSAValue, frame: tuple[int, int, int, int]) -> None:
+    """Make `reader`'s window run over the interiors of `images` [..., hp, wp] (its B)."""
+    top, left, oh, ow = frame
+    hp, wp = images.type.get_shape()[-2:]  # type: ignore[attr-defined]
+    operands = list(reader.operands)
+    operands[1] = images
+    reader.operands = operands
+    reader.properties["window_border"] = DenseArrayBase.from_list(i64, [top, left, hp - top - oh, wp - left - ow])
 
 
 def read_framed(reader: loop.GemmOp, k: int, images: SSAValue, frame: tuple[int, int, int, int]) -> None:

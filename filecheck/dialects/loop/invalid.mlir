@@ -331,3 +331,20 @@ func.func @gemm_frame_columns(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 2, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
   func.return
 }
+
+// -----
+
+func.func @gemm_window_border_without_window(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
+  // CHECK: error: 'loop.gemm' window_border must be (top, left, bottom, right) >= 0 with a window, got [1, 1, 1, 1]
+  loop.gemm %a, %b into %c {window_border = array<i64: 1, 1, 1, 1>} : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// -----
+
+// The window runs over the 4x4 interior: a 1x1 window at stride 2 gives 2x2 columns, not 3x3.
+func.func @gemm_window_border_shapes(%a: memref<1x4x2xf32>, %x: memref<1x2x6x6xf32>, %c: memref<1x4x9xf32>) {
+  // CHECK: error: 'loop.gemm' shapes do not multiply: memref<1x4x2xf32> x memref<1x2x6x6xf32> -> memref<1x4x9xf32>
+  loop.gemm %a, %x into %c {window = array<i64: 1, 1, 2, 2>, window_border = array<i64: 1, 1, 1, 1>} : memref<1x4x2xf32>, memref<1x2x6x6xf32>, memref<1x4x9xf32>
+  func.return
+}
