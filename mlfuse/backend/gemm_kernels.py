@@ -182,10 +182,6 @@ class Window:
         column, in the image (at stride 1: the window's overhang kw - 1)."""
         return self.sh * self.wp - self.out_w * self.sw
 
-    def rows_per_vector(self, lanes: int) -> int:
-        """How many output rows a vector of `lanes` consecutive columns may touch."""
-        return 1 + -(-(lanes - 1) // self.out_w)
-
     def row_offsets(self, k: int) -> list[int]:
         """Where row (c, i, j) of B starts in the image, for each of the k rows."""
         taps = self.kh * self.kw
@@ -223,10 +219,6 @@ class Frame:
     @property
     def token(self) -> str:
         return f"_c{self.ow}x{self.hp}x{self.wp}x{self.top}x{self.left}"
-
-    def offset(self, j: int) -> int:
-        """Where column j of a row of C is in its image."""
-        return self.start + j // self.ow * self.wp + j % self.ow
 
 
 @dataclass(frozen=True)
@@ -737,7 +729,7 @@ class _Kernels:
     def vector_rows(self, b: ir.IRBuilder, j0, width: int) -> list[tuple]:
         """For each vector of a window panel's columns [j0, j0 + width): where its first
         column is in the image (window_start), the mask of its real lanes, and for each
-        output row p it may touch (Window.rows_per_vector) the mask of its real lanes in
+        output row p it may touch (`row_masks`) the mask of its real lanes in
         that row. Row p's lanes lie p * next_row further on than their lane number says."""
         window = self.shape.window
         assert window is not None
@@ -756,7 +748,7 @@ class _Kernels:
         lane = ir.Constant(ir.VectorType(I32, vw), list(range(vw)))
         first_row = b.trunc(b.sub(ow, b.srem(j, ow)), I32)  # lanes before the first wrap
         real = self.lane_mask(b, lane, ir.Constant(I32, 0), ir.Constant(I32, lanes))
-        rows = 1 + -(-(vw - 1) // out_w)
+        rows = 1 + -(-(vw - 1) // out_w)  # output rows a vector may touch
         bounds = [ir.Constant(I32, 0)] + [b.add(first_row, ir.Constant(I32, p * out_w)) for p in range(rows)]
         return real, [b.and_(real, self.lane_mask(b, lane, bounds[p], bounds[p + 1])) for p in range(rows)]
 
@@ -908,8 +900,13 @@ class _Kernels:
                 for i in range(rows):
                     self.store_row_vec(b, values[i * len(vecs) + j], pieces[i, v][0][0], self.lanes(width, v))
 
-            if v not in crosses:
+            if v not in crosses and pieces[0, v][0][1] is None:
                 whole(b)
+                continue
+            if v not in crosses:  # pieces known at compile time (a channel tile's rows)
+                for i in range(rows):
+                    for at, mask in pieces[i, v]:
+                        b.call(self.masked_store, [values[i * len(vecs) + j], at, ir.Constant(I32, self.ebytes), mask])
                 continue
             with b.if_else(crosses[v]) as (split, one_row):
                 with split:
@@ -1027,12 +1024,17 @@ class _Kernels:
         def intrinsic(name: str) -> ir.Function:
             return self.intrinsic(f"{name}.{suffix}", self.vec, [self.vec, self.vec])
 
+        framed: dict[tuple[int, int], tuple] = {}  # (k, v): a framed operand's column and masks, for every row
+
         def operand(k: int, i: int, v: int):
             o = epilogue.operands[k]
             row, col = b.add(i0, ir.Constant(I64, i)), b.add(j0, ir.Constant(I64, v * blk.vw))
             if o.ow:  # a masked load per output row the vector may touch
-                _, masks, _ = self.framed_columns(b, col, self.lanes(width, v), o.ow, o.wp)
-                at = self.operand_at(b, o, pointers[k], batch, row, col)
+                if (k, v) not in framed:
+                    framed[k, v] = self.framed_columns(b, col, self.lanes(width, v), o.ow, o.wp)[:2]
+                start, masks = framed[k, v]
+                at = self.operand_at(b, replace(o, ow=0, col_stride=0), pointers[k], batch, row, col)
+                at = b.gep(at, [start], source_etype=self.el)
                 step = o.wp - o.ow
                 return self.masked_pieces(b, [(b.gep(at, [ir.Constant(I64, p * step)], source_etype=self.el), mask)
                                               for p, mask in enumerate(masks)])
@@ -1402,11 +1404,12 @@ class _ChannelKernels(_Kernels):
         def call(b, tile_rows: int, x0: int, width: int, out_rows: int) -> None:
             j0 = b.add(j_row, ir.Constant(I64, x0))
             at = b.gep(row, [ir.Constant(I64, x0 * window.sw)], source_etype=self.el)
-            # C at the tile's first element, or with a frame at its row's column 0 and j0 after it (c_pieces)
-            c_at = b.gep(c, [c_rows if s.frame is not None else b.add(c_rows, j0)], source_etype=self.el)
-            framed = [j0] if s.frame is not None else []
+            # C at the tile's first element (with a frame, where it lies in its image)
+            first = b.add(c_rows, j0) if s.frame is None else b.add(
+                c_rows, b.add(b.mul(y, ir.Constant(I64, s.frame.wp)), ir.Constant(I64, s.frame.start + x0)))
+            c_at = b.gep(c, [first], source_etype=self.el)
             epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
-            b.call(self.channel_micro_fn(tile_rows, width, out_rows), [a_panel, at, c_at, *framed, *epilogue])
+            b.call(self.channel_micro_fn(tile_rows, width, out_rows), [a_panel, at, c_at, *epilogue])
 
         def tiles(b, tile_rows: int, out_rows: int) -> None:
             if self.out_rows > 1:  # whole rows
@@ -1438,8 +1441,8 @@ class _ChannelKernels(_Kernels):
                 for_rows(b, self.out_rows)
 
     def channel_micro_fn(self, rows: int, width: int, out_rows: int = 1) -> ir.Function:
-        """micro(A's panel, the image at the tile's first position, C at the tile[, j0 with
-        a frame: see c_pieces][, batch, i0, j0, operands...]): a tile of `rows` (<= MR: the panel's real rows; its
+        """micro(A's panel, the image at the tile's first position, C at the tile[, batch,
+        i0, j0, operands...]): a tile of `rows` (<= MR: the panel's real rows; its
         prepacked rows past m are zeros) by `width` positions of `out_rows` output rows,
         whole rows if more than one (C's columns of the tile are consecutive either way)."""
         key = (rows, width, out_rows)
@@ -1448,9 +1451,8 @@ class _ChannelKernels(_Kernels):
         s, blk, window = self.shape, self.blk, self.shape.window
         assert window is not None
         extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
-        framed = s.frame is not None
         name = f"{s.symbol}_channels{rows}x{width}" + (f"x{out_rows}" if out_rows > 1 else "")
-        fn, b = self.function(name, [PTR, PTR, PTR, *[I64] * framed, *extra])
+        fn, b = self.function(name, [PTR, PTR, PTR, *extra])
         a, image, c = fn.args[:3]
         for arg in (a, image, c):
             arg.add_attribute("noalias")
@@ -1477,11 +1479,32 @@ class _ChannelKernels(_Kernels):
         acc = self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, s.k), 1, body, [zero] * (vecs * count))
         tile = self.rows_of(b, acc, rows, count)
         if s.epilogue is not None:
-            tile = self.apply_epilogue(b, tile, rows, count, fn.args[3 + framed :])
-        self.store_tile(b, tile, self.c_pieces(b, c, rows, count, fn.args[3] if framed else None), rows, count)
+            tile = self.apply_epilogue(b, tile, rows, count, fn.args[3:])
+        self.store_tile(b, tile, self.tile_pieces(b, c, rows, width, out_rows), rows, count)
         b.ret_void()
         self.channel_micro[key] = fn
         return fn
+
+    def tile_pieces(self, b: ir.IRBuilder, c, rows: int, width: int, out_rows: int) -> tuple[dict, dict]:
+        """Where a tile of `out_rows` output rows of `width` positions lies in C from its
+        first element at `c` (c_pieces): rows n apart, or with a frame rows an image
+        apart and each output row of the tile wp on, its lanes masked (known here: a
+        tile is a run of one row or whole rows)."""
+        frame, vw, count = self.shape.frame, self.blk.vw, width * out_rows
+        if frame is None or out_rows == 1:
+            stride = self.shape.c_row_stride
+            return {(i, v): [(b.gep(c, [ir.Constant(I64, i * stride + v * vw)], source_etype=self.el), None)]
+                    for i in range(rows) for v in self.vectors(count)}, {}
+        pieces: dict = {}
+        for v in self.vectors(count):
+            lanes = range(v * vw, min(count, (v + 1) * vw))
+            for r in sorted({p // width for p in lanes}):
+                mask = ir.Constant(self.mask_type, [v * vw + lane in lanes and (v * vw + lane) // width == r for lane in range(vw)])
+                shift = r * (frame.wp - width) + v * vw  # lane l of the vector at c + shift + l
+                for i in range(rows):
+                    pieces.setdefault((i, v), []).append(
+                        (b.gep(c, [ir.Constant(I64, i * frame.plane + shift)], source_etype=self.el), mask))
+        return pieces, {}
 
     def rows_of(self, b: ir.IRBuilder, acc: list, rows: int, width: int) -> list:
         """The tile row-major (rows x the vectors of `width` columns, as apply_epilogue takes

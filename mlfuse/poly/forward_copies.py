@@ -47,7 +47,11 @@ the product's rows into the interiors of images, a pad copy: it reads [..., oh, 
 (the product's rows of oh * ow) and writes [..., top + y, left + x] of images [...,
 hp, wp] over the same leading dimensions. The product then writes the images itself
 (`c_frame`), their borders left to the fills (ResNet's and U-Net's convs write the
-next conv's padded input, no pad copy between them):
+next conv's padded input, no pad copy between them). The source may have other
+readers: products that read it as a residual in their epilogue (at the identity) read
+the images' interiors instead, through (j floordiv ow + top, j mod ow + left), and one
+that reads it as the image under its window (a strided 1x1 downsample) runs the window
+over the interior (`window_border`); the images then live until the last of them.
 
     loop.gemm %w, %x into %y {window = array<i64: 3, 3>} : ..., memref<1x64x3136xf32>
     %yv = loop.view %y : memref<1x64x3136xf32> to memref<64x56x56xf32>
@@ -82,8 +86,8 @@ class Forwarding:
     destination's users before the copy (its views and fills), which move up with it."""
 
     copy: loop.NestOp
-    writers: list[loop.NestOp]  # the nests that write the source, or none and
-    product: loop.GemmOp | None  # the product that alone writes it, which the copy frames
+    writers: list[loop.NestOp]  # the nests that write the source (none where a product does)
+    product: loop.GemmOp | None  # the product that writes it, which the copy frames
     moved: list[Operation]
 
 
@@ -151,7 +155,9 @@ def residual_readers(source: SSAValue, writer: loop.GemmOp) -> list[tuple[loop.G
     for user in loop.view_users(source):
         if not isinstance(user, loop.GemmOp) or user is writer:
             continue
-        if any(loop.view_root(v) is source for v in (user.a, user.c)) or not writer.is_before_in_block(user):
+        if user.parent_block() is not writer.parent_block() or not writer.is_before_in_block(user):
+            return None
+        if any(loop.view_root(v) is source for v in (user.a, user.c)):
             return None
         if loop.view_root(user.b) is source:
             if user.window is None or user.window_border is not None or not _images_of(user.b.type, writer.product_type):
