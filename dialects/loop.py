@@ -885,7 +885,8 @@ class GemmOp(IRDLOperation):
         if len(image) >= 3:  # the interior the window runs over
             image = [*image[:-2], image[-2] - top - bottom, image[-1] - left - right]
         if len(image) < 3 or image[-2] < kh or image[-1] < kw:
-            raise VerifyException(f"'loop.gemm' window {kh}x{kw} needs an image [..., c, h >= {kh}, w >= {kw}], got {list(image)}")
+            within = f" (the interior within window_border {[top, left, bottom, right]})" if any((top, left, bottom, right)) else ""
+            raise VerifyException(f"'loop.gemm' window {kh}x{kw} needs an image [..., c, h >= {kh}, w >= {kw}], got {list(image)}{within}")
         *batch, c, hp, wp = image
         return (*batch, c * kh * kw, ((hp - kh) // sh + 1) * ((wp - kw) // sw + 1))
 

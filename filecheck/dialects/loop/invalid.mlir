@@ -348,3 +348,12 @@ func.func @gemm_window_border_shapes(%a: memref<1x4x2xf32>, %x: memref<1x2x6x6xf
   loop.gemm %a, %x into %c {window = array<i64: 1, 1, 2, 2>, window_border = array<i64: 1, 1, 1, 1>} : memref<1x4x2xf32>, memref<1x2x6x6xf32>, memref<1x4x9xf32>
   func.return
 }
+
+// -----
+
+// A border of 3 on every side leaves nothing of 6x6 images for the window.
+func.func @gemm_window_border_too_wide(%a: memref<1x4x2xf32>, %x: memref<1x2x6x6xf32>, %c: memref<1x4x4xf32>) {
+  // CHECK: error: 'loop.gemm' window 1x1 needs an image [..., c, h >= 1, w >= 1], got [1, 2, 0, 0] (the interior within window_border [3, 3, 3, 3])
+  loop.gemm %a, %x into %c {window = array<i64: 1, 1, 2, 2>, window_border = array<i64: 3, 3, 3, 3>} : memref<1x4x2xf32>, memref<1x2x6x6xf32>, memref<1x4x4xf32>
+  func.return
+}
