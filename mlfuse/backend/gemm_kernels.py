@@ -532,7 +532,7 @@ class _Kernels:
             b.store(value, ptr, align=self.ebytes)
             return
         mask = ir.Constant(self.mask_type, [i < lanes for i in range(self.blk.vw)])
-        b.call(self.masked_store, [value, ptr, ir.Constant(I32, self.ebytes), mask])
+        self.store_pieces(b, value, [(ptr, mask)])
 
     def prefetch_line(self, b: ir.IRBuilder, at, locality: int = 3) -> None:
         """Prefetch the cache line of `at` for reading (llvm.prefetch locality 3: every cache
@@ -838,11 +838,9 @@ class _Kernels:
         j0) a vector is one piece per output row it may touch, its lanes there masked
         (`row_masks`), and crosses[v] says whether it runs onto the next output row at
         all (else its first piece holds every lane: one plain access)."""
-        s, vw = self.shape, self.blk.vw
-        frame = s.frame
+        vw, frame = self.blk.vw, self.shape.frame
         if frame is None:
-            return {(i, v): [(b.gep(c, [ir.Constant(I64, i * s.n + v * vw)], source_etype=self.el), None)]
-                    for i in range(rows) for v in self.vectors(width)}, {}
+            return self.plain_pieces(b, c, rows, width, self.shape.n), {}
         pieces, crosses = {}, {}
         for v in self.vectors(width):
             start, masks, crosses[v] = self.framed_columns(b, b.add(j0, ir.Constant(I64, v * vw)), self.lanes(width, v), frame.ow, frame.wp)
@@ -852,16 +850,31 @@ class _Kernels:
                                 for p, mask in enumerate(masks)]
         return pieces, crosses
 
+    def plain_pieces(self, b: ir.IRBuilder, c, rows: int, width: int, stride: int) -> dict:
+        """c_pieces of a tile whose rows lie `stride` apart from `c` on, each vector one
+        piece, its mask None (the vector's real lanes)."""
+        return {(i, v): [(b.gep(c, [ir.Constant(I64, i * stride + v * self.blk.vw)], source_etype=self.el), None)]
+                for i in range(rows) for v in self.vectors(width)}
+
     def framed_columns(self, b: ir.IRBuilder, j, lanes: int, ow: int, wp: int) -> tuple:
         """A vector of `lanes` consecutive columns j.. of rows of ow columns that lie wp
         apart (the interiors of images): (where column j lies, [the mask of its lanes in
         each row p it may touch, which lie p * (wp - ow) further on than their lane
         number says], whether it crosses a row end)."""
-        width = ir.Constant(I64, ow)
-        x = b.srem(j, width)
-        start = b.add(b.mul(b.sdiv(j, width), ir.Constant(I64, wp)), x)
+        x = b.srem(j, ir.Constant(I64, ow))
         _, masks = self.row_masks(b, j, ow, lanes)
-        return start, masks, b.icmp_signed(">", b.add(x, ir.Constant(I64, lanes)), width)
+        return self.framed_column(b, j, ow, wp), masks, b.icmp_signed(">", b.add(x, ir.Constant(I64, lanes)), ir.Constant(I64, ow))
+
+    @staticmethod
+    def framed_column(b: ir.IRBuilder, j, ow: int, wp: int):
+        """Where column j of rows of ow columns that lie wp apart is: (j // ow) * wp + j % ow."""
+        width = ir.Constant(I64, ow)
+        return b.add(b.mul(b.sdiv(j, width), ir.Constant(I64, wp)), b.srem(j, width))
+
+    def store_pieces(self, b: ir.IRBuilder, value, pieces: list) -> None:
+        """Store `value` at its pieces [(pointer, mask)], each piece's lanes only."""
+        for at, mask in pieces:
+            b.call(self.masked_store, [value, at, ir.Constant(I32, self.ebytes), mask])
 
     def masked_pieces(self, b: ir.IRBuilder, pieces: list):
         """A vector loaded from its pieces [(pointer, mask)], zero in lanes no mask holds."""
@@ -903,16 +916,16 @@ class _Kernels:
             if v not in crosses and pieces[0, v][0][1] is None:
                 whole(b)
                 continue
-            if v not in crosses:  # pieces known at compile time (a channel tile's rows)
+            def split(b, j=j, v=v) -> None:
                 for i in range(rows):
-                    for at, mask in pieces[i, v]:
-                        b.call(self.masked_store, [values[i * len(vecs) + j], at, ir.Constant(I32, self.ebytes), mask])
+                    self.store_pieces(b, values[i * len(vecs) + j], pieces[i, v])
+
+            if v not in crosses:  # pieces known at compile time (a channel tile's rows)
+                split(b)
                 continue
-            with b.if_else(crosses[v]) as (split, one_row):
-                with split:
-                    for i in range(rows):
-                        for at, mask in pieces[i, v]:
-                            b.call(self.masked_store, [values[i * len(vecs) + j], at, ir.Constant(I32, self.ebytes), mask])
+            with b.if_else(crosses[v]) as (crossing, one_row):
+                with crossing:
+                    split(b)
                 with one_row:
                     whole(b)
 
@@ -1006,8 +1019,7 @@ class _Kernels:
         at = b.add(ir.Constant(I64, o.offset), b.mul(batch, ir.Constant(I64, o.batch_stride)))
         at = b.add(at, b.mul(row, ir.Constant(I64, o.row_stride)))
         if o.ow:
-            ow = ir.Constant(I64, o.ow)
-            at = b.add(at, b.add(b.mul(b.sdiv(col, ow), ir.Constant(I64, o.wp)), b.srem(col, ow)))
+            at = b.add(at, self.framed_column(b, col, o.ow, o.wp))
         else:
             at = b.add(at, b.mul(col, ir.Constant(I64, o.col_stride)))
         return b.gep(pointer, [at], source_etype=self.el)
@@ -1492,9 +1504,7 @@ class _ChannelKernels(_Kernels):
         tile is a run of one row or whole rows)."""
         frame, vw, count = self.shape.frame, self.blk.vw, width * out_rows
         if frame is None or out_rows == 1:
-            stride = self.shape.c_row_stride
-            return {(i, v): [(b.gep(c, [ir.Constant(I64, i * stride + v * vw)], source_etype=self.el), None)]
-                    for i in range(rows) for v in self.vectors(count)}, {}
+            return self.plain_pieces(b, c, rows, count, self.shape.c_row_stride), {}
         pieces: dict = {}
         for v in self.vectors(count):
             lanes = range(v * vw, min(count, (v + 1) * vw))

@@ -87,8 +87,18 @@ class Forwarding:
 
     copy: loop.NestOp
     writers: list[loop.NestOp]  # the nests that write the source (none where a product does)
-    product: loop.GemmOp | None  # the product that writes it, which the copy frames
+    product: Framing | None  # the product that writes it, which the copy frames
     moved: list[Operation]
+
+
+@dataclass(frozen=True)
+class Framing:
+    """A product that writes a pad copy's source: the copy's frame (top, left, oh, ow)
+    and the source's other readers (residual_readers)."""
+
+    gemm: loop.GemmOp
+    frame: tuple[int, int, int, int]
+    readers: list[tuple[loop.GemmOp, int]]
 
 
 def forward_copies(fn: func.FuncOp) -> int:
@@ -123,7 +133,7 @@ def forwarding(copy: loop.NestOp) -> Forwarding | None:
     return Forwarding(copy, writers, product, moved) if moved is not None else None
 
 
-def product_writer(copy: loop.NestOp, source: SSAValue) -> loop.GemmOp | None:
+def product_writer(copy: loop.NestOp, source: SSAValue) -> Framing | None:
     """The loop.gemm before `copy` (in its block) that writes `source` as C (without a
     frame yet, not reading it), when the copy places its rows into images
     (`copy_frame`) and every other user of `source` but its dealloc is a product
@@ -142,7 +152,7 @@ def product_writer(copy: loop.NestOp, source: SSAValue) -> loop.GemmOp | None:
     readers = residual_readers(source, gemm)
     if readers is None or {r for r, _ in readers} != set(users) - {gemm}:
         return None
-    return gemm
+    return Framing(gemm, frame, readers)
 
 
 def residual_readers(source: SSAValue, writer: loop.GemmOp) -> list[tuple[loop.GemmOp, int]] | None:
@@ -272,7 +282,7 @@ def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | No
 
 def forward(plan: Forwarding) -> None:
     """Make the source's writers write the copy's destination; drop the copy and the source."""
-    copy, first = plan.copy, plan.product or plan.writers[0]
+    copy, first = plan.copy, plan.product.gemm if plan.product else plan.writers[0]
     block = copy.parent_block()
     assert block is not None
     source, dest = loop.view_root(copy.ins[0]), loop.view_root(copy.outs[0])
@@ -288,13 +298,10 @@ def forward(plan: Forwarding) -> None:
     erase_buffer(source)
 
 
-def frame_product(gemm: loop.GemmOp, copy: loop.NestOp) -> None:
-    """Make `gemm` write its rows into the images the copy writes (`c_frame`), and the
-    products that read them as a residual read them there."""
-    frame = copy_frame(copy)
-    assert frame is not None
-    readers = residual_readers(loop.view_root(gemm.c), gemm)
-    assert readers is not None
+def frame_product(framing: Framing, copy: loop.NestOp) -> None:
+    """Make the product write its rows into the images the copy writes (`c_frame`), and
+    the products that read them as a residual or under a window read them there."""
+    gemm, frame, readers = framing.gemm, framing.frame, framing.readers
     *batch, m, _ = gemm.product_type.get_shape()
     dest = copy.outs[0]
     el = dest.type.get_element_type()  # type: ignore[attr-defined]
