@@ -17,6 +17,7 @@ import llvmlite.ir as ir
 import numpy as np
 import onnx
 import pytest
+import scipy.special
 
 import mlfuse
 from mlfuse import pipelines
@@ -121,6 +122,59 @@ def test_epilogue_matches_numpy_on_the_product(dims, name, isa, dtype):
     with np.errstate(all="ignore"):
         want = reference(product, row, full, col, one).astype(t)
     np.testing.assert_array_equal(got, want)
+
+
+# x = c + residual, then f32 exp, tanh or erf in the program: GELU in its two forms and
+# SiLU, against float64 numpy of the same formula
+SQRT2, TANH_C = 1.4142135623730951, 0.7978845608028654
+TRANSCENDENTAL = {
+    "gelu_erf": (
+        ["c", "i1", "add", "c", "i1", "add", constant(SQRT2, "f32"), "div", "erf", constant(1.0, "f32"), "add", "mul",
+         constant(0.5, "f32"), "mul"],
+        lambda x: x * (1 + scipy.special.erf(x / SQRT2)) * 0.5,
+    ),
+    "gelu_tanh": (
+        ["c", "i1", "add", constant(0.5, "f32"), "mul", "c", "i1", "add", "c", "i1", "add", "c", "i1", "add", "mul",
+         "c", "i1", "add", "mul", constant(0.044715, "f32"), "mul", "add", constant(TANH_C, "f32"), "mul", "tanh",
+         constant(1.0, "f32"), "add", "mul"],
+        lambda x: 0.5 * x * (1 + np.tanh((x + 0.044715 * x * x * x) * TANH_C)),
+    ),
+    "silu": (
+        ["c", "i1", "add", "c", "i1", "add", "neg", "exp", constant(1.0, "f32"), "add", "div"],
+        lambda x: x / (1 + np.exp(-x)),
+    ),
+}
+
+
+@pytest.mark.parametrize("isa", sorted(FEATURES))
+@pytest.mark.parametrize("name", sorted(TRANSCENDENTAL))
+@pytest.mark.parametrize("dims", [(1, 20, 50, 300), (2, 13, 97, 17)])
+def test_exp_tanh_erf_in_the_epilogue_match_numpy(dims, name, isa):
+    """expand-math's f32 exp, tanh and erf emitted into the kernel (LlvmliteF32Emitter)
+    agree with float64 numpy of the same formula within the expansions' bounds (erf 6.4
+    ulp, tanh 2.5, exp 0.9: 2e-6 relative, and 2e-6 of |x| where 1 + erf(x) cancels);
+    NaN, infinities and -0 in x come out as numpy's formula gives them."""
+    batch, m, n, k = dims
+    rng = np.random.default_rng(zlib.crc32(repr((dims, name)).encode()))
+    program, reference = TRANSCENDENTAL[name]
+    a = rng.standard_normal((batch, m, k)).astype(np.float32)
+    b = (rng.standard_normal((batch, k, n)) / np.sqrt(k) * 3).astype(np.float32)  # x spans the functions' ranges
+    row, full, col, one = operand_arrays(rng, batch, m, n, np.float32, special=True)
+    shape = GemmShape(batch, m, n, k, "f32", epilogue=Epilogue(OPERANDS(m, n), tuple(program)))
+    assert GemmShape.from_symbol(shape.symbol) == shape
+    plain_shape = GemmShape(batch, m, n, k, "f32")
+    product = np.full((batch, m, n), np.nan, np.float32)
+    kernel(plain_shape, FEATURES[isa])(0, plain_shape.tasks, a.ctypes.data, b.ctypes.data, product.ctypes.data)
+    got = np.full((batch, m, n), np.nan, np.float32)
+    kernel(shape, FEATURES[isa])(0, shape.tasks, *[x.ctypes.data for x in (a, b, got, row, full, col, one)])
+    x = product.astype(np.float64) + full
+    with np.errstate(all="ignore"):
+        want = reference(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(x)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    np.testing.assert_allclose(got[finite], want[finite], rtol=2e-6, atol=2e-6 * np.abs(x[finite]).max())
+    assert np.signbit(got[x == 0]).tolist() == np.signbit(want[x == 0]).tolist()
 
 
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])
@@ -234,6 +288,47 @@ def test_conv_epilogue_runs_in_the_kernel(constant_weight, residual):
                for i in range(3) for j in range(3))
     want = np.maximum(conv + bias[None, :, None, None] + (r if residual else 0), 0)
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+ACTIVATIONS = {  # GraphBuilder's form and float64 numpy's of each activation
+    "gelu_erf": (lambda b, z: z * (b.erf(z / np.float32(SQRT2)) + np.float32(1)) * np.float32(0.5),
+                 TRANSCENDENTAL["gelu_erf"][1]),
+    "gelu_tanh": (lambda b, z: z * np.float32(0.5) * (b.tanh((z + z * z * z * np.float32(0.044715)) * np.float32(TANH_C)) + np.float32(1)),
+                  TRANSCENDENTAL["gelu_tanh"][1]),
+    "silu": (lambda b, z: z / (b.exp(-z) + np.float32(1)), TRANSCENDENTAL["silu"][1]),
+}
+
+
+@pytest.mark.parametrize("bias", [True, False])  # without: loop-coalesce makes the activation's nest 1-D
+@pytest.mark.parametrize("activation", sorted(ACTIVATIONS))
+def test_linear_layer_and_its_activation_are_one_kernel(activation, bias):
+    """A linear layer (+ bias) + GELU or SiLU: one loop.gemm with the activation as its
+    epilogue and no nest at all; the output is the pipeline's without
+    loop-gemm-epilogue-fuse bit for bit (the same expansions, the same order), and
+    float64 numpy's within fp32 rounding of 128-term sums and the expansions' bounds;
+    outputs poisoned."""
+    rng = np.random.default_rng(zlib.crc32(repr((activation, bias)).encode()))
+    x = rng.standard_normal((64, 128)).astype(np.float32)
+    w = (rng.standard_normal((128, 96)) / 4).astype(np.float32)
+    c = rng.standard_normal(96).astype(np.float32)
+    build, reference = ACTIVATIONS[activation]
+    b = GraphBuilder()
+    z = b.input("x", x.shape, "f32") @ b.constant(w, "f32")
+    if bias:
+        z = z + b.broadcast_to(b.constant(c, "f32").reshape(1, 96), z.shape)
+    b.output(build(b, z))
+    module = b.module()
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(module.clone(), steps[: steps.index("loop-gemm-epilogue-fuse") + 1])
+    gemms = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
+    assert len(gemms) == 1 and gemms[0].epilogue is not None
+    assert not [op for op in lowered.walk() if isinstance(op, loop.NestOp)]
+    out = np.full((64, 96), np.nan, np.float32)
+    mlfuse.compile(module)(x, out=[out])
+    (nest,) = mlfuse.compile(module, passes=[s for s in steps if s != "loop-gemm-epilogue-fuse"])(x)
+    np.testing.assert_array_equal(out, nest)
+    z64 = x.astype(np.float64) @ w.astype(np.float64) + (c if bias else 0)
+    np.testing.assert_allclose(out, reference(z64), rtol=1e-5, atol=1e-5 * np.abs(z64).max())
 
 
 def test_concat_is_written_into_the_padded_input_of_the_conv():

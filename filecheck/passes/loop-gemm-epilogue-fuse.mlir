@@ -101,13 +101,119 @@ func.func @batch_of_one(%w: memref<1x8x36xf32>, %x: memref<1x4x10x10xf32>, %bias
 
 // -----
 
-// Not folded: C read by two nests; an epilogue that calls math.exp (the kernel does not
-// generate it); a nest that writes into one of its own inputs' buffers... and a nest
-// that reads its output (an accumulation into y).
+// A linear layer's bias and GELU (erf form): math.erf is part of the program (the kernel
+// emits expand-math's expansion of it), not a call: FC1 + GELU is one kernel.
+// CHECK-LABEL: func.func @linear_gelu_erf
+// CHECK-NEXT: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} epilogue ins(%{{.*}} : memref<32xf32>) {
+// CHECK: math.erf
+// CHECK: epilogue_maps = [affine_map<(d0, d1) -> (d1)>]
+// CHECK-NOT: loop.nest
+// LLVM-LABEL: define internal void @"mlfuse_gemm_f32_1x16x32x8_e.o0x0x0x1.c.i0.add.c.i0.add.kf304b53f.div.erf.k0000803f.add.mul.k0000003f.mul_micro4x24"
+// LLVM: call <8 x float> @"llvm.fabs.v8f32"
+// LLVM-NOT: erf
+// LLVM: ret void
+func.func @linear_gelu_erf(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %bias: memref<32xf32>, %y: memref<16x32xf32>) {
+  %c = memref.alloc() : memref<16x32xf32>
+  loop.gemm %a, %b into %c : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  loop.nest "gelu" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%c, %bias : memref<16x32xf32>, memref<32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f32, %bb: f32, %o: f32):
+    %x = arith.addf %p, %bb : f32
+    %r2 = arith.constant 1.41421354 : f32
+    %s = arith.divf %x, %r2 : f32
+    %e = math.erf %s : f32
+    %one = arith.constant 1.0 : f32
+    %e1 = arith.addf %e, %one : f32
+    %m = arith.mulf %x, %e1 : f32
+    %half = arith.constant 0.5 : f32
+    %g = arith.mulf %m, %half : f32
+    loop.yield %g : f32
+  }
+  memref.dealloc %c : memref<16x32xf32>
+  func.return
+}
+
+// -----
+
+// loop-coalesce made an elementwise nest one-dimensional (GPT-2's tanh GELU over 512
+// elements of a 16 x 32 product): the nest walks C's elements in order, so it folds.
+// The batch of one and the rows are merged away in the second product: (d0, d1, d2) ->
+// (d1 * 32 + d2) takes C's indices to the nest's.
+// CHECK-LABEL: func.func @flat_tanh
+// CHECK-NEXT: %[[Y:.*]] = loop.view %{{.*}} : memref<512xf32> to memref<16x32xf32>
+// CHECK-NEXT: loop.gemm %{{.*}}, %{{.*}} into %[[Y]] epilogue {
+// CHECK: math.tanh
+// CHECK: %[[Z:.*]] = loop.view %{{.*}} : memref<512xf32> to memref<1x16x32xf32>
+// CHECK-NEXT: loop.gemm %{{.*}}, %{{.*}} into %[[Z]] epilogue ins(%{{.*}} : memref<512xf32>) {
+// CHECK: math.exp
+// CHECK: epilogue_maps = [affine_map<(d0, d1, d2) -> (((d1 * 32) + d2))>]
+// CHECK-NOT: loop.nest
+func.func @flat_tanh(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %y: memref<512xf32>, %w: memref<1x16x8xf32>, %r: memref<512xf32>, %z: memref<512xf32>) {
+  %c = memref.alloc() : memref<16x32xf32>
+  loop.gemm %a, %b into %c : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  %cf = loop.view %c : memref<16x32xf32> to memref<512xf32>
+  loop.nest "tanh" lower [0] upper [512] iterators ["parallel"] ins(%cf : memref<512xf32>) outs(%y : memref<512xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%p: f32, %o: f32):
+    %t = math.tanh %p : f32
+    loop.yield %t : f32
+  }
+  memref.dealloc %c : memref<16x32xf32>
+  %d = memref.alloc() : memref<1x16x32xf32>
+  %b3 = loop.view %b : memref<8x32xf32> to memref<1x8x32xf32>
+  loop.gemm %w, %b3 into %d : memref<1x16x8xf32>, memref<1x8x32xf32>, memref<1x16x32xf32>
+  %df = loop.view %d : memref<1x16x32xf32> to memref<512xf32>
+  loop.nest "silu_res" lower [0] upper [512] iterators ["parallel"] ins(%df, %r : memref<512xf32>, memref<512xf32>) outs(%z : memref<512xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %n = arith.negf %p : f32
+    %e = math.exp %n : f32
+    %one = arith.constant 1.0 : f32
+    %den = arith.addf %e, %one : f32
+    %s = arith.divf %p, %den : f32
+    %t = arith.addf %s, %q : f32
+    loop.yield %t : f32
+  }
+  memref.dealloc %d : memref<1x16x32xf32>
+  func.return
+}
+
+// -----
+
+// Not folded: erf on f64 (the kernel has expand-math's f32 expansions only), and a
+// one-dimensional nest over C's elements out of order (a flat view read backwards).
+// CHECK-LABEL: func.func @not_folded_math
+// CHECK-NOT: epilogue
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 5]]:3: remark: no epilogue folded: the GEMM kernel cannot apply 'erf64'
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 12]]:3: remark: no epilogue folded: 'backwards' does not read each element of C once, where it walks it
+// CHECK: return
+func.func @not_folded_math(%a: memref<16x8xf64>, %b: memref<8x32xf64>, %y: memref<16x32xf64>, %af: memref<16x8xf32>, %bf: memref<8x32xf32>, %z: memref<512xf32>) {
+  %c = memref.alloc() : memref<16x32xf64>
+  loop.gemm %a, %b into %c : memref<16x8xf64>, memref<8x32xf64>, memref<16x32xf64>
+  loop.nest "erf64" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%c : memref<16x32xf64>) outs(%y : memref<16x32xf64>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%p: f64, %o: f64):
+    %e = math.erf %p : f64
+    loop.yield %e : f64
+  }
+  memref.dealloc %c : memref<16x32xf64>
+  %d = memref.alloc() : memref<16x32xf32>
+  loop.gemm %af, %bf into %d : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
+  %df = loop.view %d : memref<16x32xf32> to memref<512xf32>
+  loop.nest "backwards" lower [0] upper [512] iterators ["parallel"] ins(%df : memref<512xf32>) outs(%z : memref<512xf32>) maps [affine_map<(d0) -> (511 - d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%p: f32, %o: f32):
+    %t = math.tanh %p : f32
+    loop.yield %t : f32
+  }
+  memref.dealloc %d : memref<16x32xf32>
+  func.return
+}
+
+// -----
+
+// Not folded: C read by two nests; an epilogue that calls math.log (the kernel does not
+// generate it: only exp, tanh and erf); a nest that writes into one of its own inputs'
+// buffers... and a nest that reads its output (an accumulation into y).
 // CHECK-LABEL: func.func @not_folded
 // CHECK-NOT: epilogue
 // REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 6]]:3: remark: no epilogue folded: C is read by 2 ops, not by one loop.nest
-// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 17]]:3: remark: no epilogue folded: the GEMM kernel cannot apply 'exp'
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 17]]:3: remark: no epilogue folded: the GEMM kernel cannot apply 'log'
 // REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 24]]:3: remark: no epilogue folded: 'accumulate' reads its output
 // CHECK: return
 func.func @not_folded(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %y: memref<16x32xf32>, %z: memref<16x32xf32>) {
@@ -125,9 +231,9 @@ func.func @not_folded(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %y: memref<16x
   memref.dealloc %c : memref<16x32xf32>
   %d = memref.alloc() : memref<16x32xf32>
   loop.gemm %a, %b into %d : memref<16x8xf32>, memref<8x32xf32>, memref<16x32xf32>
-  loop.nest "exp" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%d : memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  loop.nest "log" lower [0, 0] upper [16, 32] iterators ["parallel", "parallel"] ins(%d : memref<16x32xf32>) outs(%y : memref<16x32xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
   ^bb0(%p: f32, %o: f32):
-    %e = math.exp %p : f32
+    %e = math.log %p : f32
     loop.yield %e : f32
   }
   memref.dealloc %d : memref<16x32xf32>
@@ -151,7 +257,7 @@ func.func @not_folded(%a: memref<16x8xf32>, %b: memref<8x32xf32>, %y: memref<16x
 // CHECK-NOT: epilogue
 // REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 7]]:3: remark: no epilogue folded: 'writes_bias' between them writes what 'add' reads
 // REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 19]]:3: remark: no epilogue folded: 'into_a' writes a buffer that it or the product reads
-// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 25]]:3: remark: no epilogue folded: 'transpose' does not read C once by the identity map
+// REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 25]]:3: remark: no epilogue folded: 'transpose' does not read each element of C once, where it walks it
 // REMARK: loop-gemm-epilogue-fuse.mlir:[[# @LINE + 30]]:3: remark: no epilogue folded: C is not a buffer of its own (memref.alloc)
 // CHECK: return
 func.func @not_folded_either(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %bias: memref<16xf32>, %y: memref<16x16xf32>, %arg: memref<16x16xf32>) {

@@ -20,10 +20,13 @@ value as a postfix program:
     k<hex>     a constant (its little-endian bytes: 6.0f is k0000c040)
     add sub mul div max min maxnum minnum neg       arith's addf ... negf, maximumf ...
     cmp<pred>  arith.cmpf (oeq ... uno)             sel   arith.select
+    exp tanh erf                                    math's f32 exp, tanh, erf
 
 Each op is evaluated as convert-to-llvm lowers it (llvm.maximum for maximumf, an fcmp
 with the same predicate), without fast-math flags, so the result is the same as the
-epilogue nest's. A value used twice is written twice (LLVM's CSE merges them).
+epilogue nest's; exp, tanh and erf are expand-math's expansions, emitted by the same
+F32Emitter code through llvmlite (`LlvmliteF32Emitter`), so a transformer's FC1 + GELU
+is one kernel. A value used twice is written twice (LLVM's CSE merges them).
 """
 
 from __future__ import annotations
@@ -33,6 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.ir as ir
+from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
+
+from mlfuse.conversion.expand_math import F32Emitter
 
 INTRINSICS = {"max": "llvm.maximum", "min": "llvm.minimum", "maxnum": "llvm.maxnum", "minnum": "llvm.minnum"}
 
@@ -92,6 +99,8 @@ class Epilogue:
                 stack.append(splat_constant(acc.type, t[1:]))
             elif t == "neg":
                 stack.append(b.fneg(stack.pop()))
+            elif t in UNARY:
+                stack.append(getattr(LlvmliteF32Emitter(b, acc.type), t)(stack.pop()))
             elif t == "sel":
                 f, tv, cond = stack.pop(), stack.pop(), stack.pop()
                 stack.append(b.select(cond, tv, f))
@@ -122,3 +131,46 @@ def splat_constant(vector: ir.VectorType, bits: str) -> ir.Constant:
     fmt = "<f" if isinstance(vector.element, ir.FloatType) else "<d"
     value = struct.unpack(fmt, bytes.fromhex(bits))[0]
     return ir.Constant(vector, [value] * vector.count)
+
+
+UNARY = ("exp", "tanh", "erf")  # f32 only: F32Emitter's expansions
+
+
+class LlvmliteF32Emitter(F32Emitter):
+    """expand-math's F32Emitter writing llvmlite instructions instead of arith ops, so
+    that a kernel generated straight into LLVM IR (an epilogue's exp, tanh, erf)
+    computes the same expansion as a loop nest does: the functions are inherited, only
+    the primitive ops are redefined here."""
+
+    def __init__(self, b: ir.IRBuilder, t: ir.VectorType):
+        self.b, self.t, self.it = b, t, ir.VectorType(ir.IntType(32), t.count)
+
+    def c(self, v: float):
+        return ir.Constant(self.t, [float(v)] * self.t.count)
+
+    def ci(self, v: int):
+        return ir.Constant(self.it, [int(v)] * self.it.count)
+
+    def op(self, cls, *args, **kw):
+        b = self.b
+        binary = {arith.AddfOp: b.fadd, arith.SubfOp: b.fsub, arith.MulfOp: b.fmul, arith.DivfOp: b.fdiv,
+                  arith.AndIOp: b.and_, arith.OrIOp: b.or_, arith.XOrIOp: b.xor, arith.SubiOp: b.sub,
+                  arith.ShLIOp: b.shl, arith.ShRUIOp: b.lshr}
+        if cls in binary:
+            flags = ("contract",) if args[2:] else ()  # F32Emitter passes CONTRACT third
+            return binary[cls](args[0], args[1], flags=flags)  # pyright: ignore[reportCallIssue]  (llvmlite's binops take flags)
+        if cls is arith.MinSIOp:
+            return b.select(b.icmp_signed("<", args[0], args[1]), args[0], args[1])
+        if cls is arith.BitcastOp:
+            return b.bitcast(args[0], self.it if args[1] is self.it else self.t)
+        if cls is arith.SelectOp:
+            return b.select(*args)
+        if cls is mathd.AbsFOp:
+            name = f"llvm.fabs.v{self.t.count}f32"
+            fabs = b.module.globals.get(name) or ir.Function(b.module, ir.FunctionType(self.t, [self.t]), name)
+            return b.call(fabs, [args[0]])
+        raise NotImplementedError(f"{cls.__name__} in an epilogue's expansion")
+
+    def cmp(self, a, b, pred: str):
+        assert pred[0] == "o", pred
+        return self.b.fcmp_ordered({"olt": "<", "ogt": ">", "oeq": "==", "one": "!="}[pred], a, b)

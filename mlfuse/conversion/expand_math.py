@@ -60,6 +60,7 @@ from xdsl.rewriter import InsertPoint
 
 from mlfuse.conversion.patterns import apply_once
 from mlfuse.conversion.scalar import CONTRACT
+from mlfuse.dialects import loop
 
 EXPANDED = (mathd.ExpOp, mathd.LogOp, mathd.TanhOp, mathd.ErfOp, mathd.PowFOp)
 
@@ -327,9 +328,13 @@ def expand(op: Operation) -> SSAValue | None:
 
 
 class ExpandF32Math(RewritePattern):
-    """An f32 exp, log, tanh, erf or pow (scalar or vector) -> its arith expansion."""
+    """An f32 exp, log, tanh, erf or pow (scalar or vector) -> its arith expansion;
+    not in a `loop.gemm`'s epilogue, whose program names them (the generated kernel
+    expands them itself, mlfuse/backend/gemm_epilogue.py)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op.parent_op(), loop.GemmOp):
+            return
         value = expand(op)
         if value is not None:
             rewriter.replace(op, [], [value])

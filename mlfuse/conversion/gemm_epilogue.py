@@ -2,7 +2,9 @@
 (mlfuse/backend/gemm_epilogue.py): which regions and operand maps it can apply.
 
 The kernel evaluates arith's float ops (addf subf mulf divf negf, maximumf minimumf
-maxnumf minnumf, cmpf and select) and constants on vectors along C's rows; an operand
+maxnumf minnumf, cmpf and select), math's f32 exp, tanh and erf (expand-math's
+expansions: GELU and SiLU after a linear layer) and constants on vectors along C's
+rows; an operand
 must step by 0 or 1 element along C's columns (a value per row, or a row of its own).
 """
 
@@ -12,6 +14,7 @@ import struct
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
+from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType
 from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
@@ -31,6 +34,7 @@ BINARY = {
     arith.MaxnumfOp: "maxnum",
     arith.MinnumfOp: "minnum",
 }
+UNARY = {mathd.ExpOp: "exp", mathd.TanhOp: "tanh", mathd.ErfOp: "erf"}  # f32 only (expand-math's)
 PREDICATES = arith.CMPF_COMPARISON_OPERATIONS  # cmpf's predicate numbering: "false", "oeq", ...
 
 
@@ -84,6 +88,8 @@ def postfix(value: SSAValue, block: Block, budget: list[int]) -> list[str] | Non
         parts, name = [postfix(v, block, budget) for v in op.operands], BINARY[type(op)]  # type: ignore[index]
     elif isinstance(op, arith.NegfOp):
         parts, name = [postfix(op.operand, block, budget)], "neg"
+    elif type(op) in UNARY and isinstance(value.type, Float32Type):
+        parts, name = [postfix(op.operands[0], block, budget)], UNARY[type(op)]  # type: ignore[index]
     elif isinstance(op, arith.CmpfOp):
         parts, name = [postfix(op.lhs, block, budget), postfix(op.rhs, block, budget)], "cmp" + PREDICATES[op.predicate.value.data]
     elif isinstance(op, arith.SelectOp):

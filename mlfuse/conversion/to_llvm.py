@@ -1008,8 +1008,8 @@ def check_input(module: ModuleOp) -> None:
             raise Diagnostic(f"memref.global @{op.sym_name.data} needs a dense initial value", location_of(op))
         if isinstance(op, loop.GemmOp) and op.epilogue is not None and kernel_epilogue(op) is None:
             raise Diagnostic(
-                "loop.gemm's epilogue is not one the generated kernel applies (arith's float ops and constants;"
-                " operands that step 0 or 1 along C's columns)",
+                "loop.gemm's epilogue is not one the generated kernel applies (arith's float ops, f32 exp, tanh"
+                " and erf, and constants; operands that step 0 or 1 along C's columns)",
                 location_of(op),
             )
 

@@ -12,17 +12,21 @@ Folded when all of these hold (else both are left as they are):
 - the nest follows the product in its block, and the ops between them are allocs,
   deallocs, views, and nests and products that neither write what the nest reads nor
   touch what it writes (the nest's work moves up to the product);
-- the nest has no symbols, a domain from 0 to C's shape (give or take dimensions of
-  1: loop-coalesce may have merged a batch of one away) with every dimension parallel,
-  reads C seen with that shape by the identity map and writes one output of that
-  shape by the identity map, which is not a buffer the product or the nest reads;
+- the nest has no symbols, a domain from 0 to C's shape with every dimension parallel
+  (give or take dimensions of 1, and with runs of C's dimensions merged into one:
+  loop-coalesce may have merged a batch of one away, or a whole elementwise nest into
+  one dimension), reads each element of C at the point that walks it (the identity
+  map, or the reshape that undoes the merge: ((d0 * 196) + d1, d2) over 1 x 196 x 1024)
+  and writes one output of that shape by the identity map, which is not a buffer the
+  product or the nest reads;
 - its body does not read the output, and the generated kernel can apply it
-  (mlfuse/conversion/gemm_epilogue.py: arith's float ops, operands stepping 0 or 1
-  along C's columns).
+  (mlfuse/conversion/gemm_epilogue.py: arith's float ops, f32 exp, tanh and erf,
+  operands stepping 0 or 1 along C's columns).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import memref
@@ -31,7 +35,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from mlfuse.conversion.gemm_epilogue import kernel_epilogue
+from mlfuse.conversion.gemm_epilogue import kernel_epilogue, linear
 from mlfuse.dialects import loop
 
 MEMORY = (memref.AllocOp, memref.DeallocOp, loop.ViewOp)  # ops between that touch no element
@@ -99,14 +103,15 @@ def independent(op: Operation, reads: set[SSAValue], written: SSAValue) -> bool:
 
 
 def not_elementwise(nest: loop.NestOp, c: SSAValue) -> str | None:
-    """None when `nest` walks C's shape (up to dimensions of 1) in parallel, reads C
-    once by the identity map and writes one output of its domain by the identity map,
-    without reading the output; else what it does instead."""
+    """None when `nest` walks C's elements in order in parallel (`from_c_indices`),
+    reads each element of C once where it walks it and writes one output of its domain
+    by the identity map, without reading the output; else what it does instead."""
     bounds = nest.static_bounds()
     if nest.syms or bounds is None or any(lo != 0 for lo, _ in bounds) or any(k != "parallel" for k in nest.iterator_kinds):
         return "is not a parallel nest over a box from 0"
     shape = tuple(hi for _, hi in bounds)
-    if from_c_indices(c.type.get_shape(), shape) is None:  # type: ignore[attr-defined]
+    to_nest = from_c_indices(c.type.get_shape(), shape)  # type: ignore[attr-defined]
+    if to_nest is None:
         return f"walks {list(shape)}, not C's shape {list(c.type.get_shape())}"  # type: ignore[attr-defined]
     element = c.type.get_element_type()  # type: ignore[attr-defined]
     if any(a.type != element for a in nest.block.args):
@@ -115,8 +120,8 @@ def not_elementwise(nest: loop.NestOp, c: SSAValue) -> str | None:
     if len(nest.outs) != 1 or nest.out_maps != [identity] or nest.outs[0].type.get_shape() != shape:  # type: ignore[attr-defined]
         return "does not write one output of its domain by the identity map"
     reads_c = [k for k, v in enumerate(nest.ins) if loop.view_root(v) == loop.view_root(c)]
-    if len(reads_c) != 1 or nest.in_maps[reads_c[0]] != identity or nest.ins[reads_c[0]].type.get_shape() != shape:  # type: ignore[attr-defined]
-        return "does not read C once by the identity map"
+    if len(reads_c) != 1 or not reads_where_walked(nest, reads_c[0], c.type.get_shape(), to_nest):  # type: ignore[attr-defined]
+        return "does not read each element of C once, where it walks it"
     if nest.block.args[len(nest.ins)].uses:
         return "reads its output"
     return None
@@ -124,18 +129,52 @@ def not_elementwise(nest: loop.NestOp, c: SSAValue) -> str | None:
 
 def from_c_indices(c_shape: Sequence[int], domain: Sequence[int]) -> AffineMap | None:
     """The map from C's indices to a nest domain's that walks the same elements in the
-    same order, when the two shapes differ only by dimensions of 1 (else None):
-    (d0, d1, d2) -> (d1, d2) from 1 x 24 x 210 to 24 x 210."""
+    same order (row-major), when the domain is C's shape give or take dimensions of 1,
+    with runs of C's dimensions merged into one (else None): (d0, d1, d2) -> (d1, d2)
+    from 1 x 24 x 210 to 24 x 210, (d0, d1) -> (d0 * 1024 + d1) from 128 x 1024 to 131072."""
     if tuple(c_shape) == tuple(domain):
         return AffineMap.identity(len(domain))
     c_dims = [i for i, n in enumerate(c_shape) if n != 1]
-    nest_dims = [j for j, n in enumerate(domain) if n != 1]
-    if [c_shape[i] for i in c_dims] != [domain[j] for j in nest_dims]:
-        return None
     results = [AffineExpr.constant(0)] * len(domain)
-    for i, j in zip(c_dims, nest_dims):
-        results[j] = AffineExpr.dimension(i)
-    return AffineMap(len(c_shape), 0, tuple(results))
+    for j, extent in enumerate(domain):
+        if extent == 1:
+            continue
+        run: list[int] = []  # the C dimensions merged into domain dimension j
+        while c_dims and math.prod(c_shape[i] for i in run) < extent:
+            run.append(c_dims.pop(0))
+        if math.prod(c_shape[i] for i in run) != extent:
+            return None
+        expr = AffineExpr.dimension(run[0])
+        for i in run[1:]:
+            expr = expr * c_shape[i] + AffineExpr.dimension(i)
+        results[j] = expr
+    return AffineMap(len(c_shape), 0, tuple(results)) if not c_dims else None
+
+
+def reads_where_walked(nest: loop.NestOp, k: int, c_shape: Sequence[int], to_nest: AffineMap) -> bool:
+    """Whether the nest's input k (C, seen with any shape: a view keeps the elements'
+    order) is read at the element of C that the nest walks at each point: its map after
+    `to_nest` gives C's row-major offset of C's indices (((d0 * 196) + d1, d2) after
+    (d0, d1) -> (0, d0, d1) does)."""
+    read = nest.in_maps[k].compose(to_nest).results
+    identity = [AffineExpr.dimension(i) for i in range(len(c_shape))]
+    return row_major_offset(read, nest.ins[k].type.get_shape(), c_shape) == row_major_offset(identity, c_shape, c_shape)  # type: ignore[attr-defined]
+
+
+def row_major_offset(exprs: Sequence[AffineExpr], shape: Sequence[int], c_shape: Sequence[int]) -> dict[int, int] | None:
+    """The element offset of indices `exprs` into a row-major `shape`, as a linear form
+    over C's indices ({dimension: coefficient, -1: constant}; C's dimensions of 1 and
+    zero coefficients dropped), or None when it is not linear."""
+    total: dict[int, int] = {}
+    stride = 1
+    for expr, extent in reversed(list(zip(exprs, shape))):
+        form = linear(expr)
+        if form is None:
+            return None
+        for d, coeff in form.items():
+            total[d] = total.get(d, 0) + coeff * stride
+        stride *= extent
+    return {d: c for d, c in total.items() if c != 0 and (d < 0 or c_shape[d] != 1)}
 
 
 def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> str | None:
@@ -163,7 +202,7 @@ def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> str | None:
         fused.erase()
         if view is not None:
             view.erase()
-        return f"the GEMM kernel cannot apply '{nest.nest_name.data}' (ops other than arith's float ops, an operand read across C's columns, or too long a program)"
+        return f"the GEMM kernel cannot apply '{nest.nest_name.data}' (ops other than arith's float ops and f32 exp, tanh and erf, an operand read across C's columns, or too long a program)"
     if view is not None:
         Rewriter.insert_op(view, InsertPoint.before(nest))
     for value in (c, *others):

@@ -46,15 +46,49 @@ func.func @f64_minus_one(%a: memref<16x16xf64>, %b: memref<16x24xf64>, %c: memre
 
 // -----
 
-// An epilogue the kernel does not generate (math.exp; or a transposed operand) is
-// refused at the product, before anything is lowered.
-// CHECK: gemm-epilogue.mlir:[[# @LINE + 2]]:3: error: loop.gemm's epilogue is not one the generated kernel applies
-func.func @exp(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>) {
+// SiLU: math.exp is expand-math's expansion in the kernel (the exponent's bits cut
+// with integer shifts), no call.
+// CHECK-LABEL: define internal void @"mlfuse_gemm_f32_1x16x16x16_e.c.c.neg.exp.k0000803f.add.div_micro8x16"
+// CHECK-NOT: call {{.*}}exp
+// CHECK: shl <16 x i32>
+// CHECK: fdiv <16 x float>
+// CHECK: ret void
+func.func @silu(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>) {
   loop.gemm %a, %b into %c epilogue {
   ^bb0(%p: f32):
-    %e = math.exp %p : f32
+    %n = arith.negf %p : f32
+    %e = math.exp %n : f32
+    %one = arith.constant 1.0 : f32
+    %d = arith.addf %e, %one : f32
+    %s = arith.divf %p, %d : f32
+    loop.yield %s : f32
+  } : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
+  func.return
+}
+
+// -----
+
+// An epilogue the kernel does not generate (math.log; math.exp on f64; or a transposed
+// operand) is refused at the product, before anything is lowered.
+// CHECK: gemm-epilogue.mlir:[[# @LINE + 2]]:3: error: loop.gemm's epilogue is not one the generated kernel applies
+func.func @log(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x16xf32>) {
+  loop.gemm %a, %b into %c epilogue {
+  ^bb0(%p: f32):
+    %e = math.log %p : f32
     loop.yield %e : f32
   } : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
+  func.return
+}
+
+// -----
+
+// CHECK: gemm-epilogue.mlir:[[# @LINE + 2]]:3: error: loop.gemm's epilogue is not one the generated kernel applies
+func.func @exp_f64(%a: memref<16x16xf64>, %b: memref<16x16xf64>, %c: memref<16x16xf64>) {
+  loop.gemm %a, %b into %c epilogue {
+  ^bb0(%p: f64):
+    %e = math.exp %p : f64
+    loop.yield %e : f64
+  } : memref<16x16xf64>, memref<16x16xf64>, memref<16x16xf64>
   func.return
 }
 
