@@ -142,6 +142,10 @@ class LlvmliteF32Emitter(F32Emitter):
     computes the same expansion as a loop nest does: the functions are inherited, only
     the primitive ops are redefined here."""
 
+    BINARY = {arith.AddfOp: "fadd", arith.SubfOp: "fsub", arith.MulfOp: "fmul", arith.DivfOp: "fdiv",
+              arith.AndIOp: "and_", arith.OrIOp: "or_", arith.XOrIOp: "xor", arith.SubiOp: "sub",
+              arith.ShLIOp: "shl", arith.ShRUIOp: "lshr"}  # IRBuilder's method for each
+
     def __init__(self, b: ir.IRBuilder, t: ir.VectorType):
         self.b, self.t, self.it = b, t, ir.VectorType(ir.IntType(32), t.count)
 
@@ -153,12 +157,9 @@ class LlvmliteF32Emitter(F32Emitter):
 
     def op(self, cls, *args, **kw):
         b = self.b
-        binary = {arith.AddfOp: b.fadd, arith.SubfOp: b.fsub, arith.MulfOp: b.fmul, arith.DivfOp: b.fdiv,
-                  arith.AndIOp: b.and_, arith.OrIOp: b.or_, arith.XOrIOp: b.xor, arith.SubiOp: b.sub,
-                  arith.ShLIOp: b.shl, arith.ShRUIOp: b.lshr}
-        if cls in binary:
+        if cls in self.BINARY:
             flags = ("contract",) if args[2:] else ()  # F32Emitter passes CONTRACT third
-            return binary[cls](args[0], args[1], flags=flags)  # pyright: ignore[reportCallIssue]  (llvmlite's binops take flags)
+            return getattr(b, self.BINARY[cls])(args[0], args[1], flags=flags)
         if cls is arith.MinSIOp:
             return b.select(b.icmp_signed("<", args[0], args[1]), args[0], args[1])
         if cls is arith.BitcastOp:

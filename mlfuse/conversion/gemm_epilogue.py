@@ -14,12 +14,13 @@ import struct
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import Float32Type, Float64Type, MemRefType
 from xdsl.ir import Block, BlockArgument, SSAValue
 from xdsl.ir.affine import AffineBinaryOpExpr, AffineBinaryOpKind, AffineConstantExpr, AffineDimExpr, AffineExpr
 
+from mlfuse.backend.gemm_epilogue import UNARY as KERNEL_UNARY
 from mlfuse.backend.gemm_epilogue import Epilogue, Operand
+from mlfuse.conversion.expand_math import EXPANDED
 from mlfuse.conversion.group_to_loop import strides as row_major_strides
 from mlfuse.dialects import loop
 
@@ -34,7 +35,8 @@ BINARY = {
     arith.MaxnumfOp: "maxnum",
     arith.MinnumfOp: "minnum",
 }
-UNARY = {mathd.ExpOp: "exp", mathd.TanhOp: "tanh", mathd.ErfOp: "erf"}  # f32 only (expand-math's)
+# math's f32 ops the kernel expands, by their tokens (the backend's UNARY: exp, tanh, erf)
+UNARY = {op: op.name.removeprefix("math.") for op in EXPANDED if op.name.removeprefix("math.") in KERNEL_UNARY}
 PREDICATES = arith.CMPF_COMPARISON_OPERATIONS  # cmpf's predicate numbering: "false", "oeq", ...
 
 
