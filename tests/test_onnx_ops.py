@@ -696,6 +696,28 @@ def test_resize_keeps_an_infinity_local(tmp_path):
     np.testing.assert_allclose(y[~near], want[~near], rtol=2e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("scales, axes", [([1, 1, 2, 2], [3, 2]), ([1, 1, 0.5, 2], [2, 3]), ([1, 1, 2, 0.5], [3, 2])])
+def test_resize_gathers_along_rows_where_they_are_fewest(tmp_path, scales, axes):
+    """Bilinear Resize runs one pass of taps per axis; the pass along the rows (a gather
+    within each row) comes where there are fewest rows: before an upsampling of the
+    other axis, after a downsampling (resize_order). Either order matches onnxruntime."""
+    import mlfuse
+    from mlfuse.dialects import graph
+
+    from test_onnx_helpers import run_onnxruntime
+
+    x = np.random.default_rng(11).uniform(-2, 2, (1, 2, 8, 12)).astype(np.float32)
+    model, feeds = single_node("Resize", [x], {2: np.array(scales, np.float32)}, opset=13, mode="linear")
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    gathers = [op.gather_axis for op in import_onnx(str(path)).walk() if isinstance(op, graph.GatherOp)]
+    assert list(dict.fromkeys(gathers)) == axes
+    want = run_onnxruntime(model, feeds)[0]
+    y = np.full(want.shape, 1.25e30, np.float32)  # poisoned
+    mlfuse.compile(str(path))(x, out=[y])
+    np.testing.assert_allclose(y, want, rtol=2e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("kernel, strides, blockwise", [([2, 2], [2, 2], True), ([3, 2], [3, 2], True),
                                                         ([3, 3], [2, 2], False)])
 def test_conv_transpose_without_overlap_is_a_product(kernel, strides, blockwise):
