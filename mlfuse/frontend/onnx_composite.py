@@ -699,7 +699,7 @@ def resize_order(plan: list[tuple[int, int, float | None]], shape: Sequence[int]
             total += math.prod(size) * (INNERMOST_PASS_COST if axis == len(shape) - 1 else 1)
         return total
 
-    return min(itertools.permutations(plan), key=cost, default=())  # the first of the cheapest
+    return list(min(itertools.permutations(plan), key=cost, default=()))  # the first of the cheapest
 
 
 def apply_along(node: Node, x: SSAValue, axis: int, matrix: np.ndarray) -> SSAValue:
