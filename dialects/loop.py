@@ -720,6 +720,10 @@ class GemmOp(IRDLOperation):
 
         C[b, i, y * ow + x] is c[b, i, top + y, left + x]
 
+    A fifth value, `channel`, places the rows at images channel + i of C [1, channels,
+    hp, wp] (channels >= channel + m, a single batch): a conv writing its part of a
+    concat of padded images (U-Net's skip connections).
+
         loop.gemm %w, %xpad into %ypad {c_frame = array<i64: 1, 1, 56, 56>, window = array<i64: 3, 3>}
             : memref<1x64x576xf32>, memref<1x64x58x58xf32>, memref<1x64x58x58xf32>
     """
@@ -793,19 +797,28 @@ class GemmOp(IRDLOperation):
         """(top, left, oh, ow) of `c_frame`, or None."""
         if self.c_frame is None:
             return None
-        top, left, oh, ow = (int(v) for v in self.c_frame.get_values())
+        top, left, oh, ow = (int(v) for v in self.c_frame.get_values()[:4])
         return top, left, oh, ow
+
+    @property
+    def frame_channel(self) -> int:
+        """The image of C that the product's first row goes to: `c_frame`'s fifth value, else 0."""
+        values = self.c_frame.get_values() if self.c_frame is not None else ()
+        return int(values[4]) if len(values) == 5 else 0
 
     @property
     def product_type(self) -> MemRefType:
         """C's type as the product's [batch..., m, n]: C's own, or under a frame its
-        images' interiors as rows of oh * ow."""
+        images' interiors as rows of oh * ow (m of them from `frame_channel` on)."""
         tc = self.c.type
         assert isinstance(tc, MemRefType)
         if self.frame is None:
             return tc
         _, _, oh, ow = self.frame
-        return MemRefType(tc.get_element_type(), [*tc.get_shape()[:-2], oh * ow])
+        lead = list(tc.get_shape()[:-2])
+        if self.frame_channel and lead:
+            lead[-1] = self.a.type.get_shape()[-2]  # type: ignore[attr-defined]
+        return MemRefType(tc.get_element_type(), [*lead, oh * ow])
 
     @property
     def window_strides(self) -> tuple[int, int]:
@@ -837,13 +850,21 @@ class GemmOp(IRDLOperation):
         self.verify_epilogue(tc)
 
     def verify_frame(self, images: Sequence[int]) -> None:
-        """c_frame is (top, left, oh, ow), the interiors within C's images [..., m, hp, wp]."""
+        """c_frame is (top, left, oh, ow[, channel]), the interiors within C's images
+        [..., m, hp, wp] (or [1, channels >= channel + m, hp, wp])."""
         frame = [int(v) for v in self.c_frame.get_values()] if self.c_frame is not None else []
-        if len(frame) != 4 or min(frame) < 0 or min(frame[2:]) < 1:
-            raise VerifyException(f"'loop.gemm' c_frame must be (top, left, oh, ow), offsets >= 0 and sizes >= 1, got {frame}")
-        top, left, oh, ow = frame
+        if len(frame) not in (4, 5) or min(frame) < 0 or min(frame[2:4]) < 1:
+            raise VerifyException(
+                f"'loop.gemm' c_frame must be (top, left, oh, ow[, channel]), offsets >= 0 and sizes >= 1, got {frame}")
+        top, left, oh, ow = frame[:4]
         if len(images) < 3 or top + oh > images[-2] or left + ow > images[-1]:
             raise VerifyException(f"'loop.gemm' c_frame {frame} needs images [..., m, h >= {top + oh}, w >= {left + ow}] as C, got {list(images)}")
+        if self.frame_channel:
+            m = self.a.type.get_shape()[-2]  # type: ignore[attr-defined]
+            if len(images) != 4 or images[0] != 1 or self.frame_channel + m > images[1]:
+                raise VerifyException(
+                    f"'loop.gemm' c_frame channel {self.frame_channel} needs images [1, channels >= "
+                    f"{self.frame_channel + m}, h, w] as C, got {list(images)}")
 
     def verify_epilogue(self, tc: MemRefType) -> None:
         """One map per epilogue operand, from C's indices to its own; block arguments of

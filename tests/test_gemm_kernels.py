@@ -138,6 +138,9 @@ def test_symbol_round_trip():
     framed = GemmShape(1, 64, 3136, 576, window=Window(3, 3, 58, 58, 2, 2), packed_a=True, frame=Frame(56, 58, 58, 1, 1))
     assert framed.symbol == "mlfuse_gemm_f32_1x64x3136x576_w3x3x58x58s2x2_c56x58x58x1x1_pa"
     assert GemmShape.from_symbol(framed.symbol) == framed
+    part = replace(framed, frame=Frame(56, 58, 58, 1, 1, channel=64))
+    assert part.symbol == "mlfuse_gemm_f32_1x64x3136x576_w3x3x58x58s2x2_c56x58x58x1x1x64_pa"
+    assert GemmShape.from_symbol(part.symbol) == part
     assert shape.tasks == 12 * 2
 
 
@@ -237,11 +240,12 @@ def test_window_panels_are_read_in_place(isa, window, in_row, wrapping):
     (2, 9, 2, Window(3, 3, 16, 16), True, Frame(14, 17, 18, 2, 3)),  # rows of 14 (channel tiles on AVX-512)
     (1, 33, 2, Window(3, 3, 9, 9), True, Frame(7, 9, 9, 1, 1)),  # 7 x 7: tiles of two rows, a vector over three rows
     (1, 8, 4, None, False, Frame(5, 7, 7, 1, 1)),  # a plain product (a 1x1 conv) into rows of 5
+    (1, 12, 3, Window(3, 3, 18, 18), True, Frame(16, 18, 18, 1, 1, channel=5)),  # images 5-16 of a concat's 20
 ])
 def test_a_frame_writes_the_interior_of_images(isa, dtype, batch, m, c, window, packed_a, frame):
     """With a frame the kernel writes C's rows into the interiors of images: the bits of
     the kernel without one, the border (poisoned) never written, for any split of the
-    tasks."""
+    tasks; with a channel, into images channel.. of a concat of 20 (the others untouched)."""
     t = NUMPY[dtype]
     rng = np.random.default_rng(m * c + batch)
     if window is not None:
@@ -256,16 +260,17 @@ def test_a_frame_writes_the_interior_of_images(isa, dtype, batch, m, c, window, 
     a_in = aligned_copy(prepack_a(a, plain, FEATURES[isa])) if packed_a else a
     want = np.full((batch, m, n), np.nan, t)
     kernel(plain, FEATURES[isa])(0, plain.tasks, a_in.ctypes.data, b.ctypes.data, want.ctypes.data)
-    got = np.full((batch, m, frame.hp, frame.wp), np.inf, t)
+    images = np.full((batch, 20 if frame.channel else m, frame.hp, frame.wp), np.inf, t)
     run = kernel(framed, FEATURES[isa])
     for lo, hi in zip([0, framed.tasks // 3], [framed.tasks // 3, framed.tasks]):
-        run(lo, hi, a_in.ctypes.data, b.ctypes.data, got.ctypes.data)
+        run(lo, hi, a_in.ctypes.data, b.ctypes.data, images.ctypes.data)
     oh = n // frame.ow
-    interior = got[..., frame.top : frame.top + oh, frame.left : frame.left + frame.ow]
-    np.testing.assert_array_equal(interior.reshape(batch, m, n), want)
-    border = np.ones(got.shape, bool)
-    border[..., frame.top : frame.top + oh, frame.left : frame.left + frame.ow] = False
-    assert np.all(got[border] == np.inf)
+    part = (slice(None), slice(frame.channel, frame.channel + m), slice(frame.top, frame.top + oh),
+            slice(frame.left, frame.left + frame.ow))
+    np.testing.assert_array_equal(images[part].reshape(batch, m, n), want)
+    untouched = np.ones(images.shape, bool)
+    untouched[part] = False
+    assert np.all(images[untouched] == np.inf)
 
 
 @pytest.mark.parametrize("isa", sorted(FEATURES))

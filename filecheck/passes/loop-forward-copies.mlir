@@ -491,3 +491,162 @@ func.func @gemm_frame_window_reader(%a: memref<1x4x8xf32>, %b: memref<1x8x16xf32
   memref.dealloc %c : memref<1x4x16xf32>
   func.return
 }
+
+// -----
+
+// Framed into a concat's part: the copy places the product's images at channel 2 of
+// padded images [1, 4, 6, 6] whose channels 0-1 another nest writes (a disjoint part,
+// left where it is); the product writes its part itself (c_frame's fifth value, the
+// channel), and a nest that read the product's images (a pool of a skip connection)
+// reads them there, through the copy's map.
+// CHECK-LABEL: func.func @gemm_frame_concat_part
+// CHECK-NEXT: %p = memref.alloc() : memref<1x4x6x6xf32>
+// CHECK-NEXT: loop.nest "fill"
+// CHECK-NEXT: ^bb0
+// CHECK: loop.gemm %a, %b into %p {c_frame = array<i64: 1, 1, 4, 4, 2>} : memref<1x2x8xf32>, memref<1x8x16xf32>, memref<1x4x6x6xf32>
+// CHECK-NEXT: loop.nest "pool" {{.*}} ins(%p : memref<1x4x6x6xf32>) {{.*}} maps [affine_map<(d0, d1, d2, d3) -> (d0, (d1 + 2), ((d2 * 2) + 1), ((d3 * 2) + 1))>
+// CHECK: loop.nest "piece" {{.*}} outs(%p : memref<1x4x6x6xf32>)
+// CHECK-NOT: loop.nest "copy"
+// CHECK: loop.nest "use"
+// CHECK-NOT: memref<1x2x4x4xf32>
+func.func @gemm_frame_concat_part(%a: memref<1x2x8xf32>, %b: memref<1x8x16xf32>, %x: memref<1x2x4x4xf32>, %pooled: memref<1x2x2x2xf32>, %out: memref<1x4x6x6xf32>) {
+  %s = memref.alloc() : memref<1x2x4x4xf32>
+  %sv = loop.view %s : memref<1x2x4x4xf32> to memref<1x2x16xf32>
+  loop.gemm %a, %b into %sv : memref<1x2x8xf32>, memref<1x8x16xf32>, memref<1x2x16xf32>
+  loop.nest "pool" lower [0, 0, 0, 0] upper [1, 2, 2, 2] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%s : memref<1x2x4x4xf32>) outs(%pooled : memref<1x2x2x2xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 * 2, d3 * 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  %p = memref.alloc() : memref<1x4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins() outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "piece" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "copy" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%s : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1 + 2, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%p : memref<1x4x6x6xf32>) outs(%out : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  memref.dealloc %s : memref<1x2x4x4xf32>
+  memref.dealloc %p : memref<1x4x6x6xf32>
+  func.return
+}
+
+// -----
+
+// Not framed into a concat's part: another nest writes channels 1-2 of the images, which
+// overlap the part the copy writes (channels 2-3).
+// CHECK-LABEL: func.func @gemm_frame_concat_kept
+// CHECK-NOT: c_frame
+// CHECK: loop.nest "copy"
+func.func @gemm_frame_concat_kept(%a: memref<1x2x8xf32>, %b: memref<1x8x16xf32>, %x: memref<1x2x4x4xf32>, %out: memref<1x4x6x6xf32>) {
+  %s = memref.alloc() : memref<1x2x4x4xf32>
+  %sv = loop.view %s : memref<1x2x4x4xf32> to memref<1x2x16xf32>
+  loop.gemm %a, %b into %sv : memref<1x2x8xf32>, memref<1x8x16xf32>, memref<1x2x16xf32>
+  %p = memref.alloc() : memref<1x4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins() outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "overlapping" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1 + 1, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "copy" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%s : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1 + 2, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%p : memref<1x4x6x6xf32>) outs(%out : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %s : memref<1x2x4x4xf32>
+  memref.dealloc %p : memref<1x4x6x6xf32>
+  func.return
+}
+
+// -----
+
+// Not forwarded: a nest writing another part of the destination comes before the
+// source's writer, where the destination's allocation would have to move (above its use).
+// CHECK-LABEL: func.func @part_written_before_the_source
+// CHECK: loop.nest "piece"
+// CHECK: loop.nest "writer"
+// CHECK: loop.nest "copy"
+func.func @part_written_before_the_source(%x: memref<1x2x4x4xf32>, %out: memref<1x4x6x6xf32>) {
+  %p = memref.alloc() : memref<1x4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins() outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "piece" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  %s = memref.alloc() : memref<1x2x4x4xf32>
+  loop.nest "writer" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x2x4x4xf32>) outs(%s : memref<1x2x4x4xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  loop.nest "copy" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%s : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1 + 2, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%p : memref<1x4x6x6xf32>) outs(%out : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %s : memref<1x2x4x4xf32>
+  memref.dealloc %p : memref<1x4x6x6xf32>
+  func.return
+}
+
+// -----
+
+// Forwarded through a part: the same with the other part written after the source's
+// writer; the writer writes its part of the destination, the piece stays.
+// CHECK-LABEL: func.func @part_written_after_the_source
+// CHECK: loop.nest "writer" {{.*}} outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, (d1 + 2), (d2 + 1), (d3 + 1))>]
+// CHECK: loop.nest "piece"
+// CHECK-NOT: loop.nest "copy"
+func.func @part_written_after_the_source(%x: memref<1x2x4x4xf32>, %out: memref<1x4x6x6xf32>) {
+  %s = memref.alloc() : memref<1x2x4x4xf32>
+  loop.nest "writer" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x2x4x4xf32>) outs(%s : memref<1x2x4x4xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    %n = arith.negf %v : f32
+    loop.yield %n : f32
+  }
+  %p = memref.alloc() : memref<1x4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins() outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "piece" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%x : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "copy" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%s : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1 + 2, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%p : memref<1x4x6x6xf32>) outs(%out : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %s : memref<1x2x4x4xf32>
+  memref.dealloc %p : memref<1x4x6x6xf32>
+  func.return
+}

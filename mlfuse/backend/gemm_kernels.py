@@ -191,16 +191,18 @@ class Window:
 
 @dataclass(frozen=True)
 class Frame:
-    """C's rows as the interiors of images: C[b, i, y * ow + x] is at c[b, i, top + y,
-    left + x] of a buffer [batch, m, hp, wp]. A conv writes the interior of the next
-    conv's padded input this way, and no pad copy moves its output there
-    (`loop.gemm {c_frame}`). The border is never written."""
+    """C's rows as the interiors of images: C[b, i, y * ow + x] is at c[b, channel + i,
+    top + y, left + x] of a buffer [batch, channels, hp, wp]. A conv writes the interior
+    of the next conv's padded input this way, and no pad copy moves its output there
+    (`loop.gemm {c_frame}`); with a `channel` offset (a single batch: C's batch stride
+    is m images), its channels of a concat of images. The border is never written."""
 
     ow: int
     hp: int
     wp: int
     top: int
     left: int
+    channel: int = 0
 
     @property
     def plane(self) -> int:
@@ -209,8 +211,8 @@ class Frame:
 
     @property
     def start(self) -> int:
-        """Where column 0 of a row of C is in its image."""
-        return self.top * self.wp + self.left
+        """Where column 0 of C's first row is in the images."""
+        return self.channel * self.plane + self.top * self.wp + self.left
 
     @property
     def next_row(self) -> int:
@@ -219,7 +221,7 @@ class Frame:
 
     @property
     def token(self) -> str:
-        return f"_c{self.ow}x{self.hp}x{self.wp}x{self.top}x{self.left}"
+        return f"_c{self.ow}x{self.hp}x{self.wp}x{self.top}x{self.left}" + (f"x{self.channel}" if self.channel else "")
 
 
 @dataclass(frozen=True)
@@ -293,7 +295,7 @@ class GemmShape:
         match = re.fullmatch(
             re.escape(PREFIX) + r"(?P<dtype>f32|f64)_(?P<dims>\d+x\d+x\d+x\d+)"
             r"(?:_w(?P<window>\d+x\d+x\d+x\d+)(?:s(?P<strides>\d+x\d+))?(?:b(?P<border>\d+x\d+x\d+x\d+))?)?"
-            r"(?:_c(?P<frame>\d+x\d+x\d+x\d+x\d+))?(?P<pa>_pa)?(?P<pb>_pb)?(?:_e\.(?P<epilogue>[a-z0-9.]+))?",
+            r"(?:_c(?P<frame>\d+x\d+x\d+x\d+x\d+(?:x\d+)?))?(?P<pa>_pa)?(?P<pb>_pb)?(?:_e\.(?P<epilogue>[a-z0-9.]+))?",
             name,
         )
         if match is None:

@@ -189,7 +189,7 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) 
     if op.frame is not None:
         top, left, _, ow = op.frame
         images_h, images_w = tc.get_shape()[-2:]
-        frame = Frame(ow, images_h, images_w, top, left)
+        frame = Frame(ow, images_h, images_w, top, left, op.frame_channel)
     n = op.product_type.get_shape()[-1]
     return GemmShape(math.prod(batch), m, n, k, dtype, image, packed_b, packed_a, kernel_epilogue(op), frame)
 

@@ -35,7 +35,10 @@ A copy is forwarded when:
   forwarded);
 - the destination is a buffer of the function whose users before the copy are nests
   that only write it (its fills): they move before the first writer with its
-  allocation, so that a fill of the whole buffer still comes before the interior.
+  allocation, so that a fill of the whole buffer still comes before the interior;
+  nests after the first writer that write only another part of it (a concat's other
+  piece, `disjoint_writer`: boxes of static bounds through linear maps) stay where
+  they are.
 
 Each writer's map becomes the copy's output map after its own (both index the source
 the same way), the copy and the source go, and forwarding repeats until nothing
@@ -52,6 +55,12 @@ readers: products that read it as a residual in their epilogue (at the identity)
 the images' interiors instead, through (j floordiv ow + top, j mod ow + left), and one
 that reads it as the image under its window (a strided 1x1 downsample) runs the window
 over the interior (`window_border`); the images then live until the last of them.
+Nests after the product that read the source itself (U-Net's max pool of a skip
+connection) read it where the copy puts it, through the copy's map after their own.
+A copy into a concat of padded images [1, channels, hp, wp] from image `channel` on
+(U-Net's skip connection into the decoder's input) frames the product there too:
+`c_frame = top, left, oh, ow, channel`, its residual readers' maps shifted by the
+channel (a window reader is not: its B would have to start at the channel).
 
     loop.gemm %w, %x into %y {window = array<i64: 3, 3>} : ..., memref<1x64x3136xf32>
     %yv = loop.view %y : memref<1x64x3136xf32> to memref<64x56x56xf32>
@@ -93,12 +102,15 @@ class Forwarding:
 
 @dataclass(frozen=True)
 class Framing:
-    """A product that writes a pad copy's source: the copy's frame (top, left, oh, ow)
-    and the source's other readers (residual_readers)."""
+    """A product that writes a pad copy's source: the copy's frame (top, left, oh, ow),
+    the image its first row goes to (`channel`: a concat's part), and the source's other
+    readers: products (residual_readers) and nests (nest_readers)."""
 
     gemm: loop.GemmOp
     frame: tuple[int, int, int, int]
     readers: list[tuple[loop.GemmOp, int]]
+    channel: int = 0
+    nests: tuple[loop.NestOp, ...] = ()
 
 
 def forward_copies(fn: func.FuncOp) -> int:
@@ -129,7 +141,8 @@ def forwarding(copy: loop.NestOp) -> Forwarding | None:
         return None
     writers = source_writers(copy, source)
     product = None if writers else product_writer(copy, source)
-    moved = dest_users_before(copy, dest) if writers or product else None
+    first = product.gemm if product else writers[0] if writers else None
+    moved = dest_users_before(copy, dest, first) if first is not None else None
     return Forwarding(copy, writers, product, moved) if moved is not None else None
 
 
@@ -144,15 +157,19 @@ def product_writer(copy: loop.NestOp, source: SSAValue) -> Framing | None:
         return None
     if gemm.parent_block() is not copy.parent_block() or not gemm.is_before_in_block(copy):
         return None
-    frame = copy_frame(copy)
+    placed = copy_frame(copy)
     *batch, m, n = gemm.product_type.get_shape()
     rows = copy.ins[0].type.get_shape()[:-2]  # type: ignore[union-attr]
-    if frame is None or math.prod(batch) * m != math.prod(rows) or n != frame[2] * frame[3]:
+    if placed is None or math.prod(batch) * m != math.prod(rows) or n != placed[0][2] * placed[0][3]:
         return None
+    frame, channel = placed
     readers = residual_readers(source, gemm)
-    if readers is None or {r for r, _ in readers} != set(users) - {gemm}:
+    nests = nest_readers(source, gemm, copy)
+    if readers is None or {r for r, _ in readers} | set(nests) != set(users) - {gemm}:
         return None
-    return Framing(gemm, frame, readers)
+    if channel and any(k < 0 for _, k in readers):  # a window over a concat's part: not expressible
+        return None
+    return Framing(gemm, frame, readers, channel, tuple(nests))
 
 
 def residual_readers(source: SSAValue, writer: loop.GemmOp) -> list[tuple[loop.GemmOp, int]] | None:
@@ -189,22 +206,84 @@ def _images_of(t: Attribute, product: MemRefType) -> bool:
     return len(shape) >= 3 and tuple(shape[:-2]) == tuple(product.get_shape()[:-1]) and shape[-2] * shape[-1] == product.get_shape()[-1]
 
 
-def copy_frame(copy: loop.NestOp) -> tuple[int, int, int, int] | None:
-    """(top, left, oh, ow) when `copy` (a whole copy) reads [..., oh, ow] and writes
-    element [..., y, x] at [..., top + y, left + x] of images [..., hp, wp] with the same
-    leading dimensions; else None."""
+def copy_frame(copy: loop.NestOp) -> tuple[tuple[int, int, int, int], int] | None:
+    """((top, left, oh, ow), channel) when `copy` (a whole copy) reads [..., oh, ow] and
+    writes element [..., y, x] at [..., top + y, left + x] of images [..., hp, wp] with
+    the same leading dimensions, or of images [1, channels, hp, wp] from image `channel`
+    on (a concat's part); else None."""
     src, dst = copy.ins[0].type.get_shape(), copy.outs[0].type.get_shape()  # type: ignore[union-attr]
     results = copy.out_maps[0].results
-    if len(src) < 2 or len(dst) != len(src) or dst[:-2] != src[:-2] or len(results) != len(src):
+    if len(src) < 2 or len(dst) != len(src) or len(results) != len(src):
         return None
     offsets = []
     for d, expr in enumerate(results):
         form = linear(expr)
-        if form is None or form[0] != {d: 1} or form[1] < 0 or (d < len(src) - 2 and form[1] != 0):
+        if form is None or form[0] != {d: 1} or form[1] < 0:
             return None
         offsets.append(form[1])
+    channel = offsets[-3] if len(src) == 4 and src[0] == 1 else 0
+    lead = [o for d, o in enumerate(offsets[:-2]) if not (channel and d == 1)]
+    same = [a == b for d, (a, b) in enumerate(zip(src[:-2], dst[:-2])) if not (channel and d == 1)]
+    if any(lead) or not all(same) or (channel and channel + src[1] > dst[1]):
+        return None
     top, left = offsets[-2:]
-    return top, left, src[-2], src[-1]
+    return (top, left, src[-2], src[-1]), channel
+
+
+def nest_readers(source: SSAValue, writer: loop.GemmOp, copy: loop.NestOp) -> list[loop.NestOp]:
+    """The nests after `writer` (in its block, or in a band there) that read `source`
+    itself, as the copy does, and do not write it (U-Net's max pool of a skip
+    connection): they can read it where the copy puts it."""
+    block = writer.parent_block()
+    assert block is not None
+    found = []
+    for user in loop.view_users(source):
+        at = block.find_ancestor_op_in_block(user)
+        if not isinstance(user, loop.NestOp) or user is copy or at is None or not writer.is_before_in_block(at):
+            continue
+        if any(loop.view_root(v) is source for v in user.outs) or any(
+            loop.view_root(v) is source and v is not source for v in user.ins
+        ):
+            continue
+        if source.type == copy.ins[0].type and source in user.ins:
+            found.append(user)
+    return found
+
+
+def read_where_copied(nest: loop.NestOp, source: SSAValue, copy: loop.NestOp) -> None:
+    """Make `nest` read `source` where `copy` put it: at the copy's output map after its
+    own (the copy reads the source at the identity)."""
+    into = copy.out_maps[0]
+    maps = [into.compose(m) if v is source else m for v, m in zip(nest.ins, nest.in_maps)]
+    Rewriter.replace_op(nest, with_maps(nest, [*maps, *nest.out_maps], buffers={source: copy.outs[0]}))
+
+
+def written_box(nest: loop.NestOp, k: int) -> list[tuple[int, int]] | None:
+    """[lo, hi] per index of output k that `nest` writes (its static bounds through a
+    linear map), or None where not known."""
+    bounds = nest.static_bounds()
+    if bounds is None or nest.syms:
+        return None
+    box = []
+    for expr in nest.out_maps[k].results:
+        form = linear(expr)
+        if form is None:
+            return None
+        terms, const = form
+        lo = const + sum(c * (bounds[d][0] if c > 0 else bounds[d][1] - 1) for d, c in terms.items())
+        hi = const + sum(c * (bounds[d][1] - 1 if c > 0 else bounds[d][0]) for d, c in terms.items())
+        box.append((lo, hi))
+    return box
+
+
+def disjoint_writer(nest: loop.NestOp, dest: SSAValue, copy: loop.NestOp) -> bool:
+    """Does `nest` write `dest` (as its only use of it, at the copy's shape) only outside
+    what `copy` writes, so that the copy's writes may move before it?"""
+    outs = [k for k, v in enumerate(nest.outs) if loop.view_root(v) is dest]
+    if len(outs) != 1 or any(loop.view_root(v) is dest for v in nest.ins) or nest.outs[outs[0]].type != copy.outs[0].type:
+        return False
+    mine, theirs = written_box(nest, outs[0]), written_box(copy, 0)
+    return mine is not None and theirs is not None and any(a[1] < b[0] or b[1] < a[0] for a, b in zip(mine, theirs))
 
 
 def source_writers(copy: loop.NestOp, source: SSAValue) -> list[loop.NestOp]:
@@ -258,9 +337,10 @@ def _dot(index: Sequence[int], steps: Sequence[int]) -> int:
     return sum(i * step for i, step in zip(index, steps))
 
 
-def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | None:
+def dest_users_before(copy: loop.NestOp, dest: SSAValue, first: Operation) -> list[Operation] | None:
     """The ops that use `dest` before `copy` (its views and fills), if each can move
-    before the source's first writer: views, and nests with no inputs that write it;
+    before the source's first writer `first`: views, and nests with no inputs that
+    write it; nests after `first` that write another part of it stay (disjoint_writer);
     else None (a use inside a band before the copy included)."""
     block = copy.parent_block()
     assert block is not None
@@ -275,8 +355,8 @@ def dest_users_before(copy: loop.NestOp, dest: SSAValue) -> list[Operation] | No
             found.append(use_op)
         elif isinstance(use_op, loop.NestOp) and not use_op.ins and not use_op.syms:
             found.append(use_op)
-        else:
-            return None
+        elif not (isinstance(use_op, loop.NestOp) and first.is_before_in_block(use_op) and disjoint_writer(use_op, dest, copy)):
+            return None  # a writer of another part of it (a concat's other piece) stays
     return sorted(found, key=lambda op: block.get_operation_index(op))
 
 
@@ -301,27 +381,30 @@ def forward(plan: Forwarding) -> None:
 def frame_product(framing: Framing, copy: loop.NestOp) -> None:
     """Make the product write its rows into the images the copy writes (`c_frame`), and
     the products that read them as a residual or under a window read them there."""
-    gemm, frame, readers = framing.gemm, framing.frame, framing.readers
+    gemm, frame, readers, channel = framing.gemm, framing.frame, framing.readers, framing.channel
     *batch, m, _ = gemm.product_type.get_shape()
     dest = copy.outs[0]
     el = dest.type.get_element_type()  # type: ignore[attr-defined]
     images = MemRefType(el, [*batch, m, *dest.type.get_shape()[-2:]])  # type: ignore[attr-defined]
     c = dest
-    if dest.type != images:
+    if dest.type != images and not channel:  # a concat's part: C is all the images
         view = loop.ViewOp(dest, images)
         Rewriter.insert_op(view, InsertPoint.before(gemm))
         c = view.result
     operands = list(gemm.operands)
     operands[2] = c
     gemm.operands = operands
-    gemm.properties["c_frame"] = DenseArrayBase.from_list(i64, frame)
+    gemm.properties["c_frame"] = DenseArrayBase.from_list(i64, [*frame, channel] if channel else frame)
     for reader, k in readers:
         if k < 0:
             read_interior(reader, c, frame)
         else:
-            read_framed(reader, k, c, frame)
-    if readers:
-        outlive(loop.view_root(dest), loop.view_root(copy.ins[0]))
+            read_framed(reader, k, c, frame, channel)
+    source = loop.view_root(copy.ins[0])
+    for nest in framing.nests:
+        read_where_copied(nest, source, copy)
+    if readers or framing.nests:
+        outlive(loop.view_root(dest), source)
 
 
 def outlive(dest: SSAValue, source: SSAValue) -> None:
@@ -350,14 +433,15 @@ def read_interior(reader: loop.GemmOp, images: SSAValue, frame: tuple[int, int, 
     reader.properties["window_border"] = DenseArrayBase.from_list(i64, [top, left, hp - top - oh, wp - left - ow])
 
 
-def read_framed(reader: loop.GemmOp, k: int, images: SSAValue, frame: tuple[int, int, int, int]) -> None:
+def read_framed(reader: loop.GemmOp, k: int, images: SSAValue, frame: tuple[int, int, int, int], channel: int = 0) -> None:
     """Make `reader`'s epilogue operand k (a residual at the identity) the interiors of
-    `images` [..., hp, wp]: column j at (j floordiv ow + top, j mod ow + left)."""
+    `images` [..., hp, wp]: column j at (j floordiv ow + top, j mod ow + left), row i at
+    image channel + i."""
     top, left, _, ow = frame
     rank = len(reader.product_type.get_shape())
     dims = [AffineExpr.dimension(d) for d in range(rank)]
     column = dims[-1]
-    results = (*dims[:-1], column // ow + top, column % ow + left)
+    results = (*dims[:-2], dims[-2] + channel, column // ow + top, column % ow + left)
     operands = list(reader.operands)
     operands[3 + k] = images
     reader.operands = operands

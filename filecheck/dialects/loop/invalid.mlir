@@ -309,7 +309,7 @@ func.func @init_of_another_type(%x: memref<4x8xf32>, %y: memref<4xf32>) {
 // -----
 
 func.func @gemm_frame_size(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x5x5xf32>) {
-  // CHECK: error: 'loop.gemm' c_frame must be (top, left, oh, ow), offsets >= 0 and sizes >= 1, got [1, 1, 3]
+  // CHECK: error: 'loop.gemm' c_frame must be (top, left, oh, ow[, channel]), offsets >= 0 and sizes >= 1, got [1, 1, 3]
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
   func.return
 }
@@ -320,6 +320,24 @@ func.func @gemm_frame_size(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: 
 func.func @gemm_frame_outside(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x4x5x5xf32>) {
   // CHECK: error: 'loop.gemm' c_frame [3, 1, 3, 3] needs images [..., m, h >= 6, w >= 4] as C, got [1, 4, 5, 5]
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 3, 1, 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x5x5xf32>
+  func.return
+}
+
+// -----
+
+// Image 3 is the first of the product's 4 rows: C needs 7 images, not 6.
+func.func @gemm_frame_channel_outside(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memref<1x6x5x5xf32>) {
+  // CHECK: error: 'loop.gemm' c_frame channel 3 needs images [1, channels >= 7, h, w] as C, got [1, 6, 5, 5]
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 3, 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x6x5x5xf32>
+  func.return
+}
+
+// -----
+
+// A channel offset is for a single batch of images (C's batch stride is the product's rows).
+func.func @gemm_frame_channel_batches(%a: memref<2x4x18xf32>, %x: memref<2x2x5x5xf32>, %c: memref<2x6x5x5xf32>) {
+  // CHECK: error: 'loop.gemm' c_frame channel 1 needs images [1, channels >= 5, h, w] as C, got [2, 6, 5, 5]
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, c_frame = array<i64: 1, 1, 3, 3, 1>} : memref<2x4x18xf32>, memref<2x2x5x5xf32>, memref<2x6x5x5xf32>
   func.return
 }
 
