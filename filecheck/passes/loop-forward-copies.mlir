@@ -650,3 +650,38 @@ func.func @part_written_after_the_source(%x: memref<1x2x4x4xf32>, %out: memref<1
   memref.dealloc %p : memref<1x4x6x6xf32>
   func.return
 }
+
+// -----
+
+// Not framed: the nest that reads the product's images comes after the copy (a writer of
+// the destination in between could change what it would read there).
+// CHECK-LABEL: func.func @gemm_frame_reader_after_copy
+// CHECK-NOT: c_frame
+// CHECK: loop.nest "copy"
+// CHECK: loop.nest "pool" {{.*}} ins(%s : memref<1x2x4x4xf32>)
+func.func @gemm_frame_reader_after_copy(%a: memref<1x2x8xf32>, %b: memref<1x8x16xf32>, %pooled: memref<1x2x2x2xf32>, %out: memref<1x4x6x6xf32>) {
+  %s = memref.alloc() : memref<1x2x4x4xf32>
+  %sv = loop.view %s : memref<1x2x4x4xf32> to memref<1x2x16xf32>
+  loop.gemm %a, %b into %sv : memref<1x2x8xf32>, memref<1x8x16xf32>, memref<1x2x16xf32>
+  %p = memref.alloc() : memref<1x4x6x6xf32>
+  loop.nest "fill" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins() outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%o: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "copy" lower [0, 0, 0, 0] upper [1, 2, 4, 4] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%s : memref<1x2x4x4xf32>) outs(%p : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1 + 2, d2 + 1, d3 + 1)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "pool" lower [0, 0, 0, 0] upper [1, 2, 2, 2] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%s : memref<1x2x4x4xf32>) outs(%pooled : memref<1x2x2x2xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2 * 2, d3 * 2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  loop.nest "use" lower [0, 0, 0, 0] upper [1, 4, 6, 6] iterators ["parallel", "parallel", "parallel", "parallel"] ins(%p : memref<1x4x6x6xf32>) outs(%out : memref<1x4x6x6xf32>) maps [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>] {
+  ^bb0(%v: f32, %o: f32):
+    loop.yield %v : f32
+  }
+  memref.dealloc %s : memref<1x2x4x4xf32>
+  memref.dealloc %p : memref<1x4x6x6xf32>
+  func.return
+}

@@ -231,15 +231,18 @@ def copy_frame(copy: loop.NestOp) -> tuple[tuple[int, int, int, int], int] | Non
 
 
 def nest_readers(source: SSAValue, writer: loop.GemmOp, copy: loop.NestOp) -> list[loop.NestOp]:
-    """The nests after `writer` (in its block, or in a band there) that read `source`
-    itself, as the copy does, and do not write it (U-Net's max pool of a skip
-    connection): they can read it where the copy puts it."""
+    """The nests between `writer` and `copy` (in their block, or in a band there) that
+    read `source` itself, as the copy does, and do not write it (U-Net's max pool of a
+    skip connection): they can read it where the copy puts it (after the copy, another
+    writer of the destination could have come first)."""
     block = writer.parent_block()
     assert block is not None
     found = []
     for user in loop.view_users(source):
         at = block.find_ancestor_op_in_block(user)
         if not isinstance(user, loop.NestOp) or user is copy or at is None or not writer.is_before_in_block(at):
+            continue
+        if not at.is_before_in_block(copy):
             continue
         if any(loop.view_root(v) is source for v in user.outs) or any(
             loop.view_root(v) is source and v is not source for v in user.ins
