@@ -237,6 +237,8 @@ def nest_readers(source: SSAValue, writer: loop.GemmOp, copy: loop.NestOp) -> li
     writer of the destination could have come first)."""
     block = writer.parent_block()
     assert block is not None
+    if source.type != copy.ins[0].type:  # the copy reads a view of it: a reader's map would not compose
+        return []
     found = []
     for user in loop.view_users(source):
         at = block.find_ancestor_op_in_block(user)
@@ -248,7 +250,7 @@ def nest_readers(source: SSAValue, writer: loop.GemmOp, copy: loop.NestOp) -> li
             loop.view_root(v) is source and v is not source for v in user.ins
         ):
             continue
-        if source.type == copy.ins[0].type and source in user.ins:
+        if source in user.ins:
             found.append(user)
     return found
 
