@@ -74,7 +74,9 @@ def cpu_pipeline(
     loop-deinterleave-windows stores the tile a stride-2 window reads as rows of its
     even, then its odd columns (unit-stride taps, no scalar tail on each row), and
     loop-split-wrapped splits a nest whose innermost reads wrap around (a pad's
-    `(d - 1) mod n`) into the pieces where they do and do not, the inside vectorized.
+    `(d - 1) mod n`) into the pieces where they do and do not, the inside vectorized,
+    and loop-trim-fills makes a pad's fill inside a tile write only the border that its
+    copy leaves.
 
     post_tile: also run post-tiling fusion across the whole function afterwards
     (POST_TILE, an experiment: it may join nests of different groups).
@@ -107,6 +109,7 @@ def cpu_pipeline(
         "loop-flatten-windows",
         "loop-deinterleave-windows",
         "loop-split-wrapped",
+        "loop-trim-fills",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}{outline}}}",
         "merge-kernels",
         "expand-math",
@@ -184,6 +187,7 @@ def cpu_stencil_pipeline(
     elif strategy == "tile-after-fuse":
         passes.append(with_opts("loop-tile-after-fuse", size_opt))
     passes += [
+        "loop-trim-fills",
         "assign-buffers",
         f"convert-loop-to-scf{{parallel={'true' if parallel else 'false'}}}",
         "expand-math",

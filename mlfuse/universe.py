@@ -60,6 +60,7 @@ PASS_MODULES: dict[str, tuple[str, str]] = {
     "loop-flatten-windows": ("loop_flatten_windows", "LoopFlattenWindowsPass"),
     "loop-deinterleave-windows": ("loop_deinterleave_windows", "LoopDeinterleaveWindowsPass"),
     "loop-split-wrapped": ("loop_split_wrapped", "LoopSplitWrappedPass"),
+    "loop-trim-fills": ("loop_trim_fills", "LoopTrimFillsPass"),
     "loop-tile-after-fuse": ("loop_tile_after_fuse", "LoopTileAfterFusePass"),
     "convert-stablehlo-to-graph": ("convert_stablehlo_to_graph", "ConvertStablehloToGraphPass"),
 }
