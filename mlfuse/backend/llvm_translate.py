@@ -19,7 +19,7 @@ import llvmlite.ir as ir
 import numpy as np
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 
 from mlfuse.backend.gemm_kernels import (
     PACKED_ATTRS,
@@ -169,8 +169,13 @@ def keep_marked_loops(module: ModuleOp, mod: ir.Module) -> None:
             if branch is None or KEEP_LOOP not in branch.attributes or not isinstance(converted.terminator, ir.Branch):
                 continue
             disable = disable or mod.add_metadata([ir.MetaDataString(mod, "llvm.loop.unroll.disable")])
-            loop_id = ir.values.MDValue(mod, [disable], name=str(len(mod.metadata)))  # distinct: not uniqued
-            loop_id.operands = (loop_id, disable)  # a loop ID starts with itself
+            hints = [disable]
+            interleave = branch.attributes[KEEP_LOOP]
+            if isinstance(interleave, IntegerAttr):  # a window's row (to_llvm.WINDOW_ROW_INTERLEAVE)
+                hints.append(mod.add_metadata([ir.MetaDataString(mod, "llvm.loop.interleave.count"),
+                                               ir.Constant(ir.IntType(32), interleave.value.data)]))
+            loop_id = ir.values.MDValue(mod, hints, name=str(len(mod.metadata)))  # distinct: not uniqued
+            loop_id.operands = (loop_id, *hints)  # a loop ID starts with itself
             converted.terminator.set_metadata("llvm.loop", loop_id)
 
 

@@ -203,10 +203,13 @@ def emit_nest_loops(
     one = index_const(b, 1)
     ivs: list[SSAValue] = []
     inner = b
+    row = innermost_output_dim(nest)  # taps inside it: a row loop once LLVM unrolls them
     for d in range(nest.rank - 1):
         lo, hi = hoisted[d] if d in hoisted else bounds_at(inner, d, ivs)
         inner, iv = open_loop(inner, lo, hi, one)
         ivs.append(iv)
+        if d == row:
+            iv.owner.parent_op().attributes[ROW_LOOP] = UnitAttr()  # type: ignore[union-attr]
     if nest.rank == 0:
         emit_nest_body(inner, nest, ivs, syms, buffers)
     else:
