@@ -45,13 +45,13 @@ def zen4_host(monkeypatch):
     cpu.host_cpu.cache_clear()
 
 
-def depthwise_relu6(channels: int = 16, size: int = 14):
+def depthwise_relu6(channels: int = 16, size: int = 14, k: int = 3):
     """MobileNetV2's depthwise 3x3 conv with bias and ReLU6: rows of 14 outputs."""
     b = GraphBuilder()
     x = b.input("x", (1, channels, size, size))
-    w = b.input("w", (channels, 1, 3, 3))
+    w = b.input("w", (channels, 1, k, k))
     bias = b.input("bias", (1, channels, 1, 1))
-    y = b.conv2d(x, w, pads=(1, 1, 1, 1), groups=channels) + bias
+    y = b.conv2d(x, w, pads=(k // 2,) * 4, groups=channels) + bias
     b.output(b.minimum(b.maximum(y, 0.0), 6.0))
     return b.module()
 
@@ -82,6 +82,17 @@ def test_wide_depthwise_rows_stay_loops(zen4_host):
     text = cpu.optimized_ir(to_llvmlite(module), *zen4_host)
     assert "vector.body" in text and "llvm.loop.unroll.disable" in text
     assert len(text.splitlines()) < 1500
+
+
+def test_flat_window_rows_interleave_their_tap_chains(zen4_host):
+    """A 5x5 depthwise conv at 14x14 runs its rows flat (248 positions in an 18-wide
+    pitch), 25 taps a position: one chain of dependent FMAs per vector, which LLVM's cost
+    model did not interleave. The row loop asks for four vectors side by side."""
+    module = depthwise_relu6(8, 14, 5)
+    run_pipeline(module, pipelines.cpu_pipeline())
+    ir = to_llvmlite(module)
+    assert '!"llvm.loop.interleave.count", i32 4' in str(ir)
+    assert "vector.body" in cpu.optimized_ir(ir, *zen4_host)
 
 
 @pytest.mark.parametrize("size", [14, 28])  # rows unrolled by LLVM, rows kept as loops

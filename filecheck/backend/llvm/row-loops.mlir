@@ -17,6 +17,8 @@
 // MARK-LABEL: llvm.func @dynamic
 // MARK-NOT: mlfuse.keep_loop
 // MARK-LABEL: llvm.func @long
+// MARK-LABEL: llvm.func @window_row
+// MARK: mlfuse.keep_loop = 4 : i64
 
 // IR-LABEL: define void @"row28"
 // IR: br label %{{.*}}, !llvm.loop ![[ID:[0-9]+]]
@@ -26,8 +28,12 @@
 // IR-COUNT-1: !llvm.loop
 // IR-LABEL: define void @"dynamic"
 // IR-NOT: !llvm.loop
+// IR-LABEL: define void @"window_row"
+// IR: br label %{{.*}}, !llvm.loop ![[WID:[0-9]+]]
 // IR: ![[DISABLE:[0-9]+]] = !{ !"llvm.loop.unroll.disable" }
 // IR: ![[ID]] = !{ ![[ID]], ![[DISABLE]] }
+// IR: ![[COUNT:[0-9]+]] = !{ !"llvm.loop.interleave.count", i32 4 }
+// IR: ![[WID]] = !{ ![[WID]], ![[DISABLE]], ![[COUNT]] }
 
 // The 28-wide row is still a loop after O3: vectorized, not unrolled into 28 scalars.
 // OPT-LABEL: define void @row28
@@ -91,5 +97,27 @@ func.func @long(%x: memref<301xf32>) {
   scf.for %i = %c0 to %c301 step %c1 {
     memref.store %zero, %x[%i] : memref<301xf32>
   }
+  func.return
+}
+
+// A window reduction's row (convert-loop-to-scf marks it mlfuse.row_loop): a row loop
+// although its taps' loop runs inside, vectorized four vectors side by side
+// (to_llvm.WINDOW_ROW_INTERLEAVE): each vector's taps are one chain of dependent FMAs.
+func.func @window_row(%x: memref<40xf32>, %w: memref<3xf32>, %y: memref<38xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c38 = arith.constant 38 : index
+  scf.for %i = %c0 to %c38 step %c1 {
+    scf.for %t = %c0 to %c3 step %c1 {
+      %j = arith.addi %i, %t : index
+      %v = memref.load %x[%j] : memref<40xf32>
+      %k = memref.load %w[%t] : memref<3xf32>
+      %acc = memref.load %y[%i] : memref<38xf32>
+      %p = arith.mulf %v, %k : f32
+      %s = arith.addf %acc, %p : f32
+      memref.store %s, %y[%i] : memref<38xf32>
+    }
+  } {mlfuse.row_loop}
   func.return
 }
