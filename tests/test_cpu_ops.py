@@ -431,3 +431,37 @@ def test_large_transposes_run_by_tiles(shape, perm):
     steps = pipelines.cpu_pipeline()
     lowered = run_pipeline(module.clone(), steps[: pipelines.step_index(steps, "convert-graph-to-loop") + 1])
     assert "transpose.tiles" in str(lowered)
+
+
+@pytest.mark.parametrize("channels, products", [(288, 2), (64, 0)])
+def test_squeeze_excite_products_of_constant_weights(channels, products):
+    """Squeeze-excite (MobileNetV3's): mean over the image, two 1x1 convs on that one
+    pixel (constant weights, the first with bias and ReLU, the second with sigmoid),
+    the image scaled by the result. Products of at least CONSTANT_GEMM_KERNEL_MIN_MACS
+    (288 x 72) are loop.gemm kernels on the prepacked weights however few their rows,
+    smaller ones (64 x 16) nests; both within fp32 rounding of float64 numpy."""
+    from mlfuse.api import run_pipeline
+    from mlfuse.dialects import loop
+    from mlfuse.frontend.builder import GraphBuilder
+    from mlfuse.pipelines import cpu_pipeline, step_index
+
+    rng = np.random.default_rng(channels)
+    squeezed = channels // 4
+    x = rng.standard_normal((1, channels, 7, 7)).astype(np.float32)
+    w1 = (rng.standard_normal((squeezed, channels, 1, 1)) / np.sqrt(channels)).astype(np.float32)
+    b1 = rng.standard_normal((1, squeezed, 1, 1)).astype(np.float32)
+    w2 = (rng.standard_normal((channels, squeezed, 1, 1)) / np.sqrt(squeezed)).astype(np.float32)
+    b = GraphBuilder()
+    xi = b.input("x", x.shape, "f32")
+    s = b.relu(b.conv2d(xi.mean(axis=(2, 3), keepdims=True), b.constant(w1, "f32")) + b.constant(b1, "f32"))
+    b.output(xi * b.sigmoid(b.conv2d(s, b.constant(w2, "f32"))))
+    module = b.module()
+    steps = cpu_pipeline()
+    lowered = run_pipeline(module.clone(), steps[: step_index(steps, "convert-graph-to-loop") + 1])
+    assert sum(isinstance(op, loop.GemmOp) for op in lowered.walk()) == products
+    mean = x.astype(np.float64).mean(axis=(2, 3))[0]
+    hidden = np.maximum(w1[:, :, 0, 0].astype(np.float64) @ mean + b1.ravel(), 0)
+    want = x * (1 / (1 + np.exp(-(w2[:, :, 0, 0].astype(np.float64) @ hidden))))[None, :, None, None]
+    out = np.full(x.shape, np.nan, np.float32)
+    mlfuse.compile(module)(x, out=[out])
+    np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6 * np.abs(want).max())

@@ -402,9 +402,17 @@ def lower_gather(fl: FunctionLowering, op: graph.GatherBase, out: SSAValue) -> N
 GEMM_KERNEL_MIN_MACS = 1 << 18
 
 
-def uses_gemm_kernel(a_shape: Sequence[int], b_shape: Sequence[int], el: Attribute) -> bool:
+# ... or this many for a conv's product of fewer than CONV_GEMM_MIN_ROWS rows with
+# constant weights (laid out for the kernel at compile time: gemm_kernels.prepack_b):
+# such a product reads each weight once, and the kernel streams them at its pace. MobileNetV3-small's squeeze-excite layers (one
+# pixel, 576 x 144 and 288 x 72 weights) had been nests reading their weight rows at a
+# third of it; side by side at 2 threads the model took 0.953x the time.
+CONSTANT_GEMM_KERNEL_MIN_MACS = 1 << 14
+
+
+def uses_gemm_kernel(a_shape: Sequence[int], b_shape: Sequence[int], el: Attribute, min_macs: int = GEMM_KERNEL_MIN_MACS) -> bool:
     macs = a_shape[-2] * a_shape[-1] * b_shape[-1]
-    return str(el) in ("f32", "f64") and macs >= GEMM_KERNEL_MIN_MACS
+    return str(el) in ("f32", "f64") and macs >= min_macs
 
 
 def lower_contraction(fl: FunctionLowering, op: Operation, out: SSAValue) -> None:
@@ -412,16 +420,17 @@ def lower_contraction(fl: FunctionLowering, op: Operation, out: SSAValue) -> Non
     emit_matmul(fl, short_name(op), a, b, out, graph.element_type_of(op.results[0]))
 
 
-def emit_matmul(fl: FunctionLowering, name: str, a: SSAValue, b: SSAValue, out: SSAValue, t: Attribute, gemm: bool = True) -> None:
+def emit_matmul(fl: FunctionLowering, name: str, a: SSAValue, b: SSAValue, out: SSAValue, t: Attribute, gemm: bool = True,
+                min_macs: int = GEMM_KERNEL_MIN_MACS) -> None:
     """C[b.., i, j] = sum_k A[b.., i, k] * B[b.., k, j], iterated (b.., i, k, j).
 
     The reduction dimension sits between i and j so that the innermost loop runs
     along rows of B and C: contiguous, vectorizable, no reassociation needed. A
-    large f32/f64 product is one `loop.gemm` (packed, register-blocked kernels)
-    unless `gemm` is false.
+    f32/f64 product of at least `min_macs` is one `loop.gemm` (packed, register-blocked
+    kernels) unless `gemm` is false.
     """
     a_shape, b_shape = memref_shape(a), memref_shape(b)
-    if gemm and uses_gemm_kernel(a_shape, b_shape, t):
+    if gemm and uses_gemm_kernel(a_shape, b_shape, t, min_macs):
         fl.builder.insert(loop.GemmOp(a, b, out))
         return
     nb = len(a_shape) - 2
@@ -876,7 +885,8 @@ def window_maps(op: graph.WindowOp, channel: AffineExpr, d: list[AffineExpr], oh
 
 
 # Fewer rows of patches than this (output pixels): the product is a nest, since packing
-# the weights for the GEMM kernel would cost more than the product.
+# the weights for the GEMM kernel at run time would cost more than the product
+# (constant weights are packed at compile time: CONSTANT_GEMM_KERNEL_MIN_MACS).
 CONV_GEMM_MIN_ROWS = 16
 
 
@@ -947,7 +957,12 @@ def constant_weights(fl: FunctionLowering, weight: SSAValue, rows: range, cols: 
 def constant_values(fl: FunctionLowering, weight: SSAValue) -> DenseIntOrFPElementsAttr | None:
     """The initial values of the constant global that `weight` reads, if it reads one
     (a test that converts no values: takes_channel_tiles asks it for every conv)."""
-    get = fl.buffer(weight).owner
+    return global_values(fl, fl.buffer(weight))
+
+
+def global_values(fl: FunctionLowering, buffer: SSAValue) -> DenseIntOrFPElementsAttr | None:
+    """The initial values of the constant global that `buffer` is, if it is one."""
+    get = buffer.owner
     if isinstance(get, memref.GetGlobalOp):
         glob = SymbolTable.lookup_symbol(fl.module, get.name_)
         if isinstance(glob, memref.GlobalOp) and isinstance(glob.initial_value, DenseIntOrFPElementsAttr):
@@ -1164,8 +1179,12 @@ def lower_conv2d_as_nhwc_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     copy_nest(fl, "conv_patches", src, patches, read, identity(6), [n, oh, ow, c, kh, kw])
     rows = n * oh * ow
     yt = fl.alloc(TensorType(el, [rows, o]))
-    emit_matmul(fl, "conv_matmul", view(fl, patches, [rows, c * kh * kw]), transposed_weights(fl, op.weight, taps_h, taps_w),
-                yt, el, gemm=rows >= CONV_GEMM_MIN_ROWS)
+    a = view(fl, patches, [rows, c * kh * kw])
+    wt = transposed_weights(fl, op.weight, taps_h, taps_w)
+    if rows < CONV_GEMM_MIN_ROWS and global_values(fl, wt) is not None:  # weights laid out at compile time
+        emit_matmul(fl, "conv_matmul", a, wt, yt, el, min_macs=CONSTANT_GEMM_KERNEL_MIN_MACS)
+    else:
+        emit_matmul(fl, "conv_matmul", a, wt, yt, el, gemm=rows >= CONV_GEMM_MIN_ROWS)
     d = dims(4)  # n, o, oh, ow
     copy_nest(fl, "conv_unpack", view(fl, yt, [n, oh, ow, o]), out, AffineMap(4, 0, (d[0], d[2], d[3], d[1])), identity(4), [n, o, oh, ow])
 
