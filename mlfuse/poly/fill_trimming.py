@@ -35,7 +35,7 @@ from mlfuse.poly.islconv import (
     box_bounds,
     domain,
 )
-from mlfuse.poly.program import rebuild_nest, users_in, with_symbols
+from mlfuse.poly.program import nest_blocks, rebuild_nest, users_in, with_symbols
 
 # More boxes than this (a fill around a writer of a skewed or strided shape) cost more
 # loop overhead than the elements they save: the fill stays whole.
@@ -45,7 +45,7 @@ MAX_PIECES = 8
 def trim_fills(fn: func.FuncOp) -> int:
     """Trim every fill of `fn` to what its next writer leaves; how many changed."""
     changed = 0
-    for block in [fn.body.block, *(band.block for band in fn.walk() if isinstance(band, loop.BandOp))]:
+    for block in nest_blocks(fn):
         for op in list(block.ops):
             if isinstance(op, loop.NestOp) and is_constant_fill(op):
                 changed += trim(op)

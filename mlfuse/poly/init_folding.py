@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import ArrayAttr, UnitAttr
 from xdsl.ir import Attribute, Block
 
 from mlfuse.dialects import loop
-from mlfuse.poly.program import users_in
+from mlfuse.poly.program import nest_blocks, users_in
 
 MAX_REDUCTION_POINTS = 64
 
@@ -34,7 +34,7 @@ MAX_REDUCTION_POINTS = 64
 def fold_inits(fn: func.FuncOp) -> int:
     """Fold the init nests of `fn`'s small reductions into them; how many were folded."""
     folded = 0
-    for block in [fn.body.block, *(band.block for band in fn.walk() if isinstance(band, loop.BandOp))]:
+    for block in nest_blocks(fn):
         for op in list(block.ops):
             if isinstance(op, loop.NestOp) and sums_few_points(op):
                 folded += fold_into(op)

@@ -36,6 +36,11 @@ def is_intermediate(buf: SSAValue, fn: func.FuncOp) -> bool:
     return isinstance(op, memref.AllocOp) and op.parent_op() is fn and not has_views(buf)
 
 
+def nest_blocks(fn: func.FuncOp) -> list[Block]:
+    """The blocks of `fn` that hold nests: its body and every band's."""
+    return [fn.body.block, *(band.block for band in fn.walk() if isinstance(band, loop.BandOp))]
+
+
 def nests_in(op: Operation) -> list[loop.NestOp]:
     """The nests an op runs: itself, or those of a band (in order, nested bands' too).
     Not a walk of the band: that visited every op of every nest body (MobileNetV2's
