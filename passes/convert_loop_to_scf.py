@@ -3,7 +3,7 @@
 Each nest becomes one scf.for per dimension in domain order, with memref.load
 of every input and output element and memref.store of the yielded values. With
 `parallel=true` (the default), a nest with a parallel dimension and at least
-2^15 points is outlined into a private function over a sub-range of that
+2^14 points is outlined into a private function over a sub-range of that
 dimension and called through `loop.parallel_call`, which splits the range across
 threads; smaller nests stay inline (with `outline-serial=true`, they and serial
 bands become private functions called directly: one function per kernel, which the

@@ -20,24 +20,24 @@ func.func @small(%x: memref<8xf32>, %y: memref<8xf32>) {
 
 // -----
 
-// Under PARALLEL_MIN_POINTS points (576 x 49 = 28224), a nest that reads its input
+// Under PARALLEL_MIN_POINTS points (288 x 49 = 14112), a nest that reads its input
 // across the rows (the unpack of a product computed pixel-major, with a bias) counts
 // each point ACROSS_POINT_WORK times and runs on the team; the same nest reading along
 // the rows stays inline.
 // CHECK-LABEL: func.func @unpack_across_rows
-// CHECK: loop.parallel_call @unpack_across_rows__0_unpack(%{{.*}}, %{{.*}}, %{{.*}}) range 576
+// CHECK: loop.parallel_call @unpack_across_rows__0_unpack(%{{.*}}, %{{.*}}, %{{.*}}) range 288
 // CHECK-LABEL: func.func @copy_along_rows
 // CHECK-NOT: loop.parallel_call
-func.func @unpack_across_rows(%yt: memref<49x576xf32>, %b: memref<576xf32>, %y: memref<576x49xf32>) {
-  loop.nest "unpack" lower [0, 0] upper [576, 49] iterators ["parallel", "parallel"] ins(%yt, %b : memref<49x576xf32>, memref<576xf32>) outs(%y : memref<576x49xf32>) maps [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>] {
+func.func @unpack_across_rows(%yt: memref<49x288xf32>, %b: memref<288xf32>, %y: memref<288x49xf32>) {
+  loop.nest "unpack" lower [0, 0] upper [288, 49] iterators ["parallel", "parallel"] ins(%yt, %b : memref<49x288xf32>, memref<288xf32>) outs(%y : memref<288x49xf32>) maps [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>] {
   ^bb0(%a: f32, %c: f32, %o: f32):
     %s = arith.addf %a, %c : f32
     loop.yield %s : f32
   }
   func.return
 }
-func.func @copy_along_rows(%x: memref<576x49xf32>, %b: memref<576xf32>, %y: memref<576x49xf32>) {
-  loop.nest "copy" lower [0, 0] upper [576, 49] iterators ["parallel", "parallel"] ins(%x, %b : memref<576x49xf32>, memref<576xf32>) outs(%y : memref<576x49xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>] {
+func.func @copy_along_rows(%x: memref<288x49xf32>, %b: memref<288xf32>, %y: memref<288x49xf32>) {
+  loop.nest "copy" lower [0, 0] upper [288, 49] iterators ["parallel", "parallel"] ins(%x, %b : memref<288x49xf32>, memref<288xf32>) outs(%y : memref<288x49xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>] {
   ^bb0(%a: f32, %c: f32, %o: f32):
     %s = arith.addf %a, %c : f32
     loop.yield %s : f32

@@ -74,8 +74,12 @@ from mlfuse.conversion.to_llvm import ROW_LOOP
 from mlfuse.dialects import loop
 
 # Outline a nest for threads only if it has at least this many points; smaller
-# nests cost less than waking the thread team (~5 us).
-PARALLEL_MIN_POINTS = 1 << 15
+# nests cost less than waking the thread team (~5 us). 2^14, not 2^15: between regions
+# of a call the team spins, and a squeeze-excite block's scaling of 120 x 196 (23520
+# points) ran on one thread over data the team had just written. Side by side at 2
+# threads, time with 2^14 over 2^15 (fast | slow state): MobileNetV3-small 0.983 | 0.988,
+# ResNet-18 0.994 | 0.985, MobileNetV2 1.003 | 0.993, BERT 1.002 | 1.005.
+PARALLEL_MIN_POINTS = 1 << 14
 # ... counting each point of a nest that reads an input across its rows (`reads_across`:
 # a conv product's unpack to NCHW with its epilogue, computed pixel-major) as this
 # many: a load a row apart per point, which LLVM does not vectorize. MobileNetV3-small's
