@@ -404,9 +404,10 @@ GEMM_KERNEL_MIN_MACS = 1 << 18
 
 # ... or this many for a conv's product of fewer than CONV_GEMM_MIN_ROWS rows with
 # constant weights (laid out for the kernel at compile time: gemm_kernels.prepack_b):
-# such a product reads each weight once, and the kernel streams them at its pace. MobileNetV3-small's squeeze-excite layers (one
-# pixel, 576 x 144 and 288 x 72 weights) had been nests reading their weight rows at a
-# third of it; side by side at 2 threads the model took 0.953x the time.
+# such a product reads each weight once, and the kernel streams them at its pace.
+# MobileNetV3-small's squeeze-excite layers (one pixel, 576 x 144 and 288 x 72 weights)
+# had been nests reading their weight rows at a third of it; side by side at 2 threads
+# the model took 0.953x the time.
 CONSTANT_GEMM_KERNEL_MIN_MACS = 1 << 14
 
 
@@ -1181,10 +1182,10 @@ def lower_conv2d_as_nhwc_matmul(fl: FunctionLowering, op: graph.Conv2dOp, out: S
     yt = fl.alloc(TensorType(el, [rows, o]))
     a = view(fl, patches, [rows, c * kh * kw])
     wt = transposed_weights(fl, op.weight, taps_h, taps_w)
-    if rows < CONV_GEMM_MIN_ROWS and global_values(fl, wt) is not None:  # weights laid out at compile time
-        emit_matmul(fl, "conv_matmul", a, wt, yt, el, min_macs=CONSTANT_GEMM_KERNEL_MIN_MACS)
-    else:
-        emit_matmul(fl, "conv_matmul", a, wt, yt, el, gemm=rows >= CONV_GEMM_MIN_ROWS)
+    few_rows = rows < CONV_GEMM_MIN_ROWS
+    laid_out = few_rows and global_values(fl, wt) is not None  # weights laid out at compile time
+    emit_matmul(fl, "conv_matmul", a, wt, yt, el, gemm=laid_out or not few_rows,
+                min_macs=CONSTANT_GEMM_KERNEL_MIN_MACS if laid_out else GEMM_KERNEL_MIN_MACS)
     d = dims(4)  # n, o, oh, ow
     copy_nest(fl, "conv_unpack", view(fl, yt, [n, oh, ow, o]), out, AffineMap(4, 0, (d[0], d[2], d[3], d[1])), identity(4), [n, o, oh, ow])
 

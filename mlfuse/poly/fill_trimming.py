@@ -35,7 +35,7 @@ from mlfuse.poly.islconv import (
     box_bounds,
     domain,
 )
-from mlfuse.poly.program import nest_blocks, rebuild_nest, users_in, with_symbols
+from mlfuse.poly.program import adjacent_user, nest_blocks, rebuild_nest, with_symbols
 
 # More boxes than this (a fill around a writer of a skewed or strided shape) cost more
 # loop overhead than the elements they save: the fill stays whole.
@@ -68,12 +68,7 @@ def next_writer(fill: loop.NestOp) -> tuple[loop.NestOp, int] | None:
     the buffer itself (no view) without reading it; else None."""
     buffer = fill.outs[0]
     root = loop.view_root(buffer)
-    block = fill.parent_block()
-    assert block is not None
-    users = users_in(block, root)
-    op = fill.next_op
-    while op is not None and op not in users:
-        op = op.next_op
+    op = adjacent_user(fill, root)
     if not isinstance(op, loop.NestOp) or any(kind != loop.PARALLEL for kind in op.iterator_kinds):
         return None
     if any(loop.view_root(v) is root for v in op.ins) or buffer not in op.outs:

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import ArrayAttr, UnitAttr
 from xdsl.ir import Attribute, Block
 
 from mlfuse.dialects import loop
-from mlfuse.poly.program import nest_blocks, users_in
+from mlfuse.poly.program import adjacent_user, nest_blocks
 
 MAX_REDUCTION_POINTS = 64
 
@@ -78,12 +78,7 @@ def init_writer(nest: loop.NestOp, k: int) -> tuple[loop.NestOp, Attribute] | No
     root = loop.view_root(buffer)
     if any(loop.view_root(v) is root for v in nest.ins):
         return None
-    block = nest.parent_block()
-    assert block is not None
-    users = users_in(block, root)
-    prev = nest.prev_op
-    while prev is not None and prev not in users:
-        prev = prev.prev_op
+    prev = adjacent_user(nest, root, forward=False)
     if not isinstance(prev, loop.NestOp) or list(prev.outs) != [buffer] or prev.ins or list(prev.syms) != list(nest.syms):
         return None
     constant = yielded_constant(prev.block)

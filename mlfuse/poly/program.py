@@ -129,6 +129,18 @@ def users_in(block: Block, buf: SSAValue) -> set[Operation]:
     return users
 
 
+def adjacent_user(op: Operation, buf: SSAValue, forward: bool = True) -> Operation | None:
+    """The nearest top-level op after `op` (before it, with `forward` false) in its block
+    that uses `buf` or a view of it (`users_in`); None if there is none."""
+    block = op.parent_block()
+    assert block is not None
+    users = users_in(block, buf)
+    other = op.next_op if forward else op.prev_op
+    while other is not None and other not in users:
+        other = other.next_op if forward else other.prev_op
+    return other
+
+
 def can_move_down(op: Operation, between: Iterable[Operation]) -> bool:
     """May `op` run after all of `between` (which ran after it) without changing results?"""
     mine = effects(op)
