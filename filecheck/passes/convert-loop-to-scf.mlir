@@ -253,3 +253,40 @@ func.func @consumer_reads_a_neighbour(%x: memref<6x8xf32>, %w: memref<3x3xf32>, 
   }
   func.return
 }
+
+// -----
+
+// A loop around short loops only (under to_llvm.ROW_LOOP_TRIPS.start = 17 points each:
+// LLVM unrolls them fully) whose index no access's last subscript names is marked
+// mlfuse.strided_loop (vectorize.width 1 in LLVM: its lanes would be a row apart):
+// 28 rows copied into their even and odd columns. Not marked: the loop of a transpose's
+// rows (its index is the input's last subscript), a loop around a 17-point loop, and
+// the short loops themselves.
+// CHECK-LABEL: func.func @pairs
+// CHECK: } {mlfuse.strided_loop}
+// CHECK-NEXT: func.return
+// CHECK-LABEL: func.func @transpose
+// CHECK-NOT: mlfuse.strided_loop
+// CHECK-LABEL: func.func @long_rows
+// CHECK-NOT: mlfuse.strided_loop
+func.func @pairs(%x: memref<28x28xf32>, %y: memref<28x2x14xf32>) {
+  loop.nest "pairs" lower [0, 0, 0] upper [28, 14, 2] iterators ["parallel", "parallel", "parallel"] ins(%x : memref<28x28xf32>) outs(%y : memref<28x2x14xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1 * 2 + d2)>, affine_map<(d0, d1, d2) -> (d0, d2, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  func.return
+}
+func.func @transpose(%x: memref<8x28xf32>, %y: memref<28x8xf32>) {
+  loop.nest "transpose" lower [0, 0] upper [28, 8] iterators ["parallel", "parallel"] ins(%x : memref<8x28xf32>) outs(%y : memref<28x8xf32>) maps [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  func.return
+}
+func.func @long_rows(%x: memref<28x17xf32>, %y: memref<28x17xf32>) {
+  loop.nest "long" lower [0, 0] upper [28, 17] iterators ["parallel", "parallel"] ins(%x : memref<28x17xf32>) outs(%y : memref<28x17xf32>) maps [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] {
+  ^bb0(%a: f32, %o: f32):
+    loop.yield %a : f32
+  }
+  func.return
+}

@@ -8,7 +8,8 @@ the GEMM kernels convert-to-llvm declares (mlfuse/backend/gemm_kernels.py), for
 the vector width of `features` (an LLVM feature string; the host's by default).
 Stores marked nontemporal get the streaming TBAA tag (mlfuse/backend/streaming.py).
 Loops convert-to-llvm marked to stay loops (to_llvm.KEEP_LOOP) get `!llvm.loop`
-unroll.disable on their latch branch.
+unroll.disable on their latch branch, loops marked to stay scalar (to_llvm.NO_VECTORIZE)
+vectorize.width 1.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from mlfuse.backend.gemm_kernels import (
     prepacked_bytes,
 )
 from mlfuse.backend.streaming import tag_streaming_accesses
-from mlfuse.conversion.to_llvm import KEEP_LOOP
+from mlfuse.conversion.to_llvm import KEEP_LOOP, NO_VECTORIZE
 
 # constants this large may be left out of the object code (see to_llvmlite's `external`)
 EXTERNAL_CONSTANT_BYTES = 4096
@@ -150,14 +151,23 @@ def give_fast_math(function: ir.Function, calls: list[tuple[llvm.CallIntrinsicOp
 
 
 def keep_marked_loops(module: ModuleOp, mod: ir.Module) -> None:
-    """`!llvm.loop !{self, !{"llvm.loop.unroll.disable"}}` on every latch branch marked
-    KEEP_LOOP: LLVM then leaves the loop to its loop vectorizer instead of unrolling it
-    fully first (to_llvm.row_loop). xDSL's translation keeps the blocks in order.
+    """`!llvm.loop` hints on the latch branches convert-to-llvm marked. KEEP_LOOP:
+    `llvm.loop.unroll.disable`, so LLVM leaves the loop to its loop vectorizer instead of
+    unrolling it fully first (to_llvm.row_loop), with `llvm.loop.interleave.count` where
+    the mark gives one. NO_VECTORIZE: `llvm.loop.vectorize.width 1` (to_llvm.STRIDED_LOOP).
+    xDSL's translation keeps the blocks in order.
 
     Not also `llvm.loop.vectorize.predicate.enable` (the last partial vector masked,
     a 28-wide row in 16 + 12 of 16 lanes instead of 7 x 4): with AVX-512 it made
     MobileNetV2 1.24x and MobileNetV3-small 1.15x slower."""
-    disable = None
+    hint_nodes: dict[tuple[str, int | None], ir.MDValue] = {}
+
+    def hint(name: str, value: int | None = None) -> ir.MDValue:
+        if (name, value) not in hint_nodes:
+            operands = [ir.MetaDataString(mod, name)] + ([] if value is None else [ir.Constant(ir.IntType(32), value)])
+            hint_nodes[name, value] = mod.add_metadata(operands)
+        return hint_nodes[name, value]
+
     for op in module.ops:
         if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
             continue
@@ -166,14 +176,18 @@ def keep_marked_loops(module: ModuleOp, mod: ir.Module) -> None:
             continue
         for block, converted in zip(op.body.blocks, blocks):
             branch = block.last_op
-            if branch is None or KEEP_LOOP not in branch.attributes or not isinstance(converted.terminator, ir.Branch):
+            if branch is None or not isinstance(converted.terminator, ir.Branch):
                 continue
-            disable = disable or mod.add_metadata([ir.MetaDataString(mod, "llvm.loop.unroll.disable")])
-            hints = [disable]
-            interleave = branch.attributes[KEEP_LOOP]
-            if isinstance(interleave, IntegerAttr):  # a window's row (to_llvm.WINDOW_ROW_INTERLEAVE)
-                hints.append(mod.add_metadata([ir.MetaDataString(mod, "llvm.loop.interleave.count"),
-                                               ir.Constant(ir.IntType(32), interleave.value.data)]))
+            hints = []
+            if KEEP_LOOP in branch.attributes:
+                hints.append(hint("llvm.loop.unroll.disable"))
+                interleave = branch.attributes[KEEP_LOOP]
+                if isinstance(interleave, IntegerAttr):  # a window's row (to_llvm.WINDOW_ROW_INTERLEAVE)
+                    hints.append(hint("llvm.loop.interleave.count", interleave.value.data))
+            if NO_VECTORIZE in branch.attributes:
+                hints.append(hint("llvm.loop.vectorize.width", 1))
+            if not hints:
+                continue
             loop_id = ir.values.MDValue(mod, hints, name=str(len(mod.metadata)))  # distinct: not uniqued
             loop_id.operands = (loop_id, *hints)  # a loop ID starts with itself
             converted.terminator.set_metadata("llvm.loop", loop_id)

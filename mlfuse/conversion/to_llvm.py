@@ -719,6 +719,11 @@ KEEP_LOOP = "mlfuse.keep_loop"
 # an scf.for that convert-loop-to-scf marks as a row loop although loops run inside it
 # (a window reduction's taps, which LLVM unrolls: emit_reduction_and_consumer)
 ROW_LOOP = "mlfuse.row_loop"
+# an scf.for that convert-loop-to-scf marks as strided (loop_to_scf.strided_around_short):
+# around loops that LLVM unrolls fully, stepping no access's last subscript. Its latch
+# branch carries NO_VECTORIZE, which the translation makes `llvm.loop.vectorize.width 1`.
+STRIDED_LOOP = "mlfuse.strided_loop"
+NO_VECTORIZE = "mlfuse.no_vectorize"
 # How many vectors of such a row the loop vectorizer computes side by side. Each output
 # vector sums its taps in one chain of dependent FMAs (4 cycles each on Zen 4 and
 # Skylake), and LLVM's cost model interleaves no loop body that large: one vector at a
@@ -745,13 +750,14 @@ def row_loop(for_op: scf.ForOp) -> bool:
 class ForToCfLowering(ForLowering):
     """xDSL's scf.for -> cf lowering, with `nsw` on the induction variable's step:
     the loop runs while iv < ub, so the step never wraps, which SCEV relies on.
-    The latch of a row loop (row_loop) is marked KEEP_LOOP."""
+    The latch of a row loop (row_loop) is marked KEEP_LOOP, that of a STRIDED_LOOP
+    NO_VECTORIZE."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, for_op: scf.ForOp, rewriter: PatternRewriter) -> None:
         header = for_op.body.block
         iv = header.args[0]
-        keep = row_loop(for_op)
+        keep, strided = row_loop(for_op), STRIDED_LOOP in for_op.attributes
         super().match_and_rewrite(for_op, rewriter)
         for use in list(iv.uses):
             step = use.operation
@@ -763,6 +769,9 @@ class ForToCfLowering(ForLowering):
                 mark = IntegerAttr(WINDOW_ROW_INTERLEAVE, 64) if ROW_LOOP in for_op.attributes and WINDOW_ROW_INTERLEAVE > 1 else UnitAttr()
                 for branch in back_edges:
                     branch.attributes[KEEP_LOOP] = mark
+            if strided:
+                for branch in back_edges:
+                    branch.attributes[NO_VECTORIZE] = UnitAttr()
 
 
 def control_flow_patterns() -> list[RewritePattern]:
@@ -775,8 +784,9 @@ class BranchLowering(RewritePattern):
     def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
         branch = llvm_ops.br(op.successor, [e.v(a) for a in op.arguments])
-        if KEEP_LOOP in op.attributes:
-            branch.attributes[KEEP_LOOP] = op.attributes[KEEP_LOOP]
+        for mark in (KEEP_LOOP, NO_VECTORIZE):
+            if mark in op.attributes:
+                branch.attributes[mark] = op.attributes[mark]
         rewriter.replace(op, branch)
 
 

@@ -19,6 +19,10 @@
 // MARK-LABEL: llvm.func @long
 // MARK-LABEL: llvm.func @window_row
 // MARK: mlfuse.keep_loop = 4 : i64
+// MARK-LABEL: llvm.func @strided
+// MARK-NOT: mlfuse.keep_loop
+// MARK: {mlfuse.no_vectorize}
+// MARK-NOT: mlfuse.keep_loop
 
 // IR-LABEL: define void @"row28"
 // IR: br label %{{.*}}, !llvm.loop ![[ID:[0-9]+]]
@@ -30,10 +34,14 @@
 // IR-NOT: !llvm.loop
 // IR-LABEL: define void @"window_row"
 // IR: br label %{{.*}}, !llvm.loop ![[WID:[0-9]+]]
+// IR-LABEL: define void @"strided"
+// IR: br label %{{.*}}, !llvm.loop ![[SID:[0-9]+]]
 // IR: ![[DISABLE:[0-9]+]] = !{ !"llvm.loop.unroll.disable" }
 // IR: ![[ID]] = !{ ![[ID]], ![[DISABLE]] }
 // IR: ![[COUNT:[0-9]+]] = !{ !"llvm.loop.interleave.count", i32 4 }
 // IR: ![[WID]] = !{ ![[WID]], ![[DISABLE]], ![[COUNT]] }
+// IR: ![[WIDTH:[0-9]+]] = !{ !"llvm.loop.vectorize.width", i32 1 }
+// IR: ![[SID]] = !{ ![[SID]], ![[WIDTH]] }
 
 // The 28-wide row is still a loop after O3: vectorized, not unrolled into 28 scalars.
 // OPT-LABEL: define void @row28
@@ -119,5 +127,27 @@ func.func @window_row(%x: memref<40xf32>, %w: memref<3xf32>, %y: memref<38xf32>)
       memref.store %s, %y[%i] : memref<38xf32>
     }
   } {mlfuse.row_loop}
+  func.return
+}
+
+// A loop around short loops whose index is no last subscript (convert-loop-to-scf marks
+// it mlfuse.strided_loop: loop_to_scf.strided_around_short) stays scalar: vectorized
+// once LLVM unrolls the rows, its lanes would be a row apart.
+func.func @strided(%x: memref<28x28xf32>, %y: memref<28x2x14xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c14 = arith.constant 14 : index
+  %c28 = arith.constant 28 : index
+  scf.for %r = %c0 to %c28 step %c1 {
+    scf.for %t = %c0 to %c14 step %c1 {
+      scf.for %e = %c0 to %c2 step %c1 {
+        %t2 = arith.muli %t, %c2 : index
+        %col = arith.addi %t2, %e : index
+        %v = memref.load %x[%r, %col] : memref<28x28xf32>
+        memref.store %v, %y[%r, %e, %t] : memref<28x2x14xf32>
+      }
+    }
+  } {mlfuse.strided_loop}
   func.return
 }
