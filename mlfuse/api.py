@@ -784,7 +784,9 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
     large constants it leaves out, compiled anew (its intact kernels come from the cache)
     and stored under `key` (see _cached_graph)."""
     from mlfuse.backend import cpu
+    from mlfuse.backend.llvm_translate import to_llvmlite
     from mlfuse.inline import publish_entry
+    from mlfuse.pipelines import gemm_units_fixed
 
     lowered = module.clone()
     publish_entry(lowered, entry)
@@ -795,13 +797,15 @@ def _object_and_constants(module: ModuleOp, entry: str, steps: Sequence[str], ke
     if last:  # located while the graph ops still carry their source locations
         reject_bf16(lowered, "CPU")
     before = list(steps[: len(steps) - len(last)])
-    if before:
-        run_pipeline(lowered, before, verify_result=not last)
-    from mlfuse.backend.llvm_translate import to_llvmlite
-
+    # the GEMM kernels compile in forked workers while this process runs the passes from
+    # `fixed` on (which change no loop.gemm's kernel) and lowers the rest
+    fixed = gemm_units_fixed(before) if last else len(before)
+    if before[:fixed]:
+        run_pipeline(lowered, before[:fixed], verify_result=not last and fixed == len(before))
     constants: dict[str, bytes] = {}
-    # the GEMM kernels compile in forked workers while this process lowers the rest
     with cpu.early_gemms(expected_gemms(lowered, last)) as pool:
+        if before[fixed:]:
+            run_pipeline(lowered, before[fixed:], verify_result=False, source=(module, before[:fixed]))
         if last:
             run_pipeline(lowered, last, verify_result=False, bf16_checked=True, source=(module, before))
         with internal_errors("LLVM translation", lowered, changes_module=False):  # it reads the module

@@ -124,6 +124,22 @@ def step_index(steps: list[str], flag: str) -> int:
     return next(i for i, step in enumerate(steps) if step.split("{", 1)[0] == flag)
 
 
+# The first step of cpu_pipeline from which on no pass changes what kernel a loop.gemm
+# is (shape, packing, epilogue, frame: its GEMM unit, api.expected_gemms). The loader
+# starts compiling the GEMM units there, while this process runs the rest: the
+# later loop passes (MobileNetV2: 0.3 s) and convert-to-llvm. Checked on the models of
+# the zoo: their units are the same there as before convert-to-llvm. Should a later pass
+# change one, that unit compiles for nothing and the changed one with the other kernels.
+GEMM_UNITS_FIXED_AT = "assign-buffers"
+
+
+def gemm_units_fixed(steps: list[str]) -> int:
+    """How many of `steps` run before the GEMM units are fixed (GEMM_UNITS_FIXED_AT):
+    all of them when that pass is not among them."""
+    flags = [step.split("{", 1)[0] for step in steps]
+    return flags.index(GEMM_UNITS_FIXED_AT) if GEMM_UNITS_FIXED_AT in flags else len(steps)
+
+
 def host_has_channel_tiles() -> bool:
     """Do the host's GEMM kernels take channel tiles (gemm_kernels.has_channel_tiles)?"""
     from mlfuse.backend.gemm_kernels import has_channel_tiles

@@ -264,10 +264,10 @@ def two_products(x: np.ndarray, w1: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("graph, marks", [("products", ["_pb"]), ("conv", ["_pa", "_e."]), ("conv-w", ["_w3x3", "_e."])])
 def test_expected_gemms_are_the_declared_ones(graph, marks):
-    """The loader's guess before convert-to-llvm (api.expected_gemms: symbols, packing,
-    epilogue operands) is what convert-to-llvm declares; a wrong guess would only
-    compile a kernel for nothing. Products with constant weights (packed panels) and
-    convs with epilogues (bias, residual, ReLU)."""
+    """The loader's guess where the GEMM units are fixed (pipelines.gemm_units_fixed;
+    api.expected_gemms: symbols, packing, epilogue operands) is what convert-to-llvm
+    declares; a wrong guess would only compile a kernel for nothing. Products with
+    constant weights (packed panels) and convs with epilogues (bias, residual, ReLU)."""
     from test_gemm_epilogue import conv_block
 
     from mlfuse.backend.llvm_translate import to_llvmlite
@@ -275,9 +275,11 @@ def test_expected_gemms_are_the_declared_ones(graph, marks):
     module = {"products": lambda: api.parse(TWO_PRODUCTS), "conv": lambda: conv_block(True, True)[0],
               "conv-w": lambda: conv_block(False, False)[0]}[graph]()
     steps = pipelines.cpu_pipeline()
-    api.run_pipeline(module, steps[:-1])
+    fixed = pipelines.gemm_units_fixed(steps[:-1])
+    assert steps[fixed] == pipelines.GEMM_UNITS_FIXED_AT
+    api.run_pipeline(module, steps[:fixed])
     guessed = api.expected_gemms(module, steps[-1:])
-    api.run_pipeline(module, steps[-1:], verify_result=False)
+    api.run_pipeline(module, steps[fixed:], verify_result=False)
     declared = cpu.gemm_sources(to_llvmlite(module, external={}, define_gemms=False))
     assert declared and sorted(guessed, key=str) == sorted(declared, key=str)
     assert all(any(mark in s.symbol for s in declared) for mark in marks), [s.symbol for s in declared]

@@ -224,6 +224,24 @@ def reproducer_of_crashing_compile(monkeypatch, tmp_path, module, name: str, sta
         return f.read()
 
 
+def test_crash_in_a_pass_after_the_gemm_units_are_fixed_leaves_the_graph_and_the_pipeline(monkeypatch, tmp_path):
+    """The compile runs the passes from pipelines.GEMM_UNITS_FIXED_AT on as a second
+    pipeline (the GEMM units compile meanwhile), without a copy of its own for the
+    reproducer: the reproducer is the graph module with every pass up to the failing
+    pipeline's last (all but convert-to-llvm) on its RUN line."""
+    import importlib
+
+    from mlfuse.pipelines import cpu_pipeline, gemm_units_fixed
+
+    steps = cpu_pipeline()
+    assert 0 < gemm_units_fixed(steps) < steps.index("convert-loop-to-scf{parallel=true outline-serial=true}")
+    conversion = importlib.import_module("mlfuse.passes.convert_loop_to_scf")
+    text = reproducer_of_crashing_compile(monkeypatch, tmp_path, conversion, "convert_loop_to_scf", "pass pipeline")
+    assert "graph.reduce_mean" in text and "loop.nest" not in text and "llvm.func" not in text
+    run = next(line for line in text.splitlines() if "RUN:" in line)
+    assert run.count(",") == len(steps) - 2 and run.rstrip("'").endswith("expand-math")
+
+
 def test_crash_in_the_llvm_conversion_of_a_compile_leaves_the_graph_and_the_whole_pipeline(monkeypatch, tmp_path):
     """convert-to-llvm runs on the compile's lowered copy without a copy of its own for
     the reproducer: the reproducer is the graph module as compile() got it, with every
