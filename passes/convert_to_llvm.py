@@ -7,7 +7,9 @@ reconcile removes, and an op no pattern lowers is reported at its location.
 Memrefs of static shape become bare pointers indexed by inbounds GEPs on the
 linearized index (vectorizable); scf.for becomes a CFG; memref.alloc/dealloc call
 aligned_alloc/free; loop.parallel_call becomes a GOMP_parallel call with a
-generated per-thread wrapper. Buffer arguments are noalias. A loop.gemm becomes
+generated per-thread wrapper. Buffer arguments are noalias. A multiply and an add
+that both allow contraction (`contract`), the product used there only, become one
+llvm.fmuladd: an fma wherever the target has one. A loop.gemm becomes
 a team call of a generated, register-blocked kernel (its body is written when the
 module is translated to LLVM IR, for the target's vector width:
 mlfuse/backend/gemm_kernels.py); with gemm=blas it calls scipy's BLAS (best with

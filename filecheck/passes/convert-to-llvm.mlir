@@ -318,3 +318,47 @@ func.func @gemm_window(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memr
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>} : memref<1x4x18xf32>, memref<1x2x5x5xf32>, memref<1x4x9xf32>
   func.return
 }
+
+// -----
+
+// A multiply and an add or subtract that both allow contraction, the product used there
+// only, are one llvm.fmuladd (to_llvm.MultiplyAddContraction): an FMA wherever the
+// target has one, however the vectorizers cut the code. c - a * b negates a, a * b - c
+// negates c.
+// CHECK-LABEL: llvm.func @contracted
+// CHECK-NEXT: %[[P:.*]] = llvm.call_intrinsic "llvm.fmuladd.f32"(%[[A:.*]], %[[B:.*]], %[[C:.*]]) : (f32, f32, f32) -> f32
+// CHECK-NEXT: %[[NA:.*]] = llvm.fneg %[[A]] : f32
+// CHECK-NEXT: %[[Q:.*]] = llvm.call_intrinsic "llvm.fmuladd.f32"(%[[NA]], %[[B]], %[[P]]) : (f32, f32, f32) -> f32
+// CHECK-NEXT: %[[NQ:.*]] = llvm.fneg %[[Q]] : f32
+// CHECK-NEXT: %[[R:.*]] = llvm.call_intrinsic "llvm.fmuladd.f32"(%[[A]], %[[C]], %[[NQ]]) : (f32, f32, f32) -> f32
+// CHECK-NEXT: llvm.call_intrinsic "llvm.fmuladd.v8f32"
+// CHECK-NOT: llvm.fmul
+func.func @contracted(%a: f32, %b: f32, %c: f32, %v: vector<8xf32>) -> f32 {
+  %m = arith.mulf %a, %b fastmath<contract> : f32
+  %p = arith.addf %c, %m fastmath<contract> : f32
+  %m2 = arith.mulf %a, %b fastmath<contract> : f32
+  %q = arith.subf %p, %m2 fastmath<contract> : f32
+  %m3 = arith.mulf %a, %c fastmath<fast> : f32
+  %r = arith.subf %m3, %q fastmath<fast> : f32
+  %vm = arith.mulf %v, %v fastmath<contract> : vector<8xf32>
+  %vs = arith.addf %vm, %v fastmath<contract> : vector<8xf32>
+  func.return %r : f32
+}
+
+// -----
+
+// Not contracted: a product without the flag, an add without it, a product used twice.
+// CHECK-LABEL: llvm.func @kept_apart
+// CHECK-NOT: llvm.fmuladd
+// CHECK-COUNT-3: llvm.fmul
+// CHECK-NOT: llvm.fmuladd
+func.func @kept_apart(%a: f32, %b: f32, %c: f32) -> f32 {
+  %m = arith.mulf %a, %b : f32
+  %p = arith.addf %c, %m fastmath<contract> : f32
+  %m2 = arith.mulf %a, %p fastmath<contract> : f32
+  %q = arith.addf %m2, %c : f32
+  %m3 = arith.mulf %q, %b fastmath<contract> : f32
+  %r = arith.addf %m3, %c fastmath<contract> : f32
+  %s = arith.addf %m3, %r fastmath<contract> : f32
+  func.return %s : f32
+}

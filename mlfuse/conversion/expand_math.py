@@ -6,8 +6,9 @@ range reduction with integer bit tricks, then a polynomial or rational
 approximation. They are compute-bound on 16M-element arrays, so every operation
 counts (issue #14: exp, tanh and erf within 1.5x of a copy):
 
-- multiply-adds are marked `contract` (one FMA where the target has it, x86 FMA3
-  and NVPTX; a multiply and an add elsewhere: the bounds below hold for both);
+- multiply-adds are marked `contract` (convert-to-llvm makes each pair an llvm.fmuladd:
+  one FMA where the target has it, x86 FMA3 and NVPTX; a multiply and an add
+  elsewhere: the bounds below hold for both);
 - clamps are `x < lo ? lo : x` by compare and select: one x86 max/min instruction
   that keeps NaN, where llvm.minimum/maximum cost NaN and signed-zero fixups; and as
   few as possible: exp caps n at 128 with an integer min on k's bits (not a float

@@ -102,8 +102,9 @@ def reduction_max_min(b: Builder, kind: str, acc: SSAValue, x: SSAValue) -> SSAV
     return b.insert(op(x, acc, flags=arith.FastMathFlagsAttr([FastMathFlag.NO_SIGNED_ZEROS]))).result
 
 
-# A window nest's multiply-add per tap (a conv's) may be one fma: LLVM fuses `contract`
-# ops, as the GEMM kernels' fma chains do. A rounding less, and half the instructions on
+# A window nest's multiply-add per tap (a conv's) may be one fma: convert-to-llvm makes a
+# `contract` pair an llvm.fmuladd (to_llvm.MultiplyAddContraction), an fma as in the GEMM
+# kernels' chains. A rounding less, and half the instructions on
 # a depthwise conv's serial chain of taps. One thread, side by side (time with over
 # without): 1x1 conv + depthwise blocks 0.96-0.99x, MobileNetV2 0.97x, MobileNetV3-small
 # 0.99x. Matrix product nests (small products) keep two roundings: an encoder layer

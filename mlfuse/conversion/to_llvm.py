@@ -360,6 +360,46 @@ class IntrinsicLowering(RewritePattern):
             replace_op(rewriter, op, e.intrinsic(name, [e.v(x) for x in op.operands], convert_type(op.results[0].type), flags))
 
 
+def allows_contraction(op: Operation) -> bool:
+    flags = op.properties.get("fastmath")
+    return isinstance(flags, arith.FastMathFlagsAttr) and FastMathFlag.ALLOW_CONTRACT in flags.data
+
+
+class MultiplyAddContraction(RewritePattern):
+    """`a * b + c`, `c - a * b` and `a * b - c` whose add or subtract and multiply both
+    allow contraction, the product used there only -> `llvm.fmuladd(a, b, c)` (with a or c
+    negated): one FMA wherever the target has one, else a multiply and an add, as the
+    backend lowers each such call (clang's -ffp-contract=on emits it).
+
+    Left to LLVM's instruction selection, which fuses a `contract` pair it sees within
+    one block, whether the pair became an FMA depended on how the vectorizers had cut
+    the code: the same expanded exp came out with all nine of its multiply-adds fused
+    in one nest and only some in another (a transposed read), a last bit apart."""
+
+    op_types = (arith.AddfOp, arith.SubfOp)
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        assert isinstance(op, arith.AddfOp | arith.SubfOp)
+        if not allows_contraction(op):
+            return
+        for k, operand in enumerate(op.operands):
+            mul = operand.owner
+            if isinstance(mul, arith.MulfOp) and allows_contraction(mul) and mul.result.has_one_use():
+                break
+        else:
+            return
+        a, b = mul.lhs, mul.rhs
+        c = op.operands[1 - k]
+        if isinstance(op, arith.SubfOp) and k == 1:  # c - a * b = (-a) * b + c
+            a = rewriter.insert(arith.NegfOp(a)).result
+        elif isinstance(op, arith.SubfOp):  # a * b - c
+            c = rewriter.insert(arith.NegfOp(c)).result
+        t = op.result.type
+        call = llvm.CallIntrinsicOp(f"llvm.fmuladd.{type_suffix(t)}", [a, b, c], [t])
+        rewriter.replace_op(op, call)
+        rewriter.erase_op(mul)
+
+
 class CastLowering(RewritePattern):
     """arith.extf/truncf/sitofp/extsi/extui/trunci/bitcast -> their llvm twins."""
 
@@ -1061,6 +1101,7 @@ def convert_to_llvm(
     apply_patterns(module, control_flow_patterns())
     # products first: a loop.gemm's epilogue region is read as arith (its symbol), before arith is lowered
     apply_patterns(module, [p for p in patterns if isinstance(p, GemmLowering)])
+    apply_patterns(module, [MultiplyAddContraction()])
     apply_patterns(module, patterns)
     reconcile_casts(module)
     check_converted(module)

@@ -8,7 +8,7 @@
 // CHECK-NOT: call float @
 // CHECK-LABEL: define void @main(
 // CHECK: load <8 x float>
-// CHECK: fmul contract <8 x float>
+// CHECK: call <8 x float> @llvm.fmuladd.v8f32(
 // CHECK: fdiv <8 x float>
 // CHECK: or <8 x i32>
 // CHECK: store <8 x i32>
