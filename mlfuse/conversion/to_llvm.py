@@ -365,6 +365,12 @@ def allows_contraction(op: Operation) -> bool:
     return isinstance(flags, arith.FastMathFlagsAttr) and FastMathFlag.ALLOW_CONTRACT in flags.data
 
 
+def contractible_product(value: SSAValue) -> bool:
+    """`value` is a product that allows contraction and has no other use."""
+    mul = value.owner
+    return isinstance(mul, arith.MulfOp) and allows_contraction(mul) and mul.result.has_one_use()
+
+
 class MultiplyAddContraction(RewritePattern):
     """`a * b + c`, `c - a * b` and `a * b - c` whose add or subtract and multiply both
     allow contraction, the product used there only -> `llvm.fmuladd(a, b, c)` (with a or c
@@ -380,14 +386,11 @@ class MultiplyAddContraction(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         assert isinstance(op, arith.AddfOp | arith.SubfOp)
-        if not allows_contraction(op):
+        k = next((k for k, v in enumerate(op.operands) if contractible_product(v)), None) if allows_contraction(op) else None
+        if k is None:
             return
-        for k, operand in enumerate(op.operands):
-            mul = operand.owner
-            if isinstance(mul, arith.MulfOp) and allows_contraction(mul) and mul.result.has_one_use():
-                break
-        else:
-            return
+        mul = op.operands[k].owner
+        assert isinstance(mul, arith.MulfOp)
         a, b = mul.lhs, mul.rhs
         c = op.operands[1 - k]
         if isinstance(op, arith.SubfOp) and k == 1:  # c - a * b = (-a) * b + c
