@@ -386,7 +386,9 @@ class MultiplyAddContraction(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         assert isinstance(op, arith.AddfOp | arith.SubfOp)
-        k = next((k for k, v in enumerate(op.operands) if contractible_product(v)), None) if allows_contraction(op) else None
+        if not allows_contraction(op) or isinstance(op.parent_op(), loop.GemmOp):  # an epilogue: read as arith
+            return
+        k = next((k for k, v in enumerate(op.operands) if contractible_product(v)), None)
         if k is None:
             return
         mul = op.operands[k].owner
@@ -1101,10 +1103,9 @@ def convert_to_llvm(
 
     check_input(module)
     patterns = cpu_patterns(module, fast_math, gemm, output_alignment)  # the alignment analysis reads memrefs
-    apply_patterns(module, control_flow_patterns())
+    apply_patterns(module, [*control_flow_patterns(), MultiplyAddContraction()])
     # products first: a loop.gemm's epilogue region is read as arith (its symbol), before arith is lowered
     apply_patterns(module, [p for p in patterns if isinstance(p, GemmLowering)])
-    apply_patterns(module, [MultiplyAddContraction()])
     apply_patterns(module, patterns)
     reconcile_casts(module)
     check_converted(module)

@@ -117,3 +117,19 @@ func.func @outside(%a: memref<16x16xf32>, %b: memref<16x16xf32>, %c: memref<16x1
   } : memref<16x16xf32>, memref<16x16xf32>, memref<16x16xf32>
   func.return
 }
+
+// -----
+
+// A multiply and an add that allow contraction stay arith in the epilogue region (the
+// kernel reads them: to_llvm.MultiplyAddContraction leaves epilogues alone).
+// CHECK-LABEL: define void @"mlfuse_gemm_f32_1x20x50x300_e.o0x0x1x0.o0x0x50x1.c.i1.mul.i0.add"(
+// CHECK-LABEL: define void @"contract_in_epilogue"(
+func.func @contract_in_epilogue(%a: memref<20x300xf32>, %b: memref<300x50xf32>, %c: memref<20x50xf32>, %bias: memref<20xf32>, %res: memref<20x50xf32>) {
+  loop.gemm %a, %b into %c epilogue ins(%bias, %res : memref<20xf32>, memref<20x50xf32>) {
+  ^bb0(%p: f32, %q: f32, %r: f32):
+    %t = arith.mulf %p, %r fastmath<contract> : f32
+    %s = arith.addf %t, %q fastmath<contract> : f32
+    loop.yield %s : f32
+  } {epilogue_maps = [affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>]} : memref<20x300xf32>, memref<300x50xf32>, memref<20x50xf32>
+  func.return
+}
