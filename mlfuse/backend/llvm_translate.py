@@ -160,13 +160,9 @@ def keep_marked_loops(module: ModuleOp, mod: ir.Module) -> None:
     Not also `llvm.loop.vectorize.predicate.enable` (the last partial vector masked,
     a 28-wide row in 16 + 12 of 16 lanes instead of 7 x 4): with AVX-512 it made
     MobileNetV2 1.24x and MobileNetV3-small 1.15x slower."""
-    hint_nodes: dict[tuple[str, int | None], ir.MDValue] = {}
 
-    def hint(name: str, value: int | None = None) -> ir.MDValue:
-        if (name, value) not in hint_nodes:
-            operands = [ir.MetaDataString(mod, name)] + ([] if value is None else [ir.Constant(ir.IntType(32), value)])
-            hint_nodes[name, value] = mod.add_metadata(operands)
-        return hint_nodes[name, value]
+    def hint(name: str, value: int | None = None) -> ir.MDValue:  # llvmlite gives equal operands one node
+        return mod.add_metadata([ir.MetaDataString(mod, name)] + ([] if value is None else [ir.Constant(ir.IntType(32), value)]))
 
     for op in module.ops:
         if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
