@@ -162,7 +162,8 @@ def test_pool_objects_are_the_serial_ones():
 @pytest.mark.parametrize("beside_a_thread", [False, True])
 def test_compiles_use_the_pool_and_match(cache_root, monkeypatch, beside_a_thread):
     """The LLVM work goes to the pool, with the serial results, also while another Python
-    thread runs (Jupyter's kernel and torch.compile leave some)."""
+    thread runs (Jupyter's kernel and torch.compile leave some). The workers write the
+    units' cache entries: the next compile finds all of them."""
     import threading
 
     idle = threading.Event()
@@ -172,7 +173,7 @@ def test_compiles_use_the_pool_and_match(cache_root, monkeypatch, beside_a_threa
     monkeypatch.setenv("MLFUSE_COMPILE_JOBS", "2")
     pooled: list[int] = []
     original = cpu._compile_in_pool
-    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, pool=None: pooled.append(jobs) or original(texts, jobs, pool))
+    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, *rest: pooled.append(jobs) or original(texts, jobs, *rest))
     try:
         f = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))
         (got,) = f(*inputs())
@@ -180,6 +181,10 @@ def test_compiles_use_the_pool_and_match(cache_root, monkeypatch, beside_a_threa
         idle.set()
     np.testing.assert_allclose(got, expected(), rtol=1e-6, atol=1e-6)
     assert pooled == [2]
+    monkeypatch.setattr(api, "_MEMORY_CACHE", type(api._MEMORY_CACHE)())
+    monkeypatch.setattr(cpu, "emit_object", lambda source: pytest.fail("compiled a unit the workers had stored"))
+    (again,) = mlfuse.compile(TWO_LAYERS, passes=pipelines.cpu_pipeline(fuse=False))(*inputs())
+    np.testing.assert_array_equal(again, got)
 
 
 def test_no_pool_for_few_units_in_a_forked_child_or_for_one_job(monkeypatch):
@@ -228,10 +233,16 @@ def test_a_stuck_pool_is_left_and_the_units_compile_here(monkeypatch):
     assert time.perf_counter() - start < 30
 
 
-def test_a_failed_pool_compiles_here(monkeypatch):
+def test_a_failed_pool_compiles_here(cache_root, monkeypatch):
+    """... and stores the objects here when asked to (the workers would have)."""
+    from mlfuse import cache
+
     texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []]
-    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, pool=None: None)
+    monkeypatch.setattr(cpu, "_compile_in_pool", lambda texts, jobs, *rest: None)
     assert cpu.compile_texts(texts, jobs=2) == [cpu.emit_object(t) for t in texts]
+    assert not any(cache.has_object(cpu.unit_key(t)) for t in texts)
+    cpu.compile_texts(texts, jobs=2, store=True)
+    assert all(cache.has_object(cpu.unit_key(t)) for t in texts)
 
 
 def test_pool_error_shows_as_the_serial_error():
