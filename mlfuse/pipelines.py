@@ -118,10 +118,12 @@ def cpu_pipeline(
     return passes
 
 
-def step_index(steps: list[str], flag: str) -> int:
+def step_index(steps: list[str], flag: str, missing: int | None = None) -> int:
     """Where in `steps` the pass `flag` runs, with or without options
-    ("convert-graph-to-loop{channel-tiles=true}" is convert-graph-to-loop)."""
-    return next(i for i, step in enumerate(steps) if step.split("{", 1)[0] == flag)
+    ("convert-graph-to-loop{channel-tiles=true}" is convert-graph-to-loop); `missing`
+    where it does not (StopIteration without it)."""
+    found = (i for i, step in enumerate(steps) if step.split("{", 1)[0] == flag)
+    return next(found) if missing is None else next(found, missing)
 
 
 # The first step of cpu_pipeline from which on no pass changes what kernel a loop.gemm
@@ -136,8 +138,7 @@ GEMM_UNITS_FIXED_AT = "assign-buffers"
 def gemm_units_fixed(steps: list[str]) -> int:
     """How many of `steps` run before the GEMM units are fixed (GEMM_UNITS_FIXED_AT):
     all of them when that pass is not among them."""
-    flags = [step.split("{", 1)[0] for step in steps]
-    return flags.index(GEMM_UNITS_FIXED_AT) if GEMM_UNITS_FIXED_AT in flags else len(steps)
+    return step_index(steps, GEMM_UNITS_FIXED_AT, missing=len(steps))
 
 
 def host_has_channel_tiles() -> bool:

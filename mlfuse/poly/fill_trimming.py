@@ -30,7 +30,7 @@ from mlfuse.poly.islconv import (
     Names,
     Unsupported,
     access_relation,
-    band_context,
+    band_tiles,
     bounds_exact,
     box_bounds,
     domain,
@@ -129,7 +129,7 @@ def bands_context(op: Operation, names: Names) -> isl.Set | None:
     parent = op.parent_op()
     while parent is not None:
         if isinstance(parent, loop.BandOp):
-            here = band_context([names.param(a) for a in parent.block.args], parent.sizes)
+            here = band_tiles(parent, names)
             context = here if context is None else context.intersect(here)
         parent = parent.parent_op()
     return context

@@ -194,6 +194,11 @@ def band_context(band_params: Sequence[str], sizes: Sequence[int]) -> isl.Set:
     return parse_set(f"{_params(band_params)}{{ {_conj(cons)} }}")
 
 
+def band_tiles(band: loop.BandOp, names: Names) -> isl.Set:
+    """band_context of `band`'s own tile indices, named by `names`."""
+    return band_context([names.param(a) for a in band.block.args], band.sizes)
+
+
 # --- isl -> affine bounds -----------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from mlfuse.abi import element_bytes
 from mlfuse.dialects import loop
 from mlfuse.poly.footprint import scratch_box
-from mlfuse.poly.islconv import Names, Unsupported, access_relation, band_context, domain
+from mlfuse.poly.islconv import Names, Unsupported, access_relation, band_tiles, domain
 from mlfuse.poly.program import (
     erase_buffer,
     is_intermediate,
@@ -37,7 +37,7 @@ from mlfuse.poly.program import (
 def accessed_set(band: loop.BandOp, buf: SSAValue, names: Names, writes: bool | None = None) -> isl.Set | None:
     """`[T] -> { B[x] }`: the elements of `buf` a tile of `band` touches (only writes or reads
     if `writes` says so); None if it touches none."""
-    ctx = band_context([names.param(a) for a in band.block.args], band.sizes)
+    ctx = band_tiles(band, names)
     result = None
     for nest in nests_in(band):
         n_in = len(nest.ins)
@@ -123,7 +123,7 @@ def shrink_scratch(band: loop.BandOp, names: Names) -> int:
 def reads_covered(band: loop.BandOp, buf: SSAValue, names: Names) -> bool:
     """Does each tile read only elements of `buf` it wrote earlier in the same tile? (An output
     whose current value the body uses counts as a read.)"""
-    ctx = band_context([names.param(a) for a in band.block.args], band.sizes)
+    ctx = band_tiles(band, names)
     written = None
     for nest in nests_in(band):
         dom = domain(nest, names).intersect_params(ctx)

@@ -42,6 +42,7 @@ from mlfuse.poly.islconv import (
     Unsupported,
     accesses,
     band_context,
+    band_tiles,
     bounds_exact,
     box_bounds,
     domain,
@@ -426,7 +427,7 @@ def cone_footprints(band: loop.BandOp, fn: func.FuncOp, names: Names) -> dict[SS
     were fused (extensions followed through the producers, consumers first)."""
     from mlfuse.poly.footprint import extension, footprint
 
-    ctx = band_context([names.param(a) for a in band.block.args], band.sizes)
+    ctx = band_tiles(band, names)
     readers: dict[SSAValue, list] = {}
 
     def add_reads(nest: loop.NestOp, dom: isl.Set) -> None:
