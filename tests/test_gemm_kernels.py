@@ -199,7 +199,8 @@ def test_prepacked_operands_give_the_same_bits(isa, dims, dtype, packing):
     (GemmShape(1, 64, 300, 520, packed_a=True), False),  # a 1x1 conv: W (row panels) @ x, x read in place
     (GemmShape(1, 5, 300, 520), False),  # at most MR rows: each element of B is used once
     (GemmShape(1, 64, 300, 520), True),  # two activations: B is packed
-    (GemmShape(1, 64, 36, 72, window=Window(3, 3, 8, 8), packed_a=True), True),  # rows of 6: the packing reads the patches
+    (GemmShape(1, 64, 36, 63, window=Window(3, 3, 8, 8), packed_a=True), True),  # rows of 6: the packing reads the patches
+    # (7 input channels: a Winograd kernel takes 8 or more)
     (GemmShape(1, 64, 196, 72, window=Window(3, 3, 16, 16)), False),  # rows of 14: read in place
 ])
 def test_b_is_packed_only_where_the_copy_pays(shape, packs_b):

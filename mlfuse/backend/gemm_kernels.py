@@ -323,6 +323,7 @@ class Blocking:
     wraps_in_place: bool = False  # read a window's panels that wrap rows in place (WRAPPED_ROWS_MIN_WIDTH)
     narrow_by_columns: bool = False  # accumulate narrow panels along their columns (NARROW_COLUMNS)
     channel_tiles: bool = False  # lanes along C's rows, positions splatted from the image (_ChannelKernels)
+    winograd: bool = False  # a 3x3 conv's Winograd F(2x2, 3x3) kernel (winograd_kernels.py)
 
     @property
     def nr(self) -> int:
@@ -363,7 +364,11 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     everywhere (one process, medians of 21-31): U-Net 0.92-0.96, MobileNetV3-small
     0.96, MobileNetV2 and ResNet-18 1.01 (noise). Only AVX-512 kernels prefetch the
     next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
+    from mlfuse.backend import winograd_kernels
+
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    if winograd_kernels.has_winograd(features) and shape is not None and winograd_kernels.takes_winograd(shape):
+        return winograd_kernels.winograd_blocking(shape)
     if has_channel_tiles(features) and shape is not None and takes_channel_tiles(shape):
         return Blocking(vw=16, mr=CHANNEL_TILE_ROWS, nr_vecs=1, kc=max(shape.k, 1), channel_tiles=True)
     if "avx512f" in enabled:
@@ -442,6 +447,10 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
     conv's weights come from memory once per call). Row r, depth pc + p of the block at
     pc is at b*M*k + pc*M + (r - r % MR)*kc + p*MR + r % MR (M: m rounded up to MR)."""
     blk = shape_blocking(features, shape)
+    if blk.winograd:
+        from mlfuse.backend.winograd_kernels import winograd_weights
+
+        return winograd_weights(a, shape)
     rows = blk.padded_rows(shape.m)
     padded = np.zeros((shape.batch, rows, shape.k), a.dtype)
     padded[:, : shape.m] = a.reshape(shape.batch, shape.m, shape.k)
@@ -457,9 +466,12 @@ def prepacked_a_bytes(shape: GemmShape) -> int:
     """Room for prepack_a's layout under any blocking: ROW_SLICE is a multiple of every MR
     but a channel tile's (CHANNEL_TILE_ROWS), where the shape may take one."""
     rows = -(-shape.m // ROW_SLICE) * ROW_SLICE
+    from mlfuse.backend.winograd_kernels import takes_winograd, winograd_bytes
+
     if takes_channel_tiles(shape):
         rows = max(rows, -(-shape.m // CHANNEL_TILE_ROWS) * CHANNEL_TILE_ROWS)
-    return shape.batch * rows * shape.k * ELEMENTS[shape.dtype][1]
+    direct = shape.batch * rows * shape.k * ELEMENTS[shape.dtype][1]
+    return max(direct, winograd_bytes(shape)) if takes_winograd(shape) else direct
 
 
 # the attribute of a constant global that holds a kernel's operand as panels: its kernel's symbol
@@ -1365,6 +1377,8 @@ def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
         if shape is not None and fn.is_declaration:
             blocking = shape_blocking(features, shape)
             kernels = _ChannelKernels if blocking.channel_tiles else _Kernels
+            if blocking.winograd:
+                from mlfuse.backend.winograd_kernels import WinogradKernels as kernels
             kernels(module, shape, blocking).define(fn)
             defined.append(fn.name)
     return defined

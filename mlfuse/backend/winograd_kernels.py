@@ -1,0 +1,324 @@
+"""Winograd F(2x2, 3x3) kernels for `loop.gemm {window}`: 3x3 convs at stride 1 with
+constant weights, 2.25x fewer multiplies than the direct product.
+
+Lavin & Gray (2016): an output tile Y of 2 x 2 positions of one channel is
+
+    Y = A^T [ sum_c (G g[k, c] G^T) . (B^T d[c] B) ] A
+
+with d[c] the 4 x 4 patch of input channel c under the tile, g[k, c] the 3 x 3 filter and
+. the elementwise product: 16 products of depth C per tile and output channel instead of
+36 x C / ... (the direct conv: 4 positions x 9 taps x C). With U[xi, nu] = G g G^T
+(4 x 4 per (k, c), computed once, at translation: `winograd_weights`) and
+V[xi, nu] = B^T d B, the products are 16 GEMMs, one per (xi, nu):
+M[xi, nu] (K x tiles) = U[xi, nu] (K x C) @ V[xi, nu] (C x tiles).
+
+The task function computes a tile row of the output (2 output rows) per work unit,
+cut into segments of at most TILES tiles (`segments`), each kept in L1/L2:
+
+    for each segment of tiles x0 .. x0 + w of tile row ty:
+      V[xi, nu][c][t] = B^T d B                     # input_fn: from the padded image, in place
+      for each panel of MR = 8 output channels i0:
+        for xi, nu: M[xi, nu][8][t] = U[xi, nu][i0 : i0 + 8] @ V[xi, nu]   # micro_fn: 8 x 48 in registers
+        C[i0 : i0 + 8, rows 2ty, 2ty + 1, columns 2x0 ..] = epilogue(A^T M A)   # output_fn
+
+Lanes run along the tiles (16 per vector): a tile's columns 2t .. 2t + 3 are the even
+and odd elements of two loads each (shuffles). The output transform's two columns of
+each tile row interleave back into 32 consecutive positions, which the GEMM kernels'
+epilogue (bias, BN, activation, residual) and frame stores take as a tile of 8 rows x
+32 columns (`_Kernels.apply_epilogue`, `store_tile`).
+
+Accuracy: F(2x2, 3x3)'s transforms have entries 0, +-1 and +-1/2 (exact in f32), and
+its error is of the direct conv's order (Lavin & Gray: about 2x); tests bound it
+against float64 and against the direct kernel.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from mlfuse.backend.gemm_kernels import I64, PTR, Blocking, GemmShape, _Kernels
+
+WINOGRAD = True
+TILES = 48  # tiles per segment: the micro-kernel's 3 vectors of 16
+# Input channels a Winograd kernel takes: V of a segment is 16 x C x 48 floats (192 KB
+# at 64, beside the L2's 2 MB); under MIN_CHANNELS the direct kernel's depth is short
+# and the transforms cost more than the multiplies they save.
+MIN_CHANNELS = 8
+MAX_CHANNELS = 64
+# F(2x2, 3x3): V = B^T d B, U = G g G^T, Y = A^T M A
+G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+XI_NU = 16
+
+
+def takes_winograd(shape: GemmShape) -> bool:
+    """Is `shape` a conv its Winograd kernel takes on hosts that have one (has_winograd)?
+    A 3x3 window at stride 1 with constant weights (packed_a) in f32 onto an even number of
+    output rows and columns (whole 2 x 2 tiles) that are not short rows (channel tiles
+    take those), output channels a multiple of 8 (whole micro-kernel panels) and
+    MIN_CHANNELS to MAX_CHANNELS input channels."""
+    from mlfuse.backend.gemm_kernels import channel_tiles_fit
+
+    w = shape.window
+    if not WINOGRAD or w is None or not shape.packed_a or shape.dtype != "f32":
+        return False
+    channels, taps = divmod(shape.k, 9)
+    return ((w.kh, w.kw, w.sh, w.sw) == (3, 3, 1, 1) and taps == 0 and MIN_CHANNELS <= channels <= MAX_CHANNELS
+            and w.out_h % 2 == 0 and w.out_w % 2 == 0 and shape.m % 8 == 0
+            and not channel_tiles_fit(w.out_w, (1, 1)))
+
+
+def has_winograd(features: str) -> bool:
+    """Do the GEMM kernels for an LLVM feature string take Winograd convs (AVX-512: the
+    16-lane vectors and 32 registers its 8 x 48 micro-kernel holds)?"""
+    return WINOGRAD and "+avx512f" in features.split(",")
+
+
+def winograd_blocking(shape: GemmShape) -> Blocking:
+    return Blocking(vw=16, mr=8, nr_vecs=3, kc=shape.k // 9, winograd=True)
+
+
+def winograd_weights(a: np.ndarray, shape: GemmShape) -> np.ndarray:
+    """A (batch x K x 9C, a conv's weights) as its kernel reads them: per batch, for each
+    (xi, nu), panels of 8 output channels, each C x 8 (the 8 values of one input channel
+    contiguous), of U = G g G^T (computed in float64, rounded once)."""
+    channels = shape.k // 9
+    g = a.astype(np.float64).reshape(shape.batch, shape.m, channels, 3, 3)
+    u = np.einsum("xi,bkcij,yj->bxykc", G, g, G).reshape(shape.batch, XI_NU, shape.m // 8, 8, channels)
+    return np.ascontiguousarray(u.transpose(0, 1, 2, 4, 3).astype(np.float32).reshape(shape.batch, -1))
+
+
+def winograd_bytes(shape: GemmShape) -> int:
+    return shape.batch * XI_NU * shape.m * (shape.k // 9) * 4
+
+
+def segments(tiles: int) -> list[tuple[int, int]]:
+    """A row of `tiles` 2 x 2 tiles as (first tile, tiles) segments of at most TILES, as
+    even as can be in whole vectors of 16 (112: 48 + 32 + 32; 28: 28)."""
+    count = -(-tiles // TILES)
+    vectors = -(-tiles // 16)
+    out, x0 = [], 0
+    for s in range(count):
+        width = min(tiles - x0, 16 * (vectors // count + (s < vectors % count)))
+        out.append((x0, width))
+        x0 += width
+    return out
+
+
+class WinogradKernels(_Kernels):
+    """The task function of a conv its Winograd kernel takes (takes_winograd). The work
+    units are (batch, tile row), and task t of the team's GemmShape.tasks runs units
+    [t * U // T, (t + 1) * U // T)."""
+
+    def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
+        super().__init__(module, shape, blocking)
+        assert shape.window is not None
+        self.window = shape.window
+        self.channels = shape.k // 9
+        self.helpers: dict[tuple[str, int], ir.Function] = {}
+
+    def const(self, value: int) -> ir.Constant:
+        return ir.Constant(I64, value)
+
+    def define(self, fn: ir.Function) -> None:
+        s, w = self.shape, self.window
+        lo, hi, a, image, c, *operands = fn.args
+        for arg in (a, image, c):
+            arg.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        v_scratch = b.alloca(ir.ArrayType(self.el, XI_NU * self.channels * TILES))
+        m_scratch = b.alloca(ir.ArrayType(self.el, XI_NU * 8 * TILES))
+        for scratch in (v_scratch, m_scratch):  # whole vectors at multiples of 64 bytes
+            scratch.align = 64  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub types it None)
+        tile_rows = w.out_h // 2
+        units, tasks = s.batch * tile_rows, max(s.tasks, 1)
+
+        def unit(b, u, _):
+            batch, ty = b.sdiv(u, self.const(tile_rows)), b.srem(u, self.const(tile_rows))
+            for x0, width in segments(w.out_w // 2):
+                self.segment(b, (batch, ty, x0, width), (v_scratch, m_scratch), (a, image, c, *operands))
+            return []
+
+        def task(b, t, _):
+            u0 = b.sdiv(b.mul(t, self.const(units)), self.const(tasks))
+            u1 = b.sdiv(b.mul(b.add(t, self.const(1)), self.const(units)), self.const(tasks))
+            self.counted_loop(b, u0, u1, 1, unit)
+            return []
+
+        self.counted_loop(b, lo, hi, 1, task)
+        b.ret_void()
+
+    def segment(self, b: ir.IRBuilder, where: tuple, scratch: tuple, operands: tuple) -> None:
+        """The tiles x0 .. x0 + width of tile row ty of `batch`: transform their input into
+        V, then for each panel of 8 output channels the 16 products and the output
+        transform."""
+        s, w, channels = self.shape, self.window, self.channels
+        batch, ty, x0, width = where
+        v_scratch, m_scratch = scratch
+        a, image, c, *epilogue_operands = operands
+        image_at = b.add(b.mul(batch, self.const(channels * w.hp * w.wp)), self.const(w.origin + 2 * x0))
+        image_at = b.add(image_at, b.mul(ty, self.const(2 * w.wp)))
+        v_base = b.gep(v_scratch, [self.const(0), self.const(0)], source_etype=v_scratch.allocated_type)
+        m_base = b.gep(m_scratch, [self.const(0), self.const(0)], source_etype=m_scratch.allocated_type)
+        b.call(self.input_fn(width), [b.gep(image, [image_at], source_etype=self.el), v_base])
+        weights = b.gep(a, [b.mul(batch, self.const(XI_NU * s.m * channels))], source_etype=self.el)
+        y0 = b.mul(ty, self.const(2))
+        c_batch = b.mul(batch, self.const(s.m * s.c_row_stride))
+
+        def panel(b, p, _):
+            i0 = b.mul(p, self.const(8))
+            u_panel = b.gep(weights, [b.mul(i0, self.const(channels))], source_etype=self.el)
+
+            def product(b, xn, _):
+                u_at = b.gep(u_panel, [b.mul(xn, self.const(s.m * channels))], source_etype=self.el)
+                v_at = b.gep(v_base, [b.mul(xn, self.const(channels * TILES))], source_etype=self.el)
+                m_at = b.gep(m_base, [b.mul(xn, self.const(8 * TILES))], source_etype=self.el)
+                b.call(self.micro_fn_w(-(-width // 16)), [u_at, v_at, m_at])
+                return []
+
+            self.counted_loop(b, self.const(0), self.const(XI_NU), 1, product)
+            c_at = b.add(c_batch, b.mul(i0, self.const(s.c_row_stride)))
+            if s.frame is None:
+                c_at = b.add(c_at, b.add(b.mul(y0, self.const(w.out_w)), self.const(2 * x0)))
+            else:
+                c_at = b.add(c_at, b.add(b.mul(y0, self.const(s.frame.wp)), self.const(s.frame.start + 2 * x0)))
+            j0 = b.add(b.mul(y0, self.const(w.out_w)), self.const(2 * x0))
+            epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
+            b.call(self.output_fn(width), [m_base, b.gep(c, [c_at], source_etype=self.el), *epilogue])
+            return []
+
+        self.counted_loop(b, self.const(0), self.const(s.m // 8), 1, panel)
+
+    # --- the helpers (out of line, one per segment width) ---------------------------------
+
+    def helper(self, kind: str, width: int, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder | None]:
+        key = (kind, width)
+        if key in self.helpers:
+            return self.helpers[key], None
+        fn, b = self.function(f"{self.shape.symbol}_winograd_{kind}{width}", args)
+        self.helpers[key] = fn
+        return fn, b
+
+    def columns(self, b: ir.IRBuilder, row, g: int, width: int) -> list:
+        """Columns 2t, 2t + 1, 2t + 2, 2t + 3 of the tiles t of vector group g (16 tiles)
+        of an image row at `row` (the segment's first tile's first column): even and odd
+        lanes of two loads from 32g and from 32g + 2, each only as far as the segment's
+        last tile reads (the rest zero)."""
+        vw = self.blk.vw
+        tiles = min(vw, width - vw * g)
+        even = ir.Constant(ir.VectorType(ir.IntType(32), vw), [2 * t for t in range(vw)])
+        odd = ir.Constant(ir.VectorType(ir.IntType(32), vw), [2 * t + 1 for t in range(vw)])
+        out = []
+        for shift in (0, 2):
+            halves = []
+            for h in range(2):
+                lanes = max(0, min(vw, 2 * tiles - h * vw))
+                at = b.gep(row, [self.const(2 * vw * g + shift + h * vw)], source_etype=self.el)
+                halves.append(self.load_row_vec(b, at, lanes) if lanes else ir.Constant(self.vec, None))
+            out += [b.shuffle_vector(halves[0], halves[1], even), b.shuffle_vector(halves[0], halves[1], odd)]
+        return out
+
+    def input_fn(self, width: int) -> ir.Function:
+        """input(image at the segment's first patch, V): V[xi, nu][c][t] = (B^T d B)[xi, nu]
+        for every input channel c and tile t < width (lanes past it zero)."""
+        fn, b = self.helper("input", width, [PTR, PTR])
+        if b is None:
+            return fn
+        w, channels, vw = self.window, self.channels, self.blk.vw
+        image, v = fn.args
+        for arg in fn.args:
+            arg.add_attribute("noalias")
+
+        def channel(b, ch, _):
+            at = b.gep(image, [b.mul(ch, self.const(w.hp * w.wp))], source_etype=self.el)
+            for g in range(-(-width // vw)):
+                rows = []
+                for r in range(4):
+                    d0, d1, d2, d3 = self.columns(b, b.gep(at, [self.const(r * w.wp)], source_etype=self.el), g, width)
+                    rows.append((b.fsub(d0, d2), b.fadd(d1, d2), b.fsub(d2, d1), b.fsub(d1, d3)))
+                for nu in range(4):
+                    t0, t1, t2, t3 = (rows[r][nu] for r in range(4))
+                    for xi, value in enumerate((b.fsub(t0, t2), b.fadd(t1, t2), b.fsub(t2, t1), b.fsub(t1, t3))):
+                        offset = b.add(b.mul(self.const(xi * 4 + nu), self.const(channels * TILES)),
+                                       b.add(b.mul(ch, self.const(TILES)), self.const(vw * g)))
+                        b.store(value, b.gep(v, [offset], source_etype=self.el), align=64)
+            return []
+
+        self.counted_loop(b, self.const(0), self.const(channels), 1, channel)
+        b.ret_void()
+        return fn
+
+    def micro_fn_w(self, vectors: int) -> ir.Function:
+        """micro(U's panel (C x 8), V's (C x 48), M's (8 x 48)): M = U^T V for 8 output
+        channels by `vectors` vectors of tiles, in registers over the whole depth."""
+        fn, b = self.helper("micro", vectors, [PTR, PTR, PTR])
+        if b is None:
+            return fn
+        vw, channels = self.blk.vw, self.channels
+        u, v, m = fn.args
+        for arg in fn.args:
+            arg.add_attribute("noalias")
+
+        def body(b, ch, acc):
+            row = b.gep(v, [b.mul(ch, self.const(TILES))], source_etype=self.el)
+            bv = [b.load(b.gep(row, [self.const(j * vw)], source_etype=self.el), typ=self.vec, align=64) for j in range(vectors)]
+            weights = b.gep(u, [b.mul(ch, self.const(8))], source_etype=self.el)
+            out = []
+            for i in range(8):
+                splat = self.splat(b, b.load(b.gep(weights, [self.const(i)], source_etype=self.el), typ=self.el, align=4))
+                out += [b.call(self.fma, [splat, bv[j], acc[i * vectors + j]]) for j in range(vectors)]
+            return out
+
+        zero = ir.Constant(self.vec, None)
+        acc = self.counted_loop(b, self.const(0), self.const(channels), 1, body, [zero] * (8 * vectors))
+        for i in range(8):
+            for j in range(vectors):
+                b.store(acc[i * vectors + j], b.gep(m, [self.const(i * TILES + j * vw)], source_etype=self.el), align=64)
+        b.ret_void()
+        return fn
+
+    def output_fn(self, width: int) -> ir.Function:
+        """output(M, C at the panel's first row, output row 2ty, column 2x0[, batch, i0, j0,
+        operands...]): Y = A^T M A for the panel's 8 channels and the segment's tiles, each
+        output row's positions interleaved from the tiles' two columns, through the
+        epilogue into C, one channel's 32 positions of a vector group at a time."""
+        s, vw = self.shape, self.blk.vw
+        extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
+        fn, b = self.helper("output", width, [PTR, PTR, *extra])
+        if b is None:
+            return fn
+        m, c = fn.args[:2]
+        for arg in (m, c):
+            arg.add_attribute("noalias")
+        low = ir.Constant(ir.VectorType(ir.IntType(32), vw), [t // 2 + (vw if t % 2 else 0) for t in range(vw)])
+        high = ir.Constant(ir.VectorType(ir.IntType(32), vw), [vw // 2 + t // 2 + (vw if t % 2 else 0) for t in range(vw)])
+        for g in range(-(-width // vw)):
+            positions = 2 * min(vw, width - vw * g)
+            for i in range(8):
+                mm = [[b.load(b.gep(m, [self.const((xi * 4 + nu) * 8 * TILES + i * TILES + g * vw)], source_etype=self.el),
+                              typ=self.vec, align=64) for nu in range(4)] for xi in range(4)]
+                p = [[b.fadd(b.fadd(mm[0][nu], mm[1][nu]), mm[2][nu]) for nu in range(4)],
+                     [b.fsub(b.fsub(mm[1][nu], mm[2][nu]), mm[3][nu]) for nu in range(4)]]
+                for a_row in range(2):
+                    y0 = b.fadd(b.fadd(p[a_row][0], p[a_row][1]), p[a_row][2])
+                    y1 = b.fsub(b.fsub(p[a_row][1], p[a_row][2]), p[a_row][3])
+                    values = [b.shuffle_vector(y0, y1, low), b.shuffle_vector(y0, y1, high)][: -(-positions // vw)]
+                    self.store_positions(b, fn, values, (i, a_row, g, positions))
+        b.ret_void()
+        return fn
+
+    def store_positions(self, b: ir.IRBuilder, fn: ir.Function, values: list, where: tuple) -> None:
+        """Store channel i0 + i's `positions` values of output row 2ty + a_row from position
+        32g of the segment on, through the epilogue."""
+        s, w, vw = self.shape, self.window, self.blk.vw
+        i, a_row, g, positions = where
+        c = fn.args[1]
+        row_stride = w.out_w if s.frame is None else s.frame.wp
+        c_at = b.gep(c, [self.const(i * s.c_row_stride + a_row * row_stride + 2 * vw * g)], source_etype=self.el)
+        tile = (self.plain_pieces(b, c_at, 1, positions, s.c_row_stride), {})
+        if s.epilogue is None:
+            self.store_tile(b, values, tile, 1, positions)
+            return
+        batch, i0, j0, *pointers = fn.args[2:]
+        at = [batch, b.add(i0, self.const(i)), b.add(j0, self.const(a_row * w.out_w + 2 * vw * g)), *pointers]
+        self.store_tile(b, self.apply_epilogue(b, values, 1, positions, at), tile, 1, positions)
