@@ -73,7 +73,8 @@ def test_which_convs_take_winograd():
     assert takes_winograd(conv(Window(3, 3, 226, 226), 16, 32))
     assert takes_winograd(conv(Window(3, 3, 58, 58), 64, 64))
     assert takes_winograd(conv(Window(3, 3, 10, 34, border=(1, 1, 1, 1)), 8, 8))
-    assert not takes_winograd(conv(Window(3, 3, 58, 58), 64, 65))  # too deep for V in cache
+    assert takes_winograd(conv(Window(3, 3, 30, 30), 128, 128))
+    assert not takes_winograd(conv(Window(3, 3, 30, 30), 128, 129))  # too deep for V in cache
     assert not takes_winograd(conv(Window(3, 3, 58, 58), 64, 7))  # too shallow to pay
     assert not takes_winograd(conv(Window(3, 3, 58, 58), 60, 64))  # a short row panel
     assert not takes_winograd(conv(Window(3, 3, 57, 58), 64, 64))  # odd output rows
@@ -86,10 +87,17 @@ def test_which_convs_take_winograd():
 
 
 def test_segments_cut_tile_rows_evenly_in_vectors():
-    assert segments(112) == [(0, 48), (48, 32), (80, 32)]
-    assert segments(28) == [(0, 28)]
-    assert segments(50) == [(0, 32), (32, 18)]
-    assert segments(96) == [(0, 48), (48, 48)]
+    """Long rows of tiles: segments of up to 3 vectors along the row; rows of at most 16
+    tiles: a vector per tile row, as many rows as divide the image up to 3."""
+    def widths(tiles: int, rows: int = 1) -> list:
+        return [(x0, [t for _, _, t in groups]) for x0, groups in segments(tiles, rows)]
+
+    assert widths(112) == [(0, [16, 16, 16]), (48, [16, 16]), (80, [16, 16])]
+    assert widths(28) == [(0, [16, 12])]
+    assert widths(50) == [(0, [16, 16]), (32, [16, 2])]
+    assert segments(14, 14) == [(0, ((0, 0, 14), (1, 0, 14)))]  # 28 x 28 outputs: units of two tile rows
+    assert segments(12, 3) == [(0, ((0, 0, 12), (1, 0, 12), (2, 0, 12)))]
+    assert segments(16, 5) == [(0, ((0, 0, 16),))]
 
 
 @pytest.mark.parametrize("batch, m, c, window", [
@@ -97,6 +105,8 @@ def test_segments_cut_tile_rows_evenly_in_vectors():
     (2, 24, 9, Window(3, 3, 12, 60)),  # 29 tiles: a partial vector; two images
     (1, 8, 64, Window(3, 3, 6, 102)),  # 50 tiles: segments of 32 and 18; the deepest V
     (1, 16, 12, Window(3, 3, 12, 30, border=(1, 1, 1, 1))),  # the interior of a padded image
+    (1, 24, 16, Window(3, 3, 30, 30)),  # rows of 14 tiles: units of two tile rows
+    (2, 8, 10, Window(3, 3, 8, 26)),  # rows of 12 tiles: units of three tile rows, two images
 ])
 def test_winograd_conv_against_float64_and_the_direct_kernel(batch, m, c, window):
     rng = np.random.default_rng(batch * 1000 + m * c)

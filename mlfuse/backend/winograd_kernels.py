@@ -41,11 +41,11 @@ from mlfuse.backend.gemm_kernels import I64, PTR, Blocking, GemmShape, _Kernels
 
 WINOGRAD = True
 TILES = 48  # tiles per segment: the micro-kernel's 3 vectors of 16
-# Input channels a Winograd kernel takes: V of a segment is 16 x C x 48 floats (192 KB
-# at 64, beside the L2's 2 MB); under MIN_CHANNELS the direct kernel's depth is short
+# Input channels a Winograd kernel takes: V of a segment is 16 x C x 48 floats (384 KB
+# at 128, beside the L2's 2 MB); under MIN_CHANNELS the direct kernel's depth is short
 # and the transforms cost more than the multiplies they save.
 MIN_CHANNELS = 8
-MAX_CHANNELS = 64
+MAX_CHANNELS = 128
 # F(2x2, 3x3): V = B^T d B, U = G g G^T, Y = A^T M A
 G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 XI_NU = 16
@@ -92,17 +92,38 @@ def winograd_bytes(shape: GemmShape) -> int:
     return shape.batch * XI_NU * shape.m * (shape.k // 9) * 4
 
 
-def segments(tiles: int) -> list[tuple[int, int]]:
-    """A row of `tiles` 2 x 2 tiles as (first tile, tiles) segments of at most TILES, as
-    even as can be in whole vectors of 16 (112: 48 + 32 + 32; 28: 28)."""
+def unit_rows(tiles: int, rows: int) -> int:
+    """Tile rows per work unit: one, or over rows of at most 16 tiles (a vector each) as
+    many as divide the `rows` up to the micro-kernel's 3 vectors (28 x 28 outputs: 2)."""
+    if tiles > 16:
+        return 1
+    return next(r for r in (3, 2, 1) if rows % r == 0)
+
+
+def segments(tiles: int, rows: int = 1) -> list[tuple[int, tuple]]:
+    """The segments of a work unit over rows of `tiles` 2 x 2 tiles (`rows` tile rows in
+    all): (first tile, groups), each group a vector's tiles (tile row within the unit,
+    first tile from the segment's, tiles). A row of more than 16 tiles is cut into
+    segments of at most TILES, as even as can be in whole vectors (112: 48 + 32 + 32),
+    each group 16 tiles of it; shorter rows are one segment of unit_rows rows, a group
+    each."""
+    if tiles <= 16:
+        return [(0, tuple((r, 0, tiles) for r in range(unit_rows(tiles, rows))))]
     count = -(-tiles // TILES)
     vectors = -(-tiles // 16)
     out, x0 = [], 0
     for s in range(count):
         width = min(tiles - x0, 16 * (vectors // count + (s < vectors % count)))
-        out.append((x0, width))
+        out.append((x0, tuple((0, dx, min(16, width - dx)) for dx in range(0, width, 16))))
         x0 += width
     return out
+
+
+def groups_token(groups: tuple) -> str:
+    """A segment's groups in a helper's name: its tiles along one row (48), or rows x tiles (2r14)."""
+    if all(row == 0 for row, _, _ in groups):
+        return str(sum(tiles for _, _, tiles in groups))
+    return f"{len(groups)}r{groups[0][2]}"
 
 
 class WinogradKernels(_Kernels):
@@ -115,7 +136,7 @@ class WinogradKernels(_Kernels):
         assert shape.window is not None
         self.window = shape.window
         self.channels = shape.k // 9
-        self.helpers: dict[tuple[str, int], ir.Function] = {}
+        self.helpers: dict[tuple[str, tuple], ir.Function] = {}
 
     def const(self, value: int) -> ir.Constant:
         return ir.Constant(I64, value)
@@ -130,13 +151,14 @@ class WinogradKernels(_Kernels):
         m_scratch = b.alloca(ir.ArrayType(self.el, XI_NU * 8 * TILES))
         for scratch in (v_scratch, m_scratch):  # whole vectors at multiples of 64 bytes
             scratch.align = 64  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub types it None)
-        tile_rows = w.out_h // 2
-        units, tasks = s.batch * tile_rows, max(s.tasks, 1)
+        rows = unit_rows(w.out_w // 2, w.out_h // 2)
+        per_batch = w.out_h // 2 // rows
+        units, tasks = s.batch * per_batch, max(s.tasks, 1)
 
         def unit(b, u, _):
-            batch, ty = b.sdiv(u, self.const(tile_rows)), b.srem(u, self.const(tile_rows))
-            for x0, width in segments(w.out_w // 2):
-                self.segment(b, (batch, ty, x0, width), (v_scratch, m_scratch), (a, image, c, *operands))
+            batch, ty = b.sdiv(u, self.const(per_batch)), b.mul(b.srem(u, self.const(per_batch)), self.const(rows))
+            for x0, groups in segments(w.out_w // 2, w.out_h // 2):
+                self.segment(b, (batch, ty, x0, groups), (v_scratch, m_scratch), (a, image, c, *operands))
             return []
 
         def task(b, t, _):
@@ -149,18 +171,18 @@ class WinogradKernels(_Kernels):
         b.ret_void()
 
     def segment(self, b: ir.IRBuilder, where: tuple, scratch: tuple, operands: tuple) -> None:
-        """The tiles x0 .. x0 + width of tile row ty of `batch`: transform their input into
-        V, then for each panel of 8 output channels the 16 products and the output
-        transform."""
+        """The segment at tile x0 of tile row ty of `batch` (its `groups`: segments): transform
+        their input into V, then for each panel of 8 output channels the 16 products and
+        the output transform."""
         s, w, channels = self.shape, self.window, self.channels
-        batch, ty, x0, width = where
+        batch, ty, x0, groups = where
         v_scratch, m_scratch = scratch
         a, image, c, *epilogue_operands = operands
         image_at = b.add(b.mul(batch, self.const(channels * w.hp * w.wp)), self.const(w.origin + 2 * x0))
         image_at = b.add(image_at, b.mul(ty, self.const(2 * w.wp)))
         v_base = b.gep(v_scratch, [self.const(0), self.const(0)], source_etype=v_scratch.allocated_type)
         m_base = b.gep(m_scratch, [self.const(0), self.const(0)], source_etype=m_scratch.allocated_type)
-        b.call(self.input_fn(width), [b.gep(image, [image_at], source_etype=self.el), v_base])
+        b.call(self.input_fn(groups), [b.gep(image, [image_at], source_etype=self.el), v_base])
         weights = b.gep(a, [b.mul(batch, self.const(XI_NU * s.m * channels))], source_etype=self.el)
         y0 = b.mul(ty, self.const(2))
         c_batch = b.mul(batch, self.const(s.m * s.c_row_stride))
@@ -173,7 +195,7 @@ class WinogradKernels(_Kernels):
                 u_at = b.gep(u_panel, [b.mul(xn, self.const(s.m * channels))], source_etype=self.el)
                 v_at = b.gep(v_base, [b.mul(xn, self.const(channels * TILES))], source_etype=self.el)
                 m_at = b.gep(m_base, [b.mul(xn, self.const(8 * TILES))], source_etype=self.el)
-                b.call(self.micro_fn_w(-(-width // 16)), [u_at, v_at, m_at])
+                b.call(self.micro_fn_w(len(groups)), [u_at, v_at, m_at])
                 return []
 
             self.counted_loop(b, self.const(0), self.const(XI_NU), 1, product)
@@ -184,28 +206,26 @@ class WinogradKernels(_Kernels):
                 c_at = b.add(c_at, b.add(b.mul(y0, self.const(s.frame.wp)), self.const(s.frame.start + 2 * x0)))
             j0 = b.add(b.mul(y0, self.const(w.out_w)), self.const(2 * x0))
             epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
-            b.call(self.output_fn(width), [m_base, b.gep(c, [c_at], source_etype=self.el), *epilogue])
+            b.call(self.output_fn(groups), [m_base, b.gep(c, [c_at], source_etype=self.el), *epilogue])
             return []
 
         self.counted_loop(b, self.const(0), self.const(s.m // 8), 1, panel)
 
-    # --- the helpers (out of line, one per segment width) ---------------------------------
+    # --- the helpers (out of line, one per segment's groups) ------------------------------
 
-    def helper(self, kind: str, width: int, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder | None]:
-        key = (kind, width)
+    def helper(self, kind: str, groups: tuple, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder | None]:
+        key = (kind, groups)
         if key in self.helpers:
             return self.helpers[key], None
-        fn, b = self.function(f"{self.shape.symbol}_winograd_{kind}{width}", args)
+        fn, b = self.function(f"{self.shape.symbol}_winograd_{kind}{groups_token(groups)}", args)
         self.helpers[key] = fn
         return fn, b
 
-    def columns(self, b: ir.IRBuilder, row, g: int, width: int) -> list:
-        """Columns 2t, 2t + 1, 2t + 2, 2t + 3 of the tiles t of vector group g (16 tiles)
-        of an image row at `row` (the segment's first tile's first column): even and odd
-        lanes of two loads from 32g and from 32g + 2, each only as far as the segment's
-        last tile reads (the rest zero)."""
+    def columns(self, b: ir.IRBuilder, row, tiles: int) -> list:
+        """Columns 2t, 2t + 1, 2t + 2, 2t + 3 of a group's `tiles` tiles t of an image row
+        at `row` (the group's first tile's first column): even and odd lanes of two loads
+        from 0 and from 2, each only as far as the group's last tile reads (the rest zero)."""
         vw = self.blk.vw
-        tiles = min(vw, width - vw * g)
         even = ir.Constant(ir.VectorType(ir.IntType(32), vw), [2 * t for t in range(vw)])
         odd = ir.Constant(ir.VectorType(ir.IntType(32), vw), [2 * t + 1 for t in range(vw)])
         out = []
@@ -213,15 +233,16 @@ class WinogradKernels(_Kernels):
             halves = []
             for h in range(2):
                 lanes = max(0, min(vw, 2 * tiles - h * vw))
-                at = b.gep(row, [self.const(2 * vw * g + shift + h * vw)], source_etype=self.el)
+                at = b.gep(row, [self.const(shift + h * vw)], source_etype=self.el)
                 halves.append(self.load_row_vec(b, at, lanes) if lanes else ir.Constant(self.vec, None))
             out += [b.shuffle_vector(halves[0], halves[1], even), b.shuffle_vector(halves[0], halves[1], odd)]
         return out
 
-    def input_fn(self, width: int) -> ir.Function:
-        """input(image at the segment's first patch, V): V[xi, nu][c][t] = (B^T d B)[xi, nu]
-        for every input channel c and tile t < width (lanes past it zero)."""
-        fn, b = self.helper("input", width, [PTR, PTR])
+    def input_fn(self, groups: tuple) -> ir.Function:
+        """input(image at the segment's first patch, V): V[xi, nu][c][16g + t] =
+        (B^T d B)[xi, nu] for every input channel c and tile t of group g (lanes past its
+        tiles zero)."""
+        fn, b = self.helper("input", groups, [PTR, PTR])
         if b is None:
             return fn
         w, channels, vw = self.window, self.channels, self.blk.vw
@@ -231,10 +252,11 @@ class WinogradKernels(_Kernels):
 
         def channel(b, ch, _):
             at = b.gep(image, [b.mul(ch, self.const(w.hp * w.wp))], source_etype=self.el)
-            for g in range(-(-width // vw)):
+            for g, (row, dx, tiles) in enumerate(groups):
                 rows = []
                 for r in range(4):
-                    d0, d1, d2, d3 = self.columns(b, b.gep(at, [self.const(r * w.wp)], source_etype=self.el), g, width)
+                    start = self.const((2 * row + r) * w.wp + 2 * dx)
+                    d0, d1, d2, d3 = self.columns(b, b.gep(at, [start], source_etype=self.el), tiles)
                     rows.append((b.fsub(d0, d2), b.fadd(d1, d2), b.fsub(d2, d1), b.fsub(d1, d3)))
                 for nu in range(4):
                     t0, t1, t2, t3 = (rows[r][nu] for r in range(4))
@@ -251,7 +273,7 @@ class WinogradKernels(_Kernels):
     def micro_fn_w(self, vectors: int) -> ir.Function:
         """micro(U's panel (C x 8), V's (C x 48), M's (8 x 48)): M = U^T V for 8 output
         channels by `vectors` vectors of tiles, in registers over the whole depth."""
-        fn, b = self.helper("micro", vectors, [PTR, PTR, PTR])
+        fn, b = self.helper("micro", tuple((0, 16 * j, 16) for j in range(vectors)), [PTR, PTR, PTR])  # named by its columns
         if b is None:
             return fn
         vw, channels = self.blk.vw, self.channels
@@ -277,14 +299,14 @@ class WinogradKernels(_Kernels):
         b.ret_void()
         return fn
 
-    def output_fn(self, width: int) -> ir.Function:
+    def output_fn(self, groups: tuple) -> ir.Function:
         """output(M, C at the panel's first row, output row 2ty, column 2x0[, batch, i0, j0,
         operands...]): Y = A^T M A for the panel's 8 channels and the segment's tiles, each
         output row's positions interleaved from the tiles' two columns, through the
         epilogue into C, one channel's 32 positions of a vector group at a time."""
         s, vw = self.shape, self.blk.vw
         extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
-        fn, b = self.helper("output", width, [PTR, PTR, *extra])
+        fn, b = self.helper("output", groups, [PTR, PTR, *extra])
         if b is None:
             return fn
         m, c = fn.args[:2]
@@ -292,8 +314,8 @@ class WinogradKernels(_Kernels):
             arg.add_attribute("noalias")
         low = ir.Constant(ir.VectorType(ir.IntType(32), vw), [t // 2 + (vw if t % 2 else 0) for t in range(vw)])
         high = ir.Constant(ir.VectorType(ir.IntType(32), vw), [vw // 2 + t // 2 + (vw if t % 2 else 0) for t in range(vw)])
-        for g in range(-(-width // vw)):
-            positions = 2 * min(vw, width - vw * g)
+        for g, (row, dx, tiles) in enumerate(groups):
+            positions = 2 * tiles
             for i in range(8):
                 mm = [[b.load(b.gep(m, [self.const((xi * 4 + nu) * 8 * TILES + i * TILES + g * vw)], source_etype=self.el),
                               typ=self.vec, align=64) for nu in range(4)] for xi in range(4)]
@@ -303,22 +325,22 @@ class WinogradKernels(_Kernels):
                     y0 = b.fadd(b.fadd(p[a_row][0], p[a_row][1]), p[a_row][2])
                     y1 = b.fsub(b.fsub(p[a_row][1], p[a_row][2]), p[a_row][3])
                     values = [b.shuffle_vector(y0, y1, low), b.shuffle_vector(y0, y1, high)][: -(-positions // vw)]
-                    self.store_positions(b, fn, values, (i, a_row, g, positions))
+                    self.store_positions(b, fn, values, (i, 2 * row + a_row, 2 * dx, positions))
         b.ret_void()
         return fn
 
     def store_positions(self, b: ir.IRBuilder, fn: ir.Function, values: list, where: tuple) -> None:
-        """Store channel i0 + i's `positions` values of output row 2ty + a_row from position
-        32g of the segment on, through the epilogue."""
-        s, w, vw = self.shape, self.window, self.blk.vw
-        i, a_row, g, positions = where
+        """Store channel i0 + i's `positions` values of output row 2ty + y from the segment's
+        position x on, through the epilogue."""
+        s, w = self.shape, self.window
+        i, y, x, positions = where
         c = fn.args[1]
         row_stride = w.out_w if s.frame is None else s.frame.wp
-        c_at = b.gep(c, [self.const(i * s.c_row_stride + a_row * row_stride + 2 * vw * g)], source_etype=self.el)
+        c_at = b.gep(c, [self.const(i * s.c_row_stride + y * row_stride + x)], source_etype=self.el)
         tile = (self.plain_pieces(b, c_at, 1, positions, s.c_row_stride), {})
         if s.epilogue is None:
             self.store_tile(b, values, tile, 1, positions)
             return
         batch, i0, j0, *pointers = fn.args[2:]
-        at = [batch, b.add(i0, self.const(i)), b.add(j0, self.const(a_row * w.out_w + 2 * vw * g)), *pointers]
+        at = [batch, b.add(i0, self.const(i)), b.add(j0, self.const(y * w.out_w + x)), *pointers]
         self.store_tile(b, self.apply_epilogue(b, values, 1, positions, at), tile, 1, positions)
