@@ -181,3 +181,32 @@ def test_a_model_conv_runs_on_the_winograd_kernel():
                  for i in range(3) for j in range(3))
     want = np.maximum(conv64 + bias[None, :, None, None], 0)
     np.testing.assert_allclose(out, want, rtol=0, atol=2e-6 * np.abs(want).max())
+
+
+def test_non_finite_inputs_give_the_direct_convs_values():
+    """NaN, infinities and values whose transform overflows (3e38) in the image: the
+    segments that hold them fall back to the direct conv (a transform would spread them
+    over whole 2 x 2 tiles, and turn an infinity times U's zeros into NaN), so every
+    output is NaN, +-inf or finite exactly where the direct kernel's is (the fallback
+    is its fma chain: the same bits there), the other segments within the tolerance."""
+    rng = np.random.default_rng(23)
+    m, c, window = 16, 8, Window(3, 3, 10, 66)  # rows of 32 tiles: segments of 32, two rows of them
+    n = window.out_h * window.out_w
+    image = rng.standard_normal((1, c, window.hp, window.wp)).astype(np.float32)
+    image[0, 2, 3, 5], image[0, 5, 7, 40], image[0, 1, 1, 63] = np.nan, np.inf, -np.inf
+    image[0, 0, 8, 20] = 3e38
+    image = before_unreadable_page(image)
+    a = rng.standard_normal((1, m, 9 * c)).astype(np.float32)
+    shape = conv(window, m, c)
+    got = np.full((1, m, n), np.nan, np.float32)
+    run_in_pieces(shape, [aligned_copy(prepack_a(a, shape, AVX512)), image, got])
+    direct = GemmShape(1, m, n, 9 * c, "f32", window)
+    want = np.full_like(got, np.nan)
+    kernel(direct)(0, direct.tasks, a.ctypes.data, image.ctypes.data, want.ctypes.data)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got) & (got > 0), np.isinf(want) & (want > 0))
+    np.testing.assert_array_equal(np.isinf(got) & (got < 0), np.isinf(want) & (want < 0))
+    assert np.isnan(want).any() and np.isinf(want).any()
+    finite = np.isfinite(want)
+    scale = np.abs(want[finite & (np.abs(want) < 1e30)]).max()
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-6, atol=2e-6 * scale)

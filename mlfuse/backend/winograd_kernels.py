@@ -37,7 +37,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from mlfuse.backend.gemm_kernels import I64, PTR, Blocking, GemmShape, _Kernels
+from mlfuse.backend.gemm_kernels import I32, I64, PTR, Blocking, GemmShape, _Kernels
 
 WINOGRAD = True
 TILES = 48  # tiles per segment: the micro-kernel's 3 vectors of 16
@@ -81,15 +81,17 @@ def winograd_blocking(shape: GemmShape) -> Blocking:
 def winograd_weights(a: np.ndarray, shape: GemmShape) -> np.ndarray:
     """A (batch x K x 9C, a conv's weights) as its kernel reads them: per batch, for each
     (xi, nu), panels of 8 output channels, each C x 8 (the 8 values of one input channel
-    contiguous), of U = G g G^T (computed in float64, rounded once)."""
+    contiguous), of U = G g G^T (computed in float64, rounded once); then A itself, for
+    the direct fallback of segments with non-finite values (`direct_fn`)."""
     channels = shape.k // 9
     g = a.astype(np.float64).reshape(shape.batch, shape.m, channels, 3, 3)
     u = np.einsum("xi,bkcij,yj->bxykc", G, g, G).reshape(shape.batch, XI_NU, shape.m // 8, 8, channels)
-    return np.ascontiguousarray(u.transpose(0, 1, 2, 4, 3).astype(np.float32).reshape(shape.batch, -1))
+    u = u.transpose(0, 1, 2, 4, 3).astype(np.float32).reshape(shape.batch, -1)
+    return np.ascontiguousarray(np.concatenate([u, a.reshape(shape.batch, -1).astype(np.float32)], axis=1))
 
 
 def winograd_bytes(shape: GemmShape) -> int:
-    return shape.batch * XI_NU * shape.m * (shape.k // 9) * 4
+    return shape.batch * (XI_NU + 9) * shape.m * (shape.k // 9) * 4
 
 
 def unit_rows(tiles: int, rows: int) -> int:
@@ -151,6 +153,7 @@ class WinogradKernels(_Kernels):
         m_scratch = b.alloca(ir.ArrayType(self.el, XI_NU * 8 * TILES))
         for scratch in (v_scratch, m_scratch):  # whole vectors at multiples of 64 bytes
             scratch.align = 64  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub types it None)
+        finite = b.alloca(I32)
         rows = unit_rows(w.out_w // 2, w.out_h // 2)
         per_batch = w.out_h // 2 // rows
         units, tasks = s.batch * per_batch, max(s.tasks, 1)
@@ -158,7 +161,7 @@ class WinogradKernels(_Kernels):
         def unit(b, u, _):
             batch, ty = b.sdiv(u, self.const(per_batch)), b.mul(b.srem(u, self.const(per_batch)), self.const(rows))
             for x0, groups in segments(w.out_w // 2, w.out_h // 2):
-                self.segment(b, (batch, ty, x0, groups), (v_scratch, m_scratch), (a, image, c, *operands))
+                self.segment(b, (batch, ty, x0, groups), (v_scratch, m_scratch, finite), (a, image, c, *operands))
             return []
 
         def task(b, t, _):
@@ -173,19 +176,55 @@ class WinogradKernels(_Kernels):
     def segment(self, b: ir.IRBuilder, where: tuple, scratch: tuple, operands: tuple) -> None:
         """The segment at tile x0 of tile row ty of `batch` (its `groups`: segments): transform
         their input into V, then for each panel of 8 output channels the 16 products and
-        the output transform."""
+        the output transform. Where V holds a value that is not finite (an infinity or NaN
+        in the input, or a transform's overflow), the segment is a direct conv instead
+        (`direct_fn`): a transform spreads a NaN or infinity to the whole 2 x 2 tile (and
+        an infinity times U's zeros to NaN), where each output of the conv reads only
+        its 3 x 3 window."""
         s, w, channels = self.shape, self.window, self.channels
         batch, ty, x0, groups = where
-        v_scratch, m_scratch = scratch
+        v_scratch, m_scratch, finite = scratch
         a, image, c, *epilogue_operands = operands
         image_at = b.add(b.mul(batch, self.const(channels * w.hp * w.wp)), self.const(w.origin + 2 * x0))
-        image_at = b.add(image_at, b.mul(ty, self.const(2 * w.wp)))
+        image_at = b.gep(image, [b.add(image_at, b.mul(ty, self.const(2 * w.wp)))], source_etype=self.el)
         v_base = b.gep(v_scratch, [self.const(0), self.const(0)], source_etype=v_scratch.allocated_type)
         m_base = b.gep(m_scratch, [self.const(0), self.const(0)], source_etype=m_scratch.allocated_type)
-        b.call(self.input_fn(groups), [b.gep(image, [image_at], source_etype=self.el), v_base])
-        weights = b.gep(a, [b.mul(batch, self.const(XI_NU * s.m * channels))], source_etype=self.el)
+        b.call(self.input_fn(groups), [image_at, v_base, finite])
+        per_batch = (XI_NU + 9) * s.m * channels
+        weights = b.gep(a, [b.mul(batch, self.const(per_batch))], source_etype=self.el)
         y0 = b.mul(ty, self.const(2))
-        c_batch = b.mul(batch, self.const(s.m * s.c_row_stride))
+        j0 = b.add(b.mul(y0, self.const(w.out_w)), self.const(2 * x0))
+        c_at = b.mul(batch, self.const(s.m * s.c_row_stride))
+        if s.frame is None:
+            c_at = b.add(c_at, j0)
+        else:
+            c_at = b.add(c_at, b.add(b.mul(y0, self.const(s.frame.wp)), self.const(s.frame.start + 2 * x0)))
+        c_at = b.gep(c, [c_at], source_etype=self.el)
+        with b.if_else(b.icmp_signed("!=", b.load(finite, typ=I32), self.const32(0))) as (winograd, direct):
+            with winograd:
+                self.products(b, groups, (weights, v_base, m_base), (c_at, batch, j0, epilogue_operands))
+            with direct:
+                plain = b.gep(weights, [self.const(XI_NU * s.m * channels)], source_etype=self.el)
+
+                def channel(b, k, _):
+                    row = b.gep(c_at, [b.mul(k, self.const(s.c_row_stride))], source_etype=self.el)
+                    epilogue = [batch, k, j0, *epilogue_operands] if s.epilogue is not None else []
+                    b.call(self.direct_fn(groups), [b.gep(plain, [b.mul(k, self.const(s.k))], source_etype=self.el),
+                                                    image_at, row, *epilogue])
+                    return []
+
+                self.counted_loop(b, self.const(0), self.const(s.m), 1, channel)
+
+    def const32(self, value: int) -> ir.Constant:
+        return ir.Constant(I32, value)
+
+    def products(self, b: ir.IRBuilder, groups: tuple, scratch: tuple, out: tuple) -> None:
+        """For each panel of 8 output channels: the 16 products M = U V and the output
+        transform into C (at the segment's first position of the panel's first channel
+        at c_at)."""
+        s, channels = self.shape, self.channels
+        weights, v_base, m_base = scratch
+        c_at, batch, j0, epilogue_operands = out
 
         def panel(b, p, _):
             i0 = b.mul(p, self.const(8))
@@ -199,14 +238,9 @@ class WinogradKernels(_Kernels):
                 return []
 
             self.counted_loop(b, self.const(0), self.const(XI_NU), 1, product)
-            c_at = b.add(c_batch, b.mul(i0, self.const(s.c_row_stride)))
-            if s.frame is None:
-                c_at = b.add(c_at, b.add(b.mul(y0, self.const(w.out_w)), self.const(2 * x0)))
-            else:
-                c_at = b.add(c_at, b.add(b.mul(y0, self.const(s.frame.wp)), self.const(s.frame.start + 2 * x0)))
-            j0 = b.add(b.mul(y0, self.const(w.out_w)), self.const(2 * x0))
             epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
-            b.call(self.output_fn(groups), [m_base, b.gep(c, [c_at], source_etype=self.el), *epilogue])
+            panel_c = b.gep(c_at, [b.mul(i0, self.const(s.c_row_stride))], source_etype=self.el)
+            b.call(self.output_fn(groups), [m_base, panel_c, *epilogue])
             return []
 
         self.counted_loop(b, self.const(0), self.const(s.m // 8), 1, panel)
@@ -239,18 +273,19 @@ class WinogradKernels(_Kernels):
         return out
 
     def input_fn(self, groups: tuple) -> ir.Function:
-        """input(image at the segment's first patch, V): V[xi, nu][c][16g + t] =
+        """input(image at the segment's first patch, V, finite): V[xi, nu][c][16g + t] =
         (B^T d B)[xi, nu] for every input channel c and tile t of group g (lanes past its
-        tiles zero)."""
-        fn, b = self.helper("input", groups, [PTR, PTR])
+        tiles zero); finite = whether every value of V is (their sum, in 4 chains, is)."""
+        fn, b = self.helper("input", groups, [PTR, PTR, PTR])
         if b is None:
             return fn
         w, channels, vw = self.window, self.channels, self.blk.vw
-        image, v = fn.args
+        image, v, finite = fn.args
         for arg in fn.args:
             arg.add_attribute("noalias")
 
-        def channel(b, ch, _):
+        def channel(b, ch, sums):
+            sums = list(sums)
             at = b.gep(image, [b.mul(ch, self.const(w.hp * w.wp))], source_etype=self.el)
             for g, (row, dx, tiles) in enumerate(groups):
                 rows = []
@@ -264,9 +299,50 @@ class WinogradKernels(_Kernels):
                         offset = b.add(b.mul(self.const(xi * 4 + nu), self.const(channels * TILES)),
                                        b.add(b.mul(ch, self.const(TILES)), self.const(vw * g)))
                         b.store(value, b.gep(v, [offset], source_etype=self.el), align=64)
-            return []
+                        sums[nu] = b.fadd(sums[nu], value)
+            return sums
 
-        self.counted_loop(b, self.const(0), self.const(channels), 1, channel)
+        zero = ir.Constant(self.vec, None)
+        sums = self.counted_loop(b, self.const(0), self.const(channels), 1, channel, [zero] * 4)
+        total = b.fadd(b.fadd(sums[0], sums[1]), b.fadd(sums[2], sums[3]))
+        lanes = b.fcmp_ordered("ord", b.fsub(total, total), b.fsub(total, total))  # x - x is NaN unless x is finite
+        every = b.icmp_unsigned("==", b.bitcast(lanes, ir.IntType(vw)), ir.Constant(ir.IntType(vw), (1 << vw) - 1))
+        b.store(b.zext(every, ir.IntType(32)), finite)
+        b.ret_void()
+        return fn
+
+    def direct_fn(self, groups: tuple) -> ir.Function:
+        """direct(A's row k (9C weights), the image at the segment's first patch, C at
+        channel k's first position of the segment[, batch, k, j0, operands...]): channel k
+        of the segment as the direct conv, one fma chain in (c, i, j) order per output (the
+        direct kernel's bits), through the epilogue."""
+        s, w, vw = self.shape, self.window, self.blk.vw
+        extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
+        fn, b = self.helper("direct", groups, [PTR, PTR, PTR, *extra])
+        if b is None:
+            return fn
+        weights, image = fn.args[:2]
+        for row, dx, tiles in groups:
+            for y in (2 * row, 2 * row + 1):
+                positions = 2 * tiles
+                vectors = -(-positions // vw)
+
+                def tap(b, ch, acc, y=y, dx=dx, positions=positions, vectors=vectors):
+                    at = b.gep(image, [b.mul(ch, self.const(w.hp * w.wp))], source_etype=self.el)
+                    out = list(acc)
+                    for i in range(3):
+                        for j in range(3):
+                            weight = b.load(b.gep(weights, [b.add(b.mul(ch, self.const(9)), self.const(3 * i + j))],
+                                                  source_etype=self.el), typ=self.el, align=4)
+                            for v in range(vectors):
+                                x = self.load_row_vec(b, b.gep(at, [self.const((y + i) * w.wp + 2 * dx + j + v * vw)],
+                                                               source_etype=self.el), self.lanes(positions, v))
+                                out[v] = b.call(self.fma, [self.splat(b, weight), x, out[v]])
+                    return out
+
+                zero = ir.Constant(self.vec, None)
+                acc = self.counted_loop(b, self.const(0), self.const(self.channels), 1, tap, [zero] * vectors)
+                self.store_positions(b, (fn.args[2], fn.args[3:]), list(acc), (0, y, 2 * dx, positions))
         b.ret_void()
         return fn
 
@@ -325,22 +401,23 @@ class WinogradKernels(_Kernels):
                     y0 = b.fadd(b.fadd(p[a_row][0], p[a_row][1]), p[a_row][2])
                     y1 = b.fsub(b.fsub(p[a_row][1], p[a_row][2]), p[a_row][3])
                     values = [b.shuffle_vector(y0, y1, low), b.shuffle_vector(y0, y1, high)][: -(-positions // vw)]
-                    self.store_positions(b, fn, values, (i, 2 * row + a_row, 2 * dx, positions))
+                    self.store_positions(b, (fn.args[1], fn.args[2:]), values, (i, 2 * row + a_row, 2 * dx, positions))
         b.ret_void()
         return fn
 
-    def store_positions(self, b: ir.IRBuilder, fn: ir.Function, values: list, where: tuple) -> None:
+    def store_positions(self, b: ir.IRBuilder, out: tuple, values: list, where: tuple) -> None:
         """Store channel i0 + i's `positions` values of output row 2ty + y from the segment's
-        position x on, through the epilogue."""
+        position x on, through the epilogue; out = (C at channel i0's first position of the
+        segment, the epilogue's arguments (batch, i0, j0, operands...))."""
         s, w = self.shape, self.window
         i, y, x, positions = where
-        c = fn.args[1]
+        c, epilogue_args = out
         row_stride = w.out_w if s.frame is None else s.frame.wp
         c_at = b.gep(c, [self.const(i * s.c_row_stride + y * row_stride + x)], source_etype=self.el)
         tile = (self.plain_pieces(b, c_at, 1, positions, s.c_row_stride), {})
         if s.epilogue is None:
             self.store_tile(b, values, tile, 1, positions)
             return
-        batch, i0, j0, *pointers = fn.args[2:]
+        batch, i0, j0, *pointers = epilogue_args
         at = [batch, b.add(i0, self.const(i)), b.add(j0, self.const(y * w.out_w + x)), *pointers]
         self.store_tile(b, self.apply_epilogue(b, values, 1, positions, at), tile, 1, positions)
