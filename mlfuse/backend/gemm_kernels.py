@@ -33,7 +33,8 @@ The structure is BLIS's (Goto's algorithm), cut down to static shapes:
 
 On AVX-512 a conv (stride 1 or 2) with prepacked weights over output rows of 7-23
 positions takes channel tiles instead (_ChannelKernels): vector lanes along C's rows, positions
-splatted from the image.
+splatted from the image; a 3x3 conv at stride 1 with constant weights over longer rows
+takes a Winograd F(2x2, 3x3) kernel (winograd_kernels.py, takes_winograd).
 
 A kernel `..._pb` (GemmShape.packed_b) reads B already packed: a constant that the
 translation laid out as these panels (prepack_b), so the packing step is skipped. A
