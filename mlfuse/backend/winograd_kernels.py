@@ -6,14 +6,15 @@ Lavin & Gray (2016): an output tile Y of 2 x 2 positions of one channel is
     Y = A^T [ sum_c (G g[k, c] G^T) . (B^T d[c] B) ] A
 
 with d[c] the 4 x 4 patch of input channel c under the tile, g[k, c] the 3 x 3 filter and
-. the elementwise product: 16 products of depth C per tile and output channel instead of
-36 x C / ... (the direct conv: 4 positions x 9 taps x C). With U[xi, nu] = G g G^T
+. the elementwise product: 16 multiplies per tile, output and input channel instead of
+the direct conv's 36 (4 positions x 9 taps). With U[xi, nu] = G g G^T
 (4 x 4 per (k, c), computed once, at translation: `winograd_weights`) and
 V[xi, nu] = B^T d B, the products are 16 GEMMs, one per (xi, nu):
 M[xi, nu] (K x tiles) = U[xi, nu] (K x C) @ V[xi, nu] (C x tiles).
 
-The task function computes a tile row of the output (2 output rows) per work unit,
-cut into segments of at most TILES tiles (`segments`), each kept in L1/L2:
+The task function computes a tile row of the output (2 output rows) per work unit, or
+2-3 of them over rows of at most 16 tiles, cut into segments of at most TILES tiles
+(`segments`), each kept in L1/L2:
 
     for each segment of tiles x0 .. x0 + w of tile row ty:
       V[xi, nu][c][t] = B^T d B                     # input_fn: from the padded image, in place
@@ -27,9 +28,11 @@ each tile row interleave back into 32 consecutive positions, which the GEMM kern
 epilogue (bias, BN, activation, residual) and frame stores take as a tile of 8 rows x
 32 columns (`_Kernels.apply_epilogue`, `store_tile`).
 
-Accuracy: F(2x2, 3x3)'s transforms have entries 0, +-1 and +-1/2 (exact in f32), and
-its error is of the direct conv's order (Lavin & Gray: about 2x); tests bound it
-against float64 and against the direct kernel.
+A segment whose V holds a value that is not finite runs as the direct conv instead
+(`direct_fn`): a transform would spread a NaN or an infinity over its whole tile.
+
+Accuracy: the transforms' entries are 0, +-1 and +-1/2; against float64 the errors
+measured 0.2-0.5x the direct kernel's own (tests/test_winograd_kernels.py bounds them).
 """
 
 from __future__ import annotations
@@ -42,8 +45,9 @@ from mlfuse.backend.gemm_kernels import I32, I64, PTR, Blocking, GemmShape, _Ker
 WINOGRAD = True
 TILES = 48  # tiles per segment: the micro-kernel's 3 vectors of 16
 # Input channels a Winograd kernel takes: V of a segment is 16 x C x 48 floats (384 KB
-# at 128, beside the L2's 2 MB); under MIN_CHANNELS the direct kernel's depth is short
-# and the transforms cost more than the multiplies they save.
+# at 128, beside the L2's 2 MB). Under MIN_CHANNELS the transforms are most of the work:
+# U-Net's 3-channel stem took the same time either way (the model 1.003x / 0.994x the
+# time at 2 / 1 threads with it on Winograd, side by side).
 MIN_CHANNELS = 8
 MAX_CHANNELS = 128
 # F(2x2, 3x3): V = B^T d B, U = G g G^T, Y = A^T M A
@@ -130,8 +134,8 @@ def groups_token(groups: tuple) -> str:
 
 class WinogradKernels(_Kernels):
     """The task function of a conv its Winograd kernel takes (takes_winograd). The work
-    units are (batch, tile row), and task t of the team's GemmShape.tasks runs units
-    [t * U // T, (t + 1) * U // T)."""
+    units are (batch, unit_rows tile rows), and task t of the team's GemmShape.tasks runs
+    units [t * U // T, (t + 1) * U // T)."""
 
     def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
         super().__init__(module, shape, blocking)
