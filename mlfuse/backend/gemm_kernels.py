@@ -365,7 +365,7 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     everywhere (one process, medians of 21-31): U-Net 0.92-0.96, MobileNetV3-small
     0.96, MobileNetV2 and ResNet-18 1.01 (noise). Only AVX-512 kernels prefetch the
     next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
-    from mlfuse.backend import winograd_kernels
+    from mlfuse.backend import winograd_kernels  # it imports this module
 
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     if winograd_kernels.has_winograd(features) and shape is not None and winograd_kernels.takes_winograd(shape):
@@ -449,7 +449,7 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
     pc is at b*M*k + pc*M + (r - r % MR)*kc + p*MR + r % MR (M: m rounded up to MR)."""
     blk = shape_blocking(features, shape)
     if blk.winograd:
-        from mlfuse.backend.winograd_kernels import winograd_weights
+        from mlfuse.backend.winograd_kernels import winograd_weights  # it imports this module
 
         return winograd_weights(a, shape)
     rows = blk.padded_rows(shape.m)
@@ -465,10 +465,11 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
 
 def prepacked_a_bytes(shape: GemmShape) -> int:
     """Room for prepack_a's layout under any blocking: ROW_SLICE is a multiple of every MR
-    but a channel tile's (CHANNEL_TILE_ROWS), where the shape may take one."""
-    rows = -(-shape.m // ROW_SLICE) * ROW_SLICE
-    from mlfuse.backend.winograd_kernels import takes_winograd, winograd_bytes
+    but a channel tile's (CHANNEL_TILE_ROWS), where the shape may take one; a Winograd
+    kernel's U and weights (winograd_bytes), where the shape may take one."""
+    from mlfuse.backend.winograd_kernels import takes_winograd, winograd_bytes  # it imports this module
 
+    rows = -(-shape.m // ROW_SLICE) * ROW_SLICE
     if takes_channel_tiles(shape):
         rows = max(rows, -(-shape.m // CHANNEL_TILE_ROWS) * CHANNEL_TILE_ROWS)
     direct = shape.batch * rows * shape.k * ELEMENTS[shape.dtype][1]
@@ -1377,12 +1378,19 @@ def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
         shape = GemmShape.from_symbol(fn.name)
         if shape is not None and fn.is_declaration:
             blocking = shape_blocking(features, shape)
-            kernels = _ChannelKernels if blocking.channel_tiles else _Kernels
-            if blocking.winograd:
-                from mlfuse.backend.winograd_kernels import WinogradKernels as kernels
-            kernels(module, shape, blocking).define(fn)
+            kernel_generator(blocking)(module, shape, blocking).define(fn)
             defined.append(fn.name)
     return defined
+
+
+def kernel_generator(blocking: Blocking) -> type[_Kernels]:
+    """What writes the task function of a shape with `blocking`: its Winograd kernel, channel
+    tiles, or the row-vector kernel."""
+    if blocking.winograd:
+        from mlfuse.backend.winograd_kernels import WinogradKernels  # it imports this module
+
+        return WinogradKernels
+    return _ChannelKernels if blocking.channel_tiles else _Kernels
 
 
 class _ChannelKernels(_Kernels):

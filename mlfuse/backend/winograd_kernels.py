@@ -40,7 +40,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from mlfuse.backend.gemm_kernels import I32, I64, PTR, Blocking, GemmShape, _Kernels
+from mlfuse.backend.gemm_kernels import I32, I64, PTR, Blocking, GemmShape, _Kernels, channel_tiles_fit
 
 WINOGRAD = True
 TILES = 48  # tiles per segment: the micro-kernel's 3 vectors of 16
@@ -61,8 +61,6 @@ def takes_winograd(shape: GemmShape) -> bool:
     output rows and columns (whole 2 x 2 tiles) that are not short rows (channel tiles
     take those), output channels a multiple of 8 (whole micro-kernel panels) and
     MIN_CHANNELS to MAX_CHANNELS input channels."""
-    from mlfuse.backend.gemm_kernels import channel_tiles_fit
-
     w = shape.window
     if not WINOGRAD or w is None or not shape.packed_a or shape.dtype != "f32":
         return False
