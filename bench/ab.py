@@ -2,11 +2,13 @@
 
     python -m bench.ab --base HEAD~3                       # layernorm, softmax, row/col sum
     python -m bench.ab --base main --graphs layernorm --size 16384x1024 --rounds 21
+    python -m bench.ab --base HEAD~1 --onnx /tmp/unet.onnx --paths allocating    # whole models
 
 Noisy shared machines make two separate runs incomparable, so both compilers run
 side by side: the revision is checked out into a temporary worktree and imported
 by one worker process, the working tree by another. The workers compile the same
-graph text (built once by this tree's bench.workloads), then the parent asks them
+graph text (built once by this tree's bench.workloads; or `--onnx` files, each compiled
+from its path, inputs random: normal floats, integers 0 or 1), then the parent asks them
 in turn, round after round (the order alternates), for one call each of every
 call path:
 
@@ -46,7 +48,8 @@ for line in sys.stdin:
     if req["op"] == "compile":
         f = mlfuse.compile(req["text"])
         rng = np.random.default_rng(0)
-        xs = [rng.standard_normal(s.shape).astype(s.dtype) for s in f.inputs]
+        xs = [rng.integers(0, 2, s.shape).astype(s.dtype) if np.dtype(s.dtype).kind in "iub"
+              else rng.standard_normal(s.shape).astype(s.dtype) for s in f.inputs]
         fns[req["name"]] = (f, xs)
         print(json.dumps({"file": mlfuse.__file__}), flush=True)
         continue
@@ -105,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="git revision to compare the working tree against")
     ap.add_argument("--graphs", nargs="+", default=["layernorm", "softmax", "row_sum", "col_sum"])
+    ap.add_argument("--onnx", nargs="+", type=Path, default=[], help="ONNX models to compare instead of --graphs")
     ap.add_argument("--size", default="65536x1024")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=15)
@@ -121,15 +125,16 @@ def main(argv: list[str] | None = None) -> int:
             workers = [Worker("before", str(base_root), args.threads, f"{tmp}/cache-before"),
                        Worker("after", None, args.threads, f"{tmp}/cache-after")]
             times: dict[tuple[str, str, str], list[float]] = {}
-            for name in args.graphs:
-                text = module_text(WORKLOADS[name].build(rows, cols))
+            sources = {p.stem: str(p.resolve()) for p in args.onnx} or {
+                name: module_text(WORKLOADS[name].build(rows, cols)) for name in args.graphs}
+            for name, text in sources.items():
                 for w in workers:
                     where = w.ask(op="compile", name=name, text=text)["file"]
                     if (w.label == "before") != where.startswith(str(base_root)):
                         raise SystemExit(f"the {w.label} worker imported the wrong mlfuse: {where}")
             for r in range(args.rounds):
                 order = workers if r % 2 == 0 else workers[::-1]
-                for name in args.graphs:
+                for name in sources:
                     for path in args.paths:
                         for w in order:
                             times.setdefault((name, path, w.label), []).append(w.ask(op="call", name=name, path=path)["ms"])
@@ -140,10 +145,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(Path(tmp) / "tree")],
                            capture_output=True)
-    print(f"base {args.base} vs working tree; {args.size} f32, {args.threads} threads, "
-          f"{args.rounds} rounds, median ms")
+    size = "ONNX models" if args.onnx else f"{args.size} f32"
+    print(f"base {args.base} vs working tree; {size}, {args.threads} threads, {args.rounds} rounds, median ms")
     print("| graph | call path | before | after | after/before |\n|---|---|---:|---:|---:|")
-    for name in args.graphs:
+    for name in sources:
         for path in args.paths:
             b = statistics.median(times[(name, path, "before")])
             a = statistics.median(times[(name, path, "after")])
