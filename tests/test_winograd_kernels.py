@@ -11,18 +11,17 @@ pieces (what threads get).
 
 from __future__ import annotations
 
-import ctypes
 import re
 
 import llvmlite.ir as ir
 import numpy as np
 import pytest
+from test_gemm_epilogue import kernel as epilogue_kernel
 from test_gemm_kernels import aligned_copy, before_unreadable_page, im2col
 
 import mlfuse
 from mlfuse import pipelines
 from mlfuse.api import module_text, run_pipeline
-from mlfuse.backend import cpu
 from mlfuse.backend.gemm_epilogue import Epilogue, Operand
 from mlfuse.backend.gemm_kernels import (
     I64,
@@ -40,20 +39,17 @@ from mlfuse.frontend.builder import GraphBuilder
 
 AVX512 = "+avx512f,+avx2,+avx,+fma"
 U = 2.0**-24
-_JITS: list = []
 
 
 def kernel(shape: GemmShape, features: str = AVX512):
+    """The shape's kernel (test_gemm_epilogue's), asserting its body is Winograd's exactly
+    where its blocking says so."""
     module = ir.Module()
-    module.triple = cpu.target_machine().triple
     buffers = 3 + (len(shape.epilogue.operands) if shape.epilogue else 0)
     ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64] + [PTR] * buffers), name=shape.symbol)
-    assert define_gemm_kernels(module, features) == [shape.symbol]
+    define_gemm_kernels(module, features)
     assert ("_winograd_" in str(module)) == shape_blocking(features, shape).winograd
-    jit = cpu.JitModule(cpu.compile_object(str(module)))
-    _JITS.append(jit)
-    signature = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, *[ctypes.c_void_p] * buffers)
-    return signature(jit.address(shape.symbol))
+    return epilogue_kernel(shape, features)
 
 
 def run_in_pieces(shape: GemmShape, buffers: list) -> None:

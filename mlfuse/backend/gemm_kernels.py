@@ -524,6 +524,18 @@ class _Kernels:
         self.micro: dict[tuple[int, int, bool, bool, bool], ir.Function] = {}
         self.pack: dict[int, ir.Function] = {}
 
+    def epilogue_types(self) -> list:
+        """The arguments a helper that applies the epilogue takes after its own: (batch, row,
+        column, operand pointers...), none without an epilogue."""
+        epilogue = self.shape.epilogue
+        if epilogue is None:
+            return []
+        return [I64, I64, I64, *[PTR] * len(epilogue.operands)]
+
+    def epilogue_args(self, batch, row, column, operands) -> list:
+        """The values of epilogue_types for C's element (batch, row, column)."""
+        return [batch, row, column, *operands] if self.shape.epilogue is not None else []
+
     def intrinsic(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
         existing = self.module.globals.get(name)
         return existing if existing is not None else ir.Function(self.module, ir.FunctionType(result, args), name=name)
@@ -1464,7 +1476,7 @@ class _ChannelKernels(_Kernels):
             first = b.add(c_rows, j0) if s.frame is None else b.add(
                 c_rows, b.add(b.mul(y, ir.Constant(I64, s.frame.wp)), ir.Constant(I64, s.frame.start + x0)))
             c_at = b.gep(c, [first], source_etype=self.el)
-            epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
+            epilogue = self.epilogue_args(batch, i0, j0, epilogue_operands)
             b.call(self.channel_micro_fn(tile_rows, width, out_rows), [a_panel, at, c_at, *epilogue])
 
         def tiles(b, tile_rows: int, out_rows: int) -> None:
@@ -1506,9 +1518,8 @@ class _ChannelKernels(_Kernels):
             return self.channel_micro[key]
         s, blk, window = self.shape, self.blk, self.shape.window
         assert window is not None
-        extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
         name = f"{s.symbol}_channels{rows}x{width}" + (f"x{out_rows}" if out_rows > 1 else "")
-        fn, b = self.function(name, [PTR, PTR, PTR, *extra])
+        fn, b = self.function(name, [PTR, PTR, PTR, *self.epilogue_types()])
         a, image, c = fn.args[:3]
         for arg in (a, image, c):
             arg.add_attribute("noalias")

@@ -202,7 +202,7 @@ class WinogradKernels(_Kernels):
         else:
             c_at = b.add(c_at, b.add(b.mul(y0, self.const(s.frame.wp)), self.const(s.frame.start + 2 * x0)))
         c_at = b.gep(c, [c_at], source_etype=self.el)
-        with b.if_else(b.icmp_signed("!=", b.load(finite, typ=I32), self.const32(0))) as (winograd, direct):
+        with b.if_else(b.icmp_signed("!=", b.load(finite, typ=I32), ir.Constant(I32, 0))) as (winograd, direct):
             with winograd:
                 self.products(b, groups, (weights, v_base, m_base), (c_at, batch, j0, epilogue_operands))
             with direct:
@@ -210,15 +210,12 @@ class WinogradKernels(_Kernels):
 
                 def channel(b, k, _):
                     row = b.gep(c_at, [b.mul(k, self.const(s.c_row_stride))], source_etype=self.el)
-                    epilogue = [batch, k, j0, *epilogue_operands] if s.epilogue is not None else []
+                    epilogue = self.epilogue_args(batch, k, j0, epilogue_operands)
                     b.call(self.direct_fn(groups), [b.gep(plain, [b.mul(k, self.const(s.k))], source_etype=self.el),
                                                     image_at, row, *epilogue])
                     return []
 
                 self.counted_loop(b, self.const(0), self.const(s.m), 1, channel)
-
-    def const32(self, value: int) -> ir.Constant:
-        return ir.Constant(I32, value)
 
     def products(self, b: ir.IRBuilder, groups: tuple, scratch: tuple, out: tuple) -> None:
         """For each panel of 8 output channels: the 16 products M = U V and the output
@@ -240,7 +237,7 @@ class WinogradKernels(_Kernels):
                 return []
 
             self.counted_loop(b, self.const(0), self.const(XI_NU), 1, product)
-            epilogue = [batch, i0, j0, *epilogue_operands] if s.epilogue is not None else []
+            epilogue = self.epilogue_args(batch, i0, j0, epilogue_operands)
             panel_c = b.gep(c_at, [b.mul(i0, self.const(s.c_row_stride))], source_etype=self.el)
             b.call(self.output_fn(groups), [m_base, panel_c, *epilogue])
             return []
@@ -262,8 +259,8 @@ class WinogradKernels(_Kernels):
         at `row` (the group's first tile's first column): even and odd lanes of two loads
         from 0 and from 2, each only as far as the group's last tile reads (the rest zero)."""
         vw = self.blk.vw
-        even = ir.Constant(ir.VectorType(ir.IntType(32), vw), [2 * t for t in range(vw)])
-        odd = ir.Constant(ir.VectorType(ir.IntType(32), vw), [2 * t + 1 for t in range(vw)])
+        even = ir.Constant(ir.VectorType(I32, vw), [2 * t for t in range(vw)])
+        odd = ir.Constant(ir.VectorType(I32, vw), [2 * t + 1 for t in range(vw)])
         out = []
         for shift in (0, 2):
             halves = []
@@ -309,7 +306,7 @@ class WinogradKernels(_Kernels):
         total = b.fadd(b.fadd(sums[0], sums[1]), b.fadd(sums[2], sums[3]))
         lanes = b.fcmp_ordered("ord", b.fsub(total, total), b.fsub(total, total))  # x - x is NaN unless x is finite
         every = b.icmp_unsigned("==", b.bitcast(lanes, ir.IntType(vw)), ir.Constant(ir.IntType(vw), (1 << vw) - 1))
-        b.store(b.zext(every, ir.IntType(32)), finite)
+        b.store(b.zext(every, I32), finite)
         b.ret_void()
         return fn
 
@@ -319,8 +316,7 @@ class WinogradKernels(_Kernels):
         of the segment as the direct conv, one fma chain in (c, i, j) order per output (the
         direct kernel's bits), through the epilogue."""
         s, w, vw = self.shape, self.window, self.blk.vw
-        extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
-        fn, b = self.helper("direct", groups, [PTR, PTR, PTR, *extra])
+        fn, b = self.helper("direct", groups, [PTR, PTR, PTR, *self.epilogue_types()])
         if b is None:
             return fn
         weights, image = fn.args[:2]
@@ -380,15 +376,14 @@ class WinogradKernels(_Kernels):
         epilogue into C, one channel's 32 positions of a vector group at a time (a loop over
         the channels: unrolled, a 224-wide conv's kernel was 1 MB of IR and 0.26 s of LLVM)."""
         s, vw = self.shape, self.blk.vw
-        extra = [I64, I64, I64] + [PTR] * len(s.epilogue.operands) if s.epilogue is not None else []
-        fn, b = self.helper("output", groups, [PTR, PTR, *extra])
+        fn, b = self.helper("output", groups, [PTR, PTR, *self.epilogue_types()])
         if b is None:
             return fn
         m, c = fn.args[:2]
         for arg in (m, c):
             arg.add_attribute("noalias")
-        low = ir.Constant(ir.VectorType(ir.IntType(32), vw), [t // 2 + (vw if t % 2 else 0) for t in range(vw)])
-        high = ir.Constant(ir.VectorType(ir.IntType(32), vw), [vw // 2 + t // 2 + (vw if t % 2 else 0) for t in range(vw)])
+        low = ir.Constant(ir.VectorType(I32, vw), [t // 2 + (vw if t % 2 else 0) for t in range(vw)])
+        high = ir.Constant(ir.VectorType(I32, vw), [vw // 2 + t // 2 + (vw if t % 2 else 0) for t in range(vw)])
 
         def channel(b, i, _):
             m_row = b.gep(m, [b.mul(i, self.const(TILES))], source_etype=self.el)

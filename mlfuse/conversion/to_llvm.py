@@ -1036,33 +1036,34 @@ def matched_op_types(pattern: RewritePattern) -> tuple[type[Operation], ...] | N
     return types if all(isinstance(t, type) and issubclass(t, Operation) for t in types) else None
 
 
-def lower_products(module: ModuleOp, patterns: Sequence[RewritePattern]) -> None:
-    """`patterns` on each loop.gemm of `module`, found by a walk: a rewrite walker's
+def rewrite_each(ops: Sequence[Operation], patterns: Sequence[RewritePattern]) -> bool:
+    """The first of `patterns` that matches on each of `ops` still in the IR; whether any
+    did. Passes that know their ops from a walk use it instead of a rewrite walker, whose
     worklist of every op cost a tenth of MobileNetV3-small's convert-to-llvm."""
-    for op in [op for op in module.walk() if isinstance(op, loop.GemmOp)]:
+    changed = False
+    for op in ops:
+        if op.parent is None:  # removed with an earlier op's rewrite
+            continue
         rewriter = PatternRewriter(op)
         for pattern in patterns:
             pattern.match_and_rewrite(op, rewriter)
             if rewriter.has_done_action:
+                changed = True
                 break
+    return changed
+
+
+def lower_products(module: ModuleOp, patterns: Sequence[RewritePattern]) -> None:
+    """`patterns` on each loop.gemm of `module`."""
+    rewrite_each([op for op in module.walk() if isinstance(op, loop.GemmOp)], patterns)
 
 
 def reconcile_casts(root: ModuleOp | Region) -> None:
     """Remove the cast pairs the patterns left at type boundaries: xDSL's reconcile
-    pattern on each cast, found by one walk, then again on the casts still there until a
-    round removes none (a rewrite walker's worklist of every op cost a tenth of
-    MobileNetV3-small's convert-to-llvm)."""
+    pattern on each cast, then again on the casts still there until a round removes none."""
     pattern = ReconcileUnrealizedCastsPattern()
     casts = [op for op in root.walk() if isinstance(op, UnrealizedConversionCastOp)]
-    changed = True
-    while changed:
-        changed = False
-        for cast in casts:
-            if cast.parent is None:  # removed with the chain of an earlier one
-                continue
-            rewriter = PatternRewriter(cast)
-            pattern.match_and_rewrite(cast, rewriter)
-            changed = changed or rewriter.has_done_action
+    while rewrite_each(casts, [pattern]):
         casts = [cast for cast in casts if cast.parent is not None]
 
 
