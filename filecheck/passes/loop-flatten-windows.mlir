@@ -69,6 +69,83 @@ func.func @in_band(%x: memref<1x2x9x9xf32>, %y: memref<1x2x4x4xf32>) {
 
 // -----
 
+// A tile-local padded input (filled, then copied into): the 61 positions of a 7x7 3x3
+// window over rows 9 wide run on to 64 (four 16-lane vectors); the input grows by a row
+// (the last position reads element 63 + 2 * 9 + 2 = 83 of 90), the output to 8 rows of 9.
+// Its fill and copy keep their indices.
+// CHECK-LABEL: func.func @rounded
+// CHECK: %p = memref.alloca() : memref<1x10x9xf32>
+// CHECK: loop.nest "fill" {{.*}} upper [1, 9, 9]
+// CHECK-SAME: outs(%p : memref<1x10x9xf32>)
+// CHECK: loop.nest "copy" {{.*}} upper [1, 7, 7]
+// CHECK-SAME: outs(%p : memref<1x10x9xf32>)
+// CHECK: %o = memref.alloca() : memref<1x8x9xf32>
+// CHECK: loop.view %p : memref<1x10x9xf32> to memref<1x90xf32>
+// CHECK: loop.view %o : memref<1x8x9xf32> to memref<1x72xf32>
+// CHECK: loop.nest "conv2d" lower [0, 0, 0] upper [64, 3, 3]
+// CHECK: loop.nest "relu" {{.*}} upper [1, 7, 7] {{.*}} ins(%o : memref<1x8x9xf32>)
+func.func @rounded(%x: memref<1x7x7xf32>, %w: memref<3x3xf32>, %y: memref<1x7x7xf32>) {
+  %p = memref.alloca() : memref<1x9x9xf32>
+  loop.nest "fill" lower [0, 0, 0] upper [1, 9, 9] iterators ["parallel", "parallel", "parallel"] ins() outs(%p : memref<1x9x9xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%o2: f32):
+    %z = arith.constant 0.0 : f32
+    loop.yield %z : f32
+  }
+  loop.nest "copy" lower [0, 0, 0] upper [1, 7, 7] iterators ["parallel", "parallel", "parallel"] ins(%x : memref<1x7x7xf32>) outs(%p : memref<1x9x9xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o2: f32):
+    loop.yield %v : f32
+  }
+  %o = memref.alloca() : memref<1x7x7xf32>
+  loop.nest "conv2d" lower [0, 0, 0, 0] upper [7, 3, 3, 7] iterators ["parallel", "reduction", "reduction", "parallel"] ins(%p, %w : memref<1x9x9xf32>, memref<3x3xf32>) outs(%o : memref<1x7x7xf32>) maps [affine_map<(d0, d1, d2, d3) -> (0, d0 + d1, d3 + d2)>, affine_map<(d0, d1, d2, d3) -> (d1, d2)>, affine_map<(d0, d1, d2, d3) -> (0, d0, d3)>] {
+  ^bb0(%v: f32, %k: f32, %acc: f32):
+    %m = arith.mulf %v, %k fastmath<contract> : f32
+    %s = arith.addf %acc, %m fastmath<contract> : f32
+    loop.yield %s : f32
+  }
+  loop.nest "relu" lower [0, 0, 0] upper [1, 7, 7] iterators ["parallel", "parallel", "parallel"] ins(%o : memref<1x7x7xf32>) outs(%y : memref<1x7x7xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o2: f32):
+    %z = arith.constant 0.0 : f32
+    %r = arith.maximumf %v, %z : f32
+    loop.yield %r : f32
+  }
+  func.return
+}
+
+// -----
+
+// Not rounded: the tile-local input is also read through a view (which fixes its shape);
+// the positions stop at the last output, 61.
+// CHECK-LABEL: func.func @input_viewed
+// CHECK: %p = memref.alloca() : memref<1x9x9xf32>
+// CHECK: %o = memref.alloca() : memref<1x7x9xf32>
+// CHECK: loop.nest "conv2d" lower [0, 0, 0] upper [61, 3, 3]
+func.func @input_viewed(%x: memref<1x7x7xf32>, %w: memref<3x3xf32>, %y: memref<1x7x7xf32>, %q: memref<81xf32>) {
+  %p = memref.alloca() : memref<1x9x9xf32>
+  loop.nest "copy" lower [0, 0, 0] upper [1, 7, 7] iterators ["parallel", "parallel", "parallel"] ins(%x : memref<1x7x7xf32>) outs(%p : memref<1x9x9xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2 + 1)>] {
+  ^bb0(%v: f32, %o2: f32):
+    loop.yield %v : f32
+  }
+  %pv = loop.view %p : memref<1x9x9xf32> to memref<81xf32>
+  loop.nest "out" lower [0] upper [81] iterators ["parallel"] ins(%pv : memref<81xf32>) outs(%q : memref<81xf32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: f32, %o2: f32):
+    loop.yield %v : f32
+  }
+  %o = memref.alloca() : memref<1x7x7xf32>
+  loop.nest "conv2d" lower [0, 0, 0, 0] upper [7, 3, 3, 7] iterators ["parallel", "reduction", "reduction", "parallel"] ins(%p, %w : memref<1x9x9xf32>, memref<3x3xf32>) outs(%o : memref<1x7x7xf32>) maps [affine_map<(d0, d1, d2, d3) -> (0, d0 + d1, d3 + d2)>, affine_map<(d0, d1, d2, d3) -> (d1, d2)>, affine_map<(d0, d1, d2, d3) -> (0, d0, d3)>] {
+  ^bb0(%v: f32, %k: f32, %acc: f32):
+    %m = arith.mulf %v, %k fastmath<contract> : f32
+    %s = arith.addf %acc, %m fastmath<contract> : f32
+    loop.yield %s : f32
+  }
+  loop.nest "relu" lower [0, 0, 0] upper [1, 7, 7] iterators ["parallel", "parallel", "parallel"] ins(%o : memref<1x7x7xf32>) outs(%y : memref<1x7x7xf32>) maps [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>] {
+  ^bb0(%v: f32, %o2: f32):
+    loop.yield %v : f32
+  }
+  func.return
+}
+
+// -----
+
 // Kept: a strided window, an output that is an argument, an output a view reads, and
 // rows wider than 16.
 // CHECK-LABEL: func.func @kept

@@ -10,7 +10,12 @@ input element p + kh * wp + kw: the nest becomes (..., p, kh, kw), p from 0 to
 unrolled inside. The positions with ow >= OW compute what nothing reads (their reads stay
 in the input buffer: the last one read is its last element). The output buffer, a
 tile-local `memref.alloca` that only nests use, becomes wp wide; its other nests read
-and write it by the same indices. Each output sums its taps in the same order (LLVM may
+and write it by the same indices. Where the window input is such a buffer too, p runs on
+to a whole number of 64-byte vectors (`VECTOR_BYTES`), both buffers a few rows taller
+for the extra positions' reads and writes, which nothing else touches: the loop
+vectorizer had split a 7 x 7 image's 61 positions into 8-lane vectors, then 4 lanes and
+single ones; 64 are four 16-lane vectors (one thread, side by side, same bits: depthwise
+conv + ReLU6 over 960 x 7 x 7 0.93x the time, 576 x 14 x 14 0.94x). Each output sums its taps in the same order (LLVM may
 contract other products into fused multiply-adds: the bodies' `contract` allows it).
 
 Flattened when all of these hold (else the nest is left as it is):
@@ -34,12 +39,16 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from mlfuse.abi import element_bytes
 from mlfuse.dialects import loop
 from mlfuse.poly.delinearize import linear
 from mlfuse.poly.program import rebuild_nest
 
 # Rows wider than this are iterated with the taps inside already (graph_to_loop.ROW_IN_REGISTERS).
 NARROW_ROW = 16
+# The flat positions run to a multiple of this many bytes (an AVX-512 vector, a cache line)
+# where the window input may grow (see the module docstring).
+VECTOR_BYTES = 64
 
 
 @dataclass(frozen=True)
@@ -160,7 +169,8 @@ def flatten(plan: Flattening) -> None:
     def moved(e: AffineExpr, symbols: int) -> AffineExpr:
         return e.replace_dims_and_symbols(substitution, [AffineExpr.symbol(s) for s in range(symbols)])
 
-    wide = widen_alloca(nest.outs[0], wp)  # the nest's output is now `wide`
+    points = flat_positions(plan)
+    wide = widen_alloca(nest.outs[0], wp, -(-points // wp))  # the nest's output is now `wide`
     r0, c0 = plan.origin
     flat_in = AffineExpr.dimension(p) + AffineExpr.dimension(kh) * wp + AffineExpr.dimension(kw) + (r0 * wp + c0)
     flat = {plan.window: flat_in, len(nest.ins): AffineExpr.dimension(p)}  # operand index -> its flat index
@@ -172,7 +182,6 @@ def flatten(plan: Flattening) -> None:
             buffers[value] = flat_view(nest, value)
         maps.append(AffineMap(rank - 1, m.num_symbols, tuple(results)))
     bounds = [nest.lower.data[d].data for d in outer], [nest.upper.data[d].data for d in outer]
-    points = (oh_extent - 1) * wp + ow_extent
     lower = [*bounds[0], *(AffineMap.constant_map(0) for _ in range(3))]
     upper = [*bounds[1], *(AffineMap.constant_map(n) for n in (points, kh_extent, kw_extent))]
     kinds = nest.iterator_kinds
@@ -180,11 +189,37 @@ def flatten(plan: Flattening) -> None:
     Rewriter.replace_op(nest, rebuild_nest(nest, list(nest.syms), lower, upper, maps, buffers, iterators))
 
 
-def widen_alloca(buffer: SSAValue, pitch: int) -> SSAValue:
-    """Replace `buffer`'s `memref.alloca` by one whose rows are `pitch` wide."""
+def flat_positions(plan: Flattening) -> int:
+    """How many flat positions the nest runs over: to the last output, (OH - 1) * wp + OW,
+    or on to a whole number of vectors where the window input is a tile-local buffer
+    that only nests use, which grows by the rows the extra positions read."""
+    oh_extent, kh_extent, kw_extent, ow_extent = plan.extents
+    wp, source = plan.pitch, plan.nest.ins[plan.window]
+    points = (oh_extent - 1) * wp + ow_extent
+    t = source.type
+    assert isinstance(t, MemRefType)
+    lanes = max(1, VECTOR_BYTES // element_bytes(t.get_element_type()))
+    rounded = -(-points // lanes) * lanes
+    if rounded == points or not isinstance(source.owner, memref.AllocaOp):
+        return points
+    if not all(isinstance(use.operation, loop.NestOp) for use in source.uses):
+        return points
+    grow_alloca(source, t.get_shape()[-2] + -(-(rounded - points) // wp))
+    return rounded
+
+
+def grow_alloca(buffer: SSAValue, rows: int) -> SSAValue:
+    """Replace `buffer`'s `memref.alloca` by one of `rows` rows, its rows as wide."""
+    return widen_alloca(buffer, buffer.type.get_shape()[-1], rows)  # type: ignore[union-attr]
+
+
+def widen_alloca(buffer: SSAValue, pitch: int, rows: int = 0) -> SSAValue:
+    """Replace `buffer`'s `memref.alloca` by one whose rows are `pitch` wide, and at least
+    `rows` of them."""
     alloca = buffer.owner
     assert isinstance(alloca, memref.AllocaOp) and isinstance(buffer.type, MemRefType)
     shape = [*buffer.type.get_shape()[:-1], pitch]
+    shape[-2] = max(shape[-2], rows)
     wide = memref.AllocaOp.get(buffer.type.get_element_type(), alloca.alignment, shape)
     Rewriter.replace_op(alloca, wide)
     return wide.memref
