@@ -488,3 +488,55 @@ def test_with_output_alignment_rewrites_the_llvm_step():
         "convert-to-llvm{fast-math=true output-alignment=16}"
     ]
     assert with_output_alignment(["convert-to-llvm{output-alignment=32}"], 16) is None
+
+
+SMALL_STACK_SCRIPT = """
+import sys, threading
+import numpy as np
+import mlfuse
+from mlfuse.frontend.builder import GraphBuilder
+rng = np.random.default_rng(5)
+x = rng.standard_normal((1, 128, 28, 28)).astype(np.float32)
+w = (rng.standard_normal((128, 128, 3, 3)) * 0.05).astype(np.float32)
+b = GraphBuilder()
+b.output(b.relu(b.conv2d(b.input("x", x.shape, "f32"), b.constant(w, "f32"), [1, 1], [1] * 4, [1, 1], 1)))
+fn = mlfuse.compile(b.module())
+want = fn(x)[0].copy()
+got = {}
+threading.stack_size(128 * 1024)
+def call():
+    from mlfuse.backend.stack import enough_stack
+    got["enough"] = enough_stack()
+    out = np.full(want.shape, np.nan, np.float32)
+    fn(x, out=[out])
+    got["y"] = out
+t = threading.Thread(target=call)
+t.start()
+t.join()
+assert got["enough"] is False, got
+assert np.array_equal(got["y"], want), "different results on the small-stack thread"
+print("same bits")
+"""
+
+
+def test_a_thread_with_a_small_stack_calls_through_the_helper(tmp_path):
+    """A 3x3 conv 128 -> 128 over 28 x 28 (a Winograd kernel on AVX-512: 229 KB of its
+    transformed input on the stack) called from a thread with a 128 KiB stack: the call
+    runs on mlfuse's large-stack helper (it died of SIGSEGV before), same bits as the
+    main thread's call. In a subprocess, so that a crash fails the test, not the run."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "MLFUSE_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", SMALL_STACK_SCRIPT], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    assert "same bits" in done.stdout
+
+
+def test_the_main_thread_calls_in_place():
+    from mlfuse.backend.stack import NEEDED, call_with_stack, enough_stack, thread_stack_bytes
+
+    size = thread_stack_bytes()
+    assert size is None or size >= NEEDED
+    assert enough_stack()
+    assert call_with_stack(threading.get_ident) == threading.get_ident()

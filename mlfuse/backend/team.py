@@ -52,6 +52,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from mlfuse.backend import cpu
+from mlfuse.backend.stack import enough_stack, on_helper
 
 PROBE_EVERY = 32
 FIRST_PROBE = 2  # calls after the choice changes before the other is probed; the gap doubles to PROBE_EVERY
@@ -166,16 +167,10 @@ class TeamSizer:
             threads = 1 if crowded else self.choose(cpu.team_size())
             waking = threads > 1 and self.previous == 1  # see the module docstring
             self.previous = threads
-            before = cpu.enter_team(threads)
-            try:
-                faults = page_faults() if self.watch_faults else 0
-                start = time.perf_counter()
-                fn(*args)
-                seconds = time.perf_counter() - start
-                if self.watch_faults:
-                    faults = page_faults() - faults
-            finally:
-                cpu.leave_team(before, threads)
+            if enough_stack():
+                seconds, faults = self.timed_call(fn, args, threads)
+            else:
+                seconds, faults = on_helper(self.timed_call, fn, args, threads)
         finally:
             alone = _Calls.leave(number) and not crowded
         if not alone or waking or faults > FAULTS_IGNORED:
@@ -184,6 +179,21 @@ class TeamSizer:
             self.record(threads, seconds)
         else:  # page faults and the team's start: a first call would decide for a long time
             self.warmed.add(threads)
+
+
+    def timed_call(self, fn: Callable[..., object], args: Sequence[int], threads: int) -> tuple[float, int]:
+        """`fn(*args)` on a team of `threads`: its seconds and the page faults it took."""
+        before = cpu.enter_team(threads)
+        try:
+            faults = page_faults() if self.watch_faults else 0
+            start = time.perf_counter()
+            fn(*args)
+            seconds = time.perf_counter() - start
+            if self.watch_faults:
+                faults = page_faults() - faults
+        finally:
+            cpu.leave_team(before, threads)
+        return seconds, faults
 
 
 def median(window: deque[float]) -> float:
