@@ -180,7 +180,6 @@ class TeamSizer:
         else:  # page faults and the team's start: a first call would decide for a long time
             self.warmed.add(threads)
 
-
     def timed_call(self, fn: Callable[..., object], args: Sequence[int], threads: int) -> tuple[float, int]:
         """`fn(*args)` on a team of `threads`: its seconds and the page faults it took."""
         before = cpu.enter_team(threads)

@@ -169,7 +169,11 @@ def flatten(plan: Flattening) -> None:
     def moved(e: AffineExpr, symbols: int) -> AffineExpr:
         return e.replace_dims_and_symbols(substitution, [AffineExpr.symbol(s) for s in range(symbols)])
 
-    points = flat_positions(plan)
+    last = (oh_extent - 1) * wp + ow_extent  # one past the last output's position
+    points = whole_vectors(plan, last)
+    if points > last:  # the extra positions read up to points - last elements past the input
+        source = nest.ins[plan.window]
+        grow_alloca(source, source.type.get_shape()[-2] + -(-(points - last) // wp))  # type: ignore[union-attr]
     wide = widen_alloca(nest.outs[0], wp, -(-points // wp))  # the nest's output is now `wide`
     r0, c0 = plan.origin
     flat_in = AffineExpr.dimension(p) + AffineExpr.dimension(kh) * wp + AffineExpr.dimension(kw) + (r0 * wp + c0)
@@ -189,23 +193,17 @@ def flatten(plan: Flattening) -> None:
     Rewriter.replace_op(nest, rebuild_nest(nest, list(nest.syms), lower, upper, maps, buffers, iterators))
 
 
-def flat_positions(plan: Flattening) -> int:
-    """How many flat positions the nest runs over: to the last output, (OH - 1) * wp + OW,
-    or on to a whole number of vectors where the window input is a tile-local buffer
-    that only nests use, which grows by the rows the extra positions read."""
-    oh_extent, kh_extent, kw_extent, ow_extent = plan.extents
-    wp, source = plan.pitch, plan.nest.ins[plan.window]
-    points = (oh_extent - 1) * wp + ow_extent
+def whole_vectors(plan: Flattening, points: int) -> int:
+    """`points` flat positions rounded up to whole vectors (VECTOR_BYTES) where the window
+    input is a tile-local buffer that only nests use (so it may grow), else `points`."""
+    source = plan.nest.ins[plan.window]
     t = source.type
     assert isinstance(t, MemRefType)
+    grows = isinstance(source.owner, memref.AllocaOp) and all(isinstance(u.operation, loop.NestOp) for u in source.uses)
+    if not grows:
+        return points
     lanes = max(1, VECTOR_BYTES // element_bytes(t.get_element_type()))
-    rounded = -(-points // lanes) * lanes
-    if rounded == points or not isinstance(source.owner, memref.AllocaOp):
-        return points
-    if not all(isinstance(use.operation, loop.NestOp) for use in source.uses):
-        return points
-    grow_alloca(source, t.get_shape()[-2] + -(-(rounded - points) // wp))
-    return rounded
+    return -(-points // lanes) * lanes
 
 
 def grow_alloca(buffer: SSAValue, rows: int) -> SSAValue:
