@@ -18,6 +18,7 @@ per thread (glibc's `pthread_getattr_np`); where that fails, the call runs in pl
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import queue
 import threading
@@ -35,15 +36,26 @@ _helper: _Helper | None = None
 _helper_lock = threading.Lock()
 
 
-def thread_stack_bytes() -> int | None:
-    """The calling thread's stack size in bytes, or None where it cannot be read."""
+@functools.cache
+def _pthread() -> ctypes.CDLL | None:
+    """libc with the prototypes thread_stack_bytes calls, loaded once (a CDLL and its
+    prototypes cost 0.25 ms, which each new thread's first call paid); None without
+    glibc's pthread_getattr_np."""
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
+        libc = ctypes.CDLL(None)
         libc.pthread_self.restype = ctypes.c_ulong
         libc.pthread_getattr_np.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
         libc.pthread_attr_getstack.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
         libc.pthread_attr_destroy.argtypes = [ctypes.c_void_p]
-    except (OSError, AttributeError):  # not glibc (no pthread_getattr_np)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def thread_stack_bytes() -> int | None:
+    """The calling thread's stack size in bytes, or None where it cannot be read."""
+    libc = _pthread()
+    if libc is None:
         return None
     attr = ctypes.create_string_buffer(256)  # pthread_attr_t: 56 bytes on x86-64 glibc
     if libc.pthread_getattr_np(libc.pthread_self(), attr) != 0:
