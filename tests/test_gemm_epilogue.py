@@ -77,6 +77,10 @@ def programs(dtype: str):
             ["c", "i1", "cmpolt", "c", "c", "i3", "mul", "i0", "sub", "neg", "sel"],
             lambda c, row, full, col, one: np.where(c < full, c, -(c * one - row)),
         ),
+        "shared_relu6": (  # ONNX Clip(0, 6) after a bias: c + bias and its ReLU kept in slots
+            ["c", "i0", "add", "p0", zero, "cmpugt", "g0", zero, "sel", "p1", six, "cmpult", "g1", six, "sel"],
+            lambda c, row, full, col, one: np.where((relu(c + row) < 6) | np.isnan(c + row), relu(c + row), 6),
+        ),
     }
 
 
@@ -97,7 +101,8 @@ def operand_arrays(rng, batch: int, m: int, n: int, t, special: bool):
 
 @pytest.mark.parametrize("dtype", ["f32", "f64"])
 @pytest.mark.parametrize("isa", sorted(FEATURES))
-@pytest.mark.parametrize("name", ["bias_residual_relu", "column_bias_relu6", "hardswish_like", "constant_predicates", "scale_shift_neg"])
+@pytest.mark.parametrize("name", ["bias_residual_relu", "column_bias_relu6", "hardswish_like", "constant_predicates", "scale_shift_neg",
+                                  "shared_relu6"])
 @pytest.mark.parametrize("dims", [(1, 20, 50, 300), (2, 13, 97, 17), (1, 3, 40, 600)])
 def test_epilogue_matches_numpy_on_the_product(dims, name, isa, dtype):
     """The shapes cover several depth blocks (the epilogue only at the last), partial
@@ -108,7 +113,7 @@ def test_epilogue_matches_numpy_on_the_product(dims, name, isa, dtype):
     program, reference = programs(dtype)[name]
     a = rng.standard_normal((batch, m, k)).astype(t)
     b = rng.standard_normal((batch, k, n)).astype(t)
-    row, full, col, one = operand_arrays(rng, batch, m, n, t, special=name == "bias_residual_relu")
+    row, full, col, one = operand_arrays(rng, batch, m, n, t, special=name in ("bias_residual_relu", "shared_relu6"))
     shape = GemmShape(batch, m, n, k, dtype, epilogue=Epilogue(OPERANDS(m, n), tuple(program)))
     assert GemmShape.from_symbol(shape.symbol) == shape
     for helper in ("_micro8x48", "__omp", "_pack24"):  # the kernel's functions are not kernels
@@ -575,3 +580,28 @@ def test_pointwise_conv_over_49_pixels_is_w_at_input():
     conv = np.einsum("oc,nchw->nohw", w[:, :, 0, 0].astype(np.float64), x.astype(np.float64))
     want = np.minimum(np.maximum(conv + bias[None, :, None, None], 0), 6) + r
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
+def test_a_value_the_epilogue_uses_twice_is_computed_once():
+    """A 1x1 conv 32 -> 64 over 14 x 14 + bias + Clip(0, 6) (MobileNetV2's expand): the epilogue keeps c + bias
+    and its ReLU in slots (p0, p1) and reads them back (g0, g1) instead of writing c + bias
+    out four times; the kernel's result is the nest's bit for bit."""
+    rng = np.random.default_rng(29)
+    x = rng.standard_normal((1, 32, 14, 14)).astype(np.float32) * 3
+    w = rng.standard_normal((64, 32, 1, 1)).astype(np.float32)
+    bias = rng.standard_normal(64).astype(np.float32)
+    b = GraphBuilder()
+    y = b.conv2d(b.input("x", x.shape, "f32"), b.constant(w, "f32"), [1, 1], [0] * 4, [1, 1], 1)
+    y = y + b.broadcast_to(b.constant(bias, "f32").reshape(1, 64, 1, 1), y.shape)
+    b.output(b.minimum(b.maximum(y, 0.0), 6.0))
+    module = b.module()
+    steps = pipelines.cpu_pipeline()
+    lowered = run_pipeline(module.clone(), steps[: steps.index("loop-gemm-epilogue-fuse") + 1])
+    (gemm,) = [op for op in lowered.walk() if isinstance(op, loop.GemmOp)]
+    program = kernel_epilogue(gemm).program  # type: ignore[union-attr]
+    assert program[:4] == ("c", "i0", "add", "p0") and program.count("add") == 1 and "g0" in program, program
+    out = np.full((1, 64, 14, 14), np.nan, np.float32)
+    mlfuse.compile(module)(x, out=[out])
+    (nest,) = mlfuse.compile(module, passes=[s for s in steps if s != "loop-gemm-epilogue-fuse"])(x)
+    np.testing.assert_array_equal(out, nest)
+    assert 0 < (out == 6).mean() < 1 and 0 < (out == 0).mean() < 1

@@ -18,7 +18,7 @@
 // CHECK-NOT: loop.nest
 // CHECK-NOT: memref.alloc
 // CHECK: return %[[Y]]
-// LLVM-LABEL: define internal void @"mlfuse_gemm_f32_1x8x64x36_w3x3x10x10_e.o0x0x1x0.o0x512x64x1.c.i0.add.i1.add.k00000000.cmpugt.c.i0.add.i1.add.k00000000.sel_micro4x24"
+// LLVM-LABEL: define internal void @"mlfuse_gemm_f32_1x8x64x36_w3x3x10x10_e.o0x0x1x0.o0x512x64x1.c.i0.add.i1.add.p0.k00000000.cmpugt.g0.k00000000.sel_micro4x24"
 // LLVM: fcmp ugt <8 x float>
 // LLVM: select <8 x i1>
 func.func @conv_bias_residual_relu(%w: memref<1x8x36xf32>, %x: memref<1x4x10x10xf32>, %bias: memref<8xf32>, %res: memref<1x8x64xf32>) -> memref<1x8x64xf32> {
@@ -108,7 +108,7 @@ func.func @batch_of_one(%w: memref<1x8x36xf32>, %x: memref<1x4x10x10xf32>, %bias
 // CHECK: math.erf
 // CHECK: epilogue_maps = [affine_map<(d0, d1) -> (d1)>]
 // CHECK-NOT: loop.nest
-// LLVM-LABEL: define internal void @"mlfuse_gemm_f32_1x16x32x8_e.o0x0x0x1.c.i0.add.c.i0.add.kf304b53f.div.erf.k0000803f.add.mul.k0000003f.mul_micro4x24"
+// LLVM-LABEL: define internal void @"mlfuse_gemm_f32_1x16x32x8_e.o0x0x0x1.c.i0.add.p0.g0.kf304b53f.div.erf.k0000803f.add.mul.k0000003f.mul_micro4x24"
 // LLVM: call <8 x float> @"llvm.fabs.v8f32"
 // LLVM-NOT: erf
 // LLVM: ret void

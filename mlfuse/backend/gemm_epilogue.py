@@ -18,6 +18,8 @@ value as a postfix program:
     c          the product's element
     i<k>       operand k's element
     k<hex>     a constant (its little-endian bytes: 6.0f is k0000c040)
+    p<k>       keep the value on top of the stack in slot k as well (it stays on top)
+    g<k>       the value in slot k (a value the region uses twice is computed once)
     add sub mul div max min maxnum minnum neg       arith's addf ... negf, maximumf ...
     cmp<pred>  arith.cmpf (oeq ... uno)             sel   arith.select
     exp tanh erf                                    math's f32 exp, tanh, erf
@@ -26,7 +28,9 @@ Each op is evaluated as convert-to-llvm lowers it (llvm.maximum for maximumf, an
 with the same predicate), without fast-math flags, so the result is the same as the
 epilogue nest's; exp, tanh and erf are expand-math's expansions, emitted by the same
 F32Emitter code through llvmlite (`LlvmliteF32Emitter`), so a transformer's FC1 + GELU
-is one kernel. A value used twice is written twice (LLVM's CSE merges them).
+is one kernel. A value used twice is computed once (p<k>, g<k>): written out twice,
+ReLU6's c + bias made each such kernel's text 4x as long (LLVM's CSE merged them, after
+parsing and optimizing them all).
 """
 
 from __future__ import annotations
@@ -90,9 +94,14 @@ class Epilogue:
         """The program on the vector `acc`: operand(k) gives operand k's vector,
         intrinsic(name) an element-wise intrinsic of acc's type."""
         stack: list = []
+        slots: dict[str, object] = {}
         for t in self.program:
             if t == "c":
                 stack.append(acc)
+            elif t[0] == "p" and t[1:].isdigit():
+                slots[t[1:]] = stack[-1]
+            elif t[0] == "g" and t[1:].isdigit():
+                stack.append(slots[t[1:]])
             elif t[0] == "i":
                 stack.append(operand(int(t[1:])))
             elif t[0] == "k":

@@ -63,15 +63,19 @@ def kernel_epilogue(op: loop.GemmOp) -> Epilogue | None:
     return Epilogue(tuple(operands), tuple(program)) if program is not None else None
 
 
-def postfix(value: SSAValue, block: Block, budget: list[int]) -> list[str] | None:
+def postfix(value: SSAValue, block: Block, budget: list[int], slots: dict[SSAValue, int] | None = None) -> list[str] | None:
     """`value` as a postfix program over `block`'s arguments (the product, then the
     operands), or None when it uses an op the kernel does not generate, a value from
     outside the region (the region is not isolated from above), or more tokens than
-    `budget` holds (values used twice are written out twice: a chain of squares would
-    double at each step)."""
+    `budget` holds. An op's result that the region uses more than once is computed once:
+    `p<k>` after its program keeps it in slot k, `g<k>` reads it there (ReLU6 as
+    select(x < 6, select(x > 0, x, 0), 6) had written x = c + bias out four times)."""
+    slots = {} if slots is None else slots
     budget[0] -= 1
     if budget[0] < 0:
         return None
+    if value in slots:
+        return [f"g{slots[value]}"]
     if isinstance(value, BlockArgument):
         if value.block is not block:
             return None
@@ -85,22 +89,38 @@ def postfix(value: SSAValue, block: Block, budget: list[int]) -> list[str] | Non
             return None
         fmt = "<f" if isinstance(t, Float32Type) else "<d"
         return ["k" + struct.pack(fmt, op.value.value.data).hex()]  # type: ignore[union-attr]
-    parts: list[list[str] | None]
+    token = op_token(value)
+    if token is None:
+        return None
+    operands, name = token
+    program: list[str] = []
+    for v in operands:
+        part = postfix(v, block, budget, slots)
+        if part is None:
+            return None
+        program += part
+    program.append(name)
+    if value.has_more_than_one_use():
+        slots[value] = len(slots)
+        program.append(f"p{slots[value]}")
+    return program
+
+
+def op_token(value: SSAValue) -> tuple[list[SSAValue], str] | None:
+    """The operands and the kernel's token of the op that defines `value`, or None for
+    an op the kernel does not generate."""
+    op = value.owner
     if type(op) in BINARY:
-        parts, name = [postfix(v, block, budget) for v in op.operands], BINARY[type(op)]  # type: ignore[index]
-    elif isinstance(op, arith.NegfOp):
-        parts, name = [postfix(op.operand, block, budget)], "neg"
-    elif type(op) in UNARY and isinstance(value.type, Float32Type):
-        parts, name = [postfix(op.operands[0], block, budget)], UNARY[type(op)]  # type: ignore[index]
-    elif isinstance(op, arith.CmpfOp):
-        parts, name = [postfix(op.lhs, block, budget), postfix(op.rhs, block, budget)], "cmp" + PREDICATES[op.predicate.value.data]
-    elif isinstance(op, arith.SelectOp):
-        parts, name = [postfix(v, block, budget) for v in (op.cond, op.lhs, op.rhs)], "sel"
-    else:
-        return None
-    if any(p is None for p in parts):
-        return None
-    return [t for p in parts for t in p] + [name]  # type: ignore[union-attr]
+        return list(op.operands), BINARY[type(op)]  # type: ignore[index]
+    if isinstance(op, arith.NegfOp):
+        return [op.operand], "neg"
+    if type(op) in UNARY and isinstance(value.type, Float32Type):
+        return [op.operands[0]], UNARY[type(op)]  # type: ignore[index, union-attr]
+    if isinstance(op, arith.CmpfOp):
+        return [op.lhs, op.rhs], "cmp" + PREDICATES[op.predicate.value.data]
+    if isinstance(op, arith.SelectOp):
+        return [op.cond, op.lhs, op.rhs], "sel"
+    return None
 
 
 def operand_strides(value: SSAValue, results: Sequence[AffineExpr], c_rank: int) -> Operand | None:
