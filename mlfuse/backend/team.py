@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 
 from mlfuse.backend import cpu
-from mlfuse.backend.stack import enough_stack, on_helper
+from mlfuse.backend.stack import call_with_stack
 
 PROBE_EVERY = 32
 FIRST_PROBE = 2  # calls after the choice changes before the other is probed; the gap doubles to PROBE_EVERY
@@ -167,10 +167,7 @@ class TeamSizer:
             threads = 1 if crowded else self.choose(cpu.team_size())
             waking = threads > 1 and self.previous == 1  # see the module docstring
             self.previous = threads
-            if enough_stack():
-                seconds, faults = self.timed_call(fn, args, threads)
-            else:
-                seconds, faults = on_helper(self.timed_call, fn, args, threads)
+            seconds, faults = call_with_stack(self.timed_call, fn, args, threads)
         finally:
             alone = _Calls.leave(number) and not crowded
         if not alone or waking or faults > FAULTS_IGNORED:
