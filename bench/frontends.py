@@ -360,10 +360,12 @@ def round_robin(calls: list[tuple[str, Callable[[], Any]]], repeat: int, gap_ms:
     in a loop keeps it. Returns (steady, after idle) seconds per name.
 
     Why warm up: a runtime's team spins for a while after its call (onnxruntime's pool
-    about 20 ms, libgomp's GOMP_SPINCOUNT less), so the call after another runtime's
+    20-80 ms, libgomp's GOMP_SPINCOUNT less), so the call after another runtime's
     shares the cores with its spinning threads: on 2 CPUs, mlfuse's GPT-2 at 2 threads
-    took 5.1 ms right after onnxruntime and 1.9 ms in a loop of its own calls. A longer
-    gap does not help: idle CPUs (of a VM) wake slowly, and both took 2-4x longer."""
+    took 5.1 ms right after onnxruntime and 1.9 ms in a loop of its own calls, and
+    MobileNetV2's team calls took 2.1x their time for 60 ms after onnxruntime's last
+    call and 1.57x at 60-80 ms (medians of 20 turns; the models bench warms 150 ms). A
+    longer gap does not help: idle CPUs (of a VM) wake slowly, and both took 2-4x longer."""
     steady: dict[str, list[float]] = {name: [] for name, _ in calls}
     idle: dict[str, list[float]] = {name: [] for name, _ in calls}
     for r in range(repeat):

@@ -77,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=mb.parse_threads, default=[1, 2], help="thread counts, one worker each (default 1,2)")
     p.add_argument("--repeat", type=int, help="timed rounds (default 15; --quick: 3)")
     p.add_argument("--gap-ms", type=float, default=20.0, help="idle milliseconds before each turn (default 20)")
-    p.add_argument("--warm-ms", type=float, default=60.0, help="milliseconds of back-to-back calls before a turn's "
-                   "steady call (default 60): longer than another runtime's team spins after its call")
+    p.add_argument("--warm-ms", type=float, default=150.0, help="milliseconds of back-to-back calls before a turn's "
+                   "steady call (default 150): longer than another runtime's team spins after its call")
     p.add_argument("--quick", action="store_true", help=f"smoke run: small sizes, {' '.join(QUICK_MODELS)}")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated peers (default {','.join(PEERS)})")
     p.add_argument("--no-out", action="store_true", help="skip mlfuse's out= call")

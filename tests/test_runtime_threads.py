@@ -26,6 +26,7 @@ from mlfuse.backend.team import (
     ONE_THREAD_MARGIN,
     PROBE_EVERY,
     TEAM_MARGIN,
+    TEAM_MARGIN_UNDISTURBED,
     TEAM_PROBE_CALLS,
     TeamSizer,
 )
@@ -213,6 +214,28 @@ def test_team_sizer_needs_a_clear_win_to_switch_either_way():
     sizer.record(1, 0.47)  # one thread a little faster than the team, not by ONE_THREAD_MARGIN
     assert [sizer.choose(2) for _ in range(FIRST_PROBE)] == [2] * FIRST_PROBE
     assert 0.47 > ONE_THREAD_MARGIN * 0.5 and TEAM_MARGIN < 1 and ONE_THREAD_MARGIN < 1
+
+
+def test_a_team_probe_nothing_preempted_comes_back_by_the_lenient_margin():
+    """In the host's slow state the team gains only a few percent; a probe during which
+    no thread was preempted (no neighbour on a core) brings it back by
+    TEAM_MARGIN_UNDISTURBED, one with preemptions only by TEAM_MARGIN."""
+    sizer = TeamSizer()
+    for threads, t in ((2, 3.0), (2, 3.0), (1, 1.0), (1, 1.0)):
+        sizer.record(threads, t)
+    assert sizer.choose(2) == 1
+
+    def probe(undisturbed: list[bool]) -> int:  # the team's next probe, recorded; then the choice
+        while sizer.choose(2) != 2:
+            pass
+        assert [sizer.choose(2) for _ in range(TEAM_PROBE_CALLS - 1)] == [2] * (TEAM_PROBE_CALLS - 1)
+        for quiet in undisturbed:
+            sizer.record(2, 0.94, undisturbed=quiet)
+        return sizer.choose(2)
+
+    assert TEAM_MARGIN < 0.94 < TEAM_MARGIN_UNDISTURBED < 1
+    assert probe([True, False]) == 1  # one call preempted: the strict margin, one thread stays
+    assert probe([True, True]) == 2  # a quiet probe 6% faster: the team comes back
 
 
 def test_a_call_beside_another_runs_on_one_thread_and_neither_is_recorded(team_of_two):

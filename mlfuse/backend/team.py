@@ -22,7 +22,12 @@ comes back only when clearly (`TEAM_MARGIN`) faster: with fresh windows and a si
 margin, a team a little slower than one thread on a busy core won each probe and
 stalled the calls after it (encoder layer at 2 threads, one core taken by a spinning
 process, median call 5.6 ms against 4.4 with stale windows; with the hysteresis
-4.5-4.6 ms, 1.2-1.8x its quiet time). On a quiet machine the full
+4.5-4.6 ms, 1.2-1.8x its quiet time). That margin is for a busy core, which shows in
+the probe itself: a neighbour preempts a team thread in nearly every call. A probe
+during whose timed calls no thread of the process was preempted brings the team back
+by the lenient `TEAM_MARGIN_UNDISTURBED`: in the host's slow state the team gains only
+a few percent, and onnxruntime's pool, spinning for up to 80 ms after its calls, had
+sent MobileNetV2 to one thread, where the strict margin kept it for seconds. On a quiet machine the full
 team wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on
 the choice: team calls split only independent iterations (see llvm_runtime).
 
@@ -70,6 +75,13 @@ WINDOW = 5  # calls per choice whose median decides
 ONE_THREAD_MARGIN = 0.9
 # ... and once on one thread, the team comes back when it is faster by this factor
 TEAM_MARGIN = 0.85
+# ... or by this one when no thread of the process was preempted during its probe: the
+# strict margin is for a neighbour on a core, which preempts a team thread in nearly every
+# call (MobileNetV2 at 2 threads: 96 of 100 calls beside a spinning or half-busy process,
+# 13-25% of quiet calls). In the host's slow state, where the team gains only 4-7% (6.9-7.1
+# ms a call against one thread's 7.2-7.6), the strict margin had kept MobileNetV2 on one
+# thread for seconds after onnxruntime's spinning pool (80 ms after its calls) sent it there.
+TEAM_MARGIN_UNDISTURBED = 0.97
 # A call with more minor page faults than this (in the whole process) is not recorded.
 FAULTS_IGNORED = 64
 # Outputs smaller than this cannot take that many faults (4 KiB pages); see TeamSizer.watch_faults.
@@ -110,6 +122,9 @@ class TeamSizer:
         # whose outputs cannot take FAULTS_IGNORED faults between them is spared
         self.watch_faults = watch_faults
         self.times: dict[int, deque[float]] = {}
+        # whether each time in `times` came from a call during which no thread of the
+        # process was preempted (counted only in team calls while one thread is the choice)
+        self.undisturbed: dict[int, deque[bool]] = {}
         # each window's median, kept by record: choose runs on every call of a small model
         # too, where two medians a call were a tenth of the runtime's own overhead
         self.medians: dict[int, float] = {}
@@ -133,7 +148,7 @@ class TeamSizer:
             return 1
         # hysteresis: the team must be clearly faster to come back as one thread must be to
         # replace it (on a busy core the team may be only a little slower, and flapping is not)
-        stay_one = full >= TEAM_MARGIN * one if self.best == 1 else one < ONE_THREAD_MARGIN * full
+        stay_one = full >= self.team_margin(team) * one if self.best == 1 else one < ONE_THREAD_MARGIN * full
         best, other = (1, team) if stay_one else (team, 1)
         if best != self.best:  # a new choice: check it against the other soon
             self.best, self.gap, self.next_probe, self.probe_left = best, FIRST_PROBE, self.calls + FIRST_PROBE, 0
@@ -148,12 +163,23 @@ class TeamSizer:
         self.fresh = other
         return other
 
-    def record(self, threads: int, seconds: float) -> None:
+    def team_margin(self, team: int) -> float:
+        """How much faster than one thread the team must be to come back: the lenient
+        margin when none of its window's calls was preempted (a quiet machine), else the strict one."""
+        undisturbed = self.undisturbed.get(team)
+        return TEAM_MARGIN_UNDISTURBED if undisturbed and all(undisturbed) else TEAM_MARGIN
+
+    def record(self, threads: int, seconds: float, undisturbed: bool = False) -> None:
+        """Add a call's time to its choice's window; `undisturbed`: no thread of the
+        process was preempted during it (False where not counted)."""
         window = self.times.setdefault(threads, deque(maxlen=WINDOW))
+        quiet = self.undisturbed.setdefault(threads, deque(maxlen=WINDOW))
         if threads == self.fresh:  # a probe's first time: the window is from before the last switch
             window.clear()
+            quiet.clear()
             self.fresh = None
         window.append(seconds)
+        quiet.append(undisturbed)
         one_call_probe = threads == 1 and self.best not in (None, 1)  # a probe of one thread is one call
         if len(window) >= 2 or one_call_probe:
             self.medians[threads] = median(window)
@@ -167,29 +193,36 @@ class TeamSizer:
             threads = 1 if crowded else self.choose(cpu.team_size())
             waking = threads > 1 and self.previous == 1  # see the module docstring
             self.previous = threads
-            seconds, faults = call_with_stack(self.timed_call, fn, args, threads)
+            # a team call while one thread is the choice is a probe: count its preemptions (team_margin)
+            switches = threads > 1 and self.best == 1
+            seconds, faults, preempted = call_with_stack(self.timed_call, fn, args, threads, switches)
         finally:
             alone = _Calls.leave(number) and not crowded
         if not alone or waking or faults > FAULTS_IGNORED:
             return
         if threads in self.warmed:
-            self.record(threads, seconds)
+            self.record(threads, seconds, undisturbed=switches and not preempted)
         else:  # page faults and the team's start: a first call would decide for a long time
             self.warmed.add(threads)
 
-    def timed_call(self, fn: Callable[..., object], args: Sequence[int], threads: int) -> tuple[float, int]:
-        """`fn(*args)` on a team of `threads`: its seconds and the page faults it took."""
+    def timed_call(self, fn: Callable[..., object], args: Sequence[int], threads: int,
+                   switches: bool = False) -> tuple[float, int, int]:
+        """`fn(*args)` on a team of `threads`: its seconds, the page faults it took, and
+        (with `switches`) how often the process's threads were preempted meanwhile."""
         before = cpu.enter_team(threads)
+        watch = self.watch_faults or switches
         try:
-            faults = page_faults() if self.watch_faults else 0
+            usage = resource.getrusage(resource.RUSAGE_SELF) if watch else None
             start = time.perf_counter()
             fn(*args)
             seconds = time.perf_counter() - start
-            if self.watch_faults:
-                faults = page_faults() - faults
+            after = resource.getrusage(resource.RUSAGE_SELF) if watch else None
         finally:
             cpu.leave_team(before, threads)
-        return seconds, faults
+        if usage is None or after is None:
+            return seconds, 0, 0
+        faults = after.ru_minflt - usage.ru_minflt if self.watch_faults else 0
+        return seconds, faults, after.ru_nivcsw - usage.ru_nivcsw
 
 
 def median(window: deque[float]) -> float:
@@ -198,8 +231,3 @@ def median(window: deque[float]) -> float:
     ordered = sorted(window)
     half = len(ordered) // 2
     return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
-
-
-def page_faults() -> int:
-    """Minor page faults of this process so far."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
