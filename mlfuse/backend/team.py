@@ -27,8 +27,8 @@ the probe itself: a neighbour preempts a team thread in nearly every call. A pro
 during whose timed calls no thread of the process was preempted brings the team back
 by the lenient `TEAM_MARGIN_UNDISTURBED`: in the host's slow state the team gains only
 a few percent, and onnxruntime's pool, spinning for up to 80 ms after its calls, had
-sent MobileNetV2 to one thread, where the strict margin kept it for seconds. On a quiet machine the full
-team wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on
+sent MobileNetV2 to one thread, where the strict margin kept it for seconds. On a
+quiet machine the full team wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on
 the choice: team calls split only independent iterations (see llvm_runtime).
 
 A call that starts while another call of compiled code runs in this process (calls
