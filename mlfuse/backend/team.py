@@ -28,8 +28,9 @@ during whose timed calls no thread of the process was preempted brings the team 
 by the lenient `TEAM_MARGIN_UNDISTURBED`: in the host's slow state the team gains only
 a few percent, and onnxruntime's pool, spinning for up to 80 ms after its calls, had
 sent MobileNetV2 to one thread, where the strict margin kept it for seconds. On a
-quiet machine the full team wins and one call in `PROBE_EVERY` runs on one thread. Results do not depend on
-the choice: team calls split only independent iterations (see llvm_runtime).
+quiet machine the full team wins and one call in `PROBE_EVERY` runs on one thread.
+Results do not depend on the choice: team calls split only independent iterations
+(see llvm_runtime).
 
 A call that starts while another call of compiled code runs in this process (calls
 from several Python threads) runs on one thread: libgomp gives each calling thread a
@@ -122,9 +123,9 @@ class TeamSizer:
         # whose outputs cannot take FAULTS_IGNORED faults between them is spared
         self.watch_faults = watch_faults
         self.times: dict[int, deque[float]] = {}
-        # whether each time in `times` came from a call during which no thread of the
-        # process was preempted (counted only in team calls while one thread is the choice)
-        self.undisturbed: dict[int, deque[bool]] = {}
+        # whether no thread of the process was preempted during the team's calls recorded
+        # since its window was last cleared (counted only in probes: see team_margin)
+        self.team_undisturbed = False
         # each window's median, kept by record: choose runs on every call of a small model
         # too, where two medians a call were a tenth of the runtime's own overhead
         self.medians: dict[int, float] = {}
@@ -148,7 +149,7 @@ class TeamSizer:
             return 1
         # hysteresis: the team must be clearly faster to come back as one thread must be to
         # replace it (on a busy core the team may be only a little slower, and flapping is not)
-        stay_one = full >= self.team_margin(team) * one if self.best == 1 else one < ONE_THREAD_MARGIN * full
+        stay_one = full >= self.team_margin() * one if self.best == 1 else one < ONE_THREAD_MARGIN * full
         best, other = (1, team) if stay_one else (team, 1)
         if best != self.best:  # a new choice: check it against the other soon
             self.best, self.gap, self.next_probe, self.probe_left = best, FIRST_PROBE, self.calls + FIRST_PROBE, 0
@@ -163,23 +164,24 @@ class TeamSizer:
         self.fresh = other
         return other
 
-    def team_margin(self, team: int) -> float:
+    def team_margin(self) -> float:
         """How much faster than one thread the team must be to come back: the lenient
-        margin when none of its window's calls was preempted (a quiet machine), else the strict one."""
-        undisturbed = self.undisturbed.get(team)
-        return TEAM_MARGIN_UNDISTURBED if undisturbed and all(undisturbed) else TEAM_MARGIN
+        margin when none of its window's calls was preempted (a quiet machine), else the
+        strict one. While one thread is the choice, the team's window holds only the
+        calls of its last probe (each probe clears it)."""
+        return TEAM_MARGIN_UNDISTURBED if self.team_undisturbed else TEAM_MARGIN
 
     def record(self, threads: int, seconds: float, undisturbed: bool = False) -> None:
         """Add a call's time to its choice's window; `undisturbed`: no thread of the
         process was preempted during it (False where not counted)."""
         window = self.times.setdefault(threads, deque(maxlen=WINDOW))
-        quiet = self.undisturbed.setdefault(threads, deque(maxlen=WINDOW))
         if threads == self.fresh:  # a probe's first time: the window is from before the last switch
             window.clear()
-            quiet.clear()
             self.fresh = None
+            self.team_undisturbed = True  # of no call yet
         window.append(seconds)
-        quiet.append(undisturbed)
+        if threads > 1:
+            self.team_undisturbed = self.team_undisturbed and undisturbed
         one_call_probe = threads == 1 and self.best not in (None, 1)  # a probe of one thread is one call
         if len(window) >= 2 or one_call_probe:
             self.medians[threads] = median(window)

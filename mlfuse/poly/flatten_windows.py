@@ -15,8 +15,9 @@ to a whole number of 64-byte vectors (`VECTOR_BYTES`), both buffers a few rows t
 for the extra positions' reads and writes, which nothing else touches: the loop
 vectorizer had split a 7 x 7 image's 61 positions into 8-lane vectors, then 4 lanes and
 single ones; 64 are four 16-lane vectors (one thread, side by side, same bits: depthwise
-conv + ReLU6 over 960 x 7 x 7 0.93x the time, 576 x 14 x 14 0.94x). Each output sums its taps in the same order (LLVM may
-contract other products into fused multiply-adds: the bodies' `contract` allows it).
+conv + ReLU6 over 960 x 7 x 7 0.93x the time, 576 x 14 x 14 0.94x). Each output sums its
+taps in the same order (LLVM may contract other products into fused multiply-adds: the
+bodies' `contract` allows it).
 
 Flattened when all of these hold (else the nest is left as it is):
 - the last three dimensions are (kh, kw, ow): reductions, then a parallel one, from 0 to
