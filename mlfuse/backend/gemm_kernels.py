@@ -110,6 +110,15 @@ WRAPPED_ROWS_MIN_WIDTH = 8
 # of B, and takes one fma per column on MR lanes, instead of MR fmas on 16-lane vectors
 # that hold 4 real lanes (_Kernels.column_products).
 NARROW_COLUMNS = 8
+# ... and such a micro-kernel takes several row tiles of MR at once (column_groups), so
+# that a depth step has at least this many independent fma chains: a 1-column panel (the
+# last of n = 49: 48 + 1) was one chain of k fmas, waiting on each one's latency (4
+# cycles), and MobileNetV2's 1- and 4-column micro-kernels took 3.9% of its time (one
+# thread) for 2.4% of its products' work.
+NARROW_CHAINS = 8
+# the row tiles a narrow panel's micro-kernel may take at once: the largest that fits
+# first; 3 divides a row slice (ROW_SLICE) and a row block (ROW_BLOCK), 6 and 2 some
+COLUMN_GROUPS = (6, 3, 2)
 # On AVX-512 a conv with constant weights (a window, packed_a) over output rows of
 # CHANNEL_TILE_ROW_WIDTHS positions takes register tiles whose lanes run along C's
 # rows, the output channels: CHANNEL_TILE_ROWS rows (two vectors) of prepacked weights
@@ -1006,15 +1015,26 @@ class _Kernels:
         window's panel that wraps rows."""
         return self.blk.narrow_by_columns and self.shape.packed_a and width <= NARROW_COLUMNS and not wraps
 
+    def column_groups(self, width: int) -> list[int]:
+        """How many row tiles of MR a micro-kernel over a narrow panel of `width` columns
+        (`by_columns`) may take at once, largest first, down to one: enough for
+        NARROW_CHAINS fma chains."""
+        wanted = -(-NARROW_CHAINS // width)
+        return [g for g in COLUMN_GROUPS if g <= wanted] + [1]
+
     def column_products(self, b: ir.IRBuilder, rows: int, width: int, panel: tuple, kc, init: list) -> list:
         """The tile's products over a narrow panel (`by_columns`), from the row-major tile
         `init` (one vector per row), as one vector of MR rows per column: per depth step a
         load of A's packed column, a splat of each column's element of B, and one fma per
         column. The accumulators are the row-major tile's lanes, transposed before the
-        depth loop and back after it: the same fma chains, so the same bits.
+        depth loop and back after it: the same fma chains, so the same bits. A tile of
+        several row tiles (rows a multiple of MR: column_groups) loads each one's column
+        from its own packed panel (kc x MR apart) against the same splats.
         panel = (A at the tile, B's panel, the window's row offsets or None, direct)."""
         a, packed, offsets, direct = panel
         blk = self.blk
+        groups = rows // blk.mr if rows > blk.mr else 1
+        per = rows // groups  # rows per row tile: MR, or fewer in the last one of m
         column = ir.VectorType(self.el, blk.mr)
         fma = self.intrinsic(f"llvm.fma.v{blk.mr}{self.shape.dtype}", column, [column] * 3)
         lane = [ir.Constant(I32, i) for i in range(max(blk.mr, width))]
@@ -1031,17 +1051,19 @@ class _Kernels:
 
         def body(b, k, acc):
             panel_row = self.panel_row(b, packed, k, offsets, direct)
-            self.prefetch_next_tiles(b, a, panel_row, k, kc, [])
-            a_column = b.load(b.gep(a, [self.a_offset(b, 0, k)], source_etype=self.el), typ=column, align=self.ebytes)
-            out = []
-            for p in range(width):
-                b_kp = b.load(b.gep(panel_row, [ir.Constant(I64, p)], source_etype=self.el), typ=self.el, align=self.ebytes)
-                out.append(b.call(fma, [a_column, self.splat(b, b_kp, column), acc[p]]))
-            return out
+            tiles = [b.gep(a, [b.mul(kc, ir.Constant(I64, g * blk.mr))], source_etype=self.el) for g in range(groups)]
+            for tile in tiles:
+                self.prefetch_next_tiles(b, tile, panel_row, k, kc, [], tiles_ahead=groups)
+            a_columns = [b.load(b.gep(tile, [self.a_offset(b, 0, k)], source_etype=self.el), typ=column, align=self.ebytes)
+                         for tile in tiles]
+            splats = [self.splat(b, b.load(b.gep(panel_row, [ir.Constant(I64, p)], source_etype=self.el), typ=self.el,
+                                           align=self.ebytes), column) for p in range(width)]
+            return [b.call(fma, [a_column, splat, acc[g * width + p]])
+                    for g, a_column in enumerate(a_columns) for p, splat in enumerate(splats)]
 
-        columns = transpose(init, column, width, rows)
+        columns = [c for g in range(groups) for c in transpose(init[g * per : (g + 1) * per], column, width, per)]
         columns = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, columns)
-        return transpose(columns, self.vec, rows, width)
+        return [r for g in range(groups) for r in transpose(columns[g * width : (g + 1) * width], self.vec, per, width)]
 
     def prefetch_epilogue_operands(self, b: ir.IRBuilder, rows: int, width: int, args) -> None:
         """Prefetch the tile's elements of the epilogue's operands that step along the
@@ -1108,11 +1130,11 @@ class _Kernels:
 
         return at
 
-    def prefetch_next_tiles(self, b: ir.IRBuilder, a, panel_row, k, kc, vecs: list[int]) -> None:
+    def prefetch_next_tiles(self, b: ir.IRBuilder, a, panel_row, k, kc, vecs: list[int], tiles_ahead: int = 1) -> None:
         """Prefetch, at depth k, what the micro-kernel call after the next ones reads
         there, from constants laid out in the order the calls read them: with packed_b
         the panel after this one (kc x NR on: into L2, it is read a row block later),
-        with packed_a the next tile's A (kc x MR on: into L1). The hardware prefetcher
+        with packed_a the next tile's A (kc x MR on, or `tiles_ahead` tiles: into L1). The hardware prefetcher
         does not reach across those jumps, and weights come from memory (ResNet-18's
         are 47 MB). Only where the blocking asks for it (Blocking.prefetch_tiles): see
         NEXT_PANEL_LOCALITY."""
@@ -1124,7 +1146,8 @@ class _Kernels:
             for v in vecs:
                 self.prefetch_line(b, b.gep(ahead, [ir.Constant(I64, v * blk.vw)], source_etype=self.el), NEXT_PANEL_LOCALITY)
         if self.shape.packed_a:
-            at = b.gep(a, [b.mul(b.add(kc, k), ir.Constant(I64, blk.mr))], source_etype=self.el)
+            ahead = kc if tiles_ahead == 1 else b.mul(kc, ir.Constant(I64, tiles_ahead))
+            at = b.gep(a, [b.mul(b.add(ahead, k), ir.Constant(I64, blk.mr))], source_etype=self.el)
             self.prefetch_line(b, at, NEXT_A_LOCALITY)
 
     def a_offset(self, b: ir.IRBuilder, i: int, k):
@@ -1163,14 +1186,20 @@ class _Kernels:
             b.call(micro, [a_rows, panel[0], c_rows, kc, first, *panel[1:], *framed, *epilogue_args(i0)])
 
         if full:
-            micro = self.micro_fn(mr, width, direct, window, wraps)
-
-            def block(b, i0, _):
-                call(b, micro, i0)
-                return []
-
             stop = b.select(b.icmp_signed("<", row1, ir.Constant(I64, full)), row1, ir.Constant(I64, full))
-            self.counted_loop(b, row0, stop, mr, block)
+            start = row0
+            for groups in self.column_groups(width) if self.by_columns(width, wraps) else [1]:
+                micro = self.micro_fn(groups * mr, width, direct, window, wraps)
+                step = groups * mr
+                # as many whole groups as fit before stop; the rest to the smaller groups
+                end = b.add(start, b.mul(b.sdiv(b.sub(stop, start), ir.Constant(I64, step)), ir.Constant(I64, step)))
+
+                def block(b, i0, _, micro=micro):
+                    call(b, micro, i0)
+                    return []
+
+                self.counted_loop(b, start, end, step, block)
+                start = end
         if m % mr:
             with b.if_then(b.icmp_signed(">", row1, ir.Constant(I64, full))):
                 call(b, self.micro_fn(m % mr, width, direct, window, wraps), ir.Constant(I64, full))
