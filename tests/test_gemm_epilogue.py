@@ -182,6 +182,33 @@ def test_exp_tanh_erf_in_the_epilogue_match_numpy(dims, name, isa):
     assert np.signbit(got[x == 0]).tolist() == np.signbit(want[x == 0]).tolist()
 
 
+@pytest.mark.parametrize("name", ["bias_residual_relu", "column_bias_relu6"])
+@pytest.mark.parametrize("k", [160, 1100])  # one depth block; two (the partial sums through C)
+def test_grouped_narrow_panels_take_the_epilogue(k, name):
+    """n = 49 under a prepacked A on AVX-512: the 1-column panel runs 3 row tiles per
+    micro-kernel call (column_groups), their epilogues (a residual: its prefetch) in a loop
+    over the tiles; the plain kernel's bits, then numpy's epilogue."""
+    m, n = 203, 49
+    rng = np.random.default_rng(zlib.crc32(repr((k, name)).encode()))
+    program, reference = programs("f32")[name]
+    a = rng.standard_normal((1, m, k)).astype(np.float32)
+    b = rng.standard_normal((1, k, n)).astype(np.float32)
+    row, full, col, one = operand_arrays(rng, 1, m, n, np.float32, special=name == "bias_residual_relu")
+    plain = GemmShape(1, m, n, k)
+    fused = GemmShape(1, m, n, k, packed_a=True, epilogue=Epilogue(OPERANDS(m, n), tuple(program)))
+    module = ir.Module()
+    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64] + [PTR] * 7), name=fused.symbol)
+    define_gemm_kernels(module, FEATURES["avx512"])
+    assert "_micro24x1_direct" in str(module)
+    product, got = np.full((1, m, n), np.nan, np.float32), np.full((1, m, n), np.nan, np.float32)
+    kernel(plain, FEATURES["avx512"])(0, plain.tasks, a.ctypes.data, b.ctypes.data, product.ctypes.data)
+    packed = np.ascontiguousarray(prepack_a(a, fused, FEATURES["avx512"]))
+    kernel(fused, FEATURES["avx512"])(0, fused.tasks, *[x.ctypes.data for x in (packed, b, got, row, full, col, one)])
+    with np.errstate(all="ignore"):
+        want = reference(product, row, full, col, one).astype(np.float32)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])
 def test_window_and_prepacked_kernels_take_the_epilogue(isa):
     """A conv's product (B an image's patches, A laid out as row panels) with a bias per

@@ -386,8 +386,8 @@ def test_window_reads_the_patches_of_an_image(isa, m, c, window, dtype):
     (13, 52, 58, None),  # B itself (read in place under a prepacked A): the last panel is 4 columns
     (21, 49, 1, None),  # one column left over, rows in a tail of 5
     (24, 196, 3, Window(3, 3, 9, 30)),  # a 3x3 conv at 7x28: the last 4 columns lie in the last row
-    (203, 49, 20, None),  # row slices of 48: one column in groups of 6 row tiles, then 2 tiles and a tail of 3 rows
-    (120, 196, 3, None),  # 4 columns in groups of 2 row tiles, an odd tile alone
+    (203, 49, 20, None),  # row slices of 48: one column in groups of 3 row tiles, then a tile and a tail of 3 rows
+    (128, 194, 3, None),  # 2 columns in groups of 3 row tiles, then 2 tiles alone
     (72, 50, 120, None),  # 2 columns in groups of 3 row tiles; two depth blocks (k = 1080)
 ])
 def test_narrow_panels_accumulate_along_columns(m, n, c, window, dtype):

@@ -111,14 +111,16 @@ WRAPPED_ROWS_MIN_WIDTH = 8
 # that hold 4 real lanes (_Kernels.column_products).
 NARROW_COLUMNS = 8
 # ... and such a micro-kernel takes several row tiles of MR at once (column_groups), so
-# that a depth step has at least this many independent fma chains: a 1-column panel (the
+# that a depth step has up to this many independent fma chains: a 1-column panel (the
 # last of n = 49: 48 + 1) was one chain of k fmas, waiting on each one's latency (4
 # cycles), and MobileNetV2's 1- and 4-column micro-kernels took 3.9% of its time (one
 # thread) for 2.4% of its products' work.
 NARROW_CHAINS = 8
-# the row tiles a narrow panel's micro-kernel may take at once: the largest that fits
-# first; 3 divides a row slice (ROW_SLICE) and a row block (ROW_BLOCK), 6 and 2 some
-COLUMN_GROUPS = (6, 3, 2)
+# the row tiles a narrow panel's micro-kernel may take at once, largest first: 3 divides a
+# row slice (ROW_SLICE) and a row block (ROW_BLOCK). Each is a micro-kernel more per
+# panel width: groups of 6, 3 and 2 ran MobileNetV2 at the speed of 3 alone (one thread,
+# side by side, 1.002x) but cost 0.45 s more of its GEMM units' LLVM time.
+COLUMN_GROUPS = (3,)
 # On AVX-512 a conv with constant weights (a window, packed_a) over output rows of
 # CHANNEL_TILE_ROW_WIDTHS positions takes register tiles whose lanes run along C's
 # rows, the output channels: CHANNEL_TILE_ROWS rows (two vectors) of prepacked weights
@@ -855,18 +857,91 @@ class _Kernels:
             acc = self.column_products(b, rows, width, (a, packed, offsets, direct), kc, init)
         else:
             acc = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
+        self.finish_tile(b, acc, c_at, rows, width, epilogue_args)
+        b.ret_void()
+        self.micro[key] = fn
+        return fn
 
+    def finish_tile(self, b: ir.IRBuilder, acc: list, c_at: tuple, rows: int, width: int, epilogue_args: list) -> None:
+        """Store the row-major tile `acc` at its pieces of C (c_pieces), through the
+        epilogue in the last depth block. epilogue_args = (last, batch, i0, j0, operands...)
+        (none without an epilogue)."""
         def store(values) -> None:
             self.store_tile(b, values, c_at, rows, width)
 
-        if epilogue is None:
+        if self.shape.epilogue is None:
             store(acc)
+            return
+        with b.if_else(epilogue_args[0]) as (last, partial):
+            with last:
+                store(self.apply_epilogue(b, acc, rows, width, epilogue_args[1:]))
+            with partial:
+                store(acc)
+
+    def grouped_micro_fn(self, groups: int, width: int, direct: bool = False, window: bool = False) -> ir.Function:
+        """micro_fn's micro-kernel for a narrow panel (`by_columns`) over `groups` row tiles
+        of MR at once (column_groups): one depth loop with an fma chain per tile and
+        column, each tile's column of A loaded from its own packed panel (kc x MR apart)
+        against the same splats of B; the same chains as `groups` calls of micro_fn, so
+        the same bits. The tiles' loads of C and their epilogues and stores run in loops
+        over the tiles (their columns kept on the stack meanwhile): emitted once per
+        tile, they had made MobileNetV2's GEMM units take 1.8x their LLVM time."""
+        key = ("grouped", groups, width, direct, window)
+        if key in self.micro:
+            return self.micro[key]
+        mr, epilogue = self.blk.mr, self.shape.epilogue
+        suffix = "_window" if window else "_direct" if direct else ""
+        extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
+        framed = self.shape.frame is not None
+        args = [PTR, PTR, PTR, I64, I1, *[PTR] * window, *[I64] * framed, *extra]
+        fn, b = self.function(f"{self.shape.symbol}_micro{groups * mr}x{width}{suffix}", args)
+        a, packed, c, kc, first = fn.args[:5]
+        offsets = fn.args[5] if window else None
+        j0 = fn.args[5 + window] if framed else None
+        epilogue_args = list(fn.args[5 + window + framed :])
+        for arg in (a, packed, c):
+            arg.add_attribute("noalias")
+        column = ir.VectorType(self.el, mr)
+        saved = b.alloca(column, size=groups * width)
+
+        def slot(b, g, p):  # where tile g's column p waits
+            return b.gep(saved, [b.add(b.mul(g, ir.Constant(I64, width)), ir.Constant(I64, p))], source_etype=column)
+
+        def tile(b, g) -> tuple:  # C's pieces of tile g and its epilogue arguments
+            c_at = self.c_pieces(b, b.gep(c, [b.mul(g, ir.Constant(I64, mr * self.shape.c_row_stride))], source_etype=self.el),
+                                 mr, width, j0)
+            if epilogue is None:
+                return c_at, []
+            last, batch, i0, *rest = epilogue_args
+            return c_at, [last, batch, b.add(i0, b.mul(g, ir.Constant(I64, mr))), *rest]
+
+        def each_tile(emit) -> None:
+            self.counted_loop(b, ir.Constant(I64, 0), ir.Constant(I64, groups), 1, lambda b, g, _: emit(b, g) or [])
+
+        if self.shape.k <= self.blk.kc:  # one depth block: every call is the first, C is never read
+            init = [ir.Constant(column, None)] * (groups * width)
         else:
-            with b.if_else(epilogue_args[0]) as (last, partial):
-                with last:
-                    store(self.apply_epilogue(b, acc, rows, width, epilogue_args[1:]))
-                with partial:
-                    store(acc)
+            def load(b, g) -> None:
+                c_at, _ = tile(b, g)
+                rows = self.load_tile(b, c_at, mr, width, first)
+                for p, value in enumerate(self.lanes_transposed(b, rows, column, width, mr)):
+                    b.store(value, slot(b, g, p))
+
+            each_tile(load)
+            init = [b.load(slot(b, ir.Constant(I64, g), p)) for g in range(groups) for p in range(width)]
+        if epilogue is not None:
+            with b.if_then(epilogue_args[0]):  # the last depth block
+                each_tile(lambda b, g: self.prefetch_epilogue_operands(b, mr, width, tile(b, g)[1][1:]))
+        columns = self.column_chains(b, groups, width, (a, packed, offsets, direct), kc, init)
+        for i, value in enumerate(columns):
+            b.store(value, slot(b, ir.Constant(I64, i // width), i % width))
+
+        def finish(b, g) -> None:
+            c_at, tile_args = tile(b, g)
+            rows = self.lanes_transposed(b, [b.load(slot(b, g, p)) for p in range(width)], self.vec, mr, width)
+            self.finish_tile(b, rows, c_at, mr, width, tile_args)
+
+        each_tile(finish)
         b.ret_void()
         self.micro[key] = fn
         return fn
@@ -1024,30 +1099,23 @@ class _Kernels:
 
     def column_products(self, b: ir.IRBuilder, rows: int, width: int, panel: tuple, kc, init: list) -> list:
         """The tile's products over a narrow panel (`by_columns`), from the row-major tile
-        `init` (one vector per row), as one vector of MR rows per column: per depth step a
-        load of A's packed column, a splat of each column's element of B, and one fma per
-        column. The accumulators are the row-major tile's lanes, transposed before the
-        depth loop and back after it: the same fma chains, so the same bits. A tile of
-        several row tiles (rows a multiple of MR: column_groups) loads each one's column
-        from its own packed panel (kc x MR apart) against the same splats.
+        `init` (one vector per row), as one vector of MR rows per column (column_chains).
+        The accumulators are the row-major tile's lanes, transposed before the depth loop
+        and back after it: the same fma chains, so the same bits.
         panel = (A at the tile, B's panel, the window's row offsets or None, direct)."""
+        column = ir.VectorType(self.el, self.blk.mr)
+        columns = self.column_chains(b, 1, width, panel, kc, self.lanes_transposed(b, init, column, width, rows))
+        return self.lanes_transposed(b, columns, self.vec, rows, width)
+
+    def column_chains(self, b: ir.IRBuilder, groups: int, width: int, panel: tuple, kc, init: list) -> list:
+        """The depth loop over a narrow panel for `groups` row tiles, from the column
+        vectors `init` (tile-major, then by column): per depth step a load of each tile's
+        packed column of A (kc x MR apart), a splat of each column's element of B, and
+        one fma per tile and column. panel as in column_products."""
         a, packed, offsets, direct = panel
         blk = self.blk
-        groups = rows // blk.mr if rows > blk.mr else 1
-        per = rows // groups  # rows per row tile: MR, or fewer in the last one of m
         column = ir.VectorType(self.el, blk.mr)
         fma = self.intrinsic(f"llvm.fma.v{blk.mr}{self.shape.dtype}", column, [column] * 3)
-        lane = [ir.Constant(I32, i) for i in range(max(blk.mr, width))]
-
-        def transpose(vectors: list, result: ir.VectorType, count: int, lanes: int) -> list:
-            """`count` vectors of `result`: lane i of vector p is lane p of vectors[i]."""
-            out = []
-            for p in range(count):
-                value = ir.Constant(result, None)
-                for i in range(lanes):
-                    value = b.insert_element(value, b.extract_element(vectors[i], lane[p]), lane[i])
-                out.append(value)
-            return out
 
         def body(b, k, acc):
             panel_row = self.panel_row(b, packed, k, offsets, direct)
@@ -1061,9 +1129,18 @@ class _Kernels:
             return [b.call(fma, [a_column, splat, acc[g * width + p]])
                     for g, a_column in enumerate(a_columns) for p, splat in enumerate(splats)]
 
-        columns = [c for g in range(groups) for c in transpose(init[g * per : (g + 1) * per], column, width, per)]
-        columns = self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, columns)
-        return [r for g in range(groups) for r in transpose(columns[g * width : (g + 1) * width], self.vec, per, width)]
+        return self.counted_loop(b, ir.Constant(I64, 0), kc, 1, body, init)
+
+    @staticmethod
+    def lanes_transposed(b: ir.IRBuilder, vectors: list, result: ir.VectorType, count: int, lanes: int) -> list:
+        """`count` vectors of `result`: lane i of vector p is lane p of vectors[i] (i < lanes)."""
+        out = []
+        for p in range(count):
+            value = ir.Constant(result, None)
+            for i in range(lanes):
+                value = b.insert_element(value, b.extract_element(vectors[i], ir.Constant(I32, p)), ir.Constant(I32, i))
+            out.append(value)
+        return out
 
     def prefetch_epilogue_operands(self, b: ir.IRBuilder, rows: int, width: int, args) -> None:
         """Prefetch the tile's elements of the epilogue's operands that step along the
@@ -1189,7 +1266,7 @@ class _Kernels:
             stop = b.select(b.icmp_signed("<", row1, ir.Constant(I64, full)), row1, ir.Constant(I64, full))
             start = row0
             for groups in self.column_groups(width) if self.by_columns(width, wraps) else [1]:
-                micro = self.micro_fn(groups * mr, width, direct, window, wraps)
+                micro = self.grouped_micro_fn(groups, width, direct, window) if groups > 1 else self.micro_fn(mr, width, direct, window, wraps)
                 step = groups * mr
                 # as many whole groups as fit before stop; the rest to the smaller groups
                 end = b.add(start, b.mul(b.sdiv(b.sub(stop, start), ir.Constant(I64, step)), ir.Constant(I64, step)))
