@@ -314,9 +314,11 @@ def test_tall_narrow_products_slice_rows():
     """Too few column slices for a team: rows are sliced too, in multiples of every MR,
     and the tasks cover every row exactly once (the last slice takes the remainder)."""
     assert GemmShape(12, 128, 64, 128).row_tasks == 1  # batches and columns give enough tasks
-    shape = GemmShape(1, 512, 49, 4608)  # w @ patches of a 512-channel 7x7 conv
-    assert (shape.column_tasks, shape.row_tasks, shape.tasks) == (2, 8, 16)
+    shape = GemmShape(1, 512, 196, 4608)  # w @ patches of a 512-channel 14x14 conv
+    assert (shape.column_tasks, shape.row_tasks, shape.tasks) == (5, 4, 20)
     assert shape.slice_rows % 24 == 0 and shape.slice_rows * (shape.row_tasks - 1) < shape.m
+    shape = GemmShape(1, 1280, 49, 320)  # less than two column slices: more row slices
+    assert (shape.column_tasks, shape.slice_rows, shape.row_tasks) == (2, 48, 27)
     assert GemmShape(1, 30, 10, 5).row_tasks == 2  # slices of 24 rows and 6
 
 
