@@ -53,8 +53,9 @@ LLVM targets the host's AVX-512 (the GEMM-bearing graphs of bench/results/latest
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import llvmlite.ir as ir
 import numpy as np
@@ -153,6 +154,23 @@ PREFIX = "mlfuse_gemm_"
 ELEMENTS = {"f32": (ir.FloatType(), 4), "f64": (ir.DoubleType(), 8)}
 I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
+
+
+class MicroArgs(NamedTuple):
+    """A micro-kernel's arguments (_Kernels.micro_fn): A at the tile, B's panel, C at the
+    tile, the depth block's kc and whether it is the first; the window's row offsets, the
+    panel's first column where it wraps rows, the tile's column in framed images (each
+    None where the kernel has none); the epilogue's (last, batch, i0, j0, operands...)."""
+
+    a: ir.Argument
+    packed: ir.Argument
+    c: ir.Argument
+    kc: ir.Argument
+    first: ir.Argument
+    offsets: ir.Argument | None
+    wrap_j0: ir.Argument | None
+    frame_j0: ir.Argument | None
+    epilogue: list[ir.Argument]
 
 
 @dataclass(frozen=True)
@@ -822,18 +840,10 @@ class _Kernels:
             return self.micro[key]
         blk, epilogue = self.blk, self.shape.epilogue
         vecs = self.vectors(width)
-        suffix = "_wrap" if wraps else "_window" if window else "_direct" if direct else ""
-        extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
-        framed = self.shape.frame is not None
-        args = [PTR, PTR, PTR, I64, I1, *[PTR] * window, *[I64] * wraps, *[I64] * framed, *extra]
-        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", args)
-        a, packed, c, kc, first = fn.args[:5]
-        offsets = fn.args[5] if window else None
-        columns = self.vector_rows(b, fn.args[6], width) if wraps else None
-        epilogue_args = fn.args[5 + window + wraps + framed :]
-        for arg in (a, packed, c):
-            arg.add_attribute("noalias")
-        c_at = self.c_pieces(b, c, rows, width, fn.args[5 + window + wraps] if framed else None)
+        fn, b, (a, packed, c, kc, first, offsets, wrap_j0, frame_j0, epilogue_args) = self.micro_function(
+            rows, width, direct, window, wraps)
+        columns = self.vector_rows(b, wrap_j0, width) if wraps else None
+        c_at = self.c_pieces(b, c, rows, width, frame_j0)
         if self.shape.k <= blk.kc:  # one depth block: every call is the first, C is never read
             init = [ir.Constant(self.vec, None)] * (rows * len(vecs))
         else:
@@ -871,7 +881,24 @@ class _Kernels:
         self.micro[key] = fn
         return fn
 
-    def finish_tile(self, b: ir.IRBuilder, acc: list, c_at: tuple, rows: int, width: int, epilogue_args: list) -> None:
+    def micro_function(self, rows: int, width: int, direct: bool, window: bool, wraps: bool = False
+                       ) -> tuple[ir.Function, ir.IRBuilder, MicroArgs]:
+        """The function `<symbol>_micro<rows>x<width>` with micro_fn's arguments, and them."""
+        epilogue = self.shape.epilogue
+        suffix = "_wrap" if wraps else "_window" if window else "_direct" if direct else ""
+        extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
+        framed = self.shape.frame is not None
+        args = [PTR, PTR, PTR, I64, I1, *[PTR] * window, *[I64] * wraps, *[I64] * framed, *extra]
+        fn, b = self.function(f"{self.shape.symbol}_micro{rows}x{width}{suffix}", args)
+        a, packed, c, kc, first, *rest = fn.args
+        for arg in (a, packed, c):
+            arg.add_attribute("noalias")
+        offsets = rest.pop(0) if window else None
+        wrap_j0 = rest.pop(0) if wraps else None
+        frame_j0 = rest.pop(0) if framed else None
+        return fn, b, MicroArgs(a, packed, c, kc, first, offsets, wrap_j0, frame_j0, rest)
+
+    def finish_tile(self, b: ir.IRBuilder, acc: list, c_at: tuple, rows: int, width: int, epilogue_args: Sequence) -> None:
         """Store the row-major tile `acc` at its pieces of C (c_pieces), through the
         epilogue in the last depth block. epilogue_args = (last, batch, i0, j0, operands...)
         (none without an epilogue)."""
@@ -895,21 +922,11 @@ class _Kernels:
         the same bits. The tiles' loads of C and their epilogues and stores run in loops
         over the tiles (their columns kept on the stack meanwhile): emitted once per
         tile, they had made MobileNetV2's GEMM units take 1.8x their LLVM time."""
-        key = ("grouped", groups, width, direct, window)
+        mr, epilogue = self.blk.mr, self.shape.epilogue
+        key = (groups * mr, width, direct, window, False)  # more rows than micro_fn's tiles
         if key in self.micro:
             return self.micro[key]
-        mr, epilogue = self.blk.mr, self.shape.epilogue
-        suffix = "_window" if window else "_direct" if direct else ""
-        extra = [I1, I64, I64, I64] + [PTR] * len(epilogue.operands) if epilogue is not None else []
-        framed = self.shape.frame is not None
-        args = [PTR, PTR, PTR, I64, I1, *[PTR] * window, *[I64] * framed, *extra]
-        fn, b = self.function(f"{self.shape.symbol}_micro{groups * mr}x{width}{suffix}", args)
-        a, packed, c, kc, first = fn.args[:5]
-        offsets = fn.args[5] if window else None
-        j0 = fn.args[5 + window] if framed else None
-        epilogue_args = list(fn.args[5 + window + framed :])
-        for arg in (a, packed, c):
-            arg.add_attribute("noalias")
+        fn, b, (a, packed, c, kc, first, offsets, _, j0, epilogue_args) = self.micro_function(groups * mr, width, direct, window)
         column = ir.VectorType(self.el, mr)
         saved = b.alloca(column, size=groups * width)
 
@@ -1220,10 +1237,10 @@ class _Kernels:
         """Prefetch, at depth k, what the micro-kernel call after the next ones reads
         there, from constants laid out in the order the calls read them: with packed_b
         the panel after this one (kc x NR on: into L2, it is read a row block later),
-        with packed_a the next tile's A (kc x MR on, or `tiles_ahead` tiles: into L1). The hardware prefetcher
-        does not reach across those jumps, and weights come from memory (ResNet-18's
-        are 47 MB). Only where the blocking asks for it (Blocking.prefetch_tiles): see
-        NEXT_PANEL_LOCALITY."""
+        with packed_a the next tile's A (kc x MR on, or `tiles_ahead` tiles: into L1). The
+        hardware prefetcher does not reach across those jumps, and weights come from
+        memory (ResNet-18's are 47 MB). Only where the blocking asks for it
+        (Blocking.prefetch_tiles): see NEXT_PANEL_LOCALITY."""
         blk = self.blk
         if not blk.prefetch_tiles:
             return
@@ -1275,7 +1292,10 @@ class _Kernels:
             stop = b.select(b.icmp_signed("<", row1, ir.Constant(I64, full)), row1, ir.Constant(I64, full))
             start = row0
             for groups in self.column_groups(width) if self.by_columns(width, wraps) else [1]:
-                micro = self.grouped_micro_fn(groups, width, direct, window) if groups > 1 else self.micro_fn(mr, width, direct, window, wraps)
+                if groups > 1:
+                    micro = self.grouped_micro_fn(groups, width, direct, window)
+                else:
+                    micro = self.micro_fn(mr, width, direct, window, wraps)
                 step = groups * mr
                 # as many whole groups as fit before stop; the rest to the smaller groups
                 end = b.add(start, b.mul(b.sdiv(b.sub(stop, start), ir.Constant(I64, step)), ir.Constant(I64, step)))
