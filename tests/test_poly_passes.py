@@ -134,6 +134,22 @@ def test_blur_tiles(h, w, sizes):
         cpu.set_num_threads(threads)
 
 
+def test_a_band_of_more_tiles_than_its_recompute_check_evaluates_is_not_fused(monkeypatch):
+    """The recompute guard evaluates a hull in every tile at once: past MAX_CHECKED_TILES
+    tiles (a fuzzed pool over 2^31 - 1 channels asked for 16 GiB) the fusion is refused,
+    and the unfused band computes the same."""
+    from mlfuse.poly import fusion
+
+    passes = ["loop-tile{sizes=1,1}", "loop-post-tile-fuse{max-recompute=4}", "loop-storage-reduce"]
+    monkeypatch.setattr(fusion, "MAX_CHECKED_TILES", 13 * 37 - 1)
+    module = parse(blur(13, 37))
+    run_pipeline(module, passes)
+    from mlfuse.api import module_text
+
+    assert "memref.alloc()" in module_text(module)  # the intermediate stays whole
+    assert_same(blur(13, 37), passes)
+
+
 def test_bounds_may_use_outer_dimensions_only():
     """A bound of dimension k may use d0..d(k-1) (parallelogram tiles), not itself or inner ones."""
     from mlfuse.diagnostics import Diagnostic

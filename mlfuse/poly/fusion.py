@@ -121,6 +121,11 @@ def eval_np(e: AffineExpr, syms: Sequence[np.ndarray]) -> np.ndarray:
     raise Unsupported(f"cannot evaluate {e}")
 
 
+# check_tile_guards evaluates a hull's volume in every tile of the band at once (arrays of
+# this many elements): a band of 2^31 - 1 channels had asked for 16 GiB and failed.
+MAX_CHECKED_TILES = 1 << 20
+
+
 def tile_volumes(bounds: Sequence[Bounds], sizes: Sequence[int]) -> np.ndarray:
     """Points of a box in each tile of a band of `sizes` (box bounds use symbols only)."""
     grids = np.meshgrid(*[np.arange(n, dtype=np.int64) for n in sizes], indexing="ij")
@@ -321,6 +326,9 @@ def check_tile_guards(
             f"parallelism guard: only {partitioned} parallel dimension(s) of '{w.nest_name.data}' follow "
             f"the tiles, the band needs {needed}"
         )
+    tiles = math.prod(idx.sizes)
+    if tiles > MAX_CHECKED_TILES:
+        raise Refused(f"{tiles} tiles: too many to bound the recomputation of '{w.nest_name.data}'")
     work = math.prod(hi - lo for lo, hi in static)
     total = int(tile_volumes(bounds, idx.sizes).sum())
     if work and total > options.max_recompute * work:
