@@ -209,6 +209,32 @@ def test_grouped_narrow_panels_take_the_epilogue(k, name):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("m, oh, ow, k", [(60, 7, 7, 40), (203, 7, 7, 1100), (50, 5, 10, 33)])
+def test_grouped_narrow_panels_write_a_framed_c(m, oh, ow, k):
+    """Row tiles in groups (1 or 2 columns left over: n = 49, 50) into the interiors of
+    padded images (a frame), with a residual read from such images: the plain kernel's
+    bits, and the borders (NaN) untouched."""
+    rng = np.random.default_rng(m + k)
+    n = oh * ow
+    b = rng.standard_normal((1, k, n)).astype(np.float32)
+    a = rng.standard_normal((1, m, k)).astype(np.float32)
+    residual = rng.standard_normal((1, m, n)).astype(np.float32)
+    images = np.full((1, m, oh + 3, ow + 2), np.nan, np.float32)
+    images[:, :, 1 : 1 + oh, 1 : 1 + ow] = residual.reshape(1, m, oh, ow)
+    hp, wp = images.shape[-2:]
+    add = ("c", "i0", "add")
+    plain = GemmShape(1, m, n, k, epilogue=Epilogue((Operand(0, m * n, n, 1),), add))
+    framed = GemmShape(1, m, n, k, packed_a=True, epilogue=Epilogue((Operand(wp + 1, m * hp * wp, hp * wp, 1, ow, wp),), add),
+                       frame=Frame(ow, oh + 2, ow + 2, 1, 1))
+    want = np.full((1, m, n), np.nan, np.float32)
+    kernel(plain, FEATURES["avx512"])(0, plain.tasks, a.ctypes.data, b.ctypes.data, want.ctypes.data, residual.ctypes.data)
+    packed = np.ascontiguousarray(prepack_a(a, framed, FEATURES["avx512"]))
+    got = np.full((1, m, oh + 2, ow + 2), np.nan, np.float32)
+    kernel(framed, FEATURES["avx512"])(0, framed.tasks, packed.ctypes.data, b.ctypes.data, got.ctypes.data, images.ctypes.data)
+    np.testing.assert_array_equal(got[:, :, 1 : 1 + oh, 1 : 1 + ow].reshape(1, m, n), want)
+    assert np.isnan(got[:, :, 0]).all() and np.isnan(got[:, :, :, 0]).all() and np.isnan(got[:, :, :, -1]).all()
+
+
 @pytest.mark.parametrize("isa", ["avx512", "avx2"])
 def test_window_and_prepacked_kernels_take_the_epilogue(isa):
     """A conv's product (B an image's patches, A laid out as row panels) with a bias per
