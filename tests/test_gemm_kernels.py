@@ -317,8 +317,10 @@ def test_tall_narrow_products_slice_rows():
     shape = GemmShape(1, 512, 196, 4608)  # w @ patches of a 512-channel 14x14 conv
     assert (shape.column_tasks, shape.row_tasks, shape.tasks) == (5, 4, 20)
     assert shape.slice_rows % 24 == 0 and shape.slice_rows * (shape.row_tasks - 1) < shape.m
-    shape = GemmShape(1, 1280, 49, 320)  # less than two column slices: more row slices
+    shape = GemmShape(1, 1280, 49, 320, packed_a=True)  # a 1x1 conv at 7x7: more row slices
     assert (shape.column_tasks, shape.slice_rows, shape.row_tasks) == (2, 48, 27)
+    conv = GemmShape(1, 1280, 49, 2880, window=Window(3, 3, 9, 9), packed_a=True)  # packs B per task on AVX2
+    assert (conv.column_tasks, conv.row_tasks) == (2, 8)
     assert GemmShape(1, 30, 10, 5).row_tasks == 2  # slices of 24 rows and 6
 
 

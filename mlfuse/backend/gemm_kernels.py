@@ -66,8 +66,10 @@ TASK_COLUMNS = 48  # columns per task: a multiple of every NR below
 ROW_SLICE = 24  # row slices are multiples of this: of every MR below
 MIN_TASKS = 16  # rows are sliced when the batches and column slices give fewer tasks
 # ... or this many where one batch's columns are less than two slices (a CNN's 7x7 layers, n = 49:
-# one slice and a column): their rows are all a team can split, and in 8 tasks (1280 x 49
-# x 320, 168 rows each) one thread waited up to a task's time on the other. Alone, 2
+# one slice and a column) and B is read in place (GemmShape.reads_b_in_place: a task that
+# packs B's panels would pack them once per row slice): their rows are all a team can
+# split, and in 8 tasks (1280 x 49 x 320, 168 rows each) one thread waited up to a task's
+# time on the other. Alone, 2
 # threads, side by side: that conv + ReLU 0.871x the time in slices of 48 rows (0.919x
 # at 32 tasks), 320 x 49 x 960 the same (0.998x); one thread 1.000x; MobileNetV2 0.99x.
 MIN_TASKS_ONE_SLICE = 64
@@ -294,11 +296,18 @@ class GemmShape:
     def slice_rows(self) -> int:
         """Rows per task: all of them, unless the column slices are too few for a team
         (then enough slices of at least ROW_SLICE rows for MIN_TASKS tasks, or for
-        MIN_TASKS_ONE_SLICE where one batch's columns are less than two slices)."""
-        one_slice = self.batch == 1 and self.n < 2 * TASK_COLUMNS
+        MIN_TASKS_ONE_SLICE where one batch's columns are less than two slices and each
+        task reads B in place)."""
+        one_slice = self.batch == 1 and self.n < 2 * TASK_COLUMNS and self.reads_b_in_place
         tasks = MIN_TASKS_ONE_SLICE if one_slice else MIN_TASKS
         wanted = max(1, -(-tasks // (self.batch * self.column_tasks)))
         return ROW_SLICE * max(1, -(-self.m // (ROW_SLICE * wanted)))
+
+    @property
+    def reads_b_in_place(self) -> bool:
+        """Does every task read B where it lies (a plain B under a prepacked A: a 1x1 conv),
+        rather than pack its panels (a conv's patches on AVX2) again in each row slice?"""
+        return self.window is None and self.packed_a and not self.packed_b
 
     @property
     def row_tasks(self) -> int:
