@@ -107,26 +107,35 @@ def operand_arrays(rng, batch: int, m: int, n: int, t, special: bool):
 def test_epilogue_matches_numpy_on_the_product(dims, name, isa, dtype):
     """The shapes cover several depth blocks (the epilogue only at the last), partial
     panels (masked operand loads), rows past whole tiles, batches, m <= MR (B unpacked)."""
+    shape = epilogue_against_numpy(dims, name, isa, dtype, seed=(dims, name, dtype))
+    assert GemmShape.from_symbol(shape.symbol) == shape
+    for helper in ("_micro8x48", "__omp", "_pack24"):  # the kernel's functions are not kernels
+        assert GemmShape.from_symbol(shape.symbol + helper) is None
+
+
+def epilogue_against_numpy(dims: tuple[int, int, int, int], name: str, isa: str, dtype: str, seed: object,
+                           packed_a: bool = False) -> GemmShape:
+    """Run the kernel of programs()[name] over random A (prepacked with `packed_a`) and B
+    and assert numpy's epilogue over the plain kernel's product, bit for bit; the shape."""
     batch, m, n, k = dims
     t = NUMPY[dtype]
-    rng = np.random.default_rng(zlib.crc32(repr((dims, name, dtype)).encode()))
+    rng = np.random.default_rng(zlib.crc32(repr(seed).encode()))
     program, reference = programs(dtype)[name]
     a = rng.standard_normal((batch, m, k)).astype(t)
     b = rng.standard_normal((batch, k, n)).astype(t)
     row, full, col, one = operand_arrays(rng, batch, m, n, t, special=name in ("bias_residual_relu", "shared_relu6"))
-    shape = GemmShape(batch, m, n, k, dtype, epilogue=Epilogue(OPERANDS(m, n), tuple(program)))
-    assert GemmShape.from_symbol(shape.symbol) == shape
-    for helper in ("_micro8x48", "__omp", "_pack24"):  # the kernel's functions are not kernels
-        assert GemmShape.from_symbol(shape.symbol + helper) is None
+    shape = GemmShape(batch, m, n, k, dtype, packed_a=packed_a, epilogue=Epilogue(OPERANDS(m, n), tuple(program)))
     plain_shape = GemmShape(batch, m, n, k, dtype)
     product = np.full((batch, m, n), np.nan, t)
     kernel(plain_shape, FEATURES[isa])(0, plain_shape.tasks, a.ctypes.data, b.ctypes.data, product.ctypes.data)
     got = np.full((batch, m, n), np.nan, t)
-    ptrs = [x.ctypes.data for x in (a, b, got, row, full, col, one)]
+    a_in = np.ascontiguousarray(prepack_a(a, shape, FEATURES[isa])) if packed_a else a
+    ptrs = [x.ctypes.data for x in (a_in, b, got, row, full, col, one)]
     kernel(shape, FEATURES[isa])(0, shape.tasks, *ptrs)
     with np.errstate(all="ignore"):
         want = reference(product, row, full, col, one).astype(t)
     np.testing.assert_array_equal(got, want)
+    return shape
 
 
 # x = c + residual, then f32 exp, tanh or erf in the program: GELU in its two forms and
@@ -188,25 +197,11 @@ def test_grouped_narrow_panels_take_the_epilogue(k, name):
     """n = 49 under a prepacked A on AVX-512: the 1-column panel runs 3 row tiles per
     micro-kernel call (column_groups), their epilogues (a residual: its prefetch) in a loop
     over the tiles; the plain kernel's bits, then numpy's epilogue."""
-    m, n = 203, 49
-    rng = np.random.default_rng(zlib.crc32(repr((k, name)).encode()))
-    program, reference = programs("f32")[name]
-    a = rng.standard_normal((1, m, k)).astype(np.float32)
-    b = rng.standard_normal((1, k, n)).astype(np.float32)
-    row, full, col, one = operand_arrays(rng, 1, m, n, np.float32, special=name == "bias_residual_relu")
-    plain = GemmShape(1, m, n, k)
-    fused = GemmShape(1, m, n, k, packed_a=True, epilogue=Epilogue(OPERANDS(m, n), tuple(program)))
+    shape = epilogue_against_numpy((1, 203, 49, k), name, "avx512", "f32", seed=(k, name), packed_a=True)
     module = ir.Module()
-    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64] + [PTR] * 7), name=fused.symbol)
+    ir.Function(module, ir.FunctionType(ir.VoidType(), [I64, I64] + [PTR] * 7), name=shape.symbol)
     define_gemm_kernels(module, FEATURES["avx512"])
     assert "_micro24x1_direct" in str(module)
-    product, got = np.full((1, m, n), np.nan, np.float32), np.full((1, m, n), np.nan, np.float32)
-    kernel(plain, FEATURES["avx512"])(0, plain.tasks, a.ctypes.data, b.ctypes.data, product.ctypes.data)
-    packed = np.ascontiguousarray(prepack_a(a, fused, FEATURES["avx512"]))
-    kernel(fused, FEATURES["avx512"])(0, fused.tasks, *[x.ctypes.data for x in (packed, b, got, row, full, col, one)])
-    with np.errstate(all="ignore"):
-        want = reference(product, row, full, col, one).astype(np.float32)
-    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("m, oh, ow, k", [(60, 7, 7, 40), (203, 7, 7, 1100), (50, 5, 10, 33)])
@@ -214,24 +209,9 @@ def test_grouped_narrow_panels_write_a_framed_c(m, oh, ow, k):
     """Row tiles in groups (1 or 2 columns left over: n = 49, 50) into the interiors of
     padded images (a frame), with a residual read from such images: the plain kernel's
     bits, and the borders (NaN) untouched."""
-    rng = np.random.default_rng(m + k)
-    n = oh * ow
-    b = rng.standard_normal((1, k, n)).astype(np.float32)
-    a = rng.standard_normal((1, m, k)).astype(np.float32)
-    residual = rng.standard_normal((1, m, n)).astype(np.float32)
-    images = np.full((1, m, oh + 3, ow + 2), np.nan, np.float32)
-    images[:, :, 1 : 1 + oh, 1 : 1 + ow] = residual.reshape(1, m, oh, ow)
-    hp, wp = images.shape[-2:]
-    add = ("c", "i0", "add")
-    plain = GemmShape(1, m, n, k, epilogue=Epilogue((Operand(0, m * n, n, 1),), add))
-    framed = GemmShape(1, m, n, k, packed_a=True, epilogue=Epilogue((Operand(wp + 1, m * hp * wp, hp * wp, 1, ow, wp),), add),
-                       frame=Frame(ow, oh + 2, ow + 2, 1, 1))
-    want = np.full((1, m, n), np.nan, np.float32)
-    kernel(plain, FEATURES["avx512"])(0, plain.tasks, a.ctypes.data, b.ctypes.data, want.ctypes.data, residual.ctypes.data)
-    packed = np.ascontiguousarray(prepack_a(a, framed, FEATURES["avx512"]))
-    got = np.full((1, m, oh + 2, ow + 2), np.nan, np.float32)
-    kernel(framed, FEATURES["avx512"])(0, framed.tasks, packed.ctypes.data, b.ctypes.data, got.ctypes.data, images.ctypes.data)
-    np.testing.assert_array_equal(got[:, :, 1 : 1 + oh, 1 : 1 + ow].reshape(1, m, n), want)
+    got, want = residual_from_images("avx512", np.random.default_rng(m + k), (m, oh * ow, k), (oh, ow), None, True,
+                                     packed=(False, True))
+    np.testing.assert_array_equal(got[:, :, 1 : 1 + oh, 1 : 1 + ow].reshape(1, m, oh * ow), want)
     assert np.isnan(got[:, :, 0]).all() and np.isnan(got[:, :, :, 0]).all() and np.isnan(got[:, :, :, -1]).all()
 
 
@@ -273,6 +253,19 @@ def test_a_residual_from_padded_images(isa, window, framed_c):
     rng = np.random.default_rng(len(isa) * 7 + framed_c)
     m, c, (oh, ow) = 19, 3, ((window.out_h, window.out_w) if window is not None else (3, 20))
     k, n = (c * 9, oh * ow) if window is not None else (35, oh * ow)
+    got, want = residual_from_images(isa, rng, (m, n, k), (oh, ow), window, framed_c, packed=(window is not None,) * 2)
+    got = got[:, :, 1 : 1 + oh, 1 : 1 + ow].reshape(1, m, n) if framed_c else got
+    np.testing.assert_array_equal(got, want)
+
+
+def residual_from_images(isa: str, rng: np.random.Generator, dims: tuple[int, int, int], out: tuple[int, int],
+                         window: Window | None, framed_c: bool, packed: tuple[bool, bool]) -> tuple[np.ndarray, np.ndarray]:
+    """(got, want): the product of random A and B (an image under `window`, else k x n) +
+    a residual read from the interiors of NaN-bordered images (C framed with `framed_c`:
+    got is those images), and the same with the residual from a plain buffer. packed =
+    (prepacked A for want's kernel, for got's)."""
+    (m, n, k), (oh, ow) = dims, out
+    c = k // 9
     b = rng.standard_normal((1, c, window.hp, window.wp) if window is not None else (1, k, n)).astype(np.float32)
     a = rng.standard_normal((1, m, k)).astype(np.float32)
     residual = rng.standard_normal((1, m, n)).astype(np.float32)
@@ -280,18 +273,19 @@ def test_a_residual_from_padded_images(isa, window, framed_c):
     images[:, :, 1 : 1 + oh, 1 : 1 + ow] = residual.reshape(1, m, oh, ow)
     hp, wp = images.shape[-2:]
     add = ("c", "i0", "add")
-    plain = GemmShape(1, m, n, k, window=window, packed_a=window is not None, epilogue=Epilogue((Operand(0, m * n, n, 1),), add))
-    framed = GemmShape(1, m, n, k, window=window, packed_a=window is not None,
+    plain = GemmShape(1, m, n, k, window=window, packed_a=packed[0], epilogue=Epilogue((Operand(0, m * n, n, 1),), add))
+    framed = GemmShape(1, m, n, k, window=window, packed_a=packed[1],
                        epilogue=Epilogue((Operand(wp + 1, m * hp * wp, hp * wp, 1, ow, wp),), add),
                        frame=Frame(ow, oh + 2, ow + 2, 1, 1) if framed_c else None)
     assert GemmShape.from_symbol(framed.symbol) == framed
-    a_in = np.ascontiguousarray(prepack_a(a, plain, FEATURES[isa])) if window is not None else a
+
+    # named, so that each lives through its kernel's call (a temporary's memory would not)
+    a_plain, a_framed = (np.ascontiguousarray(prepack_a(a, s, FEATURES[isa])) if s.packed_a else a for s in (plain, framed))
     want = np.full((1, m, n), np.nan, np.float32)
-    kernel(plain, FEATURES[isa])(0, plain.tasks, a_in.ctypes.data, b.ctypes.data, want.ctypes.data, residual.ctypes.data)
+    kernel(plain, FEATURES[isa])(0, plain.tasks, a_plain.ctypes.data, b.ctypes.data, want.ctypes.data, residual.ctypes.data)
     got = np.full((1, m, oh + 2, ow + 2) if framed_c else (1, m, n), np.nan, np.float32)
-    kernel(framed, FEATURES[isa])(0, framed.tasks, a_in.ctypes.data, b.ctypes.data, got.ctypes.data, images.ctypes.data)
-    got = got[:, :, 1 : 1 + oh, 1 : 1 + ow].reshape(1, m, n) if framed_c else got
-    np.testing.assert_array_equal(got, want)
+    kernel(framed, FEATURES[isa])(0, framed.tasks, a_framed.ctypes.data, b.ctypes.data, got.ctypes.data, images.ctypes.data)
+    return got, want
 
 
 def conv_block(constant_weight: bool, residual: bool, image: tuple[int, int, int] = (16, 14, 15), channels: int = 24,

@@ -1306,8 +1306,10 @@ class _Kernels:
                 else:
                     micro = self.micro_fn(mr, width, direct, window, wraps)
                 step = groups * mr
-                # as many whole groups as fit before stop; the rest to the smaller groups
-                end = b.add(start, b.mul(b.sdiv(b.sub(stop, start), ir.Constant(I64, step)), ir.Constant(I64, step)))
+                # as many whole groups as fit before stop, the rest to the smaller groups; single
+                # tiles (the last) reach stop, a multiple of MR from row0
+                end = stop if groups == 1 else b.add(start, b.mul(b.sdiv(b.sub(stop, start), ir.Constant(I64, step)),
+                                                                  ir.Constant(I64, step)))
 
                 def block(b, i0, _, micro=micro):
                     call(b, micro, i0)

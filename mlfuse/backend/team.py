@@ -174,11 +174,14 @@ class TeamSizer:
     def record(self, threads: int, seconds: float, undisturbed: bool = False) -> None:
         """Add a call's time to its choice's window; `undisturbed`: no thread of the
         process was preempted during it (False where not counted)."""
-        window = self.times.setdefault(threads, deque(maxlen=WINDOW))
+        window = self.times.get(threads)
+        if window is None:  # not setdefault: that would build a deque on every call
+            window = self.times[threads] = deque(maxlen=WINDOW)
         if threads == self.fresh:  # a probe's first time: the window is from before the last switch
             window.clear()
             self.fresh = None
-            self.team_undisturbed = True  # of no call yet
+            if threads > 1:
+                self.team_undisturbed = True  # of no call yet
         window.append(seconds)
         if threads > 1:
             self.team_undisturbed = self.team_undisturbed and undisturbed
