@@ -713,6 +713,14 @@ class GemmOp(IRDLOperation):
     the interior of B (a downsample reading the next conv's padded input):
     x[c, top + y*sh + i, left + x*sw + j], oh and ow from the interior's size.
 
+    With `window_pads = array<i64: top, left, bottom, right>`, the image is B padded by
+    zeros on those sides, which are not in memory: x[c, y*sh + i - top, x*sw + j - left]
+    where that is inside B, else 0 (a depthwise conv reading its input as it is:
+    convert-graph-to-loop{depthwise}, which only the depthwise kernels take):
+
+        loop.gemm %w, %x into %y {window = array<i64: 3, 3>, window_pads = array<i64: 1, 1, 1, 1>}
+            : memref<96x1x9xf32>, memref<96x1x14x14xf32>, memref<96x1x196xf32>
+
     With `c_frame = array<i64: top, left, oh, ow>`, C is images [batch..., m, hp, wp]
     whose interiors hold the product's rows, and their borders are not written (a conv
     writing the next conv's padded input: loop-forward-copies). The product's shape
@@ -737,6 +745,7 @@ class GemmOp(IRDLOperation):
     epilogue_maps = opt_prop_def(ArrayAttr[AffineMapAttr])
     c_frame = opt_prop_def(DenseArrayBase[IntegerType])
     window_border = opt_prop_def(DenseArrayBase[IntegerType])
+    window_pads = opt_prop_def(DenseArrayBase[IntegerType])
     epilogue = opt_region_def("single_block")
     assembly_format = (
         "$a `,` $b `into` $c (`epilogue` (`ins` `(` $epilogue_ins^ `:` type($epilogue_ins) `)`)? $epilogue^)?"
@@ -752,12 +761,15 @@ class GemmOp(IRDLOperation):
         window: Sequence[int] | None = None,
         epilogue: tuple[Sequence[SSAValue], Sequence[AffineMap], Region] | None = None,
         c_frame: Sequence[int] | None = None,
+        window_pads: Sequence[int] | None = None,
     ):
         """`epilogue`: its operands, their maps from C's indices, and its region;
-        `c_frame`: (top, left, oh, ow)."""
+        `c_frame`: (top, left, oh, ow); `window_pads`: (top, left, bottom, right)."""
         properties: dict[str, Attribute] = {}
         if window is not None:
             properties["window"] = DenseArrayBase.from_list(i64, window)
+        if window_pads is not None and any(window_pads):
+            properties["window_pads"] = DenseArrayBase.from_list(i64, window_pads)
         if c_frame is not None:
             properties["c_frame"] = DenseArrayBase.from_list(i64, c_frame)
         ins: Sequence[SSAValue] = ()
@@ -790,6 +802,14 @@ class GemmOp(IRDLOperation):
         if self.window_border is None:
             return (0, 0, 0, 0)
         top, left, bottom, right = (int(v) for v in self.window_border.get_values())
+        return top, left, bottom, right
+
+    @property
+    def pads(self) -> tuple[int, int, int, int]:
+        """(top, left, bottom, right) of `window_pads`: zeros unless given."""
+        if self.window_pads is None:
+            return (0, 0, 0, 0)
+        top, left, bottom, right = (int(v) for v in self.window_pads.get_values())
         return top, left, bottom, right
 
     @property
@@ -834,6 +854,10 @@ class GemmOp(IRDLOperation):
             border = [int(v) for v in self.window_border.get_values()]
             if self.window is None or len(border) != 4 or min(border) < 0:
                 raise VerifyException(f"'loop.gemm' window_border must be (top, left, bottom, right) >= 0 with a window, got {border}")
+        if self.window_pads is not None:
+            pads = [int(v) for v in self.window_pads.get_values()]
+            if self.window is None or len(pads) != 4 or min(pads) < 0:
+                raise VerifyException(f"'loop.gemm' window_pads must be (top, left, bottom, right) >= 0 with a window, got {pads}")
         if self.window is not None:
             sb = self.patches_shape(sb)
         if self.c_frame is not None:
@@ -903,8 +927,9 @@ class GemmOp(IRDLOperation):
         kh, kw = window[:2]
         sh, sw = self.window_strides
         top, left, bottom, right = self.border
-        if len(image) >= 3:  # the interior the window runs over
-            image = [*image[:-2], image[-2] - top - bottom, image[-1] - left - right]
+        above, before, below, after = self.pads
+        if len(image) >= 3:  # the interior the window runs over, padded
+            image = [*image[:-2], image[-2] - top - bottom + above + below, image[-1] - left - right + before + after]
         if len(image) < 3 or image[-2] < kh or image[-1] < kw:
             within = f" (the interior within window_border {[top, left, bottom, right]})" if any((top, left, bottom, right)) else ""
             raise VerifyException(f"'loop.gemm' window {kh}x{kw} needs an image [..., c, h >= {kh}, w >= {kw}], got {list(image)}{within}")

@@ -49,6 +49,7 @@ def cpu_pipeline(
     fast_math: bool = False,
     outline_serial: bool = True,
     channel_tiles: bool | None = None,
+    depthwise: bool = True,
 ) -> list[str]:
     """graph -> fused groups -> loop nests -> scf -> llvm, for the host CPU: one pipeline
     for both of mlfuse's techniques.
@@ -88,13 +89,17 @@ def cpu_pipeline(
 
     channel_tiles: whether the GEMM kernels take channel tiles, so that convs over few
     pixels read their patches in place (convert-graph-to-loop{channel-tiles}); None: as
-    the host's do (AVX-512)."""
+    the host's do (AVX-512).
+
+    depthwise: whether depthwise convs over small planes lower as products that the
+    depthwise kernels run (convert-graph-to-loop{depthwise}, depthwise_kernels.py)."""
     passes = list(GRAPH_CLEANUP)
     if fuse and _has_pass("fusion-plan"):
         passes += planning(planner, "cpu")
     if channel_tiles is None:
         channel_tiles = host_has_channel_tiles()
-    passes.append("convert-graph-to-loop{channel-tiles=true}" if channel_tiles else "convert-graph-to-loop")
+    options = " ".join(o for o, on in (("channel-tiles=true", channel_tiles), ("depthwise=true", depthwise)) if on)
+    passes.append(f"convert-graph-to-loop{{{options}}}" if options else "convert-graph-to-loop")
     if fuse:
         passes += WINDOW_GROUPS
     if post_tile:

@@ -59,5 +59,10 @@ class ConvertGraphToLoopPass(ModulePass):
     gemm_kernels.has_channel_tiles): a conv over fewer output pixels than a vector row
     wants is w @ patches too when its product takes them (`takes_channel_tiles`)."""
 
+    depthwise: bool = False
+    """The target has depthwise kernels (mlfuse/backend/depthwise_kernels.py): a depthwise
+    conv of one image at stride 1 over a small output plane is a `loop.gemm {window}`
+    batched over its channels, which such a kernel runs (`depthwise_as_product`)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_graph_to_loop(op, self.stitch, self.conv, self.channel_tiles)
+        convert_graph_to_loop(op, self.stitch, self.conv, self.channel_tiles, self.depthwise)

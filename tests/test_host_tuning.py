@@ -67,7 +67,7 @@ def test_depthwise_conv_rows_vectorize_without_gathers(zen4_host):
     vectorized the loop over rows with a gather and a scatter per vector, 2.3x slower
     than the SLP vectorizer's contiguous loads along the row."""
     module = depthwise_relu6()
-    run_pipeline(module, pipelines.cpu_pipeline())
+    run_pipeline(module, pipelines.cpu_pipeline(depthwise=False))  # the window nest's rows
     text = cpu.optimized_ir(to_llvmlite(module), *zen4_host)
     assert re.search(r"fmuladd.v(8|16)f32\(", text)  # the row is vectorized (flat: 16 lanes), its taps fused
     assert "masked.gather" not in text and "masked.scatter" not in text
@@ -89,7 +89,7 @@ def test_flat_window_rows_interleave_their_tap_chains(zen4_host):
     pitch), 25 taps a position: one chain of dependent FMAs per vector, which LLVM's cost
     model did not interleave. The row loop asks for four vectors side by side."""
     module = depthwise_relu6(8, 14, 5)
-    run_pipeline(module, pipelines.cpu_pipeline())
+    run_pipeline(module, pipelines.cpu_pipeline(depthwise=False))  # the window nest's rows
     ir = to_llvmlite(module)
     assert '!"llvm.loop.interleave.count", i32 4' in str(ir)
     assert "vector.body" in cpu.optimized_ir(ir, *zen4_host)
@@ -143,15 +143,16 @@ def test_depthwise_conv_matches_numpy(size):
 def test_the_cpu_pipeline_takes_channel_tiles_where_the_host_has_them(monkeypatch, zen4_host):
     """cpu_pipeline asks the host: on AVX-512 (the faked Zen 4) convert-graph-to-loop runs
     with channel-tiles (convs over few pixels read their patches in place), on an AVX2 host
-    without; an explicit value wins. pipelines.step_index finds the pass either way."""
+    without; an explicit value wins. Depthwise kernels on every host unless turned off.
+    pipelines.step_index finds the pass either way."""
     steps = pipelines.cpu_pipeline()
-    assert "convert-graph-to-loop{channel-tiles=true}" in steps
-    assert steps[pipelines.step_index(steps, "convert-graph-to-loop")] == "convert-graph-to-loop{channel-tiles=true}"
-    assert "convert-graph-to-loop" in pipelines.cpu_pipeline(channel_tiles=False)
+    assert "convert-graph-to-loop{channel-tiles=true depthwise=true}" in steps
+    assert steps[pipelines.step_index(steps, "convert-graph-to-loop")] == "convert-graph-to-loop{channel-tiles=true depthwise=true}"
+    assert "convert-graph-to-loop" in pipelines.cpu_pipeline(channel_tiles=False, depthwise=False)
     avx2 = ",".join(f for f in ZEN4_FEATURES.split(",") if not f.startswith("+avx512"))
     monkeypatch.setattr(cpu.llvm, "get_host_cpu_name", lambda: "znver3")
     monkeypatch.setattr(cpu.llvm, "get_host_cpu_features", lambda: _Features(avx2))
     cpu.host_cpu.cache_clear()
     steps = pipelines.cpu_pipeline()
-    assert "convert-graph-to-loop" in steps and not any("channel-tiles" in s for s in steps)
-    assert "convert-graph-to-loop{channel-tiles=true}" in pipelines.cpu_pipeline(channel_tiles=True)
+    assert "convert-graph-to-loop{depthwise=true}" in steps and not any("channel-tiles" in s for s in steps)
+    assert "convert-graph-to-loop{channel-tiles=true depthwise=true}" in pipelines.cpu_pipeline(channel_tiles=True)

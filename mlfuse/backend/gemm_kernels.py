@@ -184,7 +184,9 @@ class Window:
 
     the im2col of a convolution, read by the kernel's packing instead of materialized.
     With a border (top, left, bottom, right) the image is the interior of x (a
-    downsample reading the next conv's padded input): x[c, top + ..., left + ...]."""
+    downsample reading the next conv's padded input): x[c, top + ..., left + ...]. With
+    pads (top, left, bottom, right) it is x padded by zeros that are not in memory (a
+    depthwise conv's input as it is: only depthwise_kernels take those)."""
 
     kh: int
     kw: int
@@ -193,14 +195,15 @@ class Window:
     sh: int = 1
     sw: int = 1
     border: tuple[int, int, int, int] = (0, 0, 0, 0)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
 
     @property
     def out_w(self) -> int:
-        return (self.wp - self.border[1] - self.border[3] - self.kw) // self.sw + 1
+        return (self.wp - self.border[1] - self.border[3] + self.pads[1] + self.pads[3] - self.kw) // self.sw + 1
 
     @property
     def out_h(self) -> int:
-        return (self.hp - self.border[0] - self.border[2] - self.kh) // self.sh + 1
+        return (self.hp - self.border[0] - self.border[2] + self.pads[0] + self.pads[2] - self.kh) // self.sh + 1
 
     @property
     def origin(self) -> int:
@@ -210,10 +213,12 @@ class Window:
     @property
     def token(self) -> str:
         """The window in a kernel's symbol: _w<kh>x<kw>x<hp>x<wp>, then s<sh>x<sw> if
-        strided and b<top>x<left>x<bottom>x<right> with a border."""
+        strided, b<top>x<left>x<bottom>x<right> with a border and p<top>x<left>x<bottom>x<right>
+        with pads."""
         strides = f"s{self.sh}x{self.sw}" if (self.sh, self.sw) != (1, 1) else ""
         border = "b" + "x".join(map(str, self.border)) if any(self.border) else ""
-        return f"_w{self.kh}x{self.kw}x{self.hp}x{self.wp}{strides}{border}"
+        pads = "p" + "x".join(map(str, self.pads)) if any(self.pads) else ""
+        return f"_w{self.kh}x{self.kw}x{self.hp}x{self.wp}{strides}{border}{pads}"
 
     @property
     def next_row(self) -> int:
@@ -315,6 +320,10 @@ class GemmShape:
 
     @property
     def tasks(self) -> int:
+        from mlfuse.backend.depthwise_kernels import takes_depthwise  # it imports this module
+
+        if takes_depthwise(self):  # a channel's plane each
+            return self.batch
         return self.batch * self.column_tasks * self.row_tasks
 
     def task_extent(self, t: int) -> tuple[int, int]:
@@ -342,7 +351,7 @@ class GemmShape:
     def from_symbol(name: str) -> GemmShape | None:
         match = re.fullmatch(
             re.escape(PREFIX) + r"(?P<dtype>f32|f64)_(?P<dims>\d+x\d+x\d+x\d+)"
-            r"(?:_w(?P<window>\d+x\d+x\d+x\d+)(?:s(?P<strides>\d+x\d+))?(?:b(?P<border>\d+x\d+x\d+x\d+))?)?"
+            r"(?:_w(?P<window>\d+x\d+x\d+x\d+)(?:s(?P<strides>\d+x\d+))?(?:b(?P<border>\d+x\d+x\d+x\d+))?(?:p(?P<pads>\d+x\d+x\d+x\d+))?)?"
             r"(?:_c(?P<frame>\d+x\d+x\d+x\d+x\d+(?:x\d+)?))?(?P<pa>_pa)?(?P<pb>_pb)?(?:_e\.(?P<epilogue>[a-z0-9.]+))?",
             name,
         )
@@ -354,7 +363,8 @@ class GemmShape:
 
         strides = ints("strides") if match.group("strides") else [1, 1]
         border = tuple(ints("border")) if match.group("border") else (0, 0, 0, 0)
-        window = Window(*ints("window"), *strides, border) if match.group("window") else None  # type: ignore[arg-type]
+        pads = tuple(ints("pads")) if match.group("pads") else (0, 0, 0, 0)
+        window = Window(*ints("window"), *strides, border, pads) if match.group("window") else None  # type: ignore[arg-type]
         frame = Frame(*ints("frame")) if match.group("frame") else None
         epilogue = Epilogue.parse(match.group("epilogue")) if match.group("epilogue") else None
         return GemmShape(*ints("dims"), dtype=match.group("dtype"), window=window, packed_b=match.group("pb") is not None,  # type: ignore[arg-type]
@@ -372,6 +382,7 @@ class Blocking:
     narrow_by_columns: bool = False  # accumulate narrow panels along their columns (NARROW_COLUMNS)
     channel_tiles: bool = False  # lanes along C's rows, positions splatted from the image (_ChannelKernels)
     winograd: bool = False  # a 3x3 conv's Winograd F(2x2, 3x3) kernel (winograd_kernels.py)
+    depthwise: bool = False  # a depthwise conv's plane in registers (depthwise_kernels.py)
 
     @property
     def nr(self) -> int:
@@ -412,9 +423,11 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
     everywhere (one process, medians of 21-31): U-Net 0.92-0.96, MobileNetV3-small
     0.96, MobileNetV2 and ResNet-18 1.01 (noise). Only AVX-512 kernels prefetch the
     next tiles (see NEXT_PANEL_LOCALITY: measured on an AVX-512 Xeon and on Zen 3)."""
-    from mlfuse.backend import winograd_kernels  # it imports this module
+    from mlfuse.backend import depthwise_kernels, winograd_kernels  # they import this module
 
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
+    if shape is not None and depthwise_kernels.takes_depthwise(shape):
+        return depthwise_kernels.depthwise_blocking(16 if "avx512f" in enabled else 8 if "avx" in enabled else 4, shape)
     if winograd_kernels.has_winograd(features) and shape is not None and winograd_kernels.takes_winograd(shape):
         return winograd_kernels.winograd_blocking(shape)
     if has_channel_tiles(features) and shape is not None and takes_channel_tiles(shape):
@@ -499,6 +512,10 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
         from mlfuse.backend.winograd_kernels import winograd_weights  # it imports this module
 
         return winograd_weights(a, shape)
+    if blk.depthwise:
+        from mlfuse.backend.depthwise_kernels import depthwise_weights  # it imports this module
+
+        return depthwise_weights(a, shape)
     rows = blk.padded_rows(shape.m)
     padded = np.zeros((shape.batch, rows, shape.k), a.dtype)
     padded[:, : shape.m] = a.reshape(shape.batch, shape.m, shape.k)
@@ -513,9 +530,13 @@ def prepack_a(a: np.ndarray, shape: GemmShape, features: str) -> np.ndarray:
 def prepacked_a_bytes(shape: GemmShape) -> int:
     """Room for prepack_a's layout under any blocking: ROW_SLICE is a multiple of every MR
     but a channel tile's (CHANNEL_TILE_ROWS), where the shape may take one; a Winograd
-    kernel's U and weights (winograd_bytes), where the shape may take one."""
-    from mlfuse.backend.winograd_kernels import takes_winograd, winograd_bytes  # it imports this module
+    kernel's U and weights (winograd_bytes), where the shape may take one; a depthwise
+    kernel's weights as they are, where the shape takes one (on every host)."""
+    from mlfuse.backend.depthwise_kernels import takes_depthwise  # they import this module
+    from mlfuse.backend.winograd_kernels import takes_winograd, winograd_bytes
 
+    if takes_depthwise(shape):
+        return shape.batch * shape.k * ELEMENTS[shape.dtype][1]
     rows = -(-shape.m // ROW_SLICE) * ROW_SLICE
     if takes_channel_tiles(shape):
         rows = max(rows, -(-shape.m // CHANNEL_TILE_ROWS) * CHANNEL_TILE_ROWS)
@@ -1536,18 +1557,24 @@ def define_gemm_kernels(module: ir.Module, features: str) -> list[str]:
         shape = GemmShape.from_symbol(fn.name)
         if shape is not None and fn.is_declaration:
             blocking = shape_blocking(features, shape)
+            if shape.window is not None and any(shape.window.pads) and not blocking.depthwise:
+                raise AssertionError(f"{fn.name}: only the depthwise kernels read a window with pads (takes_depthwise)")
             kernel_generator(blocking)(module, shape, blocking).define(fn)
             defined.append(fn.name)
     return defined
 
 
 def kernel_generator(blocking: Blocking) -> type[_Kernels]:
-    """What writes the task function of a shape with `blocking`: its Winograd kernel, channel
-    tiles, or the row-vector kernel."""
+    """What writes the task function of a shape with `blocking`: its Winograd kernel, its
+    depthwise kernel, channel tiles, or the row-vector kernel."""
     if blocking.winograd:
         from mlfuse.backend.winograd_kernels import WinogradKernels  # it imports this module
 
         return WinogradKernels
+    if blocking.depthwise:
+        from mlfuse.backend.depthwise_kernels import DepthwiseKernels  # it imports this module
+
+        return DepthwiseKernels
     return _ChannelKernels if blocking.channel_tiles else _Kernels
 
 

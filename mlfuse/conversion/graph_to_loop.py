@@ -50,6 +50,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
 from mlfuse.abi import ALIGNMENT
+from mlfuse.backend.depthwise_kernels import MAX_PIXELS as DEPTHWISE_MAX_PIXELS
 from mlfuse.backend.gemm_kernels import channel_tiles_fit
 from mlfuse.conversion import scalar
 from mlfuse.conversion.patterns import apply_once, is_tensor_function
@@ -104,6 +105,7 @@ class FunctionLowering:
     stitch: bool = True
     conv: str = "gemm"  # how dense convs lower: "gemm" (patches @ weights) or "direct"
     channel_tiles: bool = False  # the target's GEMM kernels take channel tiles (gemm_kernels.has_channel_tiles)
+    depthwise: bool = False  # the target has depthwise kernels (depthwise_as_product)
     fallbacks: list[str] = field(default_factory=list)
     group_tag: str | None = None  # the window group whose nests are being emitted
 
@@ -542,6 +544,7 @@ class BufferizeSignature(RewritePattern):
     stitch: bool
     conv: str
     channel_tiles: bool
+    depthwise: bool
     taken: set[str]  # the module's global names
 
     @op_type_rewrite_pattern
@@ -568,7 +571,7 @@ class BufferizeSignature(RewritePattern):
         fn.attributes["mlfuse.num_outputs"] = IntegerAttr(len(outputs), i64)
         rewriter.notify_op_modified(fn)
         self.state[fn] = FunctionLowering(self.module, rewriter, fn, len(inputs), self.taken, stitch=self.stitch, conv=self.conv,
-                                          channel_tiles=self.channel_tiles)
+                                          channel_tiles=self.channel_tiles, depthwise=self.depthwise)
 
 
 @dataclass
@@ -776,7 +779,8 @@ def place_deallocs(block: Block, allocated: list[SSAValue]) -> None:
 CONV_LOWERINGS = ("gemm", "direct")
 
 
-def convert_graph_to_loop(module: ModuleOp, stitch: bool = True, conv: str = "gemm", channel_tiles: bool = False) -> None:
+def convert_graph_to_loop(module: ModuleOp, stitch: bool = True, conv: str = "gemm", channel_tiles: bool = False,
+                          depthwise: bool = False) -> None:
     """Apply the conversion patterns to every function on tensors in `module`."""
     if conv not in CONV_LOWERINGS:
         raise Diagnostic(f"convert-graph-to-loop: conv={conv!r}: expected one of {', '.join(CONV_LOWERINGS)}", "<pass convert-graph-to-loop>")
@@ -784,7 +788,7 @@ def convert_graph_to_loop(module: ModuleOp, stitch: bool = True, conv: str = "ge
     taken = {g.sym_name.data for g in module.body.block.ops if isinstance(g, memref.GlobalOp)}
     before = set(taken)
     patterns = [
-        BufferizeSignature(module, state, stitch, conv, channel_tiles, taken),
+        BufferizeSignature(module, state, stitch, conv, channel_tiles, depthwise, taken),
         LowerConstant(state),
         LowerView(state),
         LowerGroup(state),
@@ -1212,6 +1216,9 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
     if conv_as_matmul(fl, op):
         lower_conv2d_as_matmul(fl, op, out)
         return
+    if depthwise_as_product(fl, op):
+        lower_depthwise_as_product(fl, op, out)
+        return
     t = graph.element_type_of(op.result)
     out_shape = graph.shape_of(op.result)
     fl.nest("conv_init", out_shape, [], [out], lambda b, a: [scalar.const(b, 0, t)], maps=[identity(4)])
@@ -1236,6 +1243,38 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
         return [scalar.narrow(b, scalar.multiply_add(b, acc, x, w, contract=True), t)]
 
     fl.nest("conv2d", bounds, [src, fl.buffer(op.weight)], [out], body, iterators, maps)
+
+
+def depthwise_as_product(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
+    """Lower `op` as a product batched over its channels (`lower_depthwise_as_product`)?
+    A depthwise conv (a channel per group, one output channel each) of one f32 or f64
+    image at stride 1, undilated and padded, whose output rows are as long as its input's (the
+    left and right pads make up the window's width) and whose output plane a depthwise
+    kernel holds in registers (at most depthwise_kernels.MAX_PIXELS positions), where
+    the target has those kernels (convert-graph-to-loop{depthwise}) and convs are
+    products (conv=gemm)."""
+    if not fl.depthwise or fl.conv != "gemm" or str(graph.element_type_of(op.result)) not in ("f32", "f64"):
+        return False
+    n, o, oh, ow = graph.shape_of(op.result)
+    _, c, _, w = graph.shape_of(op.input)
+    cg = graph.shape_of(op.weight)[1]
+    return (n == 1 and cg == 1 and op.group_count == c == o and tuple(op.stride_values) == (1, 1)
+            and tuple(op.dilation_values) == (1, 1) and any(op.pad_values) and ow == w and 0 < oh * ow <= DEPTHWISE_MAX_PIXELS)
+
+
+def lower_depthwise_as_product(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:
+    """y[0, c] = w[c] @ patches(x[0, c]) for each channel c: one `loop.gemm {window}`
+    batched over the channels, each batch one image (x seen as C x 1 x h x w, its pads
+    `window_pads`: zeros the kernel does not read), one row of taps (w as C x 1 x
+    kh*kw) and one output row (y as C x 1 x oh*ow). The depthwise kernel
+    (mlfuse/backend/depthwise_kernels.py) runs each channel's plane in registers; the
+    epilogue (bias, activation) fuses into it as into any product."""
+    _, o, oh, ow = graph.shape_of(op.result)
+    _, _, h, w = graph.shape_of(op.input)
+    kh, kw = graph.shape_of(op.weight)[2:]
+    images = view(fl, fl.buffer(op.input), [o, 1, h, w])
+    taps = view(fl, fl.buffer(op.weight), [o, 1, kh * kw])
+    fl.builder.insert(loop.GemmOp(taps, images, view(fl, out, [o, 1, oh * ow]), window=(kh, kw), window_pads=op.pad_values))
 
 
 def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> None:

@@ -184,7 +184,7 @@ def gemm_shape(op: loop.GemmOp, packed_b: bool = False, packed_a: bool = False) 
     *batch, m, k = ta.get_shape()
     dtype = "f32" if isinstance(ta.get_element_type(), Float32Type) else "f64"
     window, (hp, wp) = op.window_size, tb.get_shape()[-2:]
-    image = Window(*window, hp, wp, *op.window_strides, op.border) if window is not None else None
+    image = Window(*window, hp, wp, *op.window_strides, op.border, op.pads) if window is not None else None
     frame = None
     if op.frame is not None:
         top, left, _, ow = op.frame

@@ -187,7 +187,7 @@ def residual_readers(source: SSAValue, writer: loop.GemmOp) -> list[tuple[loop.G
         if any(loop.view_root(v) is source for v in (user.a, user.c)):
             return None
         if loop.view_root(user.b) is source:
-            if user.window is None or user.window_border is not None or not _images_of(user.b.type, writer.product_type):
+            if user.window is None or user.window_border is not None or user.window_pads is not None or not _images_of(user.b.type, writer.product_type):
                 return None
             found.append((user, -1))
         maps = user.epilogue_maps.data if user.epilogue_maps is not None else ()

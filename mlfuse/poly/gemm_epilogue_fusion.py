@@ -196,8 +196,9 @@ def fold(gemm: loop.GemmOp, nest: loop.NestOp) -> str | None:
     c = view.result if view is not None else out  # the output seen with C's shape
     window = tuple(gemm.window.get_values()) if gemm.window is not None else None
     fused = loop.GemmOp(gemm.a, gemm.b, c, window, (others, maps, epilogue_region(nest, k)))
-    if gemm.window_border is not None:
-        fused.properties["window_border"] = gemm.window_border
+    for name in ("window_border", "window_pads"):
+        if name in gemm.properties:
+            fused.properties[name] = gemm.properties[name]
     if kernel_epilogue(fused) is None:
         fused.erase()
         if view is not None:

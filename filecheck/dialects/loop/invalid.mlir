@@ -375,3 +375,28 @@ func.func @gemm_window_border_too_wide(%a: memref<1x4x2xf32>, %x: memref<1x2x6x6
   loop.gemm %a, %x into %c {window = array<i64: 1, 1, 2, 2>, window_border = array<i64: 3, 3, 3, 3>} : memref<1x4x2xf32>, memref<1x2x6x6xf32>, memref<1x4x4xf32>
   func.return
 }
+
+// -----
+
+func.func @gemm_window_pads_without_window(%a: memref<4x8xf32>, %b: memref<8x3xf32>, %c: memref<4x3xf32>) {
+  // CHECK: error: 'loop.gemm' window_pads must be (top, left, bottom, right) >= 0 with a window, got [1, 1, 1, 1]
+  loop.gemm %a, %b into %c {window_pads = array<i64: 1, 1, 1, 1>} : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @gemm_window_pads_negative(%a: memref<4x1x9xf32>, %x: memref<4x1x5x5xf32>, %c: memref<4x1x25xf32>) {
+  // CHECK: error: 'loop.gemm' window_pads must be (top, left, bottom, right) >= 0 with a window, got [1, -1, 1, 1]
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, window_pads = array<i64: 1, -1, 1, 1>} : memref<4x1x9xf32>, memref<4x1x5x5xf32>, memref<4x1x25xf32>
+  func.return
+}
+
+// -----
+
+// Pads of 1 make 5x5 images 7x7: a 3x3 window gives 5x5 positions, not 7x7.
+func.func @gemm_window_pads_shapes(%a: memref<4x1x9xf32>, %x: memref<4x1x5x5xf32>, %c: memref<4x1x49xf32>) {
+  // CHECK: error: 'loop.gemm' shapes do not multiply: memref<4x1x9xf32> x memref<4x1x5x5xf32> -> memref<4x1x49xf32>
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, window_pads = array<i64: 1, 1, 1, 1>} : memref<4x1x9xf32>, memref<4x1x5x5xf32>, memref<4x1x49xf32>
+  func.return
+}

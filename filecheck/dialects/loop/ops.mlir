@@ -94,6 +94,15 @@ func.func @gemm_frame(%a: memref<1x4x18xf32>, %x: memref<1x2x5x5xf32>, %c: memre
 
 // A window over the interior of padded images (a downsample reading a padded input):
 // a 1x1 window at stride 2 over the 4x4 interior of 6x6 images gives 2x2 columns.
+// A depthwise conv's product: 4 channels, each its own batch, their 5x5 images padded by
+// zeros that are not in memory (window_pads: top, left, bottom, right).
+// CHECK-LABEL: func.func @gemm_window_pads
+// CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 3, 3>, window_pads = array<i64: 1, 1, 1, 1>} : memref<4x1x9xf32>, memref<4x1x5x5xf32>, memref<4x1x25xf32>
+func.func @gemm_window_pads(%a: memref<4x1x9xf32>, %x: memref<4x1x5x5xf32>, %c: memref<4x1x25xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, window_pads = array<i64: 1, 1, 1, 1>} : memref<4x1x9xf32>, memref<4x1x5x5xf32>, memref<4x1x25xf32>
+  func.return
+}
+
 // CHECK-LABEL: func.func @gemm_window_border
 // CHECK: loop.gemm %{{.*}}, %{{.*}} into %{{.*}} {window = array<i64: 1, 1, 2, 2>, window_border = array<i64: 1, 1, 1, 1>} : memref<1x4x2xf32>, memref<1x2x6x6xf32>, memref<1x4x4xf32>
 func.func @gemm_window_border(%a: memref<1x4x2xf32>, %x: memref<1x2x6x6xf32>, %c: memref<1x4x4xf32>) {

@@ -1,0 +1,23 @@
+// A depthwise conv's product (`loop.gemm {window_pads}`, convert-graph-to-loop{depthwise}):
+// the depthwise kernel (mlfuse/backend/depthwise_kernels.py), one task per channel, the
+// 7x7 plane's 49 positions as 4 vectors of 16 lanes (the last with one real lane), each
+// tap a load of the image at the vector's first position plus the tap's offset, masked
+// to the lanes inside the image (the pads are zeros no one stores), and one fma chain
+// per vector over the 9 taps: no packing, no micro-kernel. The symbol names the pads.
+// RUN: mlfuse-opt %s -p convert-to-llvm -t 'llvm{features="+avx512f,+avx2,+avx,+fma"}' | filecheck %s
+// RUN: mlfuse-opt %s -p convert-to-llvm -t 'llvm{features="+avx2,+avx,+fma"}' | filecheck %s --check-prefix=AVX2
+
+// CHECK-LABEL: define void @"mlfuse_gemm_f32_4x1x49x9_w3x3x7x7p1x1x1x1"
+// CHECK-NOT:   define
+// CHECK-COUNT-36: call <16 x float> @"llvm.fma.v16f32"
+// CHECK-NOT:   call <16 x float> @"llvm.fma
+// the last vector's store: its one real lane
+// CHECK:       call void @"llvm.masked.store.v16f32.p0"(<16 x float> %{{.*}}, ptr %{{.*}}, i32 4, <16 x i1> <i1 true, i1 false,
+// CHECK-NOT:   define internal
+// AVX2-LABEL:  define void @"mlfuse_gemm_f32_4x1x49x9_w3x3x7x7p1x1x1x1"
+// AVX2-COUNT-63: call <8 x float> @"llvm.fma.v8f32"
+// AVX2-NOT:    call <8 x float> @"llvm.fma
+func.func @main(%a: memref<4x1x9xf32>, %x: memref<4x1x7x7xf32>, %c: memref<4x1x49xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, window_pads = array<i64: 1, 1, 1, 1>} : memref<4x1x9xf32>, memref<4x1x7x7xf32>, memref<4x1x49xf32>
+  func.return
+}

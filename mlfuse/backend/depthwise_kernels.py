@@ -1,0 +1,147 @@
+"""Depthwise conv kernels for `loop.gemm {window, window_pads}`: a depthwise conv at stride
+1 over a small plane (at most MAX_PIXELS output positions), its input read as it is.
+
+convert-graph-to-loop{depthwise} lowers such a conv as a product batched over its
+channels (`lower_depthwise_as_product`): batch c multiplies the 1 x (kh * kw) row of
+channel c's taps with the patches of channel c's image, padded by zeros that are not in
+memory (`window_pads`), into one output row of oh * ow positions:
+
+    y[c, q] = sum_(i, j) w[c, i * kw + j] * x[c, q // ow + i - top, q % ow + j - left]   (0 outside x)
+
+The generic kernel would run that as products of one row (one fma per tap and vector,
+the register tile's other rows idle) over a padded copy. This kernel holds the plane in
+registers instead. Its vectors run along the flat output positions q, across row ends
+(a 7 x 7 plane is 3 vectors and a lane). Since x's rows are as long as the output's (a
+"same" conv: takes_depthwise), tap (i, j) reads x at q + (i - top) * ow + j - left for
+every lane, so each tap's inputs for a vector are one load, masked to the lanes inside
+x (a constant mask per vector and tap: no copy, no pad, no read outside the image):
+
+    for each channel c of the task:                   # a task per channel
+      for each group of GROUP output vectors q0:
+        acc = 0
+        for each tap (i, j):                          # the window nest's order
+          acc = fma(load(x_c + q0 + (i - top) * ow + j - left, inside), splat(w[c, i * kw + j]), acc)
+        y[c, q0 .. q0 + VW) = epilogue(acc)           # bias, activation, residual; masked past n
+
+Each output is one fma chain over the taps in the window nest's order from zero, as the
+nest's flattened rows compute it: the same bits (tests/test_depthwise_kernels.py). The
+window nest spent most of a small plane's time around its sums (MobileNetV2's 960 x 7 x 7
+layers: a padded copy of each channel's plane, a store-forwarding stall on its first
+read, rows of 7 stored as pieces of 4, 2 and 1); alone, one thread, 960 x 7 x 7 + bias
++ ReLU6 took 0.44x its time, blocks of expand, depthwise and project 0.92-0.97x.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from mlfuse.backend.gemm_kernels import I32, I64, Blocking, GemmShape, _Kernels
+
+# Output positions per image up to which a depthwise conv takes this kernel: its code
+# holds the whole plane (14 x 14 = 196: 13 vectors of 16 lanes), unrolled. Larger
+# planes stay window nests, rows of vectors, which post-tiling fusion tiles.
+MAX_PIXELS = 256
+# Output vectors whose fma chains run side by side (each tap's fma waits on the one
+# before it: 4 cycles), their accumulators beside the taps' splats in registers
+GROUP = 4
+
+
+def takes_depthwise(shape: GemmShape) -> bool:
+    """Is `shape` a depthwise conv this kernel takes: one image per batch under a window at
+    stride 1 (k = the window's taps) padded by zeros not in memory (`Window.pads`: what
+    convert-graph-to-loop makes of a depthwise conv, and nothing else), one output row
+    of at most MAX_PIXELS positions, the image's rows as long as the output's (the pads
+    make up the window's width: a "same" conv) and in no border, any frame of C or of an
+    operand around rows of the output's length?"""
+    w = shape.window
+    if not (w is not None and any(w.pads) and shape.m == 1 and shape.k == w.kh * w.kw and (w.sh, w.sw) == (1, 1)
+            and 0 < shape.n <= MAX_PIXELS and not any(w.border) and w.wp == w.out_w):
+        return False
+    framed = [o.ow for o in shape.epilogue.operands if o.ow] if shape.epilogue is not None else []
+    framed += [shape.frame.ow] if shape.frame is not None else []
+    return all(ow == w.out_w for ow in framed)
+
+
+def depthwise_blocking(vw: int, shape: GemmShape) -> Blocking:
+    return Blocking(vw=vw, mr=1, nr_vecs=1, kc=max(shape.k, 1), depthwise=True)
+
+
+def depthwise_weights(a: np.ndarray, shape: GemmShape) -> np.ndarray:
+    """A (batch x 1 x taps) as the kernel reads it: as it is, each channel's taps in a row."""
+    return np.ascontiguousarray(a.reshape(shape.batch, shape.k))
+
+
+class DepthwiseKernels(_Kernels):
+    """The task function of a depthwise conv this kernel takes (takes_depthwise): task t of
+    GemmShape.tasks (one per channel) computes channel t's plane."""
+
+    def __init__(self, module: ir.Module, shape: GemmShape, blocking: Blocking):
+        super().__init__(module, shape, blocking)
+        assert shape.window is not None
+        self.window = shape.window
+
+    def const(self, value: int) -> ir.Constant:
+        return ir.Constant(I64, value)
+
+    def define(self, fn: ir.Function) -> None:
+        """The body of the task function `fn`: (lo, hi, taps, images, C, epilogue operands...)."""
+        s, w = self.shape, self.window
+        lo, hi, a, image, c, *operands = fn.args
+        for arg in (a, image, c):
+            arg.add_attribute("noalias")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+        def channel(b, t, _):
+            taps = b.gep(a, [b.mul(t, self.const(s.k))], source_etype=self.el)
+            x = b.gep(image, [b.mul(t, self.const(w.hp * w.wp))], source_etype=self.el)
+            c_at = b.mul(t, self.const(s.c_row_stride))  # C's row t (a frame's: its image, c_pieces)
+            self.plane(b, t, (taps, x, b.gep(c, [c_at], source_etype=self.el)), operands)
+            return []
+
+        self.counted_loop(b, lo, hi, 1, channel)
+        b.ret_void()
+
+    def plane(self, b: ir.IRBuilder, t, pointers: tuple, operands: list) -> None:
+        """Channel t's output plane: its taps at `taps`, its image at `x`, its row of C at
+        `c`; the output vectors GROUP at a time, each tap's inputs for a group in turn."""
+        s, vw = self.shape, self.blk.vw
+        taps, x, c = pointers
+        weights = [self.splat(b, b.load(b.gep(taps, [self.const(k)], source_etype=self.el), typ=self.el))
+                   for k in range(s.k)]
+        starts = list(range(0, s.n, vw))
+        for g in range(0, len(starts), GROUP):
+            group = starts[g : g + GROUP]
+            acc: list[ir.Value] = [ir.Constant(self.vec, None)] * len(group)
+            for k in range(s.k):
+                for n, q0 in enumerate(group):
+                    acc[n] = b.call(self.fma, [self.inputs(b, x, q0, k), weights[k], acc[n]])
+            for n, q0 in enumerate(group):
+                lanes = min(vw, s.n - q0)
+                value = acc[n]
+                if s.epilogue is not None:
+                    args = self.epilogue_args(t, self.const(0), self.const(q0), operands)
+                    value = self.apply_epilogue(b, [acc[n]], 1, lanes, args)(0)
+                tile = self.c_pieces(b, c if s.frame is not None else b.gep(c, [self.const(q0)], source_etype=self.el),
+                                     1, lanes, self.const(q0))
+                self.store_tile(b, [value], tile, 1, lanes)
+
+    def inputs(self, b: ir.IRBuilder, x, q0: int, k: int):
+        """What tap k reads for the output positions q0 .. q0 + VW: the image's elements
+        from q0 + (i - top) * w + j - left on (the image's rows are the output's length),
+        each lane that falls in the padding (or past the plane) zero: a masked load,
+        or a plain one where every lane is inside the image."""
+        w, vw = self.window, self.blk.vw
+        top, left = w.pads[:2]
+        i, j = divmod(k, w.kw)
+        inside = []
+        for q in range(q0, q0 + vw):
+            row, col = q // w.out_w + i - top, q % w.out_w + j - left
+            inside.append(q < self.shape.n and 0 <= row < w.hp and 0 <= col < w.wp)
+        if not any(inside):
+            return ir.Constant(self.vec, None)
+        at = b.gep(x, [self.const(q0 + (i - top) * w.wp + j - left)], source_etype=self.el)
+        if all(inside):
+            return b.load(at, typ=self.vec, align=self.ebytes)
+        mask = ir.Constant(self.mask_type, inside)
+        return b.call(self.masked_load, [at, ir.Constant(I32, self.ebytes), mask, ir.Constant(self.vec, None)])
