@@ -167,6 +167,46 @@ def resnet_block(seed: int = 0, channels: int = 16) -> onnx.ModelProto:
     return make_model(b.nodes, {"image": (FLOAT, ["N", 3, 16, 16])}, ["logits"], b.initializers, opset=15, name="resnet_block")
 
 
+# --- ShuffleNetV2 units ----------------------------------------------------------------------------
+
+
+def shufflenet_units(seed: int = 0, channels: int = 96, units: int = 6) -> onnx.ModelProto:
+    """ShuffleNetV2's stride-1 units as torch exports them (Split; 1x1 conv, ReLU, 3x3
+    depthwise conv, 1x1 conv, ReLU on one half; Concat; the channel shuffle as Reshape,
+    Transpose, Reshape), then a stride-2 unit. Post-tiling fusion carries footprints back
+    through every shuffle: their pieces had doubled per unit (loop-tile ran for minutes)."""
+    rng = np.random.default_rng(seed)
+    b = GraphBuilder("shufflenet")
+    half, size = channels // 2, 4
+
+    def conv(x, name, c_in, c_out, k=1, stride=1, groups=1, relu=True):
+        w = b.const(f"{name}.weight", weights(rng, c_out, c_in // groups, k, k, scale=1 / math.sqrt(c_in // groups * k * k)))
+        y = b("Conv", [x, w, b.const(f"{name}.bias", weights(rng, c_out, scale=0.1))], f"{name}/Conv", kernel_shape=[k, k],
+              strides=[stride, stride], pads=[k // 2] * 4, group=groups)
+        return b("Relu", [y], f"{name}/Relu") if relu else y
+
+    def branch(x, name, c_in, stride=1):
+        y = conv(x, f"{name}/0", c_in, half)
+        y = conv(y, f"{name}/1", half, half, 3, stride, groups=half, relu=False)
+        return conv(y, f"{name}/2", half, half)
+
+    def shuffle(x, name, c, h):
+        y = b("Reshape", [x, b.const(f"{name}.split_shape", np.array([1, 2, c // 2, h, h], np.int64))], f"{name}/Reshape")
+        y = b("Transpose", [y], f"{name}/Transpose", perm=[0, 2, 1, 3, 4])
+        return b("Reshape", [y, b.const(f"{name}.shape", np.array([1, c, h, h], np.int64))], f"{name}/Reshape_1")
+
+    x = "image"
+    for u in range(units):
+        left, right = b("Split", [x, b.const(f"unit{u}.split", np.array([half, half], np.int64))], f"unit{u}/Split", outputs=2, axis=1)
+        x = shuffle(b("Concat", [left, branch(right, f"unit{u}/branch2", half)], f"unit{u}/Concat", axis=1), f"unit{u}", channels, size)
+    left = conv(conv(x, "down/branch1/0", channels, channels, 3, 2, groups=channels, relu=False), "down/branch1/1", channels, half)
+    x = b("Concat", [left, branch(x, "down/branch2", channels, 2)], "down/Concat", axis=1)
+    shuffle(x, "down", channels, size // 2)
+    b.nodes[-1].output[0] = "features"
+    return make_model(b.nodes, {"image": (FLOAT, [1, channels, size, size])}, ["features"], b.initializers, opset=17,
+                      name="shufflenet_units")
+
+
 # --- MLP ---------------------------------------------------------------------------------------------
 
 
@@ -195,6 +235,8 @@ MODELS = {
     "bert-layer-opset20": (lambda: bert_layer(20), bert_inputs, {"hidden": (2, 16, HIDDEN)}),
     "resnet-block": (resnet_block, lambda: {"image": np.random.default_rng(3).standard_normal((2, 3, 16, 16)).astype(np.float32)},
                      {"image": (2, 3, 16, 16)}),
+    "shufflenet-units": (shufflenet_units, lambda: {"image": np.random.default_rng(5).standard_normal((1, 96, 4, 4)).astype(np.float32)},
+                         {"image": (1, 96, 4, 4)}),
     "mlp": (mlp, lambda: {"features": np.random.default_rng(4).standard_normal((5, 32)).astype(np.float32)},
             {"features": (5, 32)}),
 }
@@ -251,7 +293,7 @@ def as_tuple(result):
     return (result,) if isinstance(result, np.ndarray) else tuple(result)
 
 
-@pytest.mark.parametrize("name", ["bert-layer-opset17", "resnet-block", "mlp"])
+@pytest.mark.parametrize("name", ["bert-layer-opset17", "resnet-block", "shufflenet-units", "mlp"])
 def test_model_compiled_matches_onnxruntime(name, tmp_path):
     compile_model = compile_or_skip()
     build, make_inputs, shapes = MODELS[name]

@@ -148,3 +148,25 @@ def scanned_points(bounds, syms):
 
     rec([])
     return pts
+
+
+def test_footprints_of_many_pieces_or_existentials_are_bounded(monkeypatch):
+    """A footprint of more than MAX_PIECES pieces, or with a piece of more than MAX_DIVS
+    existentials (what channel shuffles carried back leave), is its polyhedral hull: one
+    piece, a superset; a smaller one stays exact. Extensions stay within their domain."""
+    from mlfuse.poly.footprint import MAX_DIVS, MAX_PIECES, bounded
+
+    ident = isl.Map("{ A[i] -> B[i] }")
+    pieces = [(isl.Set(f"{{ A[i] : {3 * k} <= i <= {3 * k + 1} }}"), ident) for k in range(MAX_PIECES + 1)]
+    exact = footprint(pieces[:3])
+    assert exact is not None and exact.n_basic_set() == 3 and exact.is_equal(isl.Set("{ B[i] : 0 <= i <= 7 and i mod 3 != 2 }"))
+    hull = footprint(pieces)
+    assert hull is not None and hull.n_basic_set() == 1
+    assert hull.is_equal(isl.Set(f"{{ B[i] : 0 <= i <= {3 * MAX_PIECES + 1} }}"))
+    strided = isl.Set("{ B[i] : 0 <= i <= 100 and i mod 2 = 0 }")  # one existential
+    assert MAX_DIVS >= 1 and bounded(strided).is_equal(strided)
+    monkeypatch.setattr("mlfuse.poly.footprint.MAX_DIVS", 0)
+    assert bounded(strided).is_equal(isl.Set("{ B[i] : 0 <= i <= 100 }"))
+    domain_ = isl.Set("{ W[p] : 0 <= p <= 20 }")
+    ext = extension(domain_, [isl.Map("{ W[p] -> B[p] }")], [hull])
+    assert ext.is_subset(domain_) and ext.is_equal(isl.Set(f"{{ W[p] : 0 <= p <= {min(20, 3 * MAX_PIECES + 1)} }}"))

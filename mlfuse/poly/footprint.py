@@ -23,25 +23,47 @@ from xdsl.ir.affine import AffineExpr
 from mlfuse.poly.islconv import Unsupported, affine_lower_bounds, expr_text, to_band_map
 
 
+# A footprint or extension of more pieces (basic sets) than MAX_PIECES, or a piece with
+# more existential variables than MAX_DIVS, is replaced by its polyhedral hull: one piece
+# without them that holds it all. Each channel shuffle (a reshape, transpose, reshape:
+# floor divisions and remainders) that a footprint is carried back through doubled its
+# pieces and added existentials, and isl's coalescing of them took seconds: a chain of 5
+# of ShuffleNetV2's units took loop-tile over a minute, the model did not compile.
+MAX_PIECES = 8
+MAX_DIVS = 8
+
+
+def bounded(s: isl.Set) -> isl.Set:
+    """`s` coalesced, or its polyhedral hull where it has more than MAX_PIECES pieces or a
+    piece more than MAX_DIVS existentials (a superset: a tile recomputes more than it
+    needs, never less)."""
+    pieces = s.get_basic_sets()
+    if len(pieces) > MAX_PIECES or any(p.dim(isl.dim_type.div) > MAX_DIVS for p in pieces):
+        return isl.Set.from_basic_set(s.polyhedral_hull())
+    s = s.coalesce()
+    return isl.Set.from_basic_set(s.polyhedral_hull()) if s.n_basic_set() > MAX_PIECES else s
+
+
 def footprint(readers: Sequence[tuple[isl.Set, isl.Map]]) -> isl.Set | None:
-    """The union of `domain . relation` over (domain, read relation) pairs; None if no reader."""
+    """The union of `domain . relation` over (domain, read relation) pairs (`bounded`);
+    None if no reader."""
     result = None
     for dom, rel in readers:
         img = dom.apply(rel.intersect_domain(dom))
         result = img if result is None else result.union(img)
-    return result.coalesce() if result is not None else None
+    return bounded(result) if result is not None else None
 
 
 def extension(domain: isl.Set, writes: Sequence[isl.Map], footprints: Sequence[isl.Set]) -> isl.Set:
     """The instances of `domain` that write any element of the matching footprint:
-    `union_k { p in domain : writes[k](p) in footprints[k] }`."""
+    `union_k { p in domain : writes[k](p) in footprints[k] }` (`bounded`, within `domain`)."""
     result = None
     for rel, fp in zip(writes, footprints):
         ext = rel.intersect_domain(domain).intersect_range(fp).domain()
         result = ext if result is None else result.union(ext)
     if result is None:
         raise ValueError("extension needs at least one write relation")
-    return result.coalesce()
+    return bounded(result).intersect(domain)
 
 
 def scratch_box(
