@@ -22,7 +22,6 @@ from xdsl.ir.affine import AffineExpr
 
 from mlfuse.poly.islconv import Unsupported, affine_lower_bounds, expr_text, to_band_map
 
-
 # A footprint or extension of more pieces (basic sets) than MAX_PIECES, or a piece with
 # more existential variables than MAX_DIVS, is replaced by its polyhedral hull: one piece
 # without them that holds it all. Each channel shuffle (a reshape, transpose, reshape:
