@@ -66,15 +66,15 @@ def test_which_products_take_the_depthwise_kernel():
     """One image per batch under a padded window at stride 1, rows the output's length,
     at most MAX_PIXELS positions; the others are not depthwise convs (or too large)."""
     assert takes_depthwise(dw_shape(960, 7, 7, 3, (1, 1, 1, 1), packed_a=True))
-    assert takes_depthwise(dw_shape(8, 16, 16, 3, (1, 1, 1, 1)))  # 256 positions
+    assert takes_depthwise(dw_shape(8, 32, 32, 3, (1, 1, 1, 1)))  # 1024 positions
     assert takes_depthwise(dw_shape(8, 12, 9, 5, (0, 2, 4, 2), "f64"))
     assert takes_depthwise(dw_shape(8, 7, 7, 2, (1, 0, 0, 1)))  # an even window, pads on one side
-    assert not takes_depthwise(dw_shape(8, 17, 17, 3, (1, 1, 1, 1)))  # 289 positions
+    assert not takes_depthwise(dw_shape(8, 33, 33, 3, (1, 1, 1, 1)))  # 1089 positions
     assert not takes_depthwise(dw_shape(8, 7, 7, 3, (0, 0, 0, 0)))  # no pads: rows shrink
     assert not takes_depthwise(dw_shape(8, 7, 9, 3, (1, 0, 1, 0)))  # rows of 7 over rows of 9
     assert not takes_depthwise(GemmShape(8, 1, 16, 9, "f32", Window(3, 3, 7, 7, 2, 2, pads=(1, 1, 1, 1))))  # strided
     assert not takes_depthwise(GemmShape(1, 8, 49, 18, "f32", Window(3, 3, 7, 7, pads=(1, 1, 1, 1))))  # two channels, 8 outputs
-    assert MAX_PIXELS == 256
+    assert MAX_PIXELS == 1024
     blocking = shape_blocking(AVX512, dw_shape(8, 7, 7, 3, (1, 1, 1, 1)))
     assert blocking.depthwise and blocking.vw == 16
     assert shape_blocking(AVX512, dw_shape(8, 7, 7, 3, (1, 1, 1, 1), "f64")).vw == 8
@@ -93,6 +93,7 @@ CASES = [  # channels, h, w, k, pads, dtype
     (3, 14, 14, 3, (1, 1, 1, 1), "f32"),
     (4, 14, 14, 5, (2, 2, 2, 2), "f32"),
     (3, 16, 16, 3, (1, 1, 1, 1), "f32"),  # 256 positions: whole vectors
+    (2, 28, 28, 3, (1, 1, 1, 1), "f32"),
     (2, 5, 3, 5, (2, 2, 2, 2), "f32"),  # taps wider than the image
     (3, 12, 9, 5, (0, 2, 4, 2), "f32"),  # all the rows' pads below
     (2, 7, 7, 2, (1, 0, 0, 1), "f32"),
@@ -182,7 +183,8 @@ def depthwise_products(module) -> int:
     (16, 14, 14, 5, [2, 2, 2, 2]),
     (8, 16, 16, 3, [1, 1, 1, 1]),
     (8, 10, 12, 3, [0, 1, 2, 1]),
-    (8, 17, 17, 3, [1, 1, 1, 1]),  # too many positions: the window nest, compared with itself
+    (8, 28, 28, 3, [1, 1, 1, 1]),
+    (8, 33, 33, 3, [1, 1, 1, 1]),  # too many positions: the window nest, compared with itself
 ])
 def test_pipeline_takes_the_kernel_with_the_nests_bits(channels, h, w, k, pads):
     """Through the CPU pipeline: one depthwise product where the kernel takes the conv, the

@@ -28,7 +28,7 @@ def depthwise_src(c: int, h: int, w: int, returned_directly: bool) -> str:
 def test_folded_depthwise_convs_match_the_reference(returned_directly):
     src = depthwise_src(8, 12, 40, returned_directly)
     lowered = mlfuse.parse(src)
-    steps = pipelines.cpu_pipeline()
+    steps = pipelines.cpu_pipeline(depthwise=False)
     run_pipeline(lowered, steps[: steps.index("loop-fold-init") + 1])
     nests = [op for op in lowered.walk() if isinstance(op, loop.NestOp)]
     assert any(op.init is not None for op in nests), "the conv's zero is folded"

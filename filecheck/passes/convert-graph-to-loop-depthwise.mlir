@@ -4,7 +4,7 @@
 
 // convert-graph-to-loop{depthwise}: a depthwise conv of one image at stride 1 whose
 // output rows are its input's length (the left and right pads make up the window) and
-// whose plane has at most 256 positions is a product batched over its channels: the
+// whose plane has at most 1024 positions is a product batched over its channels: the
 // input seen as C images of one channel, read with its pads (`window_pads`, zeros not in
 // memory), the taps as C rows, the output as C rows (mlfuse/backend/depthwise_kernels.py
 // runs it). Without the option it is a window nest over a padded copy.
@@ -37,20 +37,20 @@ func.func @depthwise_5x5_f64(%x: tensor<1x3x16x12xf64>, %w: tensor<3x1x5x5xf64>)
 
 // -----
 
-// Not transformed: a plane of 17x17 = 289 positions (more than the kernels hold), a
+// Not transformed: a plane of 33x33 = 1089 positions (more than the kernels hold), a
 // stride of 2, two images, a valid (unpadded) conv whose rows shrink, a grouped conv of
 // two channels a group, and a dense conv.
 // CHECK-LABEL: func.func @not_depthwise_products
 // CHECK-NOT:   window_pads
 // CHECK:       func.return
-func.func @not_depthwise_products(%a: tensor<1x4x17x17xf32>, %b: tensor<1x4x14x14xf32>, %c: tensor<2x4x7x7xf32>, %d: tensor<1x4x9x9xf32>,
+func.func @not_depthwise_products(%a: tensor<1x4x33x33xf32>, %b: tensor<1x4x14x14xf32>, %c: tensor<2x4x7x7xf32>, %d: tensor<1x4x9x9xf32>,
                                   %e: tensor<1x4x7x7xf32>, %w: tensor<4x1x3x3xf32>, %g: tensor<2x2x3x3xf32>, %f: tensor<4x4x3x3xf32>)
-    -> (tensor<1x4x17x17xf32>, tensor<1x4x7x7xf32>, tensor<2x4x7x7xf32>, tensor<1x4x7x7xf32>, tensor<1x2x7x7xf32>, tensor<1x4x7x7xf32>) {
-  %large = graph.conv2d %a, %w {groups = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x17x17xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x17x17xf32>
+    -> (tensor<1x4x33x33xf32>, tensor<1x4x7x7xf32>, tensor<2x4x7x7xf32>, tensor<1x4x7x7xf32>, tensor<1x2x7x7xf32>, tensor<1x4x7x7xf32>) {
+  %large = graph.conv2d %a, %w {groups = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x33x33xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x33x33xf32>
   %strided = graph.conv2d %b, %w {groups = 4 : i64, pads = array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (tensor<1x4x14x14xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x7x7xf32>
   %batched = graph.conv2d %c, %w {groups = 4 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<2x4x7x7xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x7x7xf32>
   %valid = graph.conv2d %d, %w {groups = 4 : i64} : (tensor<1x4x9x9xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x7x7xf32>
   %grouped = graph.conv2d %e, %g {groups = 2 : i64, pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x7x7xf32>, tensor<2x2x3x3xf32>) -> tensor<1x2x7x7xf32>
   %dense = graph.conv2d %e, %f {pads = array<i64: 1, 1, 1, 1>} : (tensor<1x4x7x7xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x7x7xf32>
-  func.return %large, %strided, %batched, %valid, %grouped, %dense : tensor<1x4x17x17xf32>, tensor<1x4x7x7xf32>, tensor<2x4x7x7xf32>, tensor<1x4x7x7xf32>, tensor<1x2x7x7xf32>, tensor<1x4x7x7xf32>
+  func.return %large, %strided, %batched, %valid, %grouped, %dense : tensor<1x4x33x33xf32>, tensor<1x4x7x7xf32>, tensor<2x4x7x7xf32>, tensor<1x4x7x7xf32>, tensor<1x2x7x7xf32>, tensor<1x4x7x7xf32>
 }
