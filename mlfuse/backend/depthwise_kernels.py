@@ -36,7 +36,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from mlfuse.backend.gemm_kernels import I32, I64, Blocking, GemmShape, _Kernels
+from mlfuse.backend.gemm_kernels import I32, Blocking, GemmShape, _Kernels
 
 # Output positions per image up to which a depthwise conv takes this kernel: its code
 # runs the whole plane unrolled (32 x 32: 64 vectors of 16 lanes). Larger planes stay
@@ -84,16 +84,10 @@ class DepthwiseKernels(_Kernels):
         assert shape.window is not None
         self.window = shape.window
 
-    def const(self, value: int) -> ir.Constant:
-        return ir.Constant(I64, value)
-
     def define(self, fn: ir.Function) -> None:
         """The body of the task function `fn`: (lo, hi, taps, images, C, epilogue operands...)."""
         s, w = self.shape, self.window
-        lo, hi, a, image, c, *operands = fn.args
-        for arg in (a, image, c):
-            arg.add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        (lo, hi, a, image, c, *operands), b = self.entry(fn)
 
         def channel(b, t, _):
             taps = b.gep(a, [b.mul(t, self.const(s.k))], source_etype=self.el)

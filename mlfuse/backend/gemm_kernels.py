@@ -604,6 +604,18 @@ class _Kernels:
         """The values of epilogue_types for C's element (batch, row, column)."""
         return [batch, row, column, *operands] if self.shape.epilogue is not None else []
 
+    @staticmethod
+    def const(value: int) -> ir.Constant:
+        return ir.Constant(I64, value)
+
+    @staticmethod
+    def entry(fn: ir.Function) -> tuple[list, ir.IRBuilder]:
+        """The task function's arguments (lo, hi, A, B, C, the epilogue's operands...), A,
+        B and C marked noalias, and a builder at its entry."""
+        for arg in fn.args[2:5]:
+            arg.add_attribute("noalias")
+        return list(fn.args), ir.IRBuilder(fn.append_basic_block("entry"))
+
     def intrinsic(self, name: str, result: ir.Type, args: list[ir.Type]) -> ir.Function:
         existing = self.module.globals.get(name)
         return existing if existing is not None else ir.Function(self.module, ir.FunctionType(result, args), name=name)
@@ -1525,10 +1537,7 @@ class _Kernels:
     def define(self, fn: ir.Function) -> None:
         """The body of the task function `fn` (declared by convert-to-llvm)."""
         s, blk = self.shape, self.blk
-        lo, hi, *operands = fn.args
-        for arg in operands[:3]:
-            arg.add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        (lo, hi, *operands), b = self.entry(fn)
         packed = b.alloca(ir.ArrayType(self.el, blk.kc * TASK_COLUMNS))  # every panel of a task
         packed.align = 64
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from mlfuse.backend.gemm_kernels import I32, I64, PTR, Blocking, GemmShape, _Kernels, channel_tiles_fit
+from mlfuse.backend.gemm_kernels import I32, PTR, Blocking, GemmShape, _Kernels, channel_tiles_fit
 
 WINOGRAD = True
 TILES = 48  # tiles per segment: the micro-kernel's 3 vectors of 16
@@ -142,15 +142,9 @@ class WinogradKernels(_Kernels):
         self.channels = shape.k // 9
         self.helpers: dict[tuple[str, tuple], ir.Function] = {}
 
-    def const(self, value: int) -> ir.Constant:
-        return ir.Constant(I64, value)
-
     def define(self, fn: ir.Function) -> None:
         s, w = self.shape, self.window
-        lo, hi, a, image, c, *operands = fn.args
-        for arg in (a, image, c):
-            arg.add_attribute("noalias")
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        (lo, hi, a, image, c, *operands), b = self.entry(fn)
         v_scratch = b.alloca(ir.ArrayType(self.el, XI_NU * self.channels * TILES))
         m_scratch = b.alloca(ir.ArrayType(self.el, XI_NU * 8 * TILES))
         for scratch in (v_scratch, m_scratch):  # whole vectors at multiples of 64 bytes
