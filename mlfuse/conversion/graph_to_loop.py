@@ -914,9 +914,9 @@ def conv_as_matmul(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     at 224x224 when their im2col buffer was 29 MB. Read in place, those patches cost
     nothing to make: U-Net at 224, one process, medians of 15, 0.67x the time at one
     thread and 0.63x at two with its 16-channel convs as products; at stride 2
-    (16 -> 16 and 32 -> 16, 3x3 at 224x224, one thread) 0.24-0.26x. Grouped and
-    depthwise convs stay direct nests, which post-tiling fusion tiles with their
-    epilogue."""
+    (16 -> 16 and 32 -> 16, 3x3 at 224x224, one thread) 0.24-0.26x. Grouped convs
+    stay direct nests, which post-tiling fusion tiles with their epilogue, and so do
+    depthwise convs unless `depthwise_as_product` takes them."""
     if fl.conv != "gemm" or op.group_count != 1 or not graph.is_float(graph.element_type_of(op.result)):
         return False
     n, o, oh, ow = graph.shape_of(op.result)
