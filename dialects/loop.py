@@ -796,21 +796,23 @@ class GemmOp(IRDLOperation):
         kh, kw = self.window.get_values()[:2]
         return int(kh), int(kw)
 
+    @staticmethod
+    def _sides(attr: DenseArrayBase[IntegerType] | None) -> tuple[int, int, int, int]:
+        """(top, left, bottom, right) of a four-value property: zeros unless given."""
+        if attr is None:
+            return (0, 0, 0, 0)
+        top, left, bottom, right = (int(v) for v in attr.get_values())
+        return top, left, bottom, right
+
     @property
     def border(self) -> tuple[int, int, int, int]:
         """(top, left, bottom, right) of `window_border`: zeros unless given."""
-        if self.window_border is None:
-            return (0, 0, 0, 0)
-        top, left, bottom, right = (int(v) for v in self.window_border.get_values())
-        return top, left, bottom, right
+        return self._sides(self.window_border)
 
     @property
     def pads(self) -> tuple[int, int, int, int]:
         """(top, left, bottom, right) of `window_pads`: zeros unless given."""
-        if self.window_pads is None:
-            return (0, 0, 0, 0)
-        top, left, bottom, right = (int(v) for v in self.window_pads.get_values())
-        return top, left, bottom, right
+        return self._sides(self.window_pads)
 
     @property
     def frame(self) -> tuple[int, int, int, int] | None:

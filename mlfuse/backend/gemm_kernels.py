@@ -427,7 +427,7 @@ def blocking_for(features: str, shape: GemmShape | None = None) -> Blocking:
 
     enabled = {f[1:] for f in features.split(",") if f.startswith("+")}
     if shape is not None and depthwise_kernels.takes_depthwise(shape):
-        return depthwise_kernels.depthwise_blocking(16 if "avx512f" in enabled else 8 if "avx" in enabled else 4, shape)
+        return depthwise_kernels.depthwise_blocking(blocking_for(features).vw, shape)  # the host's f32 lanes
     if winograd_kernels.has_winograd(features) and shape is not None and winograd_kernels.takes_winograd(shape):
         return winograd_kernels.winograd_blocking(shape)
     if has_channel_tiles(features) and shape is not None and takes_channel_tiles(shape):

@@ -50,8 +50,8 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
 from mlfuse.abi import ALIGNMENT
-from mlfuse.backend.depthwise_kernels import MAX_PIXELS as DEPTHWISE_MAX_PIXELS
-from mlfuse.backend.gemm_kernels import channel_tiles_fit
+from mlfuse.backend.depthwise_kernels import takes_depthwise
+from mlfuse.backend.gemm_kernels import GemmShape, Window, channel_tiles_fit
 from mlfuse.conversion import scalar
 from mlfuse.conversion.patterns import apply_once, is_tensor_function
 from mlfuse.diagnostics import Diagnostic, location_of
@@ -1248,18 +1248,19 @@ def lower_conv2d(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> Non
 def depthwise_as_product(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     """Lower `op` as a product batched over its channels (`lower_depthwise_as_product`)?
     A depthwise conv (a channel per group, one output channel each) of one f32 or f64
-    image at stride 1, undilated and padded, whose output rows are as long as its input's (the
-    left and right pads make up the window's width) and whose output plane a depthwise
-    kernel holds in registers (at most depthwise_kernels.MAX_PIXELS positions), where
-    the target has those kernels (convert-graph-to-loop{depthwise}) and convs are
-    products (conv=gemm)."""
-    if not fl.depthwise or fl.conv != "gemm" or str(graph.element_type_of(op.result)) not in ("f32", "f64"):
+    image, undilated, whose product a depthwise kernel takes (`takes_depthwise`: stride
+    1, padded, rows as long as the input's, a small plane), where the target has those
+    kernels (convert-graph-to-loop{depthwise}) and convs are products (conv=gemm)."""
+    dtype = str(graph.element_type_of(op.result))
+    if not fl.depthwise or fl.conv != "gemm" or dtype not in ("f32", "f64"):
         return False
     n, o, oh, ow = graph.shape_of(op.result)
-    _, c, _, w = graph.shape_of(op.input)
-    cg = graph.shape_of(op.weight)[1]
-    return (n == 1 and cg == 1 and op.group_count == c == o and tuple(op.stride_values) == (1, 1)
-            and tuple(op.dilation_values) == (1, 1) and any(op.pad_values) and ow == w and 0 < oh * ow <= DEPTHWISE_MAX_PIXELS)
+    _, c, h, w = graph.shape_of(op.input)
+    _, cg, kh, kw = graph.shape_of(op.weight)
+    if not (n == 1 and cg == 1 and op.group_count == c == o and tuple(op.dilation_values) == (1, 1)):
+        return False
+    window = Window(kh, kw, h, w, *op.stride_values, pads=tuple(op.pad_values))  # type: ignore[arg-type]
+    return takes_depthwise(GemmShape(o, 1, oh * ow, kh * kw, dtype, window))
 
 
 def lower_depthwise_as_product(fl: FunctionLowering, op: graph.Conv2dOp, out: SSAValue) -> None:

@@ -32,15 +32,17 @@ MAX_PIECES = 8
 MAX_DIVS = 8
 
 
-def bounded(s: isl.Set) -> isl.Set:
-    """`s` coalesced, or its polyhedral hull where it has more than MAX_PIECES pieces or a
-    piece more than MAX_DIVS existentials (a superset: a tile recomputes more than it
-    needs, never less)."""
+def bounded(s: isl.Set, within: isl.Set | None = None) -> isl.Set:
+    """`s` coalesced, or its polyhedral hull (within `within`, if given) where it has more
+    than MAX_PIECES pieces or a piece more than MAX_DIVS existentials (a superset: a tile
+    recomputes more than it needs, never less)."""
     pieces = s.get_basic_sets()
-    if len(pieces) > MAX_PIECES or any(p.dim(isl.dim_type.div) > MAX_DIVS for p in pieces):
-        return isl.Set.from_basic_set(s.polyhedral_hull())
-    s = s.coalesce()
-    return isl.Set.from_basic_set(s.polyhedral_hull()) if s.n_basic_set() > MAX_PIECES else s
+    if len(pieces) <= MAX_PIECES and all(p.dim(isl.dim_type.div) <= MAX_DIVS for p in pieces):
+        s = s.coalesce()
+        if s.n_basic_set() <= MAX_PIECES:
+            return s
+    hull = isl.Set.from_basic_set(s.polyhedral_hull())
+    return hull.intersect(within) if within is not None else hull
 
 
 def footprint(readers: Sequence[tuple[isl.Set, isl.Map]]) -> isl.Set | None:
@@ -62,7 +64,7 @@ def extension(domain: isl.Set, writes: Sequence[isl.Map], footprints: Sequence[i
         result = ext if result is None else result.union(ext)
     if result is None:
         raise ValueError("extension needs at least one write relation")
-    return bounded(result).intersect(domain)
+    return bounded(result, within=domain)
 
 
 def scratch_box(
