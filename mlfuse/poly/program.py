@@ -8,7 +8,7 @@ only intermediates are ever fused, privatized or shrunk.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import islpy as isl
@@ -87,18 +87,20 @@ def effects(op: Operation) -> Effects:
     return Effects(bufs, set(bufs))
 
 
-def writers(buf: SSAValue, block: Block) -> list[loop.NestOp] | None:
+def writers(buf: SSAValue, block: Block, position: Mapping[Operation, int] | None = None) -> list[loop.NestOp] | None:
     """Top-level nests of `block` writing `buf`, in order; None if anything else writes it.
 
     Only the ops that use `buf` (or a view of it) can write it, so only they are asked for
     their effects: asking every op of the block made start-up fusion quadratic (ResNet-18:
     558k effect computations, most of a 45 s compile). Walking the block to order them is
-    needed only when there are two or more (MobileNetV2: the walk was 12 s of a compile)."""
+    needed only when there are two or more (MobileNetV2: the walk was 12 s of a compile),
+    and not then for a caller that passes the block's `position`s (block_positions)
+    taken since its top-level ops last changed."""
     found = [op for op in users_in(block, buf) if buf in effects(op).writes]
     if not all(isinstance(op, loop.NestOp) for op in found):
         return None
     if len(found) > 1:
-        found = in_block_order(block, found)
+        found = sorted(found, key=position.__getitem__) if position is not None else in_block_order(block, found)
     return found  # type: ignore[return-value]
 
 
@@ -212,6 +214,13 @@ def view_chain(v: SSAValue) -> list[SSAValue]:
         v = v.owner.source
         chain.append(v)
     return chain
+
+
+def operand_buffers(ops: Iterable[Operation]) -> list[SSAValue]:
+    """The buffers `ops` take as operands and every buffer those are views of: the ones
+    whose deallocs may have to move when the ops move down their block."""
+    found = [b for op in ops for v in op.operands if isinstance(v.type, memref.MemRefType) for b in view_chain(v)]
+    return list(dict.fromkeys(found))
 
 
 def ops_of(block: Block) -> list[Operation]:

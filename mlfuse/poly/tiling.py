@@ -58,6 +58,7 @@ from mlfuse.poly.program import (
     may_join,
     nests_in,
     new_band,
+    operand_buffers,
     ops_between,
     ops_of,
     place_deallocs,
@@ -412,10 +413,11 @@ def tile_buffer(
         band.erase(safe_erase=False)
         return f"a dependence crosses tiles: {problems[0]}"
     block.insert_op_before(band, last)
+    used = operand_buffers(ws)  # the band uses them where the last writer was
     for w in ws:
         w.detach()
         w.erase()
-    place_deallocs(block)
+    place_deallocs(block, used)
     return band
 
 
