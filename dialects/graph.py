@@ -1613,7 +1613,7 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     el = attr.get_element_type()
     packed = PACKED_DTYPES.get(str(el))
     if packed is not None:
-        values = np.frombuffer(attr.data.data, dtype=packed).astype(numpy_dtype(el))
+        values = np.frombuffer(attr.data.data, dtype=packed).astype(numpy_dtype(el), copy=False)  # read-only where no copy
     else:
         values = np.array(attr.get_values(), dtype=numpy_dtype(el))
     if values.size == 1:
@@ -1626,7 +1626,8 @@ def splat_value(attr: DenseIntOrFPElementsAttr) -> float | int | bool | None:
     el = attr.get_element_type()
     data = attr.data.data
     width = el.compile_time_size  # type: ignore[union-attr]
-    if not data or data != data[:width] * (len(data) // width):
+    # most constants differ in their first two elements: no splat-sized copy for them
+    if not data or data[width : 2 * width] not in (b"", data[:width]) or data != data[:width] * (len(data) // width):
         return None
     return el.unpack(data[:width], 1)[0]  # type: ignore[union-attr]
 
@@ -1642,7 +1643,8 @@ def dense_attr(array: np.ndarray, element_type: Attribute) -> DenseIntOrFPElemen
         return DenseIntOrFPElementsAttr(t, BytesAttr(np.where(flat, -1, 0).astype("<i1").tobytes()))  # type: ignore[arg-type]
     packed = getattr(element_type, "format", None)
     if isinstance(packed, str):
-        return DenseIntOrFPElementsAttr(t, BytesAttr(flat.astype(packed).tobytes()))  # type: ignore[arg-type]
+        # one copy (tobytes): astype would copy first, whether or not the type changes
+        return DenseIntOrFPElementsAttr(t, BytesAttr(np.ascontiguousarray(flat, dtype=packed).tobytes()))  # type: ignore[arg-type]
     if flat.size > 0 and np.all(flat == flat[0]):
         flat = flat[:1]  # splat
     if is_float(element_type):

@@ -868,19 +868,21 @@ def _public_functions(module: ModuleOp) -> set[str]:
     }
 
 
-def pack_constants(constants: Mapping[str, bytes]) -> bytes:
+def pack_constants(constants: Mapping[str, bytes]) -> list[bytes]:
     """The index (JSON: name, offset, length of each) after its length (8 bytes, little
     endian), then the bytes, each at an offset that is a multiple of ALIGNMENT: read into
-    an aligned buffer, the constants are bound where they lie (unpack_constants)."""
+    an aligned buffer, the constants are bound where they lie (unpack_constants). As
+    parts to write one after another (cache.store_object), not joined into one copy."""
     index, at = [], 0
     for name, data in constants.items():
         index.append([name, at, len(data)])
         at += -(-len(data) // ALIGNMENT) * ALIGNMENT
     text = json.dumps(index).encode()
     head = len(text).to_bytes(8, "little") + text
-    head += bytes(-len(head) % ALIGNMENT)
-    body = b"".join(data + bytes(-len(data) % ALIGNMENT) for data in constants.values())
-    return head + body
+    parts = [head, bytes(-len(head) % ALIGNMENT)]
+    for data in constants.values():
+        parts += [data, bytes(-len(data) % ALIGNMENT)]
+    return parts
 
 
 def unpack_constants(packed: Any) -> dict[str, Any]:

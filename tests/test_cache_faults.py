@@ -313,6 +313,14 @@ def test_entry_round_trip_and_checks(cache_root):
     assert cache.unpack("k1", data)[1] == "not an mlfuse cache entry"
 
 
+def test_entry_written_in_parts_is_their_join(cache_root):
+    parts = [b"\x7fELF", bytes(range(200)), b"", bytes(7)]
+    cache.store_object("k1", parts)
+    cache.store_object("k2", b"".join(parts))
+    assert cache.load_object("k1") == cache.load_object("k2") == b"".join(parts)
+    assert [cache.unpack(key_of(p), p.read_bytes()) for p in entries(cache_root)] == [(b"".join(parts), "")] * 2
+
+
 # --- the in-memory cache -------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ import llvmlite.ir as ir
 import numpy as np
 from xdsl.backend.llvm.convert import convert_module
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleOp, StringAttr, i8
 
 from mlfuse.backend.gemm_kernels import (
     PACKED_ATTRS,
@@ -32,6 +32,7 @@ from mlfuse.backend.gemm_kernels import (
 )
 from mlfuse.backend.streaming import tag_streaming_accesses
 from mlfuse.conversion.to_llvm import KEEP_LOOP, NO_VECTORIZE
+from mlfuse.diagnostics import Diagnostic, location_of
 
 # constants this large may be left out of the object code (see to_llvmlite's `external`)
 EXTERNAL_CONSTANT_BYTES = 4096
@@ -50,9 +51,7 @@ def to_llvmlite(
     raw: dict[str, bytes] = {}
     for op in module.ops:
         if isinstance(op, llvm.GlobalOp) and "mlfuse.bytes" in op.attributes:
-            attr = op.attributes["mlfuse.bytes"]
-            assert isinstance(attr, StringAttr)
-            raw[op.sym_name.data] = bytes.fromhex(attr.data)
+            raw[op.sym_name.data] = global_bytes(op)
             for operand, key in PACKED_ATTRS.items():  # the panels of a GEMM kernel's A or B
                 packed_for = op.attributes.get(key)
                 if isinstance(packed_for, StringAttr):
@@ -74,6 +73,20 @@ def to_llvmlite(
     if define_gemms and any(GemmShape.from_symbol(f.name) for f in mod.functions):
         define_gemm_kernels(mod, features or host_features())
     return mod
+
+
+def global_bytes(op: llvm.GlobalOp) -> bytes:
+    """The bytes of a global's `mlfuse.bytes`: an i8 tensor (convert-to-llvm), or hex text
+    (IR printed before: the attribute was a string). Anything else is a located error."""
+    attr = op.attributes["mlfuse.bytes"]
+    if isinstance(attr, DenseIntOrFPElementsAttr) and attr.get_element_type() == i8:
+        return attr.data.data
+    try:
+        if isinstance(attr, StringAttr):
+            return bytes.fromhex(attr.data)
+    except ValueError:
+        pass
+    raise Diagnostic(f"global @{op.sym_name.data}: mlfuse.bytes must be a tensor of i8 or hex text", location_of(op))
 
 
 def host_features() -> str:
