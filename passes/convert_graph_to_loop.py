@@ -15,7 +15,7 @@ the epilogue fuses into; one image with few output pixels, or a pointwise conv, 
 w @ patches instead, written straight into NCHW (a pointwise conv reads its input
 as its patches, and a stride-1 conv's patches are read from its padded input by the
 GEMM kernel: `loop.gemm {window}`). With `depthwise`, a depthwise conv of one image at
-stride 1 over a small plane is a product batched over its channels, its input read
+stride 1 or 2 over a small plane is a product batched over its channels, its input read
 with zero pads not in memory (`loop.gemm {window, window_pads}`, the depthwise kernels).
 conv=direct keeps one window nest for post-tiling fusion.
 The conversion is a set of rewrite patterns, one per kind of op (signature,
@@ -64,7 +64,7 @@ class ConvertGraphToLoopPass(ModulePass):
 
     depthwise: bool = False
     """The target has depthwise kernels (mlfuse/backend/depthwise_kernels.py): a depthwise
-    conv of one image at stride 1 over a small output plane is a `loop.gemm {window,
+    conv of one image at stride 1 or 2 over a small output plane is a `loop.gemm {window,
     window_pads}` batched over its channels, which such a kernel runs (`depthwise_as_product`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

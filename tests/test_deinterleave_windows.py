@@ -1,7 +1,8 @@
 """loop-deinterleave-windows end to end: depthwise convs and poolings at stride 2 read their
 tile-local padded input split into even and odd columns, and give float64 numpy's results
 within fp32 rounding (max pooling: bit for bit, NaN and infinities included), the same
-bits as the pipeline without the pass; outputs poisoned."""
+bits as the pipeline without the pass; outputs poisoned. The pipeline keeps depthwise
+convs window nests (depthwise=False): the depthwise kernels take these small planes."""
 
 from __future__ import annotations
 
@@ -9,21 +10,26 @@ import numpy as np
 import pytest
 
 import mlfuse
+from mlfuse import pipelines
+from mlfuse.api import run_pipeline
 from mlfuse.frontend.builder import GraphBuilder
 from mlfuse.poly.deinterleave_windows import deinterleave_windows
 
-from conftest import compile_without, cpu_lowered_before
-
 PASS = "loop-deinterleave-windows"
+STEPS = pipelines.cpu_pipeline(depthwise=False)
 
 
 def deinterleaved(module) -> int:
     """How many buffers the pipeline's loop-deinterleave-windows splits in `module`."""
-    return deinterleave_windows(cpu_lowered_before(module, PASS))
+    return deinterleave_windows(run_pipeline(module.clone(), STEPS[: STEPS.index(PASS)]))
+
+
+def compiled(module):
+    return mlfuse.compile(module, passes=STEPS)
 
 
 def without_pass(module, *inputs: np.ndarray) -> tuple[np.ndarray, ...]:
-    return compile_without(module, PASS)(*inputs)
+    return mlfuse.compile(module, passes=[s for s in STEPS if s != PASS])(*inputs)
 
 
 def windows(x: np.ndarray, k: int, pads: tuple[int, int, int, int], pad: float, stride: int = 2) -> np.ndarray:
@@ -57,7 +63,7 @@ def test_depthwise_conv_with_relu6(channels, h, w, k, pads, split):
     want = np.einsum("nchwij,cij->nchw", windows(x, k, pads, 0), wt[:, 0].astype(np.float64))
     want = np.clip(want + bias[None, :, None, None], 0, 6)
     out = np.full(want.shape, np.nan, np.float32)
-    mlfuse.compile(module)(x, out=[out])
+    compiled(module)(x, out=[out])
     np.testing.assert_allclose(out, want, rtol=0, atol=1e-5 * np.abs(want).max())
     np.testing.assert_array_equal(out, without_pass(module, x)[0])
 
@@ -74,7 +80,7 @@ def test_max_pool_keeps_nan_and_infinities():
     assert deinterleaved(module) == 1
     want = windows(x * np.float32(2), 3, (1, 1, 1, 1), -np.inf).max(axis=(4, 5)).astype(np.float32)
     out = np.full(want.shape, 5.0, np.float32)
-    mlfuse.compile(module)(x, out=[out])
+    compiled(module)(x, out=[out])
     np.testing.assert_array_equal(out, want)
     assert np.isnan(out[0, 0, 3, 3]) and np.isnan(out[0, 3, 5, 16])
 
@@ -95,7 +101,7 @@ def test_average_pool_counts_real_elements():
     padded = windows(x, 3, (1, 1, 1, 1), 0).sum(axis=(4, 5))
     counts = windows(np.ones_like(x), 3, (1, 1, 1, 1), 0).sum(axis=(4, 5))
     outs = [np.full(first.shape, np.nan, np.float32), np.full(padded.shape, np.nan, np.float32)]
-    mlfuse.compile(module)(x, out=outs)
+    compiled(module)(x, out=outs)
     np.testing.assert_allclose(outs[0], first, rtol=2e-7, atol=1e-7)
     np.testing.assert_allclose(outs[1], padded / counts, rtol=2e-7, atol=1e-7)
     for got, plain in zip(outs, without_pass(module, x)):

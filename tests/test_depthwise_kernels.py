@@ -46,25 +46,28 @@ def after_unreadable_page(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def depthwise(x: np.ndarray, w: np.ndarray, pads: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+def depthwise(x: np.ndarray, w: np.ndarray, pads: tuple[int, int, int, int], stride: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """The conv of each channel of x [C, h, w] with its taps w [C, kh, kw] over x padded by
-    zeros (top, left, bottom, right), in float64, and the sums of |x w| (the error bound's)."""
+    zeros (top, left, bottom, right) at `stride`, in float64, and the sums of |x w| (the
+    error bound's)."""
     top, left, bottom, right = pads
     kh, kw = w.shape[1:]
     xp = np.pad(x.astype(np.float64), ((0, 0), (top, bottom), (left, right)))
-    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
     wt = w.astype(np.float64)
     return np.einsum("chwij,cij->chw", windows, wt), np.einsum("chwij,cij->chw", np.abs(windows), np.abs(wt))
 
 
-def dw_shape(channels: int, h: int, w: int, k: int, pads: tuple[int, int, int, int], dtype: str = "f32", **kwargs) -> GemmShape:
-    window = Window(k, k, h, w, pads=pads)
+def dw_shape(channels: int, h: int, w: int, k: int, pads: tuple[int, int, int, int], dtype: str = "f32",
+             stride: int = 1, **kwargs) -> GemmShape:
+    window = Window(k, k, h, w, stride, stride, pads=pads)
     return GemmShape(channels, 1, window.out_h * window.out_w, k * k, dtype, window, **kwargs)
 
 
 def test_which_products_take_the_depthwise_kernel():
-    """One image per batch under a padded window at stride 1, rows the output's length,
-    at most MAX_PIXELS positions; the others are not depthwise convs (or too large)."""
+    """One image per batch under a padded window at stride 1 or 2, rows the output's
+    length (at stride 2: the length of the image's even columns), at most MAX_PIXELS
+    positions; the others are not depthwise convs (or too large)."""
     assert takes_depthwise(dw_shape(960, 7, 7, 3, (1, 1, 1, 1), packed_a=True))
     assert takes_depthwise(dw_shape(8, 32, 32, 3, (1, 1, 1, 1)))  # 1024 positions
     assert takes_depthwise(dw_shape(8, 12, 9, 5, (0, 2, 4, 2), "f64"))
@@ -72,7 +75,14 @@ def test_which_products_take_the_depthwise_kernel():
     assert not takes_depthwise(dw_shape(8, 33, 33, 3, (1, 1, 1, 1)))  # 1089 positions
     assert not takes_depthwise(dw_shape(8, 7, 7, 3, (0, 0, 0, 0)))  # no pads: rows shrink
     assert not takes_depthwise(dw_shape(8, 7, 9, 3, (1, 0, 1, 0)))  # rows of 7 over rows of 9
-    assert not takes_depthwise(GemmShape(8, 1, 16, 9, "f32", Window(3, 3, 7, 7, 2, 2, pads=(1, 1, 1, 1))))  # strided
+    assert takes_depthwise(dw_shape(8, 14, 14, 3, (1, 1, 1, 1), stride=2))  # 7 x 7 from 14 x 14
+    assert takes_depthwise(dw_shape(8, 7, 7, 3, (1, 1, 1, 1), stride=2))  # 4 x 4 from 7 x 7
+    assert takes_depthwise(dw_shape(8, 14, 14, 3, (0, 0, 1, 1), stride=2))  # TF's "SAME": pads after
+    assert takes_depthwise(dw_shape(8, 64, 64, 3, (1, 1, 1, 1), stride=2))  # 1024 positions
+    assert not takes_depthwise(dw_shape(8, 66, 66, 3, (1, 1, 1, 1), stride=2))  # 1089 positions
+    assert not takes_depthwise(dw_shape(8, 14, 14, 3, (1, 0, 1, 0), stride=2))  # rows of 6 over 7 even columns
+    assert not takes_depthwise(dw_shape(8, 15, 15, 3, (1, 1, 1, 1), stride=3))
+    assert not takes_depthwise(GemmShape(8, 1, 28, 9, "f32", Window(3, 3, 7, 7, 1, 2, pads=(1, 1, 1, 1))))  # strided along rows only
     assert not takes_depthwise(GemmShape(1, 8, 49, 18, "f32", Window(3, 3, 7, 7, pads=(1, 1, 1, 1))))  # two channels, 8 outputs
     assert MAX_PIXELS == 1024
     blocking = shape_blocking(AVX512, dw_shape(8, 7, 7, 3, (1, 1, 1, 1)))
@@ -88,7 +98,7 @@ def run_in_pieces(shape: GemmShape, features: str, buffers: list) -> None:
         run(lo, hi, *[b.ctypes.data for b in buffers])
 
 
-CASES = [  # channels, h, w, k, pads, dtype
+CASES = [  # channels, h, w, k, pads, dtype, stride
     (5, 7, 7, 3, (1, 1, 1, 1), "f32"),
     (3, 14, 14, 3, (1, 1, 1, 1), "f32"),
     (4, 14, 14, 5, (2, 2, 2, 2), "f32"),
@@ -100,16 +110,25 @@ CASES = [  # channels, h, w, k, pads, dtype
     (2, 1, 1, 3, (1, 1, 1, 1), "f32"),  # one position
     (3, 9, 11, 3, (1, 1, 1, 1), "f64"),
     (2, 6, 6, 7, (3, 3, 3, 3), "f64"),
+    (5, 14, 14, 3, (1, 1, 1, 1), "f32", 2),  # 7 x 7 from 14 x 14
+    (4, 14, 14, 5, (2, 2, 2, 2), "f32", 2),
+    (3, 7, 7, 3, (1, 1, 1, 1), "f32", 2),  # odd: the odd phases a row and a column short
+    (3, 14, 12, 3, (0, 0, 1, 1), "f32", 2),  # TF's "SAME": the pads after
+    (2, 56, 56, 3, (1, 1, 1, 1), "f32", 2),  # rows of 56: two pieces of 32 (AVX-512), four of 16
+    (2, 3, 3, 3, (1, 1, 1, 1), "f32", 2),
+    (3, 10, 13, 5, (2, 2, 2, 2), "f64", 2),
 ]
 
 
 @pytest.mark.parametrize("features", [AVX512, AVX2])
-@pytest.mark.parametrize("channels, h, w, k, pads, dtype", CASES)
-def test_kernel_matches_numpy(channels, h, w, k, pads, dtype, features):
+@pytest.mark.parametrize("case", CASES)
+def test_kernel_matches_numpy(case, features):
     """Each channel's plane against float64 numpy within k * k * u * sum |x w|; the images
     end before an unreadable page, then start after one; the prepacked taps are the
     taps as they are."""
-    shape = dw_shape(channels, h, w, k, pads, dtype, packed_a=True)
+    channels, h, w, k, pads, dtype, *strided = case
+    stride = strided[0] if strided else 1
+    shape = dw_shape(channels, h, w, k, pads, dtype, stride, packed_a=True)
     assert takes_depthwise(shape)
     t = NUMPY[dtype]
     rng = np.random.default_rng(channels * 1000 + h * 37 + w * 7 + k)
@@ -117,7 +136,7 @@ def test_kernel_matches_numpy(channels, h, w, k, pads, dtype, features):
     taps = rng.standard_normal((channels, k, k)).astype(t)
     a = prepack_a(taps.reshape(channels, 1, k * k), shape, features)
     np.testing.assert_array_equal(a, taps.reshape(channels, k * k))
-    want, size = depthwise(x, taps, pads)
+    want, size = depthwise(x, taps, pads, stride)
     bound = k * k * np.finfo(t).eps / 2 * size + np.finfo(t).tiny
     for place in (before_unreadable_page, after_unreadable_page):
         out = np.full((channels, 1, shape.n), np.nan, t)
@@ -160,12 +179,12 @@ def test_kernel_applies_the_epilogue_and_writes_frames(dtype):
     assert np.all(np.isnan(images[:, 0][:, border]))
 
 
-def depthwise_block(channels: int, h: int, w: int, k: int, pads: list[int], x: np.ndarray, wt: np.ndarray):
+def depthwise_block(channels: int, h: int, w: int, k: int, pads: list[int], x: np.ndarray, wt: np.ndarray, stride: int = 1):
     """A depthwise conv + bias + ReLU6 (MobileNet's), its weights constant."""
     rng = np.random.default_rng(channels + h)
     bias = rng.standard_normal(channels).astype(np.float32)
     b = GraphBuilder()
-    y = b.conv2d(b.input("x", x.shape, "f32"), b.constant(wt, "f32"), [1, 1], pads, [1, 1], channels)
+    y = b.conv2d(b.input("x", x.shape, "f32"), b.constant(wt, "f32"), [stride, stride], pads, [1, 1], channels)
     y = y + b.broadcast_to(b.constant(bias, "f32").reshape(1, channels, 1, 1), y.shape)
     b.output(b.minimum(b.maximum(y, b.constant(np.float32(0), "f32")), b.constant(np.float32(6), "f32")))
     return b.module(), bias
@@ -178,15 +197,20 @@ def depthwise_products(module) -> int:
     return sum(1 for op in lowered.walk() if isinstance(op, loop.GemmOp) and op.window_pads is not None)
 
 
-@pytest.mark.parametrize("channels, h, w, k, pads", [
-    (24, 7, 7, 3, [1, 1, 1, 1]),
-    (16, 14, 14, 5, [2, 2, 2, 2]),
-    (8, 16, 16, 3, [1, 1, 1, 1]),
-    (8, 10, 12, 3, [0, 1, 2, 1]),
-    (8, 28, 28, 3, [1, 1, 1, 1]),
-    (8, 33, 33, 3, [1, 1, 1, 1]),  # too many positions: the window nest, compared with itself
+@pytest.mark.parametrize("channels, h, w, k, pads, stride", [
+    (24, 7, 7, 3, [1, 1, 1, 1], 1),
+    (16, 14, 14, 5, [2, 2, 2, 2], 1),
+    (8, 16, 16, 3, [1, 1, 1, 1], 1),
+    (8, 10, 12, 3, [0, 1, 2, 1], 1),
+    (8, 28, 28, 3, [1, 1, 1, 1], 1),
+    (8, 33, 33, 3, [1, 1, 1, 1], 1),  # too many positions: the window nest, compared with itself
+    (24, 14, 14, 3, [1, 1, 1, 1], 2),
+    (16, 14, 14, 5, [2, 2, 2, 2], 2),
+    (8, 9, 12, 3, [0, 0, 1, 1], 2),  # TF's "SAME", an odd height
+    (8, 56, 56, 3, [1, 1, 1, 1], 2),
+    (8, 66, 66, 3, [1, 1, 1, 1], 2),  # too many positions
 ])
-def test_pipeline_takes_the_kernel_with_the_nests_bits(channels, h, w, k, pads):
+def test_pipeline_takes_the_kernel_with_the_nests_bits(channels, h, w, k, pads, stride):
     """Through the CPU pipeline: one depthwise product where the kernel takes the conv, the
     same bits as the window nests (depthwise=False), NaN, infinities and -0 in the input
     and an infinite tap (0 * inf in the pads: NaN, as numpy's zero padding gives),
@@ -196,13 +220,14 @@ def test_pipeline_takes_the_kernel_with_the_nests_bits(channels, h, w, k, pads):
     x[0, 1, 2, 3], x[0, 2, 0, 0], x[0, 3, h - 1, w - 1], x[0, 4, 1, 1] = np.nan, np.inf, -np.inf, -0.0
     wt = rng.standard_normal((channels, 1, k, k)).astype(np.float32)
     wt[5, 0, 0, 0] = np.inf
-    module, bias = depthwise_block(channels, h, w, k, pads, x, wt)
-    assert depthwise_products(module) == (1 if h * w <= MAX_PIXELS else 0)
-    out = np.full((1, channels, h, w), np.nan, np.float32)
+    module, bias = depthwise_block(channels, h, w, k, pads, x, wt, stride)
+    oh, ow = (h + pads[0] + pads[2] - k) // stride + 1, (w + pads[1] + pads[3] - k) // stride + 1
+    assert depthwise_products(module) == (1 if oh * ow <= MAX_PIXELS else 0)
+    out = np.full((1, channels, oh, ow), np.nan, np.float32)
     mlfuse.compile(module)(x, out=[out])
     (nests,) = mlfuse.compile(module, passes=pipelines.cpu_pipeline(depthwise=False))(x)
     np.testing.assert_array_equal(out, nests)
-    conv, _ = depthwise(x[0], wt[:, 0], tuple(pads))
+    conv, _ = depthwise(x[0], wt[:, 0], tuple(pads), stride)
     with np.errstate(invalid="ignore"):
         want = np.clip(conv + bias[:, None, None], 0, 6)
     np.testing.assert_allclose(out[0], want, rtol=0, atol=1e-5 * 6)

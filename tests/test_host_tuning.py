@@ -114,7 +114,7 @@ def test_rows_split_into_even_and_odd_columns_are_not_gathered(zen4_host):
     took it 0.6 s. That loop is marked to stay scalar (loop_to_scf.strided_around_short);
     the SLP vectorizer takes each row."""
     module = expand_then_strided_depthwise()
-    run_pipeline(module, pipelines.cpu_pipeline())
+    run_pipeline(module, pipelines.cpu_pipeline(depthwise=False))  # the window nest's tile
     ir = to_llvmlite(module)
     assert '!"llvm.loop.vectorize.width", i32 1' in str(ir)
     text = cpu.optimized_ir(ir, *zen4_host)

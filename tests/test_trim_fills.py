@@ -47,9 +47,9 @@ def windows(x: np.ndarray, k: int, pad: int, value: float, stride: int) -> np.nd
 
 @pytest.mark.parametrize("channels, size, k, stride", [
     (24, 34, 3, 1),  # a 3x3 over a plane larger than the depthwise kernels take
-    (16, 30, 3, 2),  # stride 2: a deinterleaved tile
+    (16, 66, 3, 2),  # stride 2 (33 x 33 outputs, more than the depthwise kernels take): a deinterleaved tile
     (12, 34, 5, 1),  # a 5x5 over a plane larger than the depthwise kernels take (at most 32 x 32)
-    (8, 22, 5, 2),
+    (8, 66, 5, 2),
 ])
 def test_depthwise_conv_tiles_fill_only_their_border(channels, size, k, stride):
     """A depthwise conv + bias + ReLU6 over padded channel tiles: every tile's fill trimmed

@@ -1,5 +1,6 @@
 """Depthwise conv kernels for `loop.gemm {window, window_pads}`: a depthwise conv at stride
-1 over a small plane (at most MAX_PIXELS output positions), its input read as it is.
+1 or 2 over a small plane (at most MAX_PIXELS output positions), its input read as it is
+(at stride 2, split into its phase planes first: split_phases).
 
 convert-graph-to-loop{depthwise} lowers such a conv as a product batched over its
 channels (`lower_depthwise_as_product`): batch c multiplies the 1 x (kh * kw) row of
@@ -48,18 +49,23 @@ MAX_PIXELS = 1024
 # Output vectors whose fma chains run side by side (each tap's fma waits on the one
 # before it: 4 cycles), their accumulators beside the taps' splats in registers
 GROUP = 4
+# Output positions up to which a stride-2 conv splits the next channel's phases while it
+# computes this one's (define). One thread, side by side, against one set: 576 x 14 x 14
+# -> 7 x 7 0.82x the time, 192 x 28 x 28 -> 14 x 14 1.04x, 144 x 56 x 56 -> 28 x 28 1.2x.
+PIPELINED_PIXELS = 100
 
 
 def takes_depthwise(shape: GemmShape) -> bool:
     """Is `shape` a depthwise conv this kernel takes: one image per batch under a window at
-    stride 1 (k = the window's taps) padded by zeros not in memory (`Window.pads`: what
-    convert-graph-to-loop makes of a depthwise conv, and nothing else), one output row
-    of at most MAX_PIXELS positions, the image's rows as long as the output's (the pads
-    make up the window's width: a "same" conv) and in no border, any frame of C or of an
-    operand around rows of the output's length?"""
+    stride 1 or 2 along both axes (k = the window's taps) padded by zeros not in memory
+    (`Window.pads`: what convert-graph-to-loop makes of a depthwise conv, and nothing
+    else), one output row of at most MAX_PIXELS positions, the image's rows (at stride 2:
+    their even columns) as long as the output's (the pads make up the window's width: a
+    "same" conv) and in no border, any frame of C or of an operand around rows of the
+    output's length?"""
     w = shape.window
-    if not (w is not None and any(w.pads) and shape.m == 1 and shape.k == w.kh * w.kw and (w.sh, w.sw) == (1, 1)
-            and 0 < shape.n <= MAX_PIXELS and not any(w.border) and w.wp == w.out_w):
+    if not (w is not None and any(w.pads) and shape.m == 1 and shape.k == w.kh * w.kw and w.sh == w.sw in (1, 2)
+            and 0 < shape.n <= MAX_PIXELS and not any(w.border) and -(-w.wp // w.sw) == w.out_w):
         return False
     framed = [o.ow for o in shape.epilogue.operands if o.ow] if shape.epilogue is not None else []
     framed += [shape.frame.ow] if shape.frame is not None else []
@@ -89,14 +95,44 @@ class DepthwiseKernels(_Kernels):
         s, w = self.shape, self.window
         (lo, hi, a, image, c, *operands), b = self.entry(fn)
 
+        def taps(b, t):
+            return b.gep(a, [b.mul(t, self.const(s.k))], source_etype=self.el)
+
+        def x_of(b, t):
+            return b.gep(image, [b.mul(t, self.const(w.hp * w.wp))], source_etype=self.el)
+
+        def c_of(b, t):  # C's row t (a frame's: its image, c_pieces)
+            return b.gep(c, [b.mul(t, self.const(s.c_row_stride))], source_etype=self.el)
+
         def channel(b, t, _):
-            taps = b.gep(a, [b.mul(t, self.const(s.k))], source_etype=self.el)
-            x = b.gep(image, [b.mul(t, self.const(w.hp * w.wp))], source_etype=self.el)
-            c_at = b.mul(t, self.const(s.c_row_stride))  # C's row t (a frame's: its image, c_pieces)
-            self.plane(b, t, (taps, x, b.gep(c, [c_at], source_etype=self.el)), operands)
+            self.plane(b, t, (taps(b, t), x_of(b, t), c_of(b, t)), operands)
             return []
 
-        self.counted_loop(b, lo, hi, 1, channel)
+        if w.sw == 1:
+            self.counted_loop(b, lo, hi, 1, channel)
+            b.ret_void()
+            return
+        # At stride 2 over a small plane, two sets of phase planes: channel t's are split
+        # while channel t - 1 is computed from the other set, whose stores have retired by
+        # then (a 7 x 7 plane's loads came right after the stores they read, and a load
+        # that overlaps a store in flight unaligned waits for it). Larger planes, one set.
+        sets = 2 if s.n <= PIPELINED_PIXELS else 1
+        lag = sets - 1
+        phases = b.alloca(self.el, size=self.const(sets * 4 * self.phase_size))
+        phases.align = 64  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub lacks it)
+
+        def set_of(b, t):
+            return b.gep(phases, [b.mul(b.and_(t, self.const(lag)), self.const(4 * self.phase_size))], source_etype=self.el)
+
+        def split_then_compute(b, t, _):
+            with b.if_then(b.icmp_signed("<", t, hi)):
+                self.split_phases(b, x_of(b, t), set_of(b, t))
+            with b.if_then(b.icmp_signed(">=", t, b.add(lo, self.const(lag)))):
+                last = b.sub(t, self.const(lag))
+                self.plane(b, last, (taps(b, last), set_of(b, last), c_of(b, last)), operands)
+            return []
+
+        self.counted_loop(b, lo, b.add(hi, self.const(lag)), 1, split_then_compute)
         b.ret_void()
 
     def plane(self, b: ir.IRBuilder, t, pointers: tuple, operands: list) -> None:
@@ -123,21 +159,55 @@ class DepthwiseKernels(_Kernels):
                                      1, lanes, self.const(q0))
                 self.store_tile(b, [value], tile, 1, lanes)
 
+    @property
+    def phase_size(self) -> int:
+        """The elements of each phase plane of a stride-2 conv's image (split_phases): rows
+        of the output's length, as many as the even rows of the image."""
+        return -(-self.window.hp // 2) * self.window.out_w
+
+    def split_phases(self, b: ir.IRBuilder, x, phases) -> None:
+        """A stride-2 conv's image x as its four phase planes at `phases`: plane (pi, pj) =
+        x[pi::2, pj::2], each row out_w elements long (the output's), plane 2 * pi + pj
+        phase_size elements on. Under the window at stride 2, tap (i, j) reads plane
+        ((i - top) % 2, (j - left) % 2) at stride 1 (inputs), so the output's flat vectors
+        read each tap as one masked load again. Each row of x: loads of two vectors, their
+        even and their odd lanes (one shuffle each), two stores; what the planes hold past
+        each row's real lanes is never read."""
+        w, vw = self.window, self.blk.vw
+        lanes_of = [ir.Constant(ir.VectorType(I32, vw), [2 * n + pj for n in range(vw)]) for pj in (0, 1)]
+        for y in range(w.hp):
+            for x0 in range(0, w.wp, 2 * vw):  # each piece of 2 VW columns: VW of each phase
+                width = min(2 * vw, w.wp - x0)
+                at = b.gep(x, [self.const(y * w.wp + x0)], source_etype=self.el)
+                low = self.load_row_vec(b, at, min(vw, width))
+                high = (self.load_row_vec(b, b.gep(at, [self.const(vw)], source_etype=self.el), width - vw)
+                        if width > vw else ir.Constant(self.vec, None))
+                for pj in (0, 1):  # the even columns, then the odd ones
+                    plane = (2 * (y % 2) + pj) * self.phase_size + (y // 2) * w.out_w + x0 // 2
+                    into = b.gep(phases, [self.const(plane)], source_etype=self.el)
+                    mask = ir.Constant(self.mask_type, [n < (width - pj + 1) // 2 for n in range(vw)])
+                    self.store_pieces(b, b.shuffle_vector(low, high, lanes_of[pj]), [(into, mask)])  # all lanes: a store
+
     def inputs(self, b: ir.IRBuilder, x, q0: int, k: int):
-        """What tap k reads for the output positions q0 .. q0 + VW: the image's elements
-        from q0 + (i - top) * w + j - left on (the image's rows are the output's length),
-        each lane that falls in the padding (or past the plane) zero: a masked load,
-        or a plain one where every lane is inside the image."""
+        """What tap k = (i, j) reads for the output positions q0 .. q0 + VW: the image's
+        elements from q0 + (i - top) * w + j - left on (the image's rows are the output's
+        length), each lane that falls in the padding (or past the plane) zero: a masked
+        load, or a plain one where every lane is inside the image. At stride 2, x holds
+        the image's phase planes (split_phases) and the tap reads the plane of its
+        parities at stride 1, shifted by (i - top) // 2 rows and (j - left) // 2 columns."""
         w, vw = self.window, self.blk.vw
         top, left = w.pads[:2]
         i, j = divmod(k, w.kw)
+        (pi, di), (pj, dj) = ((i - top) % w.sh, (i - top) // w.sh), ((j - left) % w.sw, (j - left) // w.sw)
+        rows, cols = -(-(w.hp - pi) // w.sh), -(-(w.wp - pj) // w.sw)  # the plane's
+        plane = (2 * pi + pj) * self.phase_size if w.sw == 2 else 0
         inside = []
         for q in range(q0, q0 + vw):
-            row, col = q // w.out_w + i - top, q % w.out_w + j - left
-            inside.append(q < self.shape.n and 0 <= row < w.hp and 0 <= col < w.wp)
+            row, col = q // w.out_w + di, q % w.out_w + dj
+            inside.append(q < self.shape.n and 0 <= row < rows and 0 <= col < cols)
         if not any(inside):
             return ir.Constant(self.vec, None)
-        at = b.gep(x, [self.const(q0 + (i - top) * w.wp + j - left)], source_etype=self.el)
+        at = b.gep(x, [self.const(plane + q0 + di * w.out_w + dj)], source_etype=self.el)
         if all(inside):
             return b.load(at, typ=self.vec, align=self.ebytes)
         mask = ir.Constant(self.mask_type, inside)

@@ -1249,7 +1249,8 @@ def depthwise_as_product(fl: FunctionLowering, op: graph.Conv2dOp) -> bool:
     """Lower `op` as a product batched over its channels (`lower_depthwise_as_product`)?
     A depthwise conv (a channel per group, one output channel each) of one f32 or f64
     image, undilated, whose product a depthwise kernel takes (`takes_depthwise`: stride
-    1, padded, rows as long as the input's, a small plane), where the target has those
+    1 or 2, padded, rows as long as the input's (at stride 2: its even columns), a small
+    plane), where the target has those
     kernels (convert-graph-to-loop{depthwise}) and convs are products (conv=gemm)."""
     dtype = str(graph.element_type_of(op.result))
     if not fl.depthwise or fl.conv != "gemm" or dtype not in ("f32", "f64"):
@@ -1275,7 +1276,8 @@ def lower_depthwise_as_product(fl: FunctionLowering, op: graph.Conv2dOp, out: SS
     kh, kw = graph.shape_of(op.weight)[2:]
     images = view(fl, fl.buffer(op.input), [o, 1, h, w])
     taps = view(fl, fl.buffer(op.weight), [o, 1, kh * kw])
-    fl.builder.insert(loop.GemmOp(taps, images, view(fl, out, [o, 1, oh * ow]), window=(kh, kw), window_pads=op.pad_values))
+    window = (kh, kw) if tuple(op.stride_values) == (1, 1) else (kh, kw, *op.stride_values)
+    fl.builder.insert(loop.GemmOp(taps, images, view(fl, out, [o, 1, oh * ow]), window=window, window_pads=op.pad_values))
 
 
 def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> None:

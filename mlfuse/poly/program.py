@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ArrayAttr, IndexType, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, IndexType, MemRefType, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
 
@@ -219,7 +219,7 @@ def view_chain(v: SSAValue) -> list[SSAValue]:
 def operand_buffers(ops: Iterable[Operation]) -> list[SSAValue]:
     """The buffers `ops` take as operands and every buffer those are views of: the ones
     whose deallocs may have to move when the ops move down their block."""
-    found = [b for op in ops for v in op.operands if isinstance(v.type, memref.MemRefType) for b in view_chain(v)]
+    found = [b for op in ops for v in op.operands if isinstance(v.type, MemRefType) for b in view_chain(v)]
     return list(dict.fromkeys(found))
 
 
