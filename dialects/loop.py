@@ -534,6 +534,9 @@ class ReadOp(IRDLOperation):
         return k if k < len(nest.ins) else None
 
     def verify_(self) -> None:
+        nest = self.parent_op()
+        if isinstance(nest, NestOp) and len(nest.body.blocks) != 1:
+            return  # the nest's own verifier says that its body must be one block
         k = self.buffer_position()
         if k is None:
             raise VerifyException("'loop.read' source must be the block argument of one of the nest's inputs")

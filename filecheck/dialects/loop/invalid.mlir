@@ -400,3 +400,20 @@ func.func @gemm_window_pads_shapes(%a: memref<4x1x9xf32>, %x: memref<4x1x5x5xf32
   loop.gemm %a, %x into %c {window = array<i64: 3, 3>, window_pads = array<i64: 1, 1, 1, 1>} : memref<4x1x9xf32>, memref<4x1x5x5xf32>, memref<4x1x49xf32>
   func.return
 }
+
+// -----
+
+// A read in a nest of two blocks: the nest's verifier reports its region (the read does
+// not ask a region of two blocks for its one block).
+func.func @read_in_two_blocks(%x: memref<4x4xf32>, %y: memref<4xf32>) {
+  // CHECK: invalid.mlir:[[# @LINE + 1]]:3: error: 'loop.nest' op Region 'body' at position 0 expected a single block, but got 2 blocks
+  loop.nest "n" lower [0] upper [4] iterators ["parallel"] ins(%x : memref<4x4xf32>) outs(%y : memref<4xf32>) maps [affine_map<(d0) -> (0, 0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%a: f32, %o: f32):
+    %i = loop.index dim 0
+    %v = loop.read %a[%i, %i] : f32
+    loop.yield %v : f32
+  ^bb1(%b: f32):
+    loop.yield %b : f32
+  }
+  func.return
+}
