@@ -115,17 +115,22 @@ class Framing:
 
 def forward_copies(fn: func.FuncOp) -> int:
     """Forward every copy of `fn` that can be (see the module docstring); how many."""
-    forwarded = 0
-    while True:
+    forwarded, block = 0, fn.body.block
+    while True:  # sweeps of the block until one forwards nothing
+        before = forwarded
         # one walk per forwarding: xDSL's is_before_in_block walks from one op towards the
-        # other, once per question (DenseNet-121's concats: 37k walks, 3 s of a compile)
-        position = block_positions(fn.body.block)
-        ops = [op for op in position if isinstance(op, loop.NestOp)]
-        plan = next((p for op in ops if (p := forwarding(op, position))), None)
-        if plan is None:
+        # other, once per question (DenseNet-121's concats: 37k walks, 3 s of a compile);
+        # and the sweep goes on after a forwarding instead of starting again from the top
+        # (each start asked every copy again: DenseNet-121 at 224 x 224, 2.3 s)
+        position = block_positions(block)
+        for op in [op for op in position if isinstance(op, loop.NestOp)]:
+            plan = forwarding(op, position) if op.parent_block() is block else None  # not erased by now
+            if plan is not None:
+                forward(plan)
+                forwarded += 1
+                position = block_positions(block)
+        if forwarded == before:
             return forwarded
-        forward(plan)
-        forwarded += 1
 
 
 def is_whole_copy(nest: loop.NestOp) -> bool:
