@@ -34,6 +34,8 @@ read, rows of 7 stored as pieces of 4, 2 and 1); alone, one thread, 960 x 7 x 7 
 
 from __future__ import annotations
 
+import math
+
 import llvmlite.ir as ir
 import numpy as np
 
@@ -137,26 +139,83 @@ class DepthwiseKernels(_Kernels):
 
     def plane(self, b: ir.IRBuilder, t, pointers: tuple, operands: list) -> None:
         """Channel t's output plane: its taps at `taps`, its image at `x`, its row of C at
-        `c`; the output vectors GROUP at a time, each tap's inputs for a group in turn."""
+        `c`; the output vectors GROUP at a time (vector_groups), those of the steps inside
+        the plane through a loop (interior_steps)."""
         s, vw = self.shape, self.blk.vw
         taps, x, c = pointers
         weights = [self.splat(b, b.load(b.gep(taps, [self.const(k)], source_etype=self.el), typ=self.el))
                    for k in range(s.k)]
         starts = list(range(0, s.n, vw))
+        per, first, last = self.interior_steps()
+        if last - first < 2:  # no rows to loop over
+            self.vector_groups(b, t, (weights, x, c), starts, operands)
+            return
+        self.vector_groups(b, t, (weights, x, c), starts[: first * per], operands)
+
+        def step(b, u, _):  # the vectors of step u, at the masks and offsets of step `first` and u - first steps on
+            shift = b.mul(b.sub(u, self.const(first)), self.const(per * vw))
+            self.vector_groups(b, t, (weights, x, c), starts[first * per : (first + 1) * per], operands, shift)
+            return []
+
+        self.counted_loop(b, self.const(first), self.const(last), 1, step)
+        self.vector_groups(b, t, (weights, x, c), starts[last * per :], operands)
+
+    def interior_steps(self) -> tuple[int, int, int]:
+        """(vectors per step, first, last): the flat vectors go in steps of whole periods
+        of their lanes' columns (lcm(VW, out_w) positions: every step's vectors meet
+        row ends at the same lanes) and at least GROUP vectors; steps [first, last) lie
+        where every tap reads rows inside its plane and every lane is an output, so
+        their masks are step first's: those steps run as a loop (a 28 x 28 plane's 49
+        vectors x 9 taps unrolled were 200 ms of LLVM work), the others unrolled."""
+        w, vw, n = self.window, self.blk.vw, self.shape.n
+        period = math.lcm(vw, w.out_w) // vw
+        per = period * -(-GROUP // period)
+        rows = per * vw // w.out_w  # output rows per step
+
+        def inside(u: int) -> bool:
+            return (u + 1) * per * vw <= n and all(u * rows + di >= 0 and (u + 1) * rows + di <= plane_rows
+                                                   for di, plane_rows in self.tap_rows())
+
+        steps = [u for u in range(n // (per * vw)) if inside(u)]
+        return (per, steps[0], steps[-1] + 1) if steps else (per, 0, 0)
+
+    def tap_rows(self) -> list[tuple[int, int]]:
+        """(di, rows) of each tap: it reads its plane's row r + di for output row r, the
+        plane `rows` rows high (tap_geometry)."""
+        return [self.tap_geometry(k)[1:3] for k in range(self.shape.k)]
+
+    def tap_geometry(self, k: int) -> tuple[int, int, int, int, int]:
+        """Tap k = (i, j) at stride 1 or 2: (plane, di, rows, dj, cols): it reads the
+        plane that starts `plane` elements into x (at stride 2 the phase plane of its
+        parities, split_phases), rows x cols, at row r + di and column c + dj for output
+        (r, c): di = (i - top) // stride, dj = (j - left) // stride."""
+        w = self.window
+        top, left = w.pads[:2]
+        i, j = divmod(k, w.kw)
+        (pi, di), (pj, dj) = ((i - top) % w.sh, (i - top) // w.sh), ((j - left) % w.sw, (j - left) // w.sw)
+        plane = (2 * pi + pj) * self.phase_size if w.sw == 2 else 0
+        return plane, di, -(-(w.hp - pi) // w.sh), dj, -(-(w.wp - pj) // w.sw)
+
+    def vector_groups(self, b: ir.IRBuilder, t, pointers: tuple, starts: list[int], operands: list, shift=None) -> None:
+        """The output vectors at `starts` (plus `shift` positions, a value, where given:
+        the masks are those of `starts`), GROUP at a time, each tap's inputs for a group
+        in turn; each vector's epilogue and store."""
+        s, vw = self.shape, self.blk.vw
+        weights, x, c = pointers
         for g in range(0, len(starts), GROUP):
             group = starts[g : g + GROUP]
             acc: list[ir.Value] = [ir.Constant(self.vec, None)] * len(group)
             for k in range(s.k):
                 for n, q0 in enumerate(group):
-                    acc[n] = b.call(self.fma, [self.inputs(b, x, q0, k), weights[k], acc[n]])
+                    acc[n] = b.call(self.fma, [self.inputs(b, x, q0, k, shift), weights[k], acc[n]])
             for n, q0 in enumerate(group):
                 lanes = min(vw, s.n - q0)
+                at = self.const(q0) if shift is None else b.add(shift, self.const(q0))
                 value = acc[n]
                 if s.epilogue is not None:
-                    args = self.epilogue_args(t, self.const(0), self.const(q0), operands)
+                    args = self.epilogue_args(t, self.const(0), at, operands)
                     value = self.apply_epilogue(b, [acc[n]], 1, lanes, args)(0)
-                tile = self.c_pieces(b, c if s.frame is not None else b.gep(c, [self.const(q0)], source_etype=self.el),
-                                     1, lanes, self.const(q0))
+                tile = self.c_pieces(b, c if s.frame is not None else b.gep(c, [at], source_etype=self.el), 1, lanes, at)
                 self.store_tile(b, [value], tile, 1, lanes)
 
     @property
@@ -204,19 +263,16 @@ class DepthwiseKernels(_Kernels):
                 mask = ir.Constant(self.mask_type, [n < (width - pj + 1) // 2 for n in range(vw)])
                 self.store_pieces(b, b.shuffle_vector(low, high, lanes_of[pj]), [(at, mask)])  # all lanes: a store
 
-    def inputs(self, b: ir.IRBuilder, x, q0: int, k: int):
-        """What tap k = (i, j) reads for the output positions q0 .. q0 + VW: the image's
-        elements from q0 + (i - top) * w + j - left on (the image's rows are the output's
-        length), each lane that falls in the padding (or past the plane) zero: a masked
-        load, or a plain one where every lane is inside the image. At stride 2, x holds
-        the image's phase planes (split_phases) and the tap reads the plane of its
-        parities at stride 1, shifted by (i - top) // 2 rows and (j - left) // 2 columns."""
+    def inputs(self, b: ir.IRBuilder, x, q0: int, k: int, shift=None):
+        """What tap k = (i, j) reads for the output positions q0 .. q0 + VW (plus `shift`,
+        a value, where given: its lanes are inside as q0's are): the image's elements
+        from q0 + (i - top) * w + j - left on (the image's rows are the output's length),
+        each lane that falls in the padding (or past the plane) zero: a masked load, or a
+        plain one where every lane is inside the image. At stride 2, x holds the image's
+        phase planes (split_phases) and the tap reads the plane of its parities at stride
+        1, shifted by (i - top) // 2 rows and (j - left) // 2 columns (tap_geometry)."""
         w, vw = self.window, self.blk.vw
-        top, left = w.pads[:2]
-        i, j = divmod(k, w.kw)
-        (pi, di), (pj, dj) = ((i - top) % w.sh, (i - top) // w.sh), ((j - left) % w.sw, (j - left) // w.sw)
-        rows, cols = -(-(w.hp - pi) // w.sh), -(-(w.wp - pj) // w.sw)  # the plane's
-        plane = (2 * pi + pj) * self.phase_size if w.sw == 2 else 0
+        plane, di, rows, dj, cols = self.tap_geometry(k)
         inside = []
         for q in range(q0, q0 + vw):
             row, col = q // w.out_w + di, q % w.out_w + dj
@@ -224,6 +280,7 @@ class DepthwiseKernels(_Kernels):
         if not any(inside):
             return ir.Constant(self.vec, None)
         at = b.gep(x, [self.const(plane + q0 + di * w.out_w + dj)], source_etype=self.el)
+        at = at if shift is None else b.gep(at, [shift], source_etype=self.el)
         if all(inside):
             return b.load(at, typ=self.vec, align=self.ebytes)
         mask = ir.Constant(self.mask_type, inside)

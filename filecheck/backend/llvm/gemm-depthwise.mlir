@@ -43,3 +43,16 @@ func.func @main(%a: memref<4x1x9xf32>, %x: memref<4x1x14x14xf32>, %c: memref<4x1
   loop.gemm %a, %x into %c {window = array<i64: 3, 3, 2, 2>, window_pads = array<i64: 1, 1, 1, 1>} : memref<4x1x9xf32>, memref<4x1x14x14xf32>, memref<4x1x49xf32>
   func.return
 }
+
+// -----
+
+// A 28x28 plane (784 positions, 49 vectors): steps of 7 vectors (4 rows: every step's
+// vectors meet row ends at the same lanes); steps 1-5 read no pad row, so they run as a
+// loop with step 1's masks: 21 vectors x 9 taps of code, not 49 x 9.
+// CHECK-LABEL: define void @"mlfuse_gemm_f32_2x1x784x9_w3x3x28x28p1x1x1x1"
+// CHECK-COUNT-189: call <16 x float> @"llvm.fma.v16f32"
+// CHECK-NOT:   call <16 x float> @"llvm.fma
+func.func @main(%a: memref<2x1x9xf32>, %x: memref<2x1x28x28xf32>, %c: memref<2x1x784xf32>) {
+  loop.gemm %a, %x into %c {window = array<i64: 3, 3>, window_pads = array<i64: 1, 1, 1, 1>} : memref<2x1x9xf32>, memref<2x1x28x28xf32>, memref<2x1x784xf32>
+  func.return
+}
