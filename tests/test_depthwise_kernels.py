@@ -232,3 +232,30 @@ def test_pipeline_takes_the_kernel_with_the_nests_bits(channels, h, w, k, pads, 
     with np.errstate(invalid="ignore"):
         want = np.clip(conv + bias[:, None, None], 0, 6)
     np.testing.assert_allclose(out[0], want, rtol=0, atol=1e-5 * 6)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_same_convs_match_the_nests(seed):
+    """Random depthwise convs at stride 1 (even seeds) and 2 (odd seeds) whose pads make
+    them "same" along the rows (odd and even sizes, windows of 2 to 7, the pads split at
+    random: what the kernels take when the plane is small): the same bits as the window
+    nests and within fp32 rounding of float64 numpy (atol 1e-5 of ReLU6's range). Seeded
+    per case (the seed is the case's id)."""
+    rng = np.random.default_rng(20261207 + seed)
+    stride, k, channels = 1 + seed % 2, int(rng.integers(2, 8)), int(rng.integers(2, 12))  # one channel: a plain conv
+    h, w = int(rng.integers(k, 40)), int(rng.integers(k, 40))
+    across = max(0, (-(-w // stride) - 1) * stride + k - w)  # the pads that keep ceil(w / stride) columns
+    down = max(0, (-(-h // stride) - 1) * stride + k - h) + int(rng.integers(0, 2))
+    left, top = int(rng.integers(0, across + 1)), int(rng.integers(0, down + 1))
+    pads = [top, left, down - top, across - left]
+    oh, ow = (h + down - k) // stride + 1, (w + across - k) // stride + 1
+    x = rng.standard_normal((1, channels, h, w)).astype(np.float32)
+    wt = rng.standard_normal((channels, 1, k, k)).astype(np.float32)
+    module, bias = depthwise_block(channels, h, w, k, pads, x, wt, stride)
+    assert depthwise_products(module) == (1 if any(pads) and oh * ow <= MAX_PIXELS else 0)
+    out = np.full((1, channels, oh, ow), np.nan, np.float32)
+    mlfuse.compile(module)(x, out=[out])
+    (nests,) = mlfuse.compile(module, passes=pipelines.cpu_pipeline(depthwise=False))(x)
+    np.testing.assert_array_equal(out, nests)
+    conv, _ = depthwise(x[0], wt[:, 0], tuple(pads), stride)
+    np.testing.assert_allclose(out[0], np.clip(conv + bias[:, None, None], 0, 6), rtol=0, atol=1e-5 * 6)
