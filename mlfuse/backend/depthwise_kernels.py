@@ -171,18 +171,14 @@ class DepthwiseKernels(_Kernels):
         period = math.lcm(vw, w.out_w) // vw
         per = period * -(-GROUP // period)
         rows = per * vw // w.out_w  # output rows per step
+        taps = [self.tap_geometry(k)[1:3] for k in range(self.shape.k)]  # (di, the plane's rows)
 
         def inside(u: int) -> bool:
             return (u + 1) * per * vw <= n and all(u * rows + di >= 0 and (u + 1) * rows + di <= plane_rows
-                                                   for di, plane_rows in self.tap_rows())
+                                                   for di, plane_rows in taps)
 
         steps = [u for u in range(n // (per * vw)) if inside(u)]
         return (per, steps[0], steps[-1] + 1) if steps else (per, 0, 0)
-
-    def tap_rows(self) -> list[tuple[int, int]]:
-        """(di, rows) of each tap: it reads its plane's row r + di for output row r, the
-        plane `rows` rows high (tap_geometry)."""
-        return [self.tap_geometry(k)[1:3] for k in range(self.shape.k)]
 
     def tap_geometry(self, k: int) -> tuple[int, int, int, int, int]:
         """Tap k = (i, j) at stride 1 or 2: (plane, di, rows, dj, cols): it reads the

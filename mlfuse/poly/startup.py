@@ -47,7 +47,6 @@ from mlfuse.poly.program import (
     ops_of,
     place_deallocs,
     root,
-    view_chain,
 )
 
 
@@ -78,7 +77,7 @@ class Rescan:
     def place_deallocs(self, block: Block, changed: Iterable[SSAValue]) -> None:
         """Every dealloc the first time (they need not be in place before the first
         fusion), then only those of the buffers whose uses a fusion `changed`."""
-        place_deallocs(block, [b for v in changed for b in view_chain(v)] if self.deallocs_placed else None)
+        place_deallocs(block, list(changed) if self.deallocs_placed else None)
         self.deallocs_placed = True
 
 
