@@ -12,8 +12,11 @@ before it is loaded:
   writable by group or others, is refused (one warning) and compilation
   proceeds uncached;
 - every entry starts with a header (magic, format version, the full key, the
-  host CPU, the payload's length and sha256): an entry that fails any check is
-  discarded, reported once, and rebuilt by the caller; it is never executed;
+  host CPU, the payload's length and CRC-32): an entry that fails any check is
+  discarded, reported once, and rebuilt by the caller; it is never executed.
+  The CRC guards against damage (cut, overwritten or flipped bytes), as in zip
+  and PNG; the folder's permissions guard against others. It is twice as fast as
+  sha256 here (47 MB of ResNet-18's weights: 12 against 26 ms);
 - writes go to a temporary file in the same folder, are fsynced and renamed
   into place, so readers never see half an entry and a failed write leaves no
   temporary file behind.
@@ -28,12 +31,13 @@ import os
 import stat
 import tempfile
 import warnings
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 MAGIC = b"MLFUSE-CACHE\0"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 OFF_VALUES = ("off", "0", "false", "no")
 _MAX_HEADER = 1 << 16
 
@@ -126,15 +130,15 @@ def pack(key: str, data: bytes) -> bytes:
 
 def entry_head(key: str, parts: Sequence[bytes]) -> bytes:
     """What comes before the payload (`parts`, joined) in the entry of `key` (pack)."""
-    digest = hashlib.sha256()
+    crc = 0
     for part in parts:
-        digest.update(part)
+        crc = zlib.crc32(part, crc)
     header = {
         "format": FORMAT_VERSION,
         "key": key,
         "host": host_id(),
         "length": sum(len(part) for part in parts),
-        "sha256": digest.hexdigest(),
+        "crc32": crc,
     }
     text = json.dumps(header, sort_keys=True).encode()
     return MAGIC + len(text).to_bytes(4, "little") + text
@@ -165,7 +169,7 @@ def _checked(key: str, header_text: bytes, data: bytes) -> tuple[bytes | None, s
         return None, f"compiled for another CPU ({str(header.get('host'))[:60]})"
     if header.get("length") != len(data):
         return None, f"payload of {len(data)} bytes, header says {header.get('length')}"
-    if header.get("sha256") != hashlib.sha256(data).hexdigest():
+    if header.get("crc32") != zlib.crc32(data):
         return None, "checksum mismatch"
     return data, ""
 

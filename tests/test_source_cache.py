@@ -8,6 +8,7 @@ keyed by its own bytes alone. Each test has a cache folder of its own and empty 
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections import OrderedDict
 from pathlib import Path
@@ -232,3 +233,43 @@ def test_unaligned_outputs_from_a_source_entry(cache_root, imports, tmp_path):
     fn(X, out=[out])
     np.testing.assert_allclose(out, expected(m, X), rtol=1e-5, atol=1e-5)
     assert fn._loose is not None and fn._loose.output_alignment == 16
+
+
+def test_a_settled_file_loads_without_being_digested(cache_root, imports, tmp_path, monkeypatch):
+    """Its sha256 is remembered under its stat (api.file_sha256)."""
+    m = model()
+    path = saved(tmp_path, m)
+    monkeypatch.setattr(api, "SETTLED_SECONDS", 0.0)
+    check(mlfuse.compile(path), m)
+    assert any(p.name.startswith("digest-") for p in cache_root.rglob("*"))
+    fresh_memory()
+
+    def no_digest(*args):
+        raise AssertionError("the file was digested again")
+
+    monkeypatch.setattr(api.hashlib, "file_digest", no_digest)
+    check(mlfuse.compile(path), m)
+    assert len(imports) == 1
+
+
+def test_a_rewritten_file_is_digested_again(cache_root, imports, tmp_path, monkeypatch):
+    """Same size, its modification time put back: the change time still differs."""
+    first, second = model(), model(weight_scale=2.0)
+    path = saved(tmp_path, first)
+    monkeypatch.setattr(api, "SETTLED_SECONDS", 0.0)
+    check(mlfuse.compile(path), first)
+    before = Path(path).stat()
+    saved(tmp_path, second)
+    assert Path(path).stat().st_size == before.st_size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    fresh_memory()
+    check(mlfuse.compile(path), second)
+    assert len(imports) == 2
+
+
+def test_a_fresh_file_is_not_remembered(cache_root, imports, tmp_path):
+    """Written within SETTLED_SECONDS of its read: a write in the same clock tick could
+    leave its stat as it was."""
+    m = model()
+    check(mlfuse.compile(saved(tmp_path, m)), m)
+    assert not any(p.name.startswith("digest-") for p in cache_root.rglob("*"))
