@@ -160,3 +160,21 @@ def test_models_quick_run_writes_tables(tmp_path):
     assert isinstance(record["compile"]["mlfuse warm"], float), record["compile"]["mlfuse warm"]
     md = out.with_suffix(".md").read_text()
     assert "| textcnn |" in md and "speed vs ORT" in md and "mlfuse warm" in md
+
+
+def test_call_paths_quick_run_writes_table(tmp_path):
+    """mlfuse-bench --call-paths end to end on a small LayerNorm: the three paths (checked to
+    give the same bits before timing) and their ratios to the aligned call."""
+    out = tmp_path / "paths.md"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--call-paths", "--size", "96x80", "--threads", "1",
+         "--repeat", "2", "--warm-ms", "0", "--graphs", "layernorm", "softmax", "--md", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in out.read_text().splitlines() if line.startswith(("| layernorm |", "| softmax |"))]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert all(float(c) > 0 for c in cells[1:4]) and all(c.endswith("x") for c in cells[4:]), row
+    assert json.loads(out.with_suffix(".json").read_text())["table"]

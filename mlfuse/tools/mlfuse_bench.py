@@ -5,6 +5,7 @@
     python -m bench --graphs layernorm softmax --threads 2 --repeat 11
     python -m bench --frontends                    # torch.compile / mlfuse.jax.jit paths (bench/frontends.py)
     python -m bench --models                       # whole zoo models vs onnxruntime, torch (bench/models_bench.py)
+    python -m bench --call-paths                   # aligned out=, allocating, np.empty calls (bench/call_paths.py)
 
 It runs from the repository checkout (`make bench`): its workloads are in bench/, which
 is not part of the installed package, so pip installs no mlfuse-bench command.
@@ -133,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--models", nargs="*", metavar="MODEL",
                    help="instead: whole zoo models (bench/models) through mlfuse.compile of their ONNX export against "
                         "onnxruntime, torch eager and torch.compile (own options: mlfuse-bench --models --help)")
+    p.add_argument("--call-paths", action="store_true",
+                   help="instead: one graph's aligned out=, allocating and np.empty out= calls side by side "
+                        "(own options: mlfuse-bench --call-paths --help)")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # internal: run one thread count, write JSON
     p.add_argument("--worker-threads", type=int, help=argparse.SUPPRESS)
     return p
@@ -590,6 +594,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench import models_bench
 
         return models_bench.main(argv)
+    if "--call-paths" in argv:  # one graph's aligned out=, allocating and np.empty calls: bench/call_paths.py
+        _import_bench()
+        from bench import call_paths
+
+        return call_paths.main(argv)
     args = resolve(build_parser().parse_args(argv))
     if args.worker:
         return worker(args)
