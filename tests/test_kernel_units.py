@@ -330,7 +330,7 @@ def test_units_carry_their_own_metadata_numbered_alike():
 
 
 def test_gemm_units_are_optimized_at_their_own_level(monkeypatch):
-    """A generated GEMM kernel's unit is optimized at cpu.GEMM_SPEED_LEVEL (O2: its vector
+    """A generated GEMM kernel's unit is optimized at cpu.GEMM_SPEED_LEVEL (O1: its vector
     code is explicit), any other unit at O3; both still make an object that runs."""
     from mlfuse.backend.gemm_kernels import GemmShape
 
@@ -338,5 +338,16 @@ def test_gemm_units_are_optimized_at_their_own_level(monkeypatch):
     real = cpu.optimize
     monkeypatch.setattr(cpu, "optimize", lambda mod, tm=None, speed_level=3: (levels.append(speed_level), real(mod, tm, speed_level))[1])
     source = cpu.GemmSource(GemmShape(1, 16, 64, 32).symbol, 3, cpu.host_cpu()[1])
-    assert cpu.emit_object(source) and levels == [cpu.GEMM_SPEED_LEVEL] and cpu.GEMM_SPEED_LEVEL == 2
-    assert cpu.emit_object("define void @f() {\n  ret void\n}\n") and levels == [2, 3]
+    assert cpu.emit_object(source) and levels == [cpu.GEMM_SPEED_LEVEL] and cpu.GEMM_SPEED_LEVEL == 1
+    assert cpu.emit_object("define void @f() {\n  ret void\n}\n") and levels == [1, 3]
+
+
+def test_a_units_object_key_holds_the_compiler(monkeypatch):
+    """The same LLVM text under another compiler (another optimize pipeline or streaming
+    hints, which are mlfuse's code) must not find the objects made before."""
+    from mlfuse import cache
+
+    text = "define void @f() {\n  ret void\n}\n"
+    before = cpu.object_key(text)
+    monkeypatch.setattr(cache, "compiler_fingerprint", lambda: "another compiler")
+    assert cpu.object_key(text) != before

@@ -211,11 +211,12 @@ def get_max_threads() -> int:
 
 
 # GEMM units (mlfuse/backend/gemm_kernels.py: explicit vector code, micro-kernels kept
-# out of line) are optimized at O2: O3's extra loop passes found nothing to do in them but
-# took their time. Cold compile, alternating in one process (O2 over O3, medians of 3):
-# MobileNetV2 0.91; steady calls side by side at 2 threads, same bits: MobileNetV2
-# 0.98-1.02, ResNet-18 0.98 (noise).
-GEMM_SPEED_LEVEL = 2
+# out of line) are optimized at O1: O3's extra loop passes found nothing to do in them but
+# took their time, and neither did O2's. Cold compile, alternating in one process (O2
+# over O3, medians of 3): MobileNetV2 0.91; O1 over O2, one CPU: its 29 GEMM units' LLVM
+# time 0.93-0.97, the cold compile 0.98. Steady calls side by side, same bits
+# (MobileNetV2, ResNet-18, GPT-2, ViT): 1 thread 0.98-1.01, 2 threads 0.99 (noise).
+GEMM_SPEED_LEVEL = 1
 
 
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None, speed_level: int = 3) -> None:
@@ -315,8 +316,14 @@ def _aligned_copy(data: bytes | memoryview | np.ndarray) -> np.ndarray:
 
 
 def object_key(text: str) -> str:
-    """The cache key of the object code of LLVM IR `text` on this host."""
-    return hashlib.sha256(f"{host_key()}|{llvm.llvm_version_info}\n{text}".encode()).hexdigest()
+    """The cache key of the object code of LLVM IR `text` on this host. The compiler is
+    part of it: what becomes of the text (optimize's pipeline, the streaming hints) is
+    mlfuse's code, so a change to it must not find the objects made before."""
+    from mlfuse import cache
+
+    return hashlib.sha256(
+        f"{host_key()}|{llvm.llvm_version_info}|{cache.compiler_fingerprint()}\n{text}".encode()
+    ).hexdigest()
 
 
 def compile_object(ir_module: ir.Module | str) -> bytes:
@@ -348,10 +355,7 @@ class GemmSource:
         return str(module)
 
     def key(self) -> str:
-        from mlfuse import cache
-
-        return object_key(f"; generated GEMM unit {self.symbol} ({self.pointers} pointers, {self.features})"
-                          f" by the compiler {cache.compiler_fingerprint()}")
+        return object_key(f"; generated GEMM unit {self.symbol} ({self.pointers} pointers, {self.features})")
 
 
 # what the pool schedules a GEMM unit as (the largest go first): about a kernel's text
