@@ -32,6 +32,11 @@ Compile seconds, apart from the medians:
   ORT session     onnxruntime.InferenceSession(path)
   inductor        torch.compile's first call minus a steady call, inductor's caches off
 
+The GEMM roofline: each model's matmul and conv FLOPs (counted on mlfuse's import of the
+file: 2 x output elements x reduction length) over each path's median, against the rate
+of a 1024^3 sgemm through numpy's BLAS in the same worker (OpenBLAS, N threads): how
+near a GEMM-bound model runs to the machine, and how far any runtime could pass another.
+
 Speed ratios are "mlfuse speed vs X" = X's median / mlfuse's median: above 1.0x mlfuse is faster.
 Results go to bench/results/models.json and .md (quick: models-quick.*) unless --json/--md
 say otherwise; the README's table comes from models.md.
@@ -260,6 +265,7 @@ def run_model(name: str, export: dict, args: argparse.Namespace, threads: int) -
                     "parameters": int(sum(p.numel() for p in module.parameters())),
                     **{k: export[k] for k in ("exporter", "export_s", "onnx_MB")}}
     onnx = export["onnx"]
+    record["gemm_flops"] = contraction_flops(onnx)
     makers: list[tuple[str, Callable[[], list]]] = [("mlfuse", lambda: mlfuse_paths(onnx, feeds, threads, args, record))]
     if "onnxruntime" in args.peers:
         makers.append(("onnxruntime", lambda: ort_path(onnx, feeds, threads, record)))
@@ -302,6 +308,7 @@ def worker(args: argparse.Namespace) -> int:
     run = {"threads": threads, "cpus": sorted(os.sched_getaffinity(0)), "size": args.size, "repeat": args.repeat,
            "gap_ms": args.gap_ms, "warm_ms": args.warm_ms, "allocator": args.allocator, "loadavg_start": list(os.getloadavg()), "models": []}
     run["first_compile_s"] = first_compile(args.onnx_dir)
+    run["sgemm_flops_per_s"] = sgemm_rate()
     for name in args.models:
         print(f"[{threads} thread{'s' * (threads > 1)}] {name} ...", file=sys.stderr, flush=True)
         start = time.perf_counter()
@@ -319,6 +326,40 @@ def worker(args: argparse.Namespace) -> int:
     run["loadavg_end"] = list(os.getloadavg())
     args.worker.write_text(json.dumps(run, indent=1) + "\n")
     return 0
+
+
+def contraction_flops(onnx: str) -> int:
+    """The FLOPs of an ONNX model's matmuls and convs: 2 x output elements x reduction
+    length, from mlfuse's import (static shapes; a grouped conv's weight holds its
+    per-group input channels)."""
+    import math
+
+    from mlfuse.dialects import graph
+    from mlfuse.frontend.onnx import import_onnx
+
+    total = 0
+    for op in import_onnx(onnx).walk():
+        if op.name in ("graph.matmul", "graph.batch_matmul"):
+            total += 2 * math.prod(graph.shape_of(op.results[0])) * graph.shape_of(op.operands[0])[-1]
+        elif op.name == "graph.conv2d":
+            total += 2 * math.prod(graph.shape_of(op.results[0])) * math.prod(graph.shape_of(op.operands[1])[1:])
+    return total
+
+
+def sgemm_rate(n: int = 1024, rounds: int = 7) -> float:
+    """FLOP/s of the best of `rounds` n^3 float32 products through numpy's BLAS (its threads:
+    the worker's OPENBLAS_NUM_THREADS): what this machine's cores give a large GEMM now."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    a @ b
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
 
 
 def first_compile(folder: Path) -> float:
@@ -429,9 +470,31 @@ def format_run(run: dict) -> list[str]:
     lines += ["", "Compile seconds (mlfuse cold: empty disk cache, in a process that has compiled before"
               f"{first_note}; warm: a fresh process, from the disk cache; "
               "inductor: first call − steady call, caches off):", ""] + compile_rows(run)
+    lines += ["", *roofline_rows(run)]
     skipped = sorted(f"{r['name']}: {n}: {why}" for r in run["models"] for n, why in r.get("skipped", {}).items())
     lines += ([""] + [f"- skipped {s}" for s in skipped]) if skipped else []
     lines += ["", f"- {verdict(run)}", ""]
+    return lines
+
+
+def roofline_rows(run: dict) -> list[str]:
+    """GFLOP/s of each path on the model's matmuls and convs, and as a share of a large
+    sgemm's rate in the same worker; the last column is that rate over onnxruntime's: no
+    runtime doing the same FLOPs at that rate can be more than that much faster."""
+    peak = run.get("sgemm_flops_per_s")
+    if not peak:
+        return []
+    lines = [f"GEMM roofline: matmul and conv GFLOP/s of the steady call (a 1024^3 sgemm through numpy's BLAS "
+             f"in this worker: {peak / 1e9:.0f} GFLOP/s = 100%):", "",
+             "| model | GFLOP | mlfuse GFLOP/s | onnxruntime GFLOP/s | mlfuse % of sgemm | onnxruntime % of sgemm | "
+             "sgemm / onnxruntime |", "|---|" + "---:|" * 6]
+    for r in run["models"]:
+        flops, ps = r.get("gemm_flops"), r.get("paths", {})
+        if not flops or "mlfuse" not in ps or "onnxruntime" not in ps:
+            continue
+        mine, ort = (flops / ps[n]["median_s"] for n in ("mlfuse", "onnxruntime"))
+        lines.append(f"| {r['name']} | {flops / 1e9:.2f} | {mine / 1e9:.0f} | {ort / 1e9:.0f} | {100 * mine / peak:.0f}% | "
+                     f"{100 * ort / peak:.0f}% | {peak / ort:.2f}x |")
     return lines
 
 

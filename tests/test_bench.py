@@ -158,8 +158,10 @@ def test_models_quick_run_writes_tables(tmp_path):
         assert p["max_rel_err_vs_ort"] < 1e-4, (name, p["max_rel_err_vs_ort"])
     assert record["compile"]["mlfuse cold"] > 0 and record["compile"]["ORT session"] > 0
     assert isinstance(record["compile"]["mlfuse warm"], float), record["compile"]["mlfuse warm"]
+    assert record["gemm_flops"] > 0 and run["sgemm_flops_per_s"] > 0
     md = out.with_suffix(".md").read_text()
     assert "| textcnn |" in md and "speed vs ORT" in md and "mlfuse warm" in md
+    assert "GEMM roofline" in md and "% of sgemm" in md
 
 
 def test_call_paths_quick_run_writes_table(tmp_path):
@@ -178,3 +180,28 @@ def test_call_paths_quick_run_writes_table(tmp_path):
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert all(float(c) > 0 for c in cells[1:4]) and all(c.endswith("x") for c in cells[4:]), row
     assert json.loads(out.with_suffix(".json").read_text())["table"]
+
+
+def test_contraction_flops_counts_matmuls_and_grouped_convs(tmp_path):
+    """2 x output elements x reduction length: a 2x3 @ 3x4 product (48) and a conv of 4
+    channels in 2 groups, 3x3 window, 4 x 5x5 outputs (2 x 100 x 18 = 3600)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    from bench.models_bench import contraction_flops
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((3, 4)).astype(np.float32), "w")
+    k = numpy_helper.from_array(rng.standard_normal((4, 2, 3, 3)).astype(np.float32), "k")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Conv", ["x", "k"], ["c"], group=2)],
+        "flops",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 7, 7])],
+        [helper.make_tensor_value_info("m", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("c", TensorProto.FLOAT, [1, 4, 5, 5])],
+        initializer=[w, k],
+    )
+    path = tmp_path / "flops.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert contraction_flops(str(path)) == 48 + 3600
