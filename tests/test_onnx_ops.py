@@ -464,6 +464,12 @@ case("Hardmax-ties-axis0", "Hardmax", [ints(4, 3, low=0, high=2).astype(np.float
 case("DepthToSpace-DCR", "DepthToSpace", [f32(1, 8, 2, 3)], opset=13, blocksize=2)
 case("DepthToSpace-CRD", "DepthToSpace", [f32(2, 8, 2, 2)], opset=13, blocksize=2, mode="CRD")
 case("SpaceToDepth", "SpaceToDepth", [f32(1, 2, 4, 6)], opset=13, blocksize=2)
+# Col2Im: overlapping blocks (strides, pads, dilations: 4 x 3 blocks of 2 x 3 over 5 x 6), blocks
+# that tile the image (a transpose), and 1-D
+case("Col2Im-overlapping", "Col2Im", [f32(2, 18, 12)], consts={1: a(5, 6), 2: a(2, 3)}, opset=18,
+     strides=[1, 2], pads=[1, 0, 0, 1], dilations=[2, 1])
+case("Col2Im-tiles", "Col2Im", [f32(1, 12, 4)], consts={1: a(4, 6), 2: a(2, 3)}, opset=18, strides=[2, 3])
+case("Col2Im-1d", "Col2Im", [f32(1, 6, 3)], consts={1: a(7), 2: a(3)}, opset=18, strides=[2])
 
 # losses: targets in range, some equal to ignore_index
 case("NegativeLogLikelihoodLoss-mean", "NegativeLogLikelihoodLoss", [f32(4, 5), ints(4, low=0, high=5, dtype=I64)], opset=13)
@@ -629,6 +635,10 @@ REJECTED = [
     pytest.param("Pad", [f32(2, 3)], {1: a(1, 1, 1, 1)}, 17, dict(mode="symmetric"), r"mode \"symmetric\" is not supported", id="Pad-unknown-mode"),
     pytest.param("Pad", [f32(2, 3)], {1: a(3, 0, 0, 0)}, 17, dict(mode="reflect"), r"reflect padding of 3 exceeds", id="Pad-reflect-too-far"),
     pytest.param("Reshape", [f32(2, 3)], None, 17, {}, r"input 1 \(shape, 'x1'\) must be a constant", id="Reshape-runtime-shape"),
+    pytest.param("Col2Im", [f32(1, 12, 5)], {1: a(4, 6), 2: a(2, 3)}, 18, dict(strides=[2, 3]),
+                 r"the input 1x12x5 is not \(N, C \* 6, 4\)", id="Col2Im-wrong-block-count"),
+    pytest.param("Col2Im", [f32(1, 12, 4)], {1: a(4, 6), 2: a(2, 3)}, 18, dict(strides=[0, 3]),
+                 r"must be positive", id="Col2Im-zero-stride"),
 ]
 
 

@@ -6,6 +6,8 @@ first ones; each handler writes the spec's formula or function body):
 - normalizations: RMSNormalization, LpNormalization, MeanVarianceNormalization, LRN
 - Hardmax: 1 at the first maximum along an axis (ArgMax's matching), 0 elsewhere
 - DepthToSpace (DCR and CRD), SpaceToDepth: a reshape, a transpose and a reshape
+- Col2Im: each block offset's column, spread by the strides and shifted into place,
+  summed (a reshape and a transpose where the blocks tile the image)
 - NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: the target's element of each
   row picked by GatherElements, weighted, masked by ignore_index and reduced
 """
@@ -22,9 +24,11 @@ from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
 from mlfuse.frontend.onnx_composite import (
     composite,
+    dilate,
     float_input,
     negative_part,
     opset_of,
+    pad_or_crop,
     squared,
 )
 from mlfuse.frontend.onnx_ops import (
@@ -255,6 +259,56 @@ def convert_space_to_depth(node: Node) -> list[Value]:
         raise node.error(f"mode {node.attr('mode')!r} is not DCR or CRD")
     y = node.emit(graph.TransposeOp(node.reshape(x, [n, c, h // b, b, w // b, b]), perm))
     return [node.reshape(y, [n, c * b * b, h // b, w // b])]
+
+
+@composite("Col2Im", attributes=("dilations", "pads", "strides"))
+def convert_col2im(node: Node) -> list[Value]:
+    """The inverse of im2col: input (N, C * prod(block), L) holds, for each block offset k
+    (row-major over block_shape) and each of the L block positions b (row-major over the
+    blocks' grid), the value that lands on image position k * dilation + b * stride - pad;
+    values landing on one position add up. Per offset: its column as (N, C, *grid),
+    zeros inserted between the blocks (the strides), shifted by k * dilation - pad."""
+    x = node.input(0)
+    image = [int(v) for v in np.asarray(node.const_input(1, "image_shape")).reshape(-1)]
+    block = [int(v) for v in np.asarray(node.const_input(2, "block_shape")).reshape(-1)]
+    n_dims = len(image)
+    if len(block) != n_dims or n_dims == 0:
+        raise node.error(f"image_shape {image} and block_shape {block} must have the same, nonzero length")
+    dilations = node.int_list("dilations", [1] * n_dims, n_dims)
+    strides = node.int_list("strides", [1] * n_dims, n_dims)
+    pads = node.int_list("pads", [0] * 2 * n_dims, 2 * n_dims)
+    if min(image + block + dilations + strides) < 1 or min(pads) < 0:
+        raise node.error("image_shape, block_shape, dilations and strides must be positive, pads not negative")
+    grid = [(i + pads[d] + pads[n_dims + d] - dilations[d] * (k - 1) - 1) // strides[d] + 1
+            for d, (i, k) in enumerate(zip(image, block))]
+    shape = shape_of(x)
+    if len(shape) != 3 or shape[1] % math.prod(block) or min(grid) < 1 or shape[2] != math.prod(grid):
+        raise node.error(f"the input {fmt_shape(shape)} is not (N, C * {math.prod(block)}, {math.prod(grid)}) "
+                         f"for blocks {block} over the image {image} (pads {pads}, strides {strides}, "
+                         f"dilations {dilations})")
+    n, c = shape[0], shape[1] // math.prod(block)
+    columns = node.reshape(x, [n, c, math.prod(block), *grid])
+    if block == strides and dilations == [1] * n_dims and not any(pads) and image == [g * k for g, k in zip(grid, block)]:
+        return [tiles_to_image(node, columns, block, grid)]
+    total = None
+    for k, offset in enumerate(np.ndindex(*block)):
+        column = node.reshape(slice_axis(node, columns, 2, k, k + 1), [n, c, *grid])
+        shift = [o * dil - pads[d] for d, (o, dil) in enumerate(zip(offset, dilations))]
+        reach = [(g - 1) * s + 1 for g, s in zip(grid, strides)]
+        placed = pad_or_crop(node, dilate(node, column, strides), shift,
+                             [i - lo - r for i, lo, r in zip(image, shift, reach)])
+        total = placed if total is None else node.emit(graph.AddOp(total, placed))
+    return [total]
+
+
+def tiles_to_image(node: Node, columns: SSAValue, block: list[int], grid: list[int]) -> SSAValue:
+    """(N, C, prod(block), *grid) to (N, C, *image) where the blocks tile the image:
+    axis order (N, C, grid0, block0, grid1, block1, ..)."""
+    n, c = shape_of(columns)[:2]
+    d = len(block)
+    split = node.reshape(columns, [n, c, *block, *grid])
+    perm = [0, 1, *(i for j in range(d) for i in (2 + d + j, 2 + j))]
+    return node.reshape(node.emit(graph.TransposeOp(split, perm)), [n, c, *(g * k for g, k in zip(grid, block))])
 
 
 # --- losses --------------------------------------------------------------------------------------
