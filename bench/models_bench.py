@@ -39,7 +39,7 @@ near a GEMM-bound model runs to the machine, and how far any runtime could pass 
 
 Speed ratios are "mlfuse speed vs X" = X's median / mlfuse's median: above 1.0x mlfuse is faster.
 Results go to bench/results/models.json and .md (quick: models-quick.*) unless --json/--md
-say otherwise; the README's table comes from models.md.
+say otherwise; the README's table is the latest full run's summary (bench/results/models-epyc-zen4.md).
 """
 
 from __future__ import annotations
