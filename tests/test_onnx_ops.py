@@ -503,6 +503,13 @@ case("RNN-relu", "RNN", [f32(3, 2, 4), f32(1, 5, 4), f32(1, 5, 5), f32(1, 10)], 
 case("AveragePool-3d-channel-window", "AveragePool", [f32(1, 1, 6, 4, 5)], opset=17, kernel_shape=[3, 1, 1],
      pads=[1, 0, 0, 1, 0, 0])
 case("MaxPool-3d-spatial-window", "MaxPool", [f32(2, 3, 2, 4, 6)], opset=17, kernel_shape=[1, 2, 2], strides=[1, 2, 2])
+# and over three axes: pools over two, then over the third (onnx_ops.separable_pools)
+case("MaxPool-3d", "MaxPool", [f32(1, 2, 5, 6, 7)], opset=17, kernel_shape=[2, 3, 2], strides=[2, 1, 2],
+     pads=[1, 1, 0, 0, 1, 1], dilations=[1, 2, 1])
+case("AveragePool-3d-exclude-pad-ceil", "AveragePool", [f32(2, 2, 5, 6, 7)], opset=19, kernel_shape=[3, 2, 3],
+     strides=[2, 2, 2], pads=[1, 0, 1, 1, 1, 0], ceil_mode=1)
+case("AveragePool-3d-count-pad", "AveragePool", [f32(1, 3, 4, 5, 6)], opset=19, kernel_shape=[2, 3, 3],
+     pads=[1, 1, 1, 0, 1, 1], count_include_pad=1)
 
 # scatters with constant indices (mlfuse/frontend/onnx_scatter.py)
 case("ScatterND-column", "ScatterND", [f32(3, 4), None, f32(3)], consts={1: np.array([[0, 0], [1, 0], [2, 0]], I64)}, opset=18)
@@ -517,7 +524,7 @@ case("ScatterElements-max-duplicates", "ScatterElements", [f32(4, 3), None, f32(
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",
-               "MaxPool-3d-spatial-window"}
+               "MaxPool-3d-spatial-window", "MaxPool-3d", "AveragePool-3d-exclude-pad-ceil", "AveragePool-3d-count-pad"}
 # and convs whose lowering has a case of its own (graph_to_loop.ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
                  "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}
@@ -628,7 +635,6 @@ REJECTED = [
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(kernel_shape=[2, 2]), r"kernel_shape \[2, 2\] differs", id="Conv-kernel-shape-mismatch"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(auto_pad="SAME_UPPER", pads=[1, 1, 1, 1]), r"pads cannot be given together with auto_pad", id="Conv-auto-pad-and-pads"),
     pytest.param("MaxPool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2]), r"Indices output is not supported", id="MaxPool-indices"),
-    pytest.param("MaxPool", [f32(1, 2, 4, 4, 4)], None, 17, dict(kernel_shape=[2, 2, 2]), r"only 1-D and 2-D pools \(or windows over at most 2 axes\)", id="MaxPool-3d"),
     pytest.param("AveragePool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2], auto_pad="BOGUS"), r"auto_pad \"BOGUS\"", id="AveragePool-bad-auto-pad"),
     pytest.param("BatchNormalization", [f32(2, 3, 4), positive(3), f32(3), f32(3), positive(3)], None, 15, dict(training_mode=1), r"training_mode = 1 is not supported", id="BatchNormalization-training"),
     pytest.param("LayerNormalization", [f32(2, 4), positive(4)], None, 17, dict(stash_type=TensorProto.INT32), r"stash_type must be a floating-point type", id="LayerNormalization-int-stash"),

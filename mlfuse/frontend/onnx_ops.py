@@ -1006,6 +1006,26 @@ def pool_as_2d(node: Node, x: SSAValue, window: Window) -> tuple[SSAValue, Windo
     return folded, w2, back
 
 
+def separable_pools(node: Node, x: SSAValue, window: Window, pool: Callable[[SSAValue, Window], SSAValue]) -> SSAValue:
+    """`pool` over a window that spans more than two axes (a 3-D pool), as pools over two
+    axes and then the next ones (pool_as_2d each). Exact for max and average pools: the
+    elements a window covers inside the input are the product of what it covers along
+    each axis, so a max is the max of the per-axis maxes and an average's count, with
+    or without the pads, is the product of the per-axis counts."""
+    n = len(window.kernel)
+    spanned = [i for i in range(n) if (window.kernel[i], window.strides[i], window.dilations[i], window.pads[i],
+                                       window.pads[i + n]) != (1, 1, 1, 0, 0)]
+    for start in range(0, max(len(spanned), 1), 2):
+        axes = spanned[start : start + 2]
+        part = Window([window.kernel[i] if i in axes else 1 for i in range(n)],
+                      [window.strides[i] if i in axes else 1 for i in range(n)],
+                      [window.pads[i] if i % n in axes else 0 for i in range(2 * n)],
+                      [window.dilations[i] if i in axes else 1 for i in range(n)])
+        x2, w2, back = pool_as_2d(node, x, part)
+        x = back(pool(x2, w2))
+    return x
+
+
 @onnx_op("Conv", attributes=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
 def convert_conv(node: Node) -> list[Value]:
     x, w = node.input(0), node.input(1)
@@ -1053,8 +1073,8 @@ def convert_max_pool(node: Node) -> list[Value]:
     window, extra = window_of(node, x, pool_kernel(node, x), bool(node.attr("ceil_mode", 0)))
     n = len(extra)
     window.pads = window.pads[:n] + [p + e for p, e in zip(window.pads[n:], extra)]
-    x2, window, back = pool_as_2d(node, x, window)
-    return [back(node.emit(graph.MaxPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations)))]
+    return [separable_pools(node, x, window,
+                            lambda x2, w: node.emit(graph.MaxPool2dOp(x2, w.kernel, w.strides, w.pads, w.dilations)))]
 
 
 @onnx_op(
@@ -1075,8 +1095,8 @@ def convert_avg_pool(node: Node) -> list[Value]:
         count_pad = False
     else:
         window.pads = window.pads[:n] + [p + e for p, e in zip(window.pads[n:], extra)]
-    x2, window, back = pool_as_2d(node, x, window)
-    return [back(node.emit(graph.AvgPool2dOp(x2, window.kernel, window.strides, window.pads, window.dilations, count_pad)))]
+    return [separable_pools(node, x, window, lambda x2, w: node.emit(
+        graph.AvgPool2dOp(x2, w.kernel, w.strides, w.pads, w.dilations, count_pad)))]
 
 
 # The composite operators register themselves in OPS (imported last: they use this module).
