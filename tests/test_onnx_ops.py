@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from numpy.typing import DTypeLike
 
+import mlfuse
 from mlfuse.diagnostics import Diagnostic
 from mlfuse.frontend.onnx import import_onnx
 from mlfuse.frontend.onnx_composite import OPS_DEFINED_HERE
@@ -76,6 +77,13 @@ case("Pow-int-exponent", "Pow", [f32(3, 4), ints(3, 4, low=0, high=4)])
 case("Pow-square-negative-base", "Pow", [f32(3, 4)], consts={1: np.array(2.0, np.float32)})
 case("Pow-sqrt", "Pow", [positive(3, 4)], consts={1: np.array([0.5], np.float32)})
 case("Pow-cube-const", "Pow", [f32(3, 4)], consts={1: np.array(3.0, np.float32)})
+# integer bases (onnx_ops.integer_pow): by squaring, negative exponents truncated as onnxruntime does
+case("Pow-int32-int32", "Pow", [ints(3, 8, low=-5, high=6), ints(3, 8, low=0, high=7)])
+case("Pow-int32-negative-exponents", "Pow", [np.array([2, -1, -1, 1, 3, -2, 5, 0], np.int32),
+                                             np.array([-1, -3, -2, -5, 0, 3, 2, 3], np.int32)])
+case("Pow-int64-const-exponent", "Pow", [ints(4, 5, low=-30, high=30, dtype=I64)], consts={1: np.array(5, I64)}, opset=15)
+case("Pow-int32-float-exponent", "Pow", [ints(4, 6, low=0, high=40)], consts={1: np.array([0.5, 1.5, 2.0, 0.0, 3.0, 1.25], np.float32)},
+     opset=15)
 
 for op, make in {
     "Neg": f32, "Abs": f32, "Exp": f32, "Log": positive, "Sqrt": positive, "Tanh": f32,
@@ -524,7 +532,8 @@ case("ScatterElements-max-duplicates", "ScatterElements", [f32(4, 3), None, f32(
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",
-               "MaxPool-3d-spatial-window", "MaxPool-3d", "AveragePool-3d-exclude-pad-ceil", "AveragePool-3d-count-pad"}
+               "MaxPool-3d-spatial-window", "MaxPool-3d", "AveragePool-3d-exclude-pad-ceil", "AveragePool-3d-count-pad",
+               "Pow-int32-int32", "Pow-int32-negative-exponents", "Pow-int64-const-exponent", "Pow-int32-float-exponent"}
 # and convs whose lowering has a case of its own (graph_to_loop.ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
                  "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}
@@ -558,6 +567,21 @@ def test_float_mod_without_fmod_is_numpys_mod():
     model, feeds = single_node("Mod", [a_, b_], opset=17)
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(run_reference(model, feeds)[0], np.mod(a_, b_))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])  # the integer bases ONNX Pow takes
+def test_integer_pow_wraps_as_numpy(dtype, tmp_path):
+    """Compiled: powers past the type's range wrap as numpy's (onnxruntime goes through
+    double, so no onnxruntime comparison here); exponents up to the type's width."""
+    info = np.iinfo(dtype)
+    base = np.array([3, 7, 2, 1, 5, 11, 0, 2], dtype)
+    exponent = np.array([25, 13, info.bits - 1, min(1000, info.max), 0, 9, 7, 1], dtype)
+    model, feeds = single_node("Pow", [base, exponent], opset=15)
+    path = tmp_path / "pow.onnx"
+    onnx.save(model, str(path))
+    (got,) = mlfuse.compile(str(path))(base, exponent)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, np.power(base, exponent))
 
 
 @pytest.mark.parametrize("shape, groups", [((2, 6, 5), 2), ((1, 4, 3, 3), 4)])
@@ -630,7 +654,6 @@ REJECTED = [
                  r"an index is out of range", id="ScatterElements-out-of-range"),
     pytest.param("Slice", [f32(5)], {1: a(0), 2: a(4), 4: a(-1)}, 17, {}, r"the slice of axis 0 with a negative step is empty",
                  id="Slice-negative-step-empty"),
-    pytest.param("Pow", [ints(3), ints(3)], None, 17, {}, r"only floating-point bases", id="Pow-int-base"),
     pytest.param("Conv", [f32(1, 2, 4, 4, 4), f32(3, 2, 2, 2, 2)], None, 17, {}, r"only 1-D and 2-D convolutions", id="Conv-3d"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(kernel_shape=[2, 2]), r"kernel_shape \[2, 2\] differs", id="Conv-kernel-shape-mismatch"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(auto_pad="SAME_UPPER", pads=[1, 1, 1, 1]), r"pads cannot be given together with auto_pad", id="Conv-auto-pad-and-pads"),

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
     NameLoc,
     NoneAttr,
     StringAttr,
+    f64,
     i1,
     i64,
 )
@@ -351,7 +352,7 @@ def convert_pow(node: Node) -> list[Value]:
     base = node.input(0)
     el = element_type_of(base)
     if not is_float(el):
-        raise node.error(f"only floating-point bases are supported, got {el}")
+        return [integer_pow(node, base, node.input(1))]
     exponent = node.constant(1)
     if exponent is not None and exponent.size == 1 and float(exponent.reshape(())) in (1.0, 2.0, 0.5):
         # x, x * x and sqrt(x) are cheaper than pow, and exact for negative bases
@@ -362,6 +363,41 @@ def convert_pow(node: Node) -> list[Value]:
         return [node.emit(graph.MulOp(x, x) if power == 2.0 else graph.SqrtOp(x))]
     base, exponent = broadcast_all(node, base, node.cast(node.input(1), el))
     return [node.emit(graph.PowOp(base, exponent))]
+
+
+def integer_pow(node: Node, base: SSAValue, exponent: SSAValue) -> SSAValue:
+    """An integer base to a power, in the base's type. An integer exponent: by squaring,
+    one step per bit of the largest exponent (of its type's width when only known at
+    run time), wrapping on overflow as numpy does; a negative exponent gives what
+    base ** e truncates to (1 for base 1, +-1 for base -1, else 0) where numpy refuses.
+    A floating-point exponent: in float64, truncated to the base's type (onnx's reference)."""
+    el, exp_el = element_type_of(base), element_type_of(exponent)
+    if not graph.is_int(el):
+        raise node.error(f"the base must be a number, got {el}")
+    if is_float(exp_el):
+        wide = broadcast_all(node, node.cast(base, f64), node.cast(exponent, f64))
+        return node.cast(node.emit(graph.PowOp(*wide)), el)
+    base, exponent = broadcast_all(node, base, exponent)
+    known = node.constant(1)
+    width = graph.numpy_dtype(exp_el).itemsize * 8
+    steps = max(1, int(np.abs(known.astype(np.int64)).max()).bit_length()) if known is not None and known.size else width
+    negative = None if graph.is_unsigned(exp_el) else node.emit(graph.CompareOp("lt", exponent, node.scalar_like(0, exponent)))
+    e = exponent if negative is None else node.emit(graph.SelectOp(negative, node.emit(graph.NegOp(exponent)), exponent))
+    result, square, two = node.scalar_like(1, base), base, node.scalar_like(2, e)
+    for step in range(steps):
+        odd = node.emit(graph.CompareOp("ne", node.emit(graph.RemOp(e, two)), node.scalar_like(0, e)))
+        result = node.emit(graph.SelectOp(odd, node.emit(graph.MulOp(result, square)), result))
+        if step + 1 < steps:
+            square = node.emit(graph.MulOp(square, square))
+            e = node.emit(graph.DivOp(e, two))
+    if negative is None:
+        return result
+    one, zero = node.scalar_like(1, base), node.scalar_like(0, base)
+    is_one = node.emit(graph.CompareOp("eq", base, one))
+    minus_one = node.emit(graph.CompareOp("eq", base, node.scalar_like(-1, base)))
+    # base -1: result already holds (-1) ** |e|; any other base but 1 truncates to 0
+    fraction = node.emit(graph.SelectOp(is_one, one, node.emit(graph.SelectOp(minus_one, result, zero))))
+    return node.emit(graph.SelectOp(negative, fraction, result))
 
 
 @onnx_op("LeakyRelu", attributes=("alpha",))
