@@ -290,14 +290,16 @@ def convert_col2im(node: Node) -> list[Value]:
     columns = node.reshape(x, [n, c, math.prod(block), *grid])
     if block == strides and dilations == [1] * n_dims and not any(pads) and image == [g * k for g, k in zip(grid, block)]:
         return [tiles_to_image(node, columns, block, grid)]
-    total = None
+    reach = [(g - 1) * s + 1 for g, s in zip(grid, strides)]
+    terms = []
     for k, offset in enumerate(np.ndindex(*block)):
         column = node.reshape(slice_axis(node, columns, 2, k, k + 1), [n, c, *grid])
         shift = [o * dil - pads[d] for d, (o, dil) in enumerate(zip(offset, dilations))]
-        reach = [(g - 1) * s + 1 for g, s in zip(grid, strides)]
-        placed = pad_or_crop(node, dilate(node, column, strides), shift,
-                             [i - lo - r for i, lo, r in zip(image, shift, reach)])
-        total = placed if total is None else node.emit(graph.AddOp(total, placed))
+        terms.append(pad_or_crop(node, dilate(node, column, strides), shift,
+                                 [i - lo - r for i, lo, r in zip(image, shift, reach)]))
+    total = terms[0]
+    for term in terms[1:]:
+        total = node.emit(graph.AddOp(total, term))
     return [total]
 
 
