@@ -205,3 +205,11 @@ def test_contraction_flops_counts_matmuls_and_grouped_convs(tmp_path):
     path = tmp_path / "flops.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     assert contraction_flops(str(path)) == 48 + 3600
+
+
+@pytest.mark.parametrize("option, message", [("--size=12", "ROWSxCOLS"), ("--threads=0", "positive integer"),
+                                             ("--repeat=x", "positive integer")])
+def test_call_paths_bad_options_are_usage_errors(option, message):
+    proc = subprocess.run([sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--call-paths", option],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
