@@ -30,19 +30,9 @@ import numpy as np
 PATHS = ("out= aligned", "y = f(x)", "out= np.empty")
 
 
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     from bench.workloads import WORKLOADS
-    from mlfuse.tools.mlfuse_bench import parse_size
+    from mlfuse.tools.mlfuse_bench import parse_positive, parse_size
 
     p = argparse.ArgumentParser(prog="mlfuse-bench --call-paths", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -50,8 +40,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--graphs", nargs="+", choices=[n for n, w in WORKLOADS.items() if w.memory_bound],
                    default=["layernorm"])
     p.add_argument("--size", type=parse_size, default=(65536, 1024), help="ROWSxCOLS (default 65536x1024)")
-    p.add_argument("--threads", type=positive, default=2)
-    p.add_argument("--repeat", type=positive, default=21, help="timed rounds (default 21)")
+    p.add_argument("--threads", type=parse_positive, default=2)
+    p.add_argument("--repeat", type=parse_positive, default=21, help="timed rounds (default 21)")
     p.add_argument("--warm-ms", type=float, default=100.0, help="back-to-back calls before each timed one")
     p.add_argument("--md", type=Path, help="write the table here too")
     return p.parse_args(argv)

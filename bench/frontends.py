@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="zoo models at their full sizes (224x224 images, "
                    "sequences of 128) instead of small")
     p.add_argument("--threads", type=mb.parse_threads, default=[2], help="thread counts, one worker each (default 2)")
-    p.add_argument("--repeat", type=int, help="timed rounds (default 9; --quick: 3)")
+    p.add_argument("--repeat", type=mb.parse_positive, help="timed rounds (default 9; --quick: 3)")
     p.add_argument("--gap-ms", type=float, default=20.0, help="idle milliseconds before each turn (default 20)")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: {QUICK_SIZE[0]}x{QUICK_SIZE[1]}, {' '.join(QUICK_GRAPHS)}, {' '.join(QUICK_MODELS)}")

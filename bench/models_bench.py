@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", choices=("full", "small"), help="model size: full (224x224 images, sequences of 128; "
                    "the default) or small (32x32, 16; --quick)")
     p.add_argument("--threads", type=mb.parse_threads, default=[1, 2], help="thread counts, one worker each (default 1,2)")
-    p.add_argument("--repeat", type=int, help="timed rounds (default 15; --quick: 3)")
+    p.add_argument("--repeat", type=mb.parse_positive, help="timed rounds (default 15; --quick: 3)")
     p.add_argument("--gap-ms", type=float, default=20.0, help="idle milliseconds before each turn (default 20)")
     p.add_argument("--warm-ms", type=float, default=150.0, help="milliseconds of back-to-back calls before a turn's "
                    "steady call (default 150): longer than another runtime's team spins after its call")

@@ -41,6 +41,15 @@ def test_quick_run_prints_table_and_writes_results(tmp_path):
     assert "| layernorm |" in md and "machine:" in md
 
 
+@pytest.mark.parametrize("mode", [[], ["--models"], ["--frontends"]])
+def test_zero_rounds_are_a_usage_error(mode):
+    """--repeat 0 would time nothing (the models bench had exported and compiled every
+    model first): refused before any work."""
+    proc = subprocess.run([sys.executable, "-m", "mlfuse.tools.mlfuse_bench", *mode, "--repeat", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "must be a positive integer" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_bad_size_is_a_usage_error():
     proc = subprocess.run([sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--size", "1024"],
                           capture_output=True, text=True, timeout=60)

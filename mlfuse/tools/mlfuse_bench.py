@@ -85,6 +85,17 @@ def parse_size(text: str) -> tuple[int, int]:
     return rows, cols
 
 
+def parse_positive(text: str) -> int:
+    """A count that must be at least 1 (--repeat): 0 rounds would time nothing."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def parse_threads(text: str) -> list[int]:
     try:
         threads = [int(t) for t in text.split(",")]
@@ -108,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", type=parse_size, help="ROWSxCOLS of the memory-bound workloads "
                    f"(default {FULL_SIZE[0]}x{FULL_SIZE[1]}; --quick: {QUICK_SIZE[0]}x{QUICK_SIZE[1]})")
     p.add_argument("--threads", type=parse_threads, default=[1, 2], help="thread counts, one run each (default 1,2)")
-    p.add_argument("--repeat", type=int, help="timed rounds (default 7; --quick: 3)")
+    p.add_argument("--repeat", type=parse_positive, help="timed rounds (default 7; --quick: 3)")
     p.add_argument("--gap-ms", type=float, default=50.0,
                    help="idle milliseconds before each timed call, so that the worker threads of the "
                         "previous runtime have stopped spinning (default 50)")
