@@ -329,21 +329,14 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def contraction_flops(onnx: str) -> int:
-    """The FLOPs of an ONNX model's matmuls and convs: 2 x output elements x reduction
-    length, from mlfuse's import (static shapes; a grouped conv's weight holds its
-    per-group input channels)."""
-    import math
-
+    """The FLOPs of an ONNX model's matmuls and convs (2 x output elements x reduction
+    length), as the fusion planner counts them (op_classes.classify) on mlfuse's import."""
+    from mlfuse.analysis.op_classes import classify
     from mlfuse.dialects import graph
     from mlfuse.frontend.onnx import import_onnx
 
-    total = 0
-    for op in import_onnx(onnx).walk():
-        if op.name in ("graph.matmul", "graph.batch_matmul"):
-            total += 2 * math.prod(graph.shape_of(op.results[0])) * graph.shape_of(op.operands[0])[-1]
-        elif op.name == "graph.conv2d":
-            total += 2 * math.prod(graph.shape_of(op.results[0])) * math.prod(graph.shape_of(op.operands[1])[1:])
-    return total
+    infos = [(op, classify(op)) for op in import_onnx(onnx).walk()]
+    return sum(info.gemm_flops + (info.window_flops if isinstance(op, graph.Conv2dOp) else 0) for op, info in infos)
 
 
 def sgemm_rate(n: int = 1024, rounds: int = 7) -> float:
