@@ -104,10 +104,10 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // nest's own carry (two lines of scratch, the waiting tail's flat index and length,
 // the output seen as 1-D) is made before the row loop and flushed after it. Per row:
 // the head goes into the scratch (the waiting tail's line if it completes it, else
-// the second line); if it joined the tail, the whole line streams as one vector
-// before the window, else the waiting tail and the head go out plainly (copies under
-// a condition); the state records where this row's tail will wait; whole lines
-// through the window (counted from 0); the tail goes into the first line.
+// the second line); the state records where this row's tail will wait; whole lines
+// through the window (counted from 0); if the head joined the tail, their line
+// streams as one vector before the window, else the waiting tail and the head go out
+// plainly (copies under a condition); the tail goes into the first line.
 // CHECK-LABEL: func.func @odd_rows
 // CHECK: %[[LINE:.*]] = memref.alloca() {alignment = 64 : i64} : memref<32xf32>
 // CHECK: %[[STATE:.*]] = memref.alloca() {alignment = 8 : i64} : memref<2xi64>
@@ -122,6 +122,12 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // CHECK: arith.select %[[JOINS:.*]], %{{.*}}, %{{.*}} : index
 // CHECK: scf.for %[[J:.*]] = %[[LO]] to %[[START]] step %[[ONE]] {
 // CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<32xf32>
+// CHECK: memref.store %{{.*}}, %[[STATE]][%{{.*}}] : memref<2xi64>
+// CHECK: %[[LINES:.*]] = arith.subi %[[END]], %[[START]] : index
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[LINES]] step %[[ONE]] {
+// CHECK: %[[AT:.*]] = arith.addi %[[START]], %[[T]] : index
+// CHECK: memref.load %{{.*}}[%[[ROW]], %[[AT]]] {mlfuse.prefetch} : memref<8400x1001xf32>
+// CHECK: memref.store %{{.*}}, %[[WINDOW]][%[[T]]] {nontemporal = true} : memref<8408400xf32>
 // CHECK: scf.if %[[JOINS]] {
 // CHECK: %[[WHOLE:.*]] = vector.load %[[LINE]][%{{.*}}] : memref<32xf32>, vector<16xf32>
 // CHECK: vector.store %[[WHOLE]], %[[WINDOW]][%{{.*}}] {nontemporal = true} : memref<8408400xf32>, vector<16xf32>
@@ -131,12 +137,6 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
 // CHECK: scf.for
 // CHECK: scf.if
 // CHECK: memref.store %{{.*}}, %[[FLAT]][%{{.*}}] : memref<8408400xf32>
-// CHECK: memref.store %{{.*}}, %[[STATE]][%{{.*}}] : memref<2xi64>
-// CHECK: %[[LINES:.*]] = arith.subi %[[END]], %[[START]] : index
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %[[LINES]] step %[[ONE]] {
-// CHECK: %[[AT:.*]] = arith.addi %[[START]], %[[T]] : index
-// CHECK: memref.load %{{.*}}[%[[ROW]], %[[AT]]] {mlfuse.prefetch} : memref<8400x1001xf32>
-// CHECK: memref.store %{{.*}}, %[[WINDOW]][%[[T]]] {nontemporal = true} : memref<8408400xf32>
 // CHECK: scf.for %[[K:.*]] = %[[END]] to %[[HI]] step %[[ONE]] {
 // CHECK: memref.store %{{.*}}, %[[LINE]][%{{.*}}] : memref<32xf32>
 // CHECK: memref.load %[[STATE]]

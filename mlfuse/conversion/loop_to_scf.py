@@ -284,7 +284,6 @@ def emit_innermost_loop(
     line = (carry.scratch, head.offset) if carry is not None and head is not None else None
     emit_row_part(b, nest, (lo, start, one), ivs, syms, buffers, peel, line)  # up to the first aligned element
     if carry is not None and head is not None:
-        carry.write_head(b, head, aligned.window)
         # the tail's place is known already: said now, nothing of the head stays live
         # through the whole lines (LLVM spilled registers in their loop)
         carry.set_pending(b, b.insert(arith.AddiOp(head.first, b.insert(arith.SubiOp(end, lo)).result)).result, rest)
@@ -302,6 +301,11 @@ def emit_innermost_loop(
             emit_whole_lines(inner, nest, ivs, syms, buffers, lines, windows)
             inner.insert(scf.YieldOp())
         b.insert(scf.IfOp(same, [], Region(both[0]), Region(both[1])))
+    if carry is not None and head is not None:
+        # after the whole lines: by then the head's stores to the scratch have reached
+        # the cache; read back at once, they stalled the load of the line (store
+        # forwarding fails for a load spanning several stores: 7% of LayerNorm's samples)
+        carry.write_head(b, head, aligned.window)
     line = (carry.scratch, index_const(b, 0)) if carry is not None else None  # the tail waits for the next row
     emit_row_part(b, nest, (end, hi, one), ivs, syms, buffers, peel, line)
 
