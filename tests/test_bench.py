@@ -191,6 +191,39 @@ def test_call_paths_quick_run_writes_table(tmp_path):
     assert json.loads(out.with_suffix(".json").read_text())["table"]
 
 
+def test_call_paths_cycle_through_their_output_sets():
+    """Each out= path writes its sets in turn (aligned ones at a 64-byte boundary, np.empty
+    ones 16 bytes past one), every set checked to hold the allocating call's bits before timing."""
+    import mlfuse
+    from bench.call_paths import paths_of
+    from bench.workloads import WORKLOADS
+
+    workload = WORKLOADS["layernorm"]
+    module = workload.build(64, 80)
+    fn = mlfuse.compile(module)
+    inputs = workload.inputs(module)
+    written = []
+
+    class Recording:  # the compiled function, noting each out= it is given
+        outputs = fn.outputs
+
+        def __call__(self, *arrays, out=None):
+            if out is not None:
+                written.append(out)
+            return fn(*arrays, out=out)
+
+    paths = dict(paths_of(Recording(), inputs, buffers=3))
+    written.clear()
+    for _ in range(4):
+        paths["out= aligned"]()
+        paths["out= np.empty"]()
+    aligned, loose = written[0::2], written[1::2]
+    assert [id(a) for a in aligned] == [id(aligned[i % 3]) for i in range(4)] and len({id(a) for a in aligned}) == 3
+    assert len({id(s) for s in loose}) == 3 and not {id(s) for s in loose} & {id(a) for a in aligned}
+    assert all(out[0].ctypes.data % 64 == 0 for out in aligned)
+    assert all(out[0].ctypes.data % 64 == 16 for out in loose)
+
+
 def test_contraction_flops_counts_matmuls_and_grouped_convs(tmp_path):
     """2 x output elements x reduction length: a 2x3 @ 3x4 product (48) and a conv of 4
     channels in 2 groups, 3x3 window, 4 x 5x5 outputs (2 x 100 x 18 = 3600)."""
@@ -217,7 +250,7 @@ def test_contraction_flops_counts_matmuls_and_grouped_convs(tmp_path):
 
 
 @pytest.mark.parametrize("option, message", [("--size=12", "ROWSxCOLS"), ("--threads=0", "positive integer"),
-                                             ("--repeat=x", "positive integer")])
+                                             ("--repeat=x", "positive integer"), ("--buffers=0", "positive integer")])
 def test_call_paths_bad_options_are_usage_errors(option, message):
     proc = subprocess.run([sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--call-paths", option],
                           capture_output=True, text=True, timeout=60)
