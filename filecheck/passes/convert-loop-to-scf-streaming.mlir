@@ -1,6 +1,7 @@
 // Streaming accesses: pure, unit-stride writes to buffers of at least 32 MiB get
-// `nontemporal = true`, and unit-stride loads of such buffers inside a loop.band
-// or in a nest that computes a transcendental get `mlfuse.prefetch`; mlfuse/backend/streaming.py turns both into machine
+// `nontemporal = true`, and unit-stride loads of such buffers in one of several
+// passes over a loop.band's rows or in a nest that computes a transcendental get
+// `mlfuse.prefetch`; mlfuse/backend/streaming.py turns both into machine
 // code after LLVM vectorizes. Serial lowering keeps the checks short.
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false}' | filecheck %s
 // RUN: mlfuse-opt %s --split-input-file --verify-diagnostics -p 'convert-loop-to-scf{parallel=false streaming=false}' | filecheck %s --check-prefix=OFF
@@ -93,6 +94,36 @@ func.func @rows(%x: memref<16384x1024xf32>, %y: memref<16384x1024xf32>) {
     ^bb0(%a: f32, %s: f32, %o: f32):
       %t = arith.mulf %a, %s : f32
       loop.yield %t : f32
+    }
+  }
+  func.return
+}
+
+// -----
+
+// A band of one pass over its rows (a row sum: its init and its write-out have no
+// loops) streams its input once, which the hardware prefetcher follows: no
+// prefetches.
+// CHECK-LABEL: func.func @row_sum
+// CHECK-NOT: mlfuse.prefetch
+// CHECK: func.return
+func.func @row_sum(%x: memref<65536x1024xf32>, %y: memref<65536xf32>) {
+  loop.band "reduce_sum" upper [65536] {
+  ^bb0(%r: index):
+    %acc = memref.alloca() {alignment = 64 : i64} : memref<1xf32>
+    loop.nest "init_0" syms(%r) lower [] upper [] iterators [] ins() outs(%acc : memref<1xf32>) maps [affine_map<()[s0] -> (0)>] {
+    ^bb0(%o: f32):
+      %z = arith.constant 0.000000e+00 : f32
+      loop.yield %z : f32
+    }
+    loop.nest "sum" syms(%r) lower [0] upper [1024] iterators ["reduction"] ins(%x : memref<65536x1024xf32>) outs(%acc : memref<1xf32>) maps [affine_map<(d0)[s0] -> (s0, d0)>, affine_map<(d0)[s0] -> (0)>] {
+    ^bb0(%a: f32, %s: f32):
+      %t = arith.addf %s, %a fastmath<reassoc> : f32
+      loop.yield %t : f32
+    }
+    loop.nest "row_outputs" syms(%r) lower [] upper [] iterators [] ins(%acc : memref<1xf32>) outs(%y : memref<65536xf32>) maps [affine_map<()[s0] -> (0)>, affine_map<()[s0] -> (s0)>] {
+    ^bb0(%a: f32, %o: f32):
+      loop.yield %a : f32
     }
   }
   func.return
