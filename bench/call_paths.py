@@ -22,7 +22,7 @@ still read np.empty 1.07-1.10x; into one allocation the two paths were 1.01x (2
 threads) and 1.05x (1 thread) apart. The table
 gives medians in ms and each path's time over the aligned call's (issue #14 asks for
 the allocating call within 1.3x and np.empty within 1.1x on LayerNorm at 65536x1024).
-Every path's outputs are checked to be the aligned call's bits first.
+Every output set is checked to hold the allocating call's bits first.
 """
 
 from __future__ import annotations

@@ -616,8 +616,8 @@ def is_streamed(buf: SSAValue, m: AffineMap, nest: loop.NestOp, min_bytes: int) 
 
 
 def prefetched_inputs(nest: loop.NestOp, min_bytes: int = NONTEMPORAL_MIN_BYTES) -> list[int]:
-    """The inputs that stream from memory of a nest inside a loop.band or one that
-    computes a transcendental (see PREFETCH_ATTR)."""
+    """The inputs that stream from memory of a nest that is one of several passes over a
+    band's rows (in_row_phases) or that computes a transcendental (see PREFETCH_ATTR)."""
     if not in_row_phases(nest) and not computes_transcendental(nest):
         return []
     return [k for k, (buf, m) in enumerate(zip(nest.ins, nest.access_maps)) if is_streamed(buf, m, nest, min_bytes)]
