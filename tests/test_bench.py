@@ -191,6 +191,25 @@ def test_call_paths_quick_run_writes_table(tmp_path):
     assert json.loads(out.with_suffix(".json").read_text())["table"]
 
 
+def test_warm_up_makes_enough_calls_and_stops_in_time(monkeypatch):
+    """Each contestant warms up with at least WARM_CALLS calls (the team sizer settles in
+    them), longer if --warm-ms asks, never beyond MAX_WARM_S."""
+    import time
+
+    from mlfuse.tools import mlfuse_bench
+
+    calls = []
+    mlfuse_bench.warm_up(lambda: calls.append(1), 0.0)
+    assert len(calls) == mlfuse_bench.WARM_CALLS
+    calls.clear()
+    mlfuse_bench.warm_up(lambda: calls.append(1), 0.05)
+    assert len(calls) > mlfuse_bench.WARM_CALLS  # 50 ms of calls that take nothing
+    monkeypatch.setattr(mlfuse_bench, "MAX_WARM_S", 0.02)
+    calls.clear()
+    mlfuse_bench.warm_up(lambda: (calls.append(1), time.sleep(0.01)), 10.0)
+    assert 2 <= len(calls) <= 4
+
+
 def test_call_paths_cycle_through_their_output_sets():
     """Each out= path writes its sets in turn (aligned ones at a 64-byte boundary, np.empty
     ones 16 bytes past one), every set checked to hold the allocating call's bits before timing."""

@@ -18,7 +18,13 @@ runtime's spinning worker threads steal the next one's cores), makes one call th
 is timed as "cold" (the first call after idle: sleeping threads and cores wake up,
 on this VM often 1-4 ms late), then times one more call right after it: the steady
 state a training or serving loop sees, which the table reports (medians). The cold
-medians are in the JSON and in a line per workload of the markdown.
+medians are in the JSON and in a line per workload of the markdown. Before the rounds
+each contestant runs back to back for --warm-ms and at least WARM_CALLS calls, so that
+runtimes that adapt reach their steady state first: mlfuse's team sizer tries one
+thread for a few calls and probes at doubling gaps, and in the 7 rounds of a run
+those first probes (and the team's wake-up after each) were half the timed calls:
+GELU MLP tail 6.2 ms against 3.3 with the team, SwiGLU and the BERT layer at their
+one-thread times in some runs.
 
   x floor   median / bandwidth floor; the floor is (input + output bytes) divided by
             the copy bandwidth measured in the same run (bench/bandwidth.py; each
@@ -64,6 +70,11 @@ QUICK_SIZE = (2048, 512)
 QUICK_GRAPHS = ["layernorm", "softmax", "gelu_bias", "col_sum"]
 ORDER = ["mlfuse", "numpy", "numexpr", "torch eager", "torch.compile", "torch.compile max-autotune", "jax.jit"]
 WARM_MALLOC = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=137438953472"
+# back-to-back calls each contestant makes at least before the rounds (see --warm-ms): enough
+# for mlfuse's team sizer to settle (backend/team.py: one-thread trials, then probes at gaps
+# of 2, 4, 8 and 16 calls)
+WARM_CALLS = 16
+MAX_WARM_S = 3.0  # ... but no more than this long (numpy's op-by-op Adam takes 0.3 s a call)
 TOLERANCE = 1e-3  # max |error| / max(1, max |numpy|): peers and mlfuse agree with numpy op by op
 
 
@@ -123,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gap-ms", type=float, default=50.0,
                    help="idle milliseconds before each timed call, so that the worker threads of the "
                         "previous runtime have stopped spinning (default 50)")
+    p.add_argument("--warm-ms", type=float, default=150.0,
+                   help=f"back-to-back calls of each contestant before the rounds (default 150; at least {WARM_CALLS} calls)")
     p.add_argument("--quick", action="store_true", help="a small, fast smoke run")
     p.add_argument("--peers", default=",".join(PEERS),
                    help=f"comma-separated peers to run if installed (default {','.join(PEERS)})")
@@ -232,6 +245,17 @@ def contestants_for(w, module, inputs, threads: int, args, notes: dict):
     return result
 
 
+def warm_up(call, seconds: float) -> None:
+    """Call back to back for `seconds` and at least WARM_CALLS times, at most MAX_WARM_S."""
+    start = time.perf_counter()
+    calls = 0
+    while calls < WARM_CALLS or time.perf_counter() - start < seconds:
+        call()
+        calls += 1
+        if time.perf_counter() - start > MAX_WARM_S:
+            return
+
+
 def output_error(got, want) -> float:
     import numpy as np
 
@@ -277,6 +301,8 @@ def run_workload(w, size, threads: int, args, meter) -> dict:
     errors = {name: output_error(out, reference) for name, out in outputs.items()} if reference else {}
     del outputs
     gc.collect()
+    for c in contestants:
+        warm_up(c.call, args.warm_ms / 1e3)
     times: dict[str, list[float]] = {c.name: [] for c in contestants}
     cold: dict[str, list[float]] = {c.name: [] for c in contestants}
     for r in range(args.repeat):
@@ -319,7 +345,7 @@ def worker(args: argparse.Namespace) -> int:
 
     meter = CopyMeter(args.copy_mb, threads)
     numpy_copy = [meter.numpy_copy() for _ in range(3)]
-    run = {"threads": threads, "cpus": cpus, "size": list(args.size), "repeat": args.repeat, "gap_ms": args.gap_ms,
+    run = {"threads": threads, "cpus": cpus, "size": list(args.size), "repeat": args.repeat, "gap_ms": args.gap_ms, "warm_ms": args.warm_ms,
            "allocator": args.allocator, "cold_compile": args.cold_compile,
            "copy_mb": meter.nbytes / 2**20, "numpy_copy_s": numpy_copy,
            "loadavg_start": list(os.getloadavg()), "workloads": []}
