@@ -79,12 +79,12 @@ def paths_of(fn, inputs: list[np.ndarray], buffers: int = 1) -> list[tuple[str, 
 def line_and_loose(shape, dtype) -> tuple[np.ndarray, np.ndarray]:
     """Two arrays of `shape` in one np.empty allocation: one at a 64-byte boundary, one 16
     bytes past it (aligned to 16 bytes only, as np.empty's large arrays are)."""
+    from mlfuse.api import aligned_empty
+
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    raw = np.empty(nbytes + 128, np.uint8)
-    start = -raw.ctypes.data % 64
-    view = lambda at: raw[at : at + nbytes].view(dtype).reshape(shape)  # noqa: E731
-    return view(start), view(start + 16)
+    raw = aligned_empty((nbytes + 16,), np.uint8)
+    return raw[:nbytes].view(dtype).reshape(shape), raw[16:].view(dtype).reshape(shape)
 
 
 def cycling(fn, inputs: list[np.ndarray], sets: list[list[np.ndarray]]):
