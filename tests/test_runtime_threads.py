@@ -25,6 +25,7 @@ from mlfuse.backend.team import (
     FIRST_PROBE,
     ONE_THREAD_MARGIN,
     PROBE_EVERY,
+    QUIET_PREEMPTIONS_PER_S,
     TEAM_MARGIN,
     TEAM_MARGIN_UNDISTURBED,
     TEAM_PROBE_CALLS,
@@ -216,26 +217,34 @@ def test_team_sizer_needs_a_clear_win_to_switch_either_way():
     assert 0.47 > ONE_THREAD_MARGIN * 0.5 and TEAM_MARGIN < 1 and ONE_THREAD_MARGIN < 1
 
 
-def test_a_team_probe_nothing_preempted_comes_back_by_the_lenient_margin():
-    """In the host's slow state the team gains only a few percent; a probe during which
-    no thread was preempted (no neighbour on a core) brings it back by
-    TEAM_MARGIN_UNDISTURBED, one with preemptions only by TEAM_MARGIN."""
+@pytest.mark.parametrize("call_s", [1.0, 0.004])
+def test_a_team_probe_preempted_no_more_than_a_quiet_process_comes_back_by_the_lenient_margin(call_s):
+    """In the host's slow state the team gains only a few percent; a probe whose calls
+    were preempted no more often than a quiet process's (QUIET_PREEMPTIONS_PER_S: a
+    neighbour on a core preempts six times as often) brings it back by
+    TEAM_MARGIN_UNDISTURBED, a busier one only by TEAM_MARGIN. The allowance grows with
+    the probe's length: a 4 ms call may not be preempted at all, a second-long one a few
+    times."""
     sizer = TeamSizer()
     for threads, t in ((2, 3.0), (2, 3.0), (1, 1.0), (1, 1.0)):
-        sizer.record(threads, t)
+        sizer.record(threads, t * call_s)
     assert sizer.choose(2) == 1
 
-    def probe(undisturbed: list[bool]) -> int:  # the team's next probe, recorded; then the choice
+    def probe(preemptions: list[int | None]) -> int:  # the team's next probe, recorded; then the choice
         while sizer.choose(2) != 2:
             pass
         assert [sizer.choose(2) for _ in range(TEAM_PROBE_CALLS - 1)] == [2] * (TEAM_PROBE_CALLS - 1)
-        for quiet in undisturbed:
-            sizer.record(2, 0.94, undisturbed=quiet)
+        for count in preemptions:
+            sizer.record(2, 0.94 * call_s, preemptions=count)
         return sizer.choose(2)
 
     assert TEAM_MARGIN < 0.94 < TEAM_MARGIN_UNDISTURBED < 1
-    assert probe([True, False]) == 1  # one call preempted: the strict margin, one thread stays
-    assert probe([True, True]) == 2  # a quiet probe 6% faster: the team comes back
+    quiet = int(0.9 * 2 * 0.94 * call_s * QUIET_PREEMPTIONS_PER_S)  # under what the two calls may take
+    busy = int(0.2e3 * 2 * 0.94 * call_s) + 1  # a neighbour's rate: 0.2 a millisecond
+    assert probe([busy, 0]) == 1  # the strict margin: one thread stays
+    assert probe([0, None]) == 1  # a call not counted: the strict margin
+    assert probe([quiet, 0]) == 2  # a quiet probe 6% faster: the team comes back
+    assert (quiet > 0) == (call_s > 0.01)
 
 
 def test_a_call_beside_another_runs_on_one_thread_and_neither_is_recorded(team_of_two):

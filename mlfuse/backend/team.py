@@ -24,10 +24,13 @@ stalled the calls after it (encoder layer at 2 threads, one core taken by a spin
 process, median call 5.6 ms against 4.4 with stale windows; with the hysteresis
 4.5-4.6 ms, 1.2-1.8x its quiet time). That margin is for a busy core, which shows in
 the probe itself: a neighbour preempts a team thread in nearly every call. A probe
-during whose timed calls no thread of the process was preempted brings the team back
-by the lenient `TEAM_MARGIN_UNDISTURBED`: in the host's slow state the team gains only
-a few percent, and onnxruntime's pool, spinning for up to 80 ms after its calls, had
-sent MobileNetV2 to one thread, where the strict margin kept it for seconds. On a
+whose timed calls were preempted less often than a quiet process is (`QUIET_PREEMPTIONS_PER_S`)
+brings the team back by the lenient `TEAM_MARGIN_UNDISTURBED`: in the host's slow state
+the team gains only a few percent, and onnxruntime's pool, spinning for up to 80 ms after
+its calls, had sent MobileNetV2 to one thread, where the strict margin kept it for
+seconds. A rate, not "none at all": a quiet process's long calls are preempted now and
+then (RMSNorm at 65536x1024, 10 ms team calls: 0.03 a millisecond, a third of the calls
+at least once), a neighbour on a core preempts it six times as often (0.17-0.20). On a
 quiet machine the full team wins and one call in `PROBE_EVERY` runs on one thread.
 Results do not depend on the choice: team calls split only independent iterations
 (see llvm_runtime).
@@ -83,6 +86,11 @@ TEAM_MARGIN = 0.85
 # ms a call against one thread's 7.2-7.6), the strict margin had kept MobileNetV2 on one
 # thread for seconds after onnxruntime's spinning pool (80 ms after its calls) sent it there.
 TEAM_MARGIN_UNDISTURBED = 0.97
+# ... where "undisturbed" is preempted at most this often: team calls at 2 threads were
+# preempted 0.03-0.036 times a millisecond on a quiet machine, and 0.17-0.20 beside a busy
+# or a half-busy process (RMSNorm 65536x1024 and MobileNetV2; .scratch/preempt_rate.py). A
+# probe shorter than 1/rate (10 ms) is undisturbed only with no preemption at all.
+QUIET_PREEMPTIONS_PER_S = 100.0
 # A call with more minor page faults than this (in the whole process) is not recorded.
 FAULTS_IGNORED = 64
 # Outputs smaller than this cannot take that many faults (4 KiB pages); see TeamSizer.watch_faults.
@@ -123,9 +131,11 @@ class TeamSizer:
         # whose outputs cannot take FAULTS_IGNORED faults between them is spared
         self.watch_faults = watch_faults
         self.times: dict[int, deque[float]] = {}
-        # whether no thread of the process was preempted during the team's calls recorded
-        # since its window was last cleared (counted only in probes: see team_margin)
-        self.team_undisturbed = False
+        # the preemptions of the process's threads during the team's calls recorded since
+        # its window was last cleared, and those calls' seconds; None where a call was not
+        # counted (counted only in probes: see team_margin)
+        self.probe_preemptions: int | None = None
+        self.probe_seconds = 0.0
         # each window's median, kept by record: choose runs on every call of a small model
         # too, where two medians a call were a tenth of the runtime's own overhead
         self.medians: dict[int, float] = {}
@@ -166,14 +176,20 @@ class TeamSizer:
 
     def team_margin(self) -> float:
         """How much faster than one thread the team must be to come back: the lenient
-        margin when none of its window's calls was preempted (a quiet machine), else the
-        strict one. While one thread is the choice, the team's window holds only the
-        calls of its last probe (each probe clears it)."""
-        return TEAM_MARGIN_UNDISTURBED if self.team_undisturbed else TEAM_MARGIN
+        margin when its window's calls were preempted no more often than a quiet
+        machine's (`QUIET_PREEMPTIONS_PER_S`), else the strict one. While one thread is
+        the choice, the team's window holds only the calls of its last probe (each probe
+        clears it)."""
+        return TEAM_MARGIN_UNDISTURBED if self.team_undisturbed() else TEAM_MARGIN
 
-    def record(self, threads: int, seconds: float, undisturbed: bool = False) -> None:
-        """Add a call's time to its choice's window; `undisturbed`: no thread of the
-        process was preempted during it (False where not counted)."""
+    def team_undisturbed(self) -> bool:
+        if self.probe_preemptions is None:
+            return False
+        return self.probe_preemptions <= int(self.probe_seconds * QUIET_PREEMPTIONS_PER_S)
+
+    def record(self, threads: int, seconds: float, preemptions: int | None = None) -> None:
+        """Add a call's time to its choice's window; `preemptions`: how often the
+        process's threads were preempted during it (None where not counted)."""
         window = self.times.get(threads)
         if window is None:  # not setdefault: that would build a deque on every call
             window = self.times[threads] = deque(maxlen=WINDOW)
@@ -181,10 +197,11 @@ class TeamSizer:
             window.clear()
             self.fresh = None
             if threads > 1:
-                self.team_undisturbed = True  # of no call yet
+                self.probe_preemptions, self.probe_seconds = 0, 0.0  # of no call yet
         window.append(seconds)
-        if threads > 1:
-            self.team_undisturbed = self.team_undisturbed and undisturbed
+        if threads > 1 and self.probe_preemptions is not None:
+            self.probe_seconds += seconds
+            self.probe_preemptions = None if preemptions is None else self.probe_preemptions + preemptions
         one_call_probe = threads == 1 and self.best not in (None, 1)  # a probe of one thread is one call
         if len(window) >= 2 or one_call_probe:
             self.medians[threads] = median(window)
@@ -206,7 +223,7 @@ class TeamSizer:
         if not alone or waking or faults > FAULTS_IGNORED:
             return
         if threads in self.warmed:
-            self.record(threads, seconds, undisturbed=switches and not preempted)
+            self.record(threads, seconds, preemptions=preempted if switches else None)
         else:  # page faults and the team's start: a first call would decide for a long time
             self.warmed.add(threads)
 
