@@ -51,6 +51,8 @@ def make_model(
     for out in model.graph.output:
         if not out.type.tensor_type.elem_type:
             out.type.tensor_type.elem_type = TensorProto.FLOAT
+        if not out.type.tensor_type.HasField("shape"):  # the checker wants one; the import's inference fails first
+            out.type.tensor_type.shape.dim.add().dim_param = "unknown"
     return model
 
 

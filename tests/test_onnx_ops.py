@@ -507,6 +507,18 @@ case("GRU-reverse-states", "GRU", [f32(3, 2, 4), f32(1, 15, 4), f32(1, 15, 5), f
 case("RNN-relu", "RNN", [f32(3, 2, 4), f32(1, 5, 4), f32(1, 5, 5), f32(1, 10)], opset=14, outputs=2,
      hidden_size=5, activations=["Relu"])  # batch-first (layout 1): the node suite's cases (onnxruntime lacks it)
 
+# LinearAttention, unrolled over its tokens (mlfuse/frontend/onnx_linear_attention.py): batch 2, 3 tokens
+case("LinearAttention-linear", "LinearAttention", [f32(2, 3, 8), f32(2, 3, 8), f32(2, 3, 8)], opset=27, outputs=2,
+     q_num_heads=2, kv_num_heads=2, update_rule="linear")
+case("LinearAttention-gated-past-per-key-decay", "LinearAttention",
+     [f32(2, 3, 8), f32(2, 3, 8), f32(2, 3, 8), f32(2, 2, 4, 4), f32(2, 3, 8, low=-1.0, high=0.0)], opset=27, outputs=2,
+     q_num_heads=2, kv_num_heads=2, update_rule="gated")
+case("LinearAttention-delta", "LinearAttention", [f32(2, 3, 8), f32(2, 3, 8), f32(2, 3, 8), None, None, positive(2, 3, 2)],
+     opset=27, outputs=2, q_num_heads=2, kv_num_heads=2, update_rule="delta")
+case("LinearAttention-gated-delta-gqa-per-head-decay-shared-beta", "LinearAttention",
+     [f32(2, 3, 16), f32(2, 3, 8), f32(2, 3, 6), None, f32(2, 3, 2, low=-1.0, high=0.0), positive(2, 3, 1)], opset=27,
+     outputs=2, q_num_heads=4, kv_num_heads=2, scale=0.5)
+
 # N-D pools whose window spans two axes or fewer: the others move into the batch
 case("AveragePool-3d-channel-window", "AveragePool", [f32(1, 1, 6, 4, 5)], opset=17, kernel_shape=[3, 1, 1],
      pads=[1, 0, 0, 1, 0, 0])
@@ -664,6 +676,12 @@ REJECTED = [
     pytest.param("Pad", [f32(2, 3)], {1: a(1, 1, 1, 1)}, 17, dict(mode="symmetric"), r"mode \"symmetric\" is not supported", id="Pad-unknown-mode"),
     pytest.param("Pad", [f32(2, 3)], {1: a(3, 0, 0, 0)}, 17, dict(mode="reflect"), r"reflect padding of 3 exceeds", id="Pad-reflect-too-far"),
     pytest.param("Reshape", [f32(2, 3)], None, 17, {}, r"input 1 \(shape, 'x1'\) must be a constant", id="Reshape-runtime-shape"),
+    pytest.param("LinearAttention", [f32(2, 3, 8), f32(2, 3, 8), f32(2, 3, 8)], None, 27,
+                 dict(q_num_heads=2, kv_num_heads=2, update_rule="gated"), r"shape inference failed .*update_rule 'gated' requires decay input",
+                 id="LinearAttention-gated-without-decay"),
+    pytest.param("LinearAttention", [f32(2, 3, 9), f32(2, 3, 6), f32(2, 3, 6)], None, 27,
+                 dict(q_num_heads=3, kv_num_heads=2, update_rule="linear"), r"shape inference failed .*must be a multiple of kv_num_heads",
+                 id="LinearAttention-heads-not-grouped"),
     pytest.param("Col2Im", [f32(1, 12, 5)], {1: a(4, 6), 2: a(2, 3)}, 18, dict(strides=[2, 3]),
                  r"the input 1x12x5 is not \(N, C \* 6, 4\)", id="Col2Im-wrong-block-count"),
     pytest.param("Col2Im", [f32(1, 12, 4)], {1: a(4, 6), 2: a(2, 3)}, 18, dict(strides=[0, 3]),
@@ -676,6 +694,7 @@ def test_rejected_nodes_give_a_located_diagnostic(op_type, inputs, consts, opset
     if op_type == "Reshape":
         inputs = [*inputs, a(6)]  # the shape as a run-time graph input
     outputs = {"MaxPool-indices": 2, "BatchNormalization-training": 3}.get(request.node.callspec.id, 1)
+    outputs = 2 if op_type == "LinearAttention" else outputs
     model, _ = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, infer=False, **attrs)
     with pytest.raises(Diagnostic, match=message) as info:
         import_onnx(model)

@@ -1,6 +1,6 @@
 """ONNX operators defined by a function body in their schema, expanded into that body.
 
-Attention, RotaryEmbedding, LinearAttention, CenterCropPad, AffineGrid, SwiGLU, the
+Attention, RotaryEmbedding, CenterCropPad, AffineGrid, SwiGLU, the
 window functions... are *function ops*: their schema gives an equivalent graph of
 simpler operators (the node suite's `_expanded` cases are those graphs). A node of
 such an operator that mlfuse's table lacks is replaced by its schema's function for
