@@ -432,6 +432,16 @@ case("Resize-linear-axes", "Resize", [f32(1, 2, 4, 6)], consts={2: np.array([2, 
      axes=[2, 3], opset=18)
 case("Resize-linear-antialias-down", "Resize", [f32(1, 1, 8, 8)], consts={2: np.array([1, 1, 0.5, 0.5], np.float32)},
      mode="linear", antialias=1, opset=18)
+# tf_crop_and_resize: a crop given by roi, samples outside the input take extrapolation_value
+case("Resize-tf-crop-and-resize-extrapolation", "Resize", [f32(1, 2, 4, 5)],
+     consts={1: np.array([0, 0, -0.2, 0.3, 1, 1, 1.3, 0.8], np.float32), 3: a(1, 2, 6, 4)}, mode="linear",
+     coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=-3.0, opset=18)
+# keep_aspect_ratio_policy: one scale for both axes, the smallest (not_larger) or largest (not_smaller) of
+# sizes / length; 3x5 to at most 10x20 is 3.33x, 10x17 (rounded half up), not 10x16
+case("Resize-keep-aspect-not-larger", "Resize", [f32(1, 1, 3, 5)], consts={3: a(10, 20)}, axes=[2, 3], mode="linear",
+     keep_aspect_ratio_policy="not_larger", opset=18)
+case("Resize-keep-aspect-not-smaller", "Resize", [f32(1, 2, 3, 5)], consts={3: a(4, 9)}, axes=[2, 3], mode="linear",
+     keep_aspect_ratio_policy="not_smaller", opset=18)
 # sizes where the interpolation matrices are sparse: taps (gathers weighted and summed), not a product
 case("Resize-bilinear-x2-taps", "Resize", [f32(1, 3, 16, 24)], consts={2: np.array([1, 1, 2, 2], np.float32)},
      mode="linear", opset=13)
@@ -519,10 +529,24 @@ case("LinearAttention-gated-delta-gqa-per-head-decay-shared-beta", "LinearAttent
      [f32(2, 3, 16), f32(2, 3, 8), f32(2, 3, 6), None, f32(2, 3, 2, low=-1.0, high=0.0), positive(2, 3, 1)], opset=27,
      outputs=2, q_num_heads=4, kv_num_heads=2, scale=0.5)
 
+# BatchNormalization in training mode: the batch's statistics, and the running ones updated
+case("BatchNormalization-training", "BatchNormalization", [f32(2, 3, 4, 5), positive(3), f32(3), f32(3), positive(3)],
+     opset=15, outputs=3, training_mode=1, momentum=0.8)
+# AffineGrid: theta times the base grid of the output positions
+case("AffineGrid-2d", "AffineGrid", [f32(2, 2, 3)], consts={1: a(2, 3, 4, 5)}, opset=20)
+case("AffineGrid-3d-align-corners", "AffineGrid", [f32(2, 3, 4)], consts={1: a(2, 1, 3, 4, 5)}, opset=20, align_corners=1)
+
 # N-D pools whose window spans two axes or fewer: the others move into the batch
 case("AveragePool-3d-channel-window", "AveragePool", [f32(1, 1, 6, 4, 5)], opset=17, kernel_shape=[3, 1, 1],
      pads=[1, 0, 0, 1, 0, 0])
 case("MaxPool-3d-spatial-window", "MaxPool", [f32(2, 3, 2, 4, 6)], opset=17, kernel_shape=[1, 2, 2], strides=[1, 2, 2])
+# MaxPool's Indices: the first maximum in window order, flattened row-major (or column-major with
+# storage_order 1); pads and ceil_mode's extra row never taken; ties (rounded inputs) take the first
+case("MaxPool-indices-pads-ceil", "MaxPool", [f32(2, 3, 5, 6)], opset=12, outputs=2, kernel_shape=[3, 3],
+     strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)
+case("MaxPool-indices-ties-storage-order-dilated", "MaxPool", [np.round(f32(1, 2, 6, 5))], opset=12, outputs=2,
+     kernel_shape=[2, 2], dilations=[2, 1], storage_order=1)
+case("MaxPool-indices-1d", "MaxPool", [f32(2, 2, 9)], opset=12, outputs=2, kernel_shape=[3], strides=[2], pads=[1, 0])
 # and over three axes: pools over two, then over the third (onnx_ops.separable_pools)
 case("MaxPool-3d", "MaxPool", [f32(1, 2, 5, 6, 7)], opset=17, kernel_shape=[2, 3, 2], strides=[2, 1, 2],
      pads=[1, 1, 0, 0, 1, 1], dilations=[1, 2, 1])
@@ -545,7 +569,9 @@ case("ScatterElements-max-duplicates", "ScatterElements", [f32(4, 3), None, f32(
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",
                "MaxPool-3d-spatial-window", "MaxPool-3d", "AveragePool-3d-exclude-pad-ceil", "AveragePool-3d-count-pad",
-               "Pow-int32-int32", "Pow-int32-negative-exponents", "Pow-int64-const-exponent", "Pow-int32-float-exponent"}
+               "Pow-int32-int32", "Pow-int32-negative-exponents", "Pow-int64-const-exponent", "Pow-int32-float-exponent",
+               "BatchNormalization-training", "MaxPool-indices-pads-ceil", "MaxPool-indices-ties-storage-order-dilated",
+               "MaxPool-indices-1d"}
 # and convs whose lowering has a case of its own (graph_to_loop.ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
                  "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}
@@ -669,9 +695,9 @@ REJECTED = [
     pytest.param("Conv", [f32(1, 2, 4, 4, 4), f32(3, 2, 2, 2, 2)], None, 17, {}, r"only 1-D and 2-D convolutions", id="Conv-3d"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(kernel_shape=[2, 2]), r"kernel_shape \[2, 2\] differs", id="Conv-kernel-shape-mismatch"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(auto_pad="SAME_UPPER", pads=[1, 1, 1, 1]), r"pads cannot be given together with auto_pad", id="Conv-auto-pad-and-pads"),
-    pytest.param("MaxPool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2]), r"Indices output is not supported", id="MaxPool-indices"),
+    pytest.param("MaxPool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2], storage_order=2), r"storage_order must be 0 or 1",
+                 id="MaxPool-indices-bad-storage-order"),
     pytest.param("AveragePool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2], auto_pad="BOGUS"), r"auto_pad \"BOGUS\"", id="AveragePool-bad-auto-pad"),
-    pytest.param("BatchNormalization", [f32(2, 3, 4), positive(3), f32(3), f32(3), positive(3)], None, 15, dict(training_mode=1), r"training_mode = 1 is not supported", id="BatchNormalization-training"),
     pytest.param("LayerNormalization", [f32(2, 4), positive(4)], None, 17, dict(stash_type=TensorProto.INT32), r"stash_type must be a floating-point type", id="LayerNormalization-int-stash"),
     pytest.param("Pad", [f32(2, 3)], {1: a(1, 1, 1, 1)}, 17, dict(mode="symmetric"), r"mode \"symmetric\" is not supported", id="Pad-unknown-mode"),
     pytest.param("Pad", [f32(2, 3)], {1: a(3, 0, 0, 0)}, 17, dict(mode="reflect"), r"reflect padding of 3 exceeds", id="Pad-reflect-too-far"),
@@ -693,7 +719,7 @@ REJECTED = [
 def test_rejected_nodes_give_a_located_diagnostic(op_type, inputs, consts, opset, attrs, message, request):
     if op_type == "Reshape":
         inputs = [*inputs, a(6)]  # the shape as a run-time graph input
-    outputs = {"MaxPool-indices": 2, "BatchNormalization-training": 3}.get(request.node.callspec.id, 1)
+    outputs = {"MaxPool-indices-bad-storage-order": 2}.get(request.node.callspec.id, 1)
     outputs = 2 if op_type == "LinearAttention" else outputs
     model, _ = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, infer=False, **attrs)
     with pytest.raises(Diagnostic, match=message) as info:

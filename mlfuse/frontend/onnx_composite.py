@@ -23,6 +23,7 @@ import itertools
 import math
 import string
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from onnx import TensorProto
@@ -636,49 +637,112 @@ RESIZE_ATTRIBUTES = ("antialias", "axes", "coordinate_transformation_mode", "cub
                      "extrapolation_value", "keep_aspect_ratio_policy", "mode", "nearest_mode")
 
 
-def resize_matrix(node: Node, n_in: int, n_out: int, scale: float | None) -> np.ndarray:
+class AxisResize(NamedTuple):
+    """How Resize changes one axis."""
+
+    axis: int
+    n_out: int
+    scale: float | None  # None where sizes were given
+    roi: tuple[float, float] | None = None  # tf_crop_and_resize's (start, end), fractions of the axis
+    # keep_aspect_ratio_policy: (this axis's size as given, and the length and size of the
+    # axis whose size / length is the scale of every axis)
+    aspect: tuple[int, int, int] | None = None
+
+
+def resize_matrix(node: Node, n_in: int, plan: AxisResize) -> np.ndarray:
     """The (n_out, n_in) matrix of one axis of the node's Resize: onnx's reference evaluator
     resizes an identity, so every mode, coordinate transformation and rounding rule is
-    exactly onnx's (linear, cubic and nearest are separable per axis)."""
+    exactly onnx's (linear, cubic and nearest are separable per axis). Rows that
+    tf_crop_and_resize extrapolates are zero here (see extrapolated_rows)."""
+    return evaluate_resize(node, np.eye(n_in, dtype=np.float64), plan, extrapolation=0.0).T
+
+
+def extrapolated_rows(node: Node, n_in: int, plan: AxisResize) -> np.ndarray:
+    """Which outputs of an axis tf_crop_and_resize samples outside the input (they take
+    extrapolation_value, whatever the input): those a resize of zeros sets to 1 when the
+    extrapolation value is 1."""
+    return evaluate_resize(node, np.zeros((1, n_in), np.float64), plan, extrapolation=1.0).reshape(-1) != 0
+
+
+def evaluate_resize(node: Node, x: np.ndarray, plan: AxisResize, extrapolation: float) -> np.ndarray:
+    """The node's Resize of the 2-D `x` along its last axis, by onnx's reference evaluator.
+    Under keep_aspect_ratio_policy one scale, an axis's own, holds for all: a third axis of
+    that axis's length and size, constant in x, makes the policy pick it here too."""
     from onnx import helper
 
     from mlfuse.frontend.onnx import evaluate_node
 
-    attrs = {a.name: a for a in node.proto.attribute if a.name not in ("axes", "keep_aspect_ratio_policy")}
-    inputs = ["x", "", "scales"] if scale is not None else ["x", "", "", "sizes"]
-    proto = helper.make_node("Resize", inputs, ["y"])
-    proto.attribute.extend(attrs.values())
-    feeds = {"x": np.eye(n_in, dtype=np.float64)}
-    if scale is not None:
-        feeds["scales"] = np.array([1.0, scale], np.float32)
+    skipped = ("axes", "keep_aspect_ratio_policy", "extrapolation_value")
+    attrs = [a for a in node.proto.attribute if a.name not in skipped]
+    roi = "roi" if plan.roi else ""
+    inputs = ["x", roi, "scales"] if plan.scale is not None else ["x", roi, "", "sizes"]
+    proto = helper.make_node("Resize", inputs, ["y"], extrapolation_value=extrapolation)
+    proto.attribute.extend(attrs)
+    feeds = {"x": x}
+    if plan.roi:
+        feeds["roi"] = np.array([0.0, plan.roi[0], 1.0, plan.roi[1]], np.float64)
+    if plan.scale is not None:
+        feeds["scales"] = np.array([1.0, plan.scale], np.float32)
+    elif plan.aspect:
+        given, length, size = plan.aspect
+        feeds["x"] = np.repeat(x[:, :, None], length, axis=2)
+        feeds["sizes"] = np.array([given, size], np.int64)
+        proto.attribute.extend([helper.make_attribute("axes", [1, 2]),
+                                helper.make_attribute("keep_aspect_ratio_policy", node.attr("keep_aspect_ratio_policy"))])
     else:
-        feeds["sizes"] = np.array([n_in, n_out], np.int64)
-    (columns,) = evaluate_node(proto, feeds, node.importer.model.opset_import)
-    return np.asarray(columns).T
+        feeds["sizes"] = np.array([x.shape[0], plan.n_out], np.int64)
+    (y,) = evaluate_node(proto, feeds, node.importer.model.opset_import)
+    y = np.asarray(y)
+    return y[:, :, 0] if plan.aspect else y
 
 
-def resize_plan(node: Node, shape: Sequence[int]) -> list[tuple[int, int, float | None]]:
-    """(axis, output length, scale or None when sizes were given) for every resized axis."""
+def resize_rois(node: Node, axes: list[int]) -> list[tuple[float, float] | None]:
+    """tf_crop_and_resize's (start, end) of each axis in `axes`; None for the other modes."""
+    if node.attr("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize":
+        return [None] * len(axes)
+    roi = node.const_input(1, "roi")
+    if roi is None or roi.size != 2 * len(axes):
+        raise node.error(f"tf_crop_and_resize needs a roi of {2 * len(axes)} values (starts, then ends, of axes {axes})")
+    flat = [float(v) for v in roi.reshape(-1)]
+    return [(flat[i], flat[len(axes) + i]) for i in range(len(axes))]
+
+
+def keep_aspect(node: Node, shape: Sequence[int], axes: list[int], sizes: list[int]) -> tuple[list[int], list[tuple[int, int, int] | None]]:
+    """keep_aspect_ratio_policy: the output sizes (every axis scaled by the smallest,
+    not_larger, or the largest, not_smaller, of sizes / length, rounded half up as onnx's
+    reference does) and AxisResize.aspect of each axis; stretch: sizes as given."""
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    if policy == "stretch":
+        return sizes, [None] * len(axes)
+    if policy not in ("not_larger", "not_smaller"):
+        raise node.error(f"keep_aspect_ratio_policy {policy!r} is not stretch, not_larger or not_smaller")
+    ratios = [size / shape[a] for a, size in zip(axes, sizes)]
+    pick = ratios.index(min(ratios) if policy == "not_larger" else max(ratios))
+    scale = ratios[pick]
+    return [int(scale * shape[a] + 0.5) for a in axes], [(given, shape[axes[pick]], sizes[pick]) for given in sizes]
+
+
+def resize_plan(node: Node, shape: Sequence[int]) -> list[AxisResize]:
+    """How every axis that Resize changes changes."""
     rank = len(shape)
     axes = normalize_axes(node, node.attr("axes", list(range(rank))), rank)
     scales, sizes = node.const_input(2, "scales"), node.const_input(3, "sizes")
-    if node.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
-        raise node.error("coordinate_transformation_mode tf_crop_and_resize is not supported")
+    rois = resize_rois(node, axes)
     if scales is not None and scales.size:
         scales = [float(v) for v in scales.reshape(-1)]
         if len(scales) != len(axes) or any(v <= 0 for v in scales):
             raise node.error(f"scales {scales} must be positive, one per axis in {axes}")
-        plan = [(a, int(math.floor(shape[a] * v)), v) for a, v in zip(axes, scales)]
+        plan = [AxisResize(a, int(math.floor(shape[a] * v)), v, r) for a, v, r in zip(axes, scales, rois)]
     elif sizes is not None:
         sizes = [int(v) for v in sizes.reshape(-1)]
-        if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-            raise node.error("keep_aspect_ratio_policy other than stretch is not supported")
         if len(sizes) != len(axes) or any(v <= 0 for v in sizes):
             raise node.error(f"sizes {sizes} must be positive, one per axis in {axes}")
-        plan = [(a, v, None) for a, v in zip(axes, sizes)]
+        outputs, aspects = keep_aspect(node, shape, axes, sizes)
+        plan = [AxisResize(a, v, None, r, k) for a, v, r, k in zip(axes, outputs, rois, aspects)]
     else:
         raise node.error("one of scales and sizes is required")
-    return [(a, n, v) for a, n, v in plan if n != shape[a] or (v is not None and v != 1.0)]
+    return [p for p in plan if p.n_out != shape[p.axis] or p.scale not in (None, 1.0) or p.roi not in (None, (0.0, 1.0))
+            or p.aspect is not None]
 
 
 # A pass along the innermost axis gathers within rows (scalar loads, or a vector gather),
@@ -686,15 +750,15 @@ def resize_plan(node: Node, shape: Sequence[int]) -> list[tuple[int, int, float 
 INNERMOST_PASS_COST = 4
 
 
-def resize_order(plan: list[tuple[int, int, float | None]], shape: Sequence[int]) -> list[tuple[int, int, float | None]]:
+def resize_order(plan: list[AxisResize], shape: Sequence[int]) -> list[AxisResize]:
     """The resized axes in the order that costs least, each pass's output elements weighed
     by INNERMOST_PASS_COST along the innermost axis: U-Net's 2x bilinear upsampling gathers
     along its rows before the rows double, not after (the passes are separable, so any
     order interpolates the same up to rounding); the plan's order among equals."""
 
-    def cost(order: Sequence[tuple[int, int, float | None]]) -> int:
+    def cost(order: Sequence[AxisResize]) -> int:
         size, total = list(shape), 0
-        for axis, n_out, _ in order:
+        for axis, n_out, *_ in order:
             size[axis] = n_out
             total += math.prod(size) * (INNERMOST_PASS_COST if axis == len(shape) - 1 else 1)
         return total
@@ -762,9 +826,9 @@ def convert_resize(node: Node) -> list[Value]:
     weighted and summed: resize_taps) where its rows are sparse, as a product otherwise;
     nearest upsampling by an integer factor is a repeat instead."""
     x = float_input(node)
-    for axis, n_out, scale in resize_order(resize_plan(node, shape_of(x)), shape_of(x)):
-        n_in = shape_of(x)[axis]
-        matrix = resize_matrix(node, n_in, n_out, scale)
+    for plan in resize_order(resize_plan(node, shape_of(x)), shape_of(x)):
+        axis, n_out, n_in = plan.axis, plan.n_out, shape_of(x)[plan.axis]
+        matrix = resize_matrix(node, n_in, plan)
         times = n_out // n_in
         nearest_repeat = np.repeat(np.eye(n_in), times, axis=0) if n_out == times * n_in else None
         taps = resize_taps(matrix)
@@ -774,7 +838,20 @@ def convert_resize(node: Node) -> list[Value]:
             x = gather_taps(node, x, axis, taps)
         else:
             x = apply_along(node, x, axis, matrix)
+        if plan.roi is not None:
+            x = extrapolate(node, x, axis, extrapolated_rows(node, n_in, plan))
     return [x]
+
+
+def extrapolate(node: Node, x: SSAValue, axis: int, rows: np.ndarray) -> SSAValue:
+    """extrapolation_value where tf_crop_and_resize samples outside the input along `axis`
+    (a select, as onnx's where: whatever x holds there, NaN included)."""
+    if not rows.any():
+        return x
+    shape = shape_of(x)
+    mask = node.emit(graph.ConstantOp(dense_from_numpy(rows, i1)))
+    value = node.scalar_like(float(node.attr("extrapolation_value", 0.0)), x)
+    return node.emit(graph.SelectOp(along(node, mask, axis, shape), value, x))
 
 
 @composite("GatherND", attributes=("batch_dims",))

@@ -10,6 +10,7 @@ first ones; each handler writes the spec's formula or function body):
   summed (a reshape and a transpose where the blocks tile the image)
 - NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: the target's element of each
   row picked by GatherElements, weighted, masked by ignore_index and reduced
+- AffineGrid: theta times the constant grid of homogeneous output coordinates
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
 from mlfuse.frontend.onnx_composite import (
     composite,
+    constant_array,
     dilate,
     float_input,
     negative_part,
@@ -38,6 +40,7 @@ from mlfuse.frontend.onnx_ops import (
     broadcast_to,
     dense_from_numpy,
     log_softmax,
+    matmul,
     normalize_axes,
     normalize_axis,
     reduce,
@@ -377,3 +380,40 @@ def convert_softmax_cross_entropy(node: Node) -> list[Value]:
     weight = node.input(2) if node.has_input(2) else None
     loss = negative_log_likelihood(node, logp, node.input(1), weight, True)
     return [loss, logp] if node.wants_output(1) else [loss]
+
+
+def affine_grid_base(node: Node, size: list[int], align_corners: int) -> np.ndarray:
+    """The homogeneous coordinates (x, y[, z], 1) of every output position, [positions,
+    rank + 1], as onnx's reference evaluator computes them: the grid is linear in theta,
+    so the evaluator's grid for the thetas whose rows are all the unit vector e_j is
+    column j (the spacing and rounding are exactly onnx's, as for Resize's matrices)."""
+    from onnx import helper
+
+    from mlfuse.frontend.onnx import evaluate_node
+
+    rank = len(size) - 2
+    thetas = np.zeros((rank + 1, rank, rank + 1), np.float64)
+    for j in range(rank + 1):
+        thetas[j, :, j] = 1.0
+    proto = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align_corners)
+    feeds = {"theta": thetas, "size": np.array([rank + 1, 1, *size[2:]], np.int64)}
+    (grid,) = evaluate_node(proto, feeds, node.importer.model.opset_import)
+    return np.asarray(grid, np.float64)[..., 0].reshape(rank + 1, -1).T
+
+
+@composite("AffineGrid", attributes=("align_corners",), static_inputs=(1,))
+def convert_affine_grid(node: Node) -> list[Value]:
+    """grid[n, position] = theta[n] @ (x, y[, z], 1) of the position: one batched product
+    of theta with the constant base grid (affine_grid_base)."""
+    theta = float_input(node, 0)
+    size = node.const_input(1, "size")
+    assert size is not None  # a required input
+    size = [int(v) for v in size.reshape(-1)]
+    rank = len(size) - 2
+    if rank not in (2, 3) or shape_of(theta) != (size[0], rank, rank + 1) or min(size[2:]) <= 0:
+        raise node.error(f"theta {fmt_shape(shape_of(theta))} and size {size} must be (N, 2, 3) with (N, C, H, W) "
+                         "or (N, 3, 4) with (N, C, D, H, W)")
+    align_corners = int(node.attr("align_corners", 0))
+    base = constant_array(node, affine_grid_base(node, size, align_corners), theta)  # [positions, rank + 1]
+    grid = matmul(node, base, node.emit(graph.TransposeOp(theta, [0, 2, 1])))  # [N, positions, rank]
+    return [node.reshape(grid, [size[0], *size[2:], rank])]

@@ -599,16 +599,37 @@ def convert_layer_norm(node: Node) -> list[Value]:
     return [y, mean, inv_std]
 
 
+def batch_norm_training(node: Node, x: SSAValue) -> list[Value]:
+    """training_mode = 1: normalized by the batch's statistics (the variance biased, as
+    onnx's reference computes it), and the running statistics updated,
+    running = running * momentum + batch * (1 - momentum)."""
+    shape = shape_of(x)
+    axes = [0, *range(2, len(shape))]
+    mean = reduce(node, graph.ReduceMeanOp, x, axes, keepdims=False)
+    centered = node.emit(graph.SubOp(x, along(node, mean, 1, shape)))
+    var = reduce(node, graph.ReduceMeanOp, node.emit(graph.MulOp(centered, centered)), axes, keepdims=False)
+    scale, bias, running_mean, running_var = (node.input(i) for i in range(1, 5))
+    epsilon, momentum = float(node.attr("epsilon", 1e-5)), float(node.attr("momentum", 0.9))
+    factor = node.emit(graph.MulOp(scale, node.emit(graph.RsqrtOp(node.emit(graph.AddOp(var, node.scalar_like(epsilon, var)))))))
+    y = node.emit(graph.AddOp(node.emit(graph.MulOp(centered, along(node, factor, 1, shape))), along(node, bias, 1, shape)))
+
+    def updated(running: SSAValue, batch: SSAValue) -> SSAValue:
+        kept = node.emit(graph.MulOp(running, node.scalar_like(momentum, running)))
+        return node.emit(graph.AddOp(kept, node.emit(graph.MulOp(batch, node.scalar_like(1.0 - momentum, batch)))))
+
+    return [y, updated(running_mean, mean), updated(running_var, var)]
+
+
 @onnx_op("BatchNormalization", attributes=("epsilon", "momentum", "training_mode"))
 def convert_batch_norm(node: Node) -> list[Value]:
-    if node.attr("training_mode", 0):
-        raise node.error("training_mode = 1 is not supported (inference only)")
-    if any(node.wants_output(i) for i in range(1, len(node.proto.output))):
-        raise node.error("only the Y output is supported (running statistics are training outputs)")
     x = node.input(0)
     shape, el = shape_of(x), element_type_of(x)
     if len(shape) < 2:
         raise node.error(f"the input must have rank >= 2 (N x C x ...), got {fmt_shape(shape)}")
+    if node.attr("training_mode", 0):
+        return batch_norm_training(node, x)
+    if any(node.wants_output(i) for i in range(1, len(node.proto.output))):
+        raise node.error("only the Y output is supported (running statistics are training outputs)")
     epsilon = float(node.attr("epsilon", 1e-5))
     params = [node.constant(i) for i in range(1, 5)]
     if all(p is not None for p in params):
@@ -1103,14 +1124,75 @@ def pool_kernel(node: Node, x: SSAValue) -> list[int]:
     attributes=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"),
 )
 def convert_max_pool(node: Node) -> list[Value]:
-    if node.wants_output(1):
-        raise node.error("the Indices output is not supported")
     x = node.input(0)
     window, extra = window_of(node, x, pool_kernel(node, x), bool(node.attr("ceil_mode", 0)))
     n = len(extra)
     window.pads = window.pads[:n] + [p + e for p, e in zip(window.pads[n:], extra)]
-    return [separable_pools(node, x, window,
-                            lambda x2, w: node.emit(graph.MaxPool2dOp(x2, w.kernel, w.strides, w.pads, w.dilations)))]
+    y = separable_pools(node, x, window,
+                        lambda x2, w: node.emit(graph.MaxPool2dOp(x2, w.kernel, w.strides, w.pads, w.dilations)))
+    if not node.wants_output(1):
+        return [y]
+    storage_order = int(node.attr("storage_order", 0))
+    if storage_order not in (0, 1):
+        raise node.error(f"storage_order must be 0 or 1, got {storage_order}")
+    return [y, max_pool_indices(node, x, window, shape_of(y)[2:], storage_order)]
+
+
+def window_taps(window: Window, spatial: Sequence[int], out: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per window offset, in the window's row-major order: the input position (a linear
+    index, clamped into the input) that every output position reads, and whether it
+    lies inside the input (not in a pad)."""
+    taps = []
+    for offset in np.ndindex(*window.kernel):
+        coords = [np.arange(o) * s - p + k * d
+                  for o, s, p, k, d in zip(out, window.strides, window.pads, offset, window.dilations)]
+        grids = np.meshgrid(*coords, indexing="ij")
+        inside = np.logical_and.reduce([(g >= 0) & (g < size) for g, size in zip(grids, spatial)]).reshape(-1)
+        clamped = [np.clip(g, 0, size - 1).reshape(-1) for g, size in zip(grids, spatial)]
+        taps.append((np.stack(clamped), inside))
+    return taps
+
+
+def max_pool_indices(node: Node, x: SSAValue, window: Window, out: Sequence[int], storage_order: int) -> SSAValue:
+    """MaxPool's Indices: where in x (flattened, the spatial axes row-major, or column-major
+    with storage_order 1) each output's maximum is, the first one in window order as onnx's
+    reference takes it (a later element must be greater; NaN never is). One gather of x
+    per window offset, compared with the running maximum; the window's positions in a
+    pad are never taken."""
+    shape = shape_of(x)
+    batch, channels, spatial = shape[0], shape[1], list(shape[2:])
+    size = math.prod(spatial)
+    flat = node.reshape(x, [batch, channels, size])
+    picked_shape = [batch, channels, math.prod(out)]
+    best = index = None
+    seen = np.zeros(math.prod(out), bool)  # output positions that have read an element of x
+
+    def constant(array: np.ndarray, el: Attribute) -> SSAValue:
+        return along(node, node.emit(graph.ConstantOp(dense_from_numpy(array, el))), 2, picked_shape)
+
+    for positions, inside in window_taps(window, spatial, out):
+        if not inside.any():
+            continue
+        linear = np.asarray(np.ravel_multi_index(tuple(positions), spatial), np.int64)
+        stored = linear if storage_order == 0 else np.asarray(np.ravel_multi_index(tuple(positions), spatial, order="F"), np.int64)
+        picked = node.emit(graph.GatherOp(flat, node.emit(graph.ConstantOp(dense_from_numpy(linear, i64))), 2))
+        where = constant(stored, i64)
+        if best is None or index is None:
+            best, index = picked, where
+        else:
+            take = node.emit(graph.CompareOp("gt", picked, best))
+            if not inside.all():
+                take = node.emit(graph.SelectOp(constant(inside, i1), take, constant(np.zeros_like(inside), i1)))
+            if not seen.all():  # an output's first element inside x is taken whatever it holds
+                take = node.emit(graph.SelectOp(constant(seen, i1), take, constant(inside, i1)))
+            best = node.emit(graph.SelectOp(take, picked, best))
+            index = node.emit(graph.SelectOp(take, where, index))
+        seen |= inside
+    assert index is not None  # every output's window holds an element of x (window_of checks the pads)
+    planes = np.arange(batch * channels, dtype=np.int64).reshape(batch, channels, 1) * size
+    index = node.emit(graph.AddOp(index, broadcast_to(node, node.emit(graph.ConstantOp(dense_from_numpy(planes, i64))),
+                                                      picked_shape)))
+    return node.reshape(index, [batch, channels, *out])
 
 
 @onnx_op(
