@@ -438,8 +438,6 @@ def einsum_terms(node: Node, equation: str, ranks: Sequence[int]) -> tuple[list[
             term = term.replace("...", ellipsis[len(ellipsis) - width:] if width else "")
         if len(term) != rank or not (term.isalpha() or term == ""):
             raise node.error(f"einsum term '{term}' does not match an operand of rank {rank}")
-        if len(set(term)) != len(term):
-            raise node.error(f"einsum term '{term}' repeats a subscript (diagonals are not supported)")
         spelled.append(term)
     if not arrow:  # implicit output: the letters used once, in alphabetical order
         letters = "".join(spelled)
@@ -454,6 +452,25 @@ def permute(node: Node, x: SSAValue, have: str, want: str) -> SSAValue:
     return node.emit(graph.TransposeOp(x, [have.index(c) for c in want]))
 
 
+def take_diagonals(node: Node, x: SSAValue, term: str) -> tuple[SSAValue, str]:
+    """A letter repeated in one operand's term ('ii', 'bii') is its diagonal: the two axes
+    moved last, flattened (n * n) and gathered at 0, n + 1, 2 (n + 1)..., one axis with
+    the letter once; again while a letter repeats."""
+    while len(set(term)) != len(term):
+        letter = next(c for c in term if term.count(c) > 1)
+        first, second = term.index(letter), term.index(letter, term.index(letter) + 1)
+        n = shape_of(x)[first]
+        if shape_of(x)[second] != n:
+            raise node.error(f"einsum term '{term}' repeats '{letter}' over axes of sizes {n} and {shape_of(x)[second]}")
+        rest = "".join(c for i, c in enumerate(term) if i not in (first, second))
+        order = [i for i in range(len(term)) if i not in (first, second)] + [first, second]
+        moved = node.emit(graph.TransposeOp(x, order)) if order != list(range(len(term))) else x
+        flat = node.reshape(moved, [*shape_of(moved)[:-2], n * n])
+        diagonal = node.emit(graph.ConstantOp(dense_from_numpy(np.arange(n, dtype=np.int64) * (n + 1), i64)))
+        x, term = node.emit(graph.GatherOp(flat, diagonal, len(rest))), rest + letter
+    return x, term
+
+
 def sum_out(node: Node, x: SSAValue, term: str, keep: str) -> tuple[SSAValue, str]:
     """Sum the axes of `term` whose letters are not in `keep`."""
     axes = [i for i, c in enumerate(term) if c not in keep]
@@ -464,7 +481,8 @@ def sum_out(node: Node, x: SSAValue, term: str, keep: str) -> tuple[SSAValue, st
 
 @composite("Einsum", attributes=("equation",))
 def convert_einsum(node: Node) -> list[Value]:
-    """One or two operands. Two: letters split into batch (both operands and the output),
+    """One or two operands, each first reduced to its diagonals where a letter repeats
+    (take_diagonals). Two: letters split into batch (both operands and the output),
     contracted (both, not the output), and free (one operand and the output); letters in
     one operand only and not in the output are summed first. Then one batched product of
     (batch, free_a, contracted) and (batch, contracted, free_b)."""
@@ -473,6 +491,8 @@ def convert_einsum(node: Node) -> list[Value]:
         raise node.error(f"einsum with {len(operands)} operands is not supported (one or two)")
     same_element_type(node, *operands)
     terms, out = einsum_terms(node, str(node.attr("equation")), [len(shape_of(v)) for v in operands])
+    diagonals = [take_diagonals(node, v, t) for v, t in zip(operands, terms)]
+    operands, terms = [v for v, _ in diagonals], [t for _, t in diagonals]
     if len(operands) == 1:
         x, term = sum_out(node, operands[0], terms[0], out)
         return [permute(node, x, term, out)]
@@ -856,28 +876,38 @@ def extrapolate(node: Node, x: SSAValue, axis: int, rows: np.ndarray) -> SSAValu
 
 @composite("GatherND", attributes=("batch_dims",))
 def convert_gather_nd(node: Node) -> list[Value]:
-    """GatherND with batch_dims = 0: the last axis of `indices` addresses the first K axes of
-    `data`; those K axes are flattened into one and each index tuple into a linear index
-    (negative entries wrap once, as in Gather), then one graph.gather along axis 0."""
+    """GatherND: the last axis of `indices` addresses K axes of `data` after the first
+    batch_dims (which data and indices share, entry for entry); the batch axes and those K
+    are flattened into one and each index tuple, with its batch entry's offset, into a
+    linear index (negative entries wrap once, as in Gather), then one graph.gather along
+    axis 0."""
     data, indices = node.input(0), node.input(1)
-    if int(node.attr("batch_dims", 0)) != 0:
-        raise node.error("batch_dims other than 0 is not supported")
     sd, si = shape_of(data), shape_of(indices)
-    if not si or not 1 <= si[-1] <= len(sd) or is_float(element_type_of(indices)):
+    b = int(node.attr("batch_dims", 0))
+    if not 0 <= b < min(len(sd), len(si)) or tuple(sd[:b]) != tuple(si[:b]):
+        raise node.error(f"batch_dims {b} must count leading axes that data {fmt_shape(sd)} and indices "
+                         f"{fmt_shape(si)} share")
+    if not 1 <= si[-1] <= len(sd) - b or is_float(element_type_of(indices)):
         raise node.error(f"indices {fmt_shape(si)} must be integers whose last axis addresses data {fmt_shape(sd)}")
     k = si[-1]
     rows = si[:-1]
     linear = None
     for axis in range(k):
+        size = sd[b + axis]
         part = node.reshape(slice_axis(node, indices, len(si) - 1, axis, axis + 1), rows)
-        wrapped = node.emit(graph.AddOp(part, node.scalar_like(sd[axis], part)))
+        wrapped = node.emit(graph.AddOp(part, node.scalar_like(size, part)))
         part = node.emit(graph.SelectOp(node.emit(graph.CompareOp("lt", part, node.scalar_like(0, part))), wrapped, part))
         part = node.emit(graph.MinOp(node.emit(graph.MaxOp(part, node.scalar_like(0, part))),
-                                     node.scalar_like(sd[axis] - 1, part)))  # each index in range on its own
-        stride = math.prod(sd[axis + 1 : k])
+                                     node.scalar_like(size - 1, part)))  # each index in range on its own
+        stride = math.prod(sd[b + axis + 1 : b + k])
         scaled = node.emit(graph.MulOp(part, node.scalar_like(stride, part))) if stride != 1 else part
         linear = scaled if linear is None else node.emit(graph.AddOp(linear, scaled))
-    flat = node.reshape(data, (math.prod(sd[:k]), *sd[k:]))
+    assert linear is not None
+    if b:  # each batch entry's block of the flattened axes
+        block = np.arange(math.prod(sd[:b])).reshape(*sd[:b], *[1] * (len(rows) - b)) * math.prod(sd[b : b + k])
+        offsets = np.broadcast_to(block, rows).astype(graph.numpy_dtype(element_type_of(indices)))
+        linear = node.emit(graph.AddOp(linear, constant_array(node, np.ascontiguousarray(offsets), linear)))
+    flat = node.reshape(data, (math.prod(sd[: b + k]), *sd[b + k :]))
     return [node.emit(graph.GatherOp(flat, linear, 0))]
 
 
