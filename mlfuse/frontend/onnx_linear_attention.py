@@ -29,7 +29,8 @@ from xdsl.ir import SSAValue
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, fmt_shape, shape_of
 from mlfuse.frontend.onnx_composite import composite, float_input
-from mlfuse.frontend.onnx_ops import Node, Value, broadcast_all, matmul, reduce, slice_axis
+from mlfuse.frontend.onnx_ops import Node, Value, matmul, reduce, slice_axis
+from mlfuse.frontend.onnx_recurrent import add, mul
 
 UPDATE_RULES = ("linear", "gated", "delta", "gated_delta")
 QUERY, KEY, VALUE, PAST_STATE, DECAY, BETA = range(6)
@@ -50,14 +51,6 @@ def at_step(node: Node, x: SSAValue, t: int) -> SSAValue:
     """x [B, H, T, d] -> its token t, [B, H, d]."""
     b, h, _, d = shape_of(x)
     return node.reshape(slice_axis(node, x, 2, t, t + 1), [b, h, d])
-
-
-def mul(node: Node, a: SSAValue, b: SSAValue) -> SSAValue:
-    return node.emit(graph.MulOp(*broadcast_all(node, a, b)))
-
-
-def add(node: Node, a: SSAValue, b: SSAValue) -> SSAValue:
-    return node.emit(graph.AddOp(*broadcast_all(node, a, b)))
 
 
 def column(node: Node, x: SSAValue) -> SSAValue:
