@@ -75,7 +75,9 @@ for line in sys.stdin:
             [t.join() for t in ts]
     else:
         call = lambda: f(*xs)
-    if req["op"] == "warm":  # back to back, so that a runtime that adapts (the team sizer) settles
+    # back to back, so that a runtime that adapts (the team sizer) settles; mlfuse_bench.warm_up
+    # does the same, but this worker imports only the revision's mlfuse, which may predate it
+    if req["op"] == "warm":
         calls, end = 0, time.perf_counter() + req["ms"] / 1e3
         while calls < req["calls"] or time.perf_counter() < end:
             call()

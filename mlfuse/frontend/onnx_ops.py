@@ -1181,10 +1181,9 @@ def max_pool_indices(node: Node, x: SSAValue, window: Window, out: Sequence[int]
             best, index = picked, where
         else:
             take = node.emit(graph.CompareOp("gt", picked, best))
-            if not inside.all():
-                take = node.emit(graph.SelectOp(constant(inside, i1), take, constant(np.zeros_like(inside), i1)))
-            if not seen.all():  # an output's first element inside x is taken whatever it holds
-                take = node.emit(graph.SelectOp(constant(seen, i1), take, constant(inside, i1)))
+            compared = seen & inside  # elsewhere known at compile time: an output's first element inside x is
+            if not compared.all():    # taken whatever it holds, a position in a pad never
+                take = node.emit(graph.SelectOp(constant(compared, i1), take, constant(inside & ~seen, i1)))
             best = node.emit(graph.SelectOp(take, picked, best))
             index = node.emit(graph.SelectOp(take, where, index))
         seen |= inside
