@@ -575,6 +575,64 @@ case("MaxPool-indices-pads-ceil", "MaxPool", [f32(2, 3, 5, 6)], opset=12, output
 case("MaxPool-indices-ties-storage-order-dilated", "MaxPool", [np.round(f32(1, 2, 6, 5))], opset=12, outputs=2,
      kernel_shape=[2, 2], dilations=[2, 1], storage_order=1)
 case("MaxPool-indices-1d", "MaxPool", [f32(2, 2, 9)], opset=12, outputs=2, kernel_shape=[3], strides=[2], pads=[1, 0])
+# quantization (mlfuse/frontend/onnx_quantize.py): per tensor, per axis and per block; saturation, and
+# NaN and infinities as onnxruntime saturates them; halves rounded to even
+case("QuantizeLinear-uint8", "QuantizeLinear", [f32(3, 4)], consts={1: np.array(0.02, np.float32), 2: np.array(128, np.uint8)},
+     opset=13)
+case("QuantizeLinear-int8-per-axis-saturating", "QuantizeLinear", [f32(2, 3, 4)],
+     consts={1: np.array([0.01, 0.02, 0.004], np.float32), 2: np.array([-3, 0, 5], np.int8)}, opset=13, axis=1)
+case("QuantizeLinear-no-zero-point", "QuantizeLinear", [f32(5, 3)], consts={1: np.array([0.01], np.float32)}, opset=13)
+case("QuantizeLinear-runtime-scale-negative-axis", "QuantizeLinear", [f32(2, 3, 4), positive(4) / 50, ints(4, low=-9, high=9,
+     dtype=np.int8)], opset=13, axis=-1)
+case("QuantizeLinear-blocked", "QuantizeLinear", [f32(3, 5)],
+     consts={1: positive(3, 3) / 50, 2: ints(3, 3, low=100, high=150, dtype=np.uint8)}, opset=21, axis=1, block_size=2)
+case("QuantizeLinear-int16-output-dtype", "QuantizeLinear", [f32(3, 4) * 1000], consts={1: np.array(0.05, np.float32)},
+     opset=21, output_dtype=TensorProto.INT16)
+case("QuantizeLinear-uint16", "QuantizeLinear", [f32(3, 4)], consts={1: np.array(1e-4, np.float32),
+     2: np.array(30000, np.uint16)}, opset=21)
+case("QuantizeLinear-special-values", "QuantizeLinear",
+     [np.array([np.nan, np.inf, -np.inf, 1e10, -1e10, 2.5, 3.5, -2.5, 0.5, -0.0, 300, -300], np.float32)],
+     consts={1: np.array(1.0, np.float32), 2: np.array(-3, np.int8)}, opset=13)
+case("QuantizeLinear-f16", "QuantizeLinear", [f32(4, 3).astype(np.float16)],
+     consts={1: np.array(0.015, np.float16), 2: np.array(7, np.int8)}, opset=19)
+case("DequantizeLinear-uint8", "DequantizeLinear", [ints(3, 4, low=0, high=256, dtype=np.uint8)],
+     consts={1: np.array(0.02, np.float32), 2: np.array(128, np.uint8)}, opset=13)
+case("DequantizeLinear-int8-per-axis", "DequantizeLinear", [ints(2, 3, 4, low=-128, high=128, dtype=np.int8),
+     positive(3), ints(3, low=-5, high=5, dtype=np.int8)], opset=13, axis=-2)
+case("DequantizeLinear-int32-no-zero-point", "DequantizeLinear", [ints(6, low=-100000, high=100000)],
+     consts={1: np.array(0.001, np.float32)}, opset=13)
+case("DequantizeLinear-blocked-f16", "DequantizeLinear", [ints(4, 6, low=-128, high=128, dtype=np.int8)],
+     consts={1: (positive(2, 6) / 10).astype(np.float16), 2: ints(2, 6, low=-4, high=4, dtype=np.int8)}, opset=21,
+     axis=0, block_size=3)
+case("DequantizeLinear-int16", "DequantizeLinear", [ints(5, low=-30000, high=30000, dtype=np.int16)],
+     consts={1: np.array(1e-3, np.float32), 2: np.array(-12, np.int16)}, opset=21)
+# the integer products, exact in float32 where the operands' bound allows (else float64)
+case("MatMulInteger-uint8", "MatMulInteger", [ints(3, 5, low=0, high=256, dtype=np.uint8), ints(5, 4, low=0, high=256,
+     dtype=np.uint8), np.array(12, np.uint8), np.array(200, np.uint8)], opset=13)
+case("MatMulInteger-per-column-zero-points", "MatMulInteger", [ints(2, 3, 6, low=-128, high=128, dtype=np.int8)],
+     consts={1: ints(6, 4, low=-128, high=128, dtype=np.int8), 2: np.array([-5], np.int8),
+             3: ints(4, low=-5, high=5, dtype=np.int8)}, opset=13)
+case("MatMulInteger-deep-float64", "MatMulInteger", [ints(2, 600, low=0, high=256, dtype=np.uint8),
+     ints(600, 3, low=0, high=256, dtype=np.uint8)], opset=13)
+case("ConvInteger-padded", "ConvInteger", [ints(1, 3, 5, 6, low=0, high=256, dtype=np.uint8)],
+     consts={1: ints(4, 3, 3, 3, low=0, high=256, dtype=np.uint8), 2: np.array(100, np.uint8), 3: np.array(131, np.uint8)},
+     opset=13, pads=[1, 1, 1, 1])
+case("ConvInteger-runtime-weights-float64", "ConvInteger", [ints(1, 32, 4, 4, low=0, high=256, dtype=np.uint8),
+     ints(2, 32, 3, 3, low=0, high=256, dtype=np.uint8), np.array(3, np.uint8)], opset=13, strides=[2, 2])
+case("QLinearMatMul-uint8", "QLinearMatMul", [ints(3, 5, low=0, high=256, dtype=np.uint8)],
+     consts={1: np.array(0.02, np.float32), 2: np.array(120, np.uint8), 3: ints(5, 4, low=0, high=256, dtype=np.uint8),
+             4: np.array(0.01, np.float32), 5: np.array(130, np.uint8), 6: np.array(0.5, np.float32),
+             7: np.array(125, np.uint8)}, opset=13)
+case("QLinearMatMul-int8-per-column", "QLinearMatMul", [ints(2, 3, 5, low=-128, high=128, dtype=np.int8),
+     np.array(0.03, np.float32), np.array(-2, np.int8), ints(5, 4, low=-128, high=128, dtype=np.int8),
+     positive(4) / 100, ints(4, low=-3, high=3, dtype=np.int8), np.array(0.4, np.float32), np.array(4, np.int8)], opset=13)
+case("QLinearConv-bias-per-channel", "QLinearConv", [ints(1, 3, 5, 5, low=0, high=256, dtype=np.uint8)],
+     consts={1: np.array(0.02, np.float32), 2: np.array(128, np.uint8), 3: ints(4, 3, 3, 3, low=-128, high=128, dtype=np.int8),
+             4: positive(4) / 100, 5: np.zeros(4, np.int8), 6: np.array(0.3, np.float32), 7: np.array(110, np.uint8),
+             8: ints(4, low=-2000, high=2000)}, opset=13, pads=[1, 1, 1, 1], strides=[1, 2])
+case("QLinearConv-int8-grouped-1d", "QLinearConv", [ints(2, 4, 9, low=-128, high=128, dtype=np.int8),
+     np.array(0.05, np.float32), np.array(1, np.int8), ints(6, 2, 3, low=-128, high=128, dtype=np.int8),
+     np.array(0.01, np.float32), np.array(0, np.int8), np.array(0.9, np.float32), np.array(-5, np.int8)], opset=13, group=2)
 
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
@@ -631,6 +689,28 @@ def test_integer_pow_wraps_as_numpy(dtype, tmp_path):
     (got,) = mlfuse.compile(str(path))(base, exponent)
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(got, np.power(base, exponent))
+
+
+def test_integer_products_take_zero_points_per_row_and_per_output_channel(tmp_path):
+    """ONNX allows them; onnxruntime's CPU kernels take only scalars, so numpy is the judge."""
+    rng = np.random.default_rng(77)
+    a_ = rng.integers(-128, 128, (2, 3, 6)).astype(np.int8)
+    b_ = rng.integers(-128, 128, (6, 4)).astype(np.int8)
+    a_zero, b_zero = np.array([-5, 0, 7], np.int8), np.array([1, -2, 3, 0], np.int8)
+    model, feeds = single_node("MatMulInteger", [a_, b_, a_zero, b_zero], opset=13)
+    expected = (a_.astype(np.int32) - a_zero[:, None]) @ (b_.astype(np.int32) - b_zero)
+    onnx.save(model, str(tmp_path / "matmul.onnx"))
+    np.testing.assert_array_equal(mlfuse.compile(str(tmp_path / "matmul.onnx"))(**feeds)[0], expected)
+
+    x = rng.integers(0, 256, (1, 2, 5, 5)).astype(np.uint8)
+    w = rng.integers(0, 256, (3, 2, 3, 3)).astype(np.uint8)
+    w_zero = np.array([120, 128, 140], np.uint8)
+    model, feeds = single_node("ConvInteger", [x, w, np.array(9, np.uint8), w_zero], opset=13, pads=[1, 1, 1, 1])
+    shifted = np.pad(x.astype(np.int64) - 9, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    windows = np.lib.stride_tricks.sliding_window_view(shifted, (3, 3), axis=(2, 3))  # n, c, h, w, kh, kw
+    expected = np.einsum("nchwij,mcij->nmhw", windows, w.astype(np.int64) - w_zero[:, None, None, None]).astype(np.int32)
+    onnx.save(model, str(tmp_path / "conv.onnx"))
+    np.testing.assert_array_equal(mlfuse.compile(str(tmp_path / "conv.onnx"))(**feeds)[0], expected)
 
 
 @pytest.mark.parametrize("shape, groups", [((2, 6, 5), 2), ((1, 4, 3, 3), 4)])
@@ -724,6 +804,16 @@ REJECTED = [
                  r"the input 1x12x5 is not \(N, C \* 6, 4\)", id="Col2Im-wrong-block-count"),
     pytest.param("Col2Im", [f32(1, 12, 4)], {1: a(4, 6), 2: a(2, 3)}, 18, dict(strides=[0, 3]),
                  r"must be positive", id="Col2Im-zero-stride"),
+    pytest.param("QuantizeLinear", [f32(2, 3, 4)], {1: np.array([0.1, 0.2], np.float32)}, 13, dict(axis=1),
+                 r"the scale of shape 2 is neither a scalar nor 3 values along axis 1", id="QuantizeLinear-scale-length"),
+    pytest.param("QuantizeLinear", [f32(3, 5)], {1: positive(3, 2)}, 21, dict(axis=1, block_size=2),
+                 r"does not give one value per block of 2 along axis 1 of 3x5 \(expected 3x3\)", id="QuantizeLinear-blocks"),
+    pytest.param("QuantizeLinear", [f32(3)], {1: np.array(0.1, np.float32)}, 21, dict(output_dtype=TensorProto.FLOAT8E4M3FN),
+                 r"element type FLOAT8E4M3FN, which mlfuse does not support", id="QuantizeLinear-float8"),
+    pytest.param("QuantizeLinear", [f32(3)], {1: np.array(0.1, np.float32), 2: np.array(1, np.int32)}, 13, {},
+                 r"y_zero_point typestr: T2, has unsupported type: tensor\(int32\)", id="QuantizeLinear-int32-zero-point"),
+    pytest.param("DequantizeLinear", [f32(3)], {1: np.array(0.1, np.float32)}, 13, {},
+                 r"x typestr: T, has unsupported type: tensor\(float\)", id="DequantizeLinear-float-input"),
 ]
 
 

@@ -938,4 +938,4 @@ def convert_arg_extreme(node: Node) -> list[Value]:
 
 
 # More composites, in a module of their own (imported last: they use this one).
-from mlfuse.frontend import onnx_composite_nn, onnx_linear_attention, onnx_recurrent, onnx_scatter  # noqa: E402, F401
+from mlfuse.frontend import onnx_composite_nn, onnx_linear_attention, onnx_quantize, onnx_recurrent, onnx_scatter  # noqa: E402, F401

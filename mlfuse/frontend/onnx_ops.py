@@ -1085,7 +1085,11 @@ def separable_pools(node: Node, x: SSAValue, window: Window, pool: Callable[[SSA
 
 @onnx_op("Conv", attributes=("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"))
 def convert_conv(node: Node) -> list[Value]:
-    x, w = node.input(0), node.input(1)
+    return [conv(node, node.input(0), node.input(1), node.input(2) if node.has_input(2) else None)]
+
+
+def conv(node: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None = None) -> SSAValue:
+    """The node's 1-D or 2-D convolution of x by w (its attributes: pads, strides, group...)."""
     same_element_type(node, x, w)
     rank = len(shape_of(x))
     if rank not in (3, 4) or len(shape_of(w)) != rank:
@@ -1102,12 +1106,11 @@ def convert_conv(node: Node) -> list[Value]:
     w2 = node.reshape(w, (*shape_of(w)[:2], 1, kernel[0])) if rank == 3 else w
     group = int(node.attr("group", 1))
     y = node.emit(graph.Conv2dOp(x2, w2, window.strides, window.pads, window.dilations, group))
-    if node.has_input(2):
-        bias = node.input(2)
+    if bias is not None:
         if shape_of(bias) != (shape_of(w)[0],):
             raise node.error(f"bias must have shape {shape_of(w)[0]}, got {fmt_shape(shape_of(bias))}")
         y = node.emit(graph.AddOp(y, along(node, bias, 1, shape_of(y))))
-    return [from_2d(node, y, rank)]
+    return from_2d(node, y, rank)
 
 
 def pool_kernel(node: Node, x: SSAValue) -> list[int]:
