@@ -159,29 +159,28 @@ def convert_dequantize_linear(node: Node) -> list[Value]:
 def shifted(node: Node, index: int, zero_index: int, vector_axis: int | None = None) -> tuple[SSAValue, np.ndarray | float]:
     """Input `index` minus its zero point as float32, with the zero point's entries along
     `vector_axis` when it is a vector. Also the magnitudes of the shifted values: an array
-    for a constant input and zero point (weights), else a bound from the input's type."""
+    for a constant input and zero point (weights, shifted here once), else a bound from the
+    input's type."""
     v = node.input(index)
     dtype = graph.numpy_dtype(element_type_of(v))
     if dtype not in QUANTIZED_TYPES:
         raise node.error(f"input {index} must be an 8- or 16-bit integer tensor, got {element_type_of(v)}")
-    info = np.iinfo(dtype)
+    zero = node.input(zero_index) if node.has_input(zero_index) else node.splat(0, element_type_of(v), ())
     known_v = node.constant(index)
-    known_zero = node.constant(zero_index) if node.has_input(zero_index) else np.zeros((), np.int64)
-    dv = node.cast(v, f32)
-    if node.has_input(zero_index):
-        zero = node.input(zero_index)
-        if vector_axis is not None and len(shape_of(zero)) == 1 and shape_of(zero)[0] > 1:
-            rank = len(shape_of(v))
-            vector_shape = [1] * rank
-            vector_shape[vector_axis % rank] = shape_of(zero)[0]
-            zero = node.reshape(zero, vector_shape)
-            known_zero = None if known_zero is None else known_zero.reshape(vector_shape)
-        shape = broadcast_shape(node, shape_of(dv), shape_of(zero))
-        dv = node.emit(graph.SubOp(broadcast_to(node, dv, shape), broadcast_to(node, node.cast(zero, f32), shape)))
+    known_zero = node.constant(zero_index) if node.has_input(zero_index) else np.zeros((), dtype)
+    if vector_axis is not None and len(shape_of(zero)) == 1 and shape_of(zero)[0] > 1:
+        vector_shape = [1] * len(shape_of(v))
+        vector_shape[vector_axis % len(vector_shape)] = shape_of(zero)[0]
+        zero = node.reshape(zero, vector_shape)
+        known_zero = None if known_zero is None else known_zero.reshape(vector_shape)
+    if known_v is not None and known_zero is not None:
+        values = known_v.astype(np.float64) - known_zero
+        return node.emit(graph.ConstantOp(dense_from_numpy(values.astype(np.float32), f32))), np.abs(values)
+    shape = broadcast_shape(node, shape_of(v), shape_of(zero))
+    dv = node.emit(graph.SubOp(broadcast_to(node, node.cast(v, f32), shape), broadcast_to(node, node.cast(zero, f32), shape)))
+    info = np.iinfo(dtype)
     if known_zero is None:
         return dv, float(int(info.max) - int(info.min))
-    if known_v is not None:
-        return dv, np.asarray(np.abs(known_v.astype(np.float64) - known_zero), np.float64)
     return dv, float(np.abs(np.array([info.min, info.max], np.float64)[:, None] - known_zero.reshape(-1)).max())
 
 
