@@ -553,6 +553,20 @@ class ReluOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
+class BitNotOp(UnaryElementwiseOp):
+    """~x on integers (numpy's invert)."""
+
+    name = "graph.bitnot"
+    traits = traits_def(Elementwise())
+    FLOAT_ONLY: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not is_int(element_type_of(self.input)):
+            raise VerifyException(f"'{self.name}' expects an integer tensor, got element type {element_type_of(self.input)}")
+
+
+@irdl_op_definition
 class FloorOp(UnaryElementwiseOp):
     """The largest integer not above x (NaN, infinities and signed zeros kept)."""
 
@@ -643,6 +657,7 @@ class BinaryElementwiseOp(IRDLOperation):
     traits = traits_def(Pure(), _canonicalization("elementwise_patterns"))
     assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
     FLOAT_ONLY: ClassVar[bool] = False
+    INT_ONLY: ClassVar[bool] = False
 
     def __init__(self, lhs: SSAValue, rhs: SSAValue):
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
@@ -654,6 +669,8 @@ class BinaryElementwiseOp(IRDLOperation):
             raise VerifyException(
                 f"'{self.name}' expects a floating-point tensor, got element type {el}"
             )
+        if self.INT_ONLY and (not is_int(el) or el == i1):
+            raise VerifyException(f"'{self.name}' expects an integer tensor, got element type {el}")
 
 
 @irdl_op_definition
@@ -729,6 +746,54 @@ class PowOp(BinaryElementwiseOp):
     name = "graph.pow"
     traits = traits_def(Elementwise(cost=16.0), _canonicalization("pow_patterns"))
     FLOAT_ONLY: ClassVar[bool] = True
+
+
+class BitwiseBinaryOp(BinaryElementwiseOp):
+    """Base of the bitwise ops on integers (numpy's bitwise_and, left_shift...)."""
+
+    INT_ONLY: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class BitAndOp(BitwiseBinaryOp):
+    name = "graph.bitand"
+    traits = traits_def(Elementwise())
+
+
+@irdl_op_definition
+class BitOrOp(BitwiseBinaryOp):
+    name = "graph.bitor"
+    traits = traits_def(Elementwise())
+
+
+@irdl_op_definition
+class BitXorOp(BitwiseBinaryOp):
+    name = "graph.bitxor"
+    traits = traits_def(Elementwise())
+
+
+@irdl_op_definition
+class ShiftLeftOp(BitwiseBinaryOp):
+    """lhs << rhs, wrapping; a shift by the width or more (or, signed, by a negative
+    amount) gives 0, as numpy's left_shift does.
+
+        %y = graph.shl %x, %n : tensor<8xui8>
+    """
+
+    name = "graph.shl"
+    traits = traits_def(Elementwise())
+
+
+@irdl_op_definition
+class ShiftRightOp(BitwiseBinaryOp):
+    """lhs >> rhs, logical on unsigned types and arithmetic on signed ones; a shift by
+    the width or more gives 0 (-1 for a negative signed lhs), as numpy's right_shift does.
+
+        %y = graph.shr %x, %n : tensor<8xi32>
+    """
+
+    name = "graph.shr"
+    traits = traits_def(Elementwise())
 
 
 COMPARE_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -1976,6 +2041,12 @@ Graph = Dialect(
         MinOp,
         RemOp,
         PowOp,
+        BitAndOp,
+        BitOrOp,
+        BitXorOp,
+        ShiftLeftOp,
+        ShiftRightOp,
+        BitNotOp,
         CompareOp,
         SelectOp,
         BroadcastOp,

@@ -306,6 +306,30 @@ class GraphFunctions(InterpreterFunctions):
     def run_pow(self, interpreter: Interpreter, op: graph.PowOp, args: Values) -> Values:
         return _elementwise(np.power, args)
 
+    @impl(graph.BitAndOp)
+    def run_bitand(self, interpreter: Interpreter, op: graph.BitAndOp, args: Values) -> Values:
+        return _elementwise(np.bitwise_and, args)
+
+    @impl(graph.BitOrOp)
+    def run_bitor(self, interpreter: Interpreter, op: graph.BitOrOp, args: Values) -> Values:
+        return _elementwise(np.bitwise_or, args)
+
+    @impl(graph.BitXorOp)
+    def run_bitxor(self, interpreter: Interpreter, op: graph.BitXorOp, args: Values) -> Values:
+        return _elementwise(np.bitwise_xor, args)
+
+    @impl(graph.ShiftLeftOp)
+    def run_shl(self, interpreter: Interpreter, op: graph.ShiftLeftOp, args: Values) -> Values:
+        return _elementwise(np.left_shift, args)
+
+    @impl(graph.ShiftRightOp)
+    def run_shr(self, interpreter: Interpreter, op: graph.ShiftRightOp, args: Values) -> Values:
+        return _elementwise(np.right_shift, args)
+
+    @impl(graph.BitNotOp)
+    def run_bitnot(self, interpreter: Interpreter, op: graph.BitNotOp, args: Values) -> Values:
+        return _elementwise(np.invert, args)
+
     @impl(graph.RemOp)
     def run_rem(self, interpreter: Interpreter, op: graph.RemOp, args: Values) -> Values:
         return (remainder(*args, fmod=op.is_fmod),)

@@ -633,6 +633,21 @@ case("QLinearConv-bias-per-channel", "QLinearConv", [ints(1, 3, 5, 5, low=0, hig
 case("QLinearConv-int8-grouped-1d", "QLinearConv", [ints(2, 4, 9, low=-128, high=128, dtype=np.int8),
      np.array(0.05, np.float32), np.array(1, np.int8), ints(6, 2, 3, low=-128, high=128, dtype=np.int8),
      np.array(0.01, np.float32), np.array(0, np.int8), np.array(0.9, np.float32), np.array(-5, np.int8)], opset=13, group=2)
+# bitwise ops and shifts (graph.bitand ... graph.shr); shifts by the width or more give 0, as numpy's
+case("BitShift-left-uint8-past-width", "BitShift", [ints(3, 4, low=0, high=256, dtype=np.uint8),
+     ints(3, 4, low=0, high=12, dtype=np.uint8)], opset=11, direction="LEFT")
+case("BitShift-right-uint32-broadcast", "BitShift", [ints(2, 5, low=0, high=2**31, dtype=np.int64).astype(np.uint32),
+     ints(5, low=0, high=40, dtype=np.uint32)], opset=11, direction="RIGHT")
+case("BitShift-right-uint64", "BitShift", [ints(6, low=0, high=2**62, dtype=I64).astype(np.uint64) * np.uint64(3)],
+     consts={1: np.array([0, 1, 17, 63, 64, 100], np.uint64)}, opset=11, direction="RIGHT")
+case("BitwiseAnd-int16-broadcast", "BitwiseAnd", [ints(2, 3, 4, low=-30000, high=30000, dtype=np.int16),
+     ints(4, low=-30000, high=30000, dtype=np.int16)], opset=18)
+case("BitwiseOr-uint8", "BitwiseOr", [ints(3, 5, low=0, high=256, dtype=np.uint8), ints(3, 5, low=0, high=256, dtype=np.uint8)],
+     opset=18)
+case("BitwiseXor-int64", "BitwiseXor", [ints(4, 3, low=-2**40, high=2**40, dtype=I64), ints(1, 3, low=-2**40, high=2**40, dtype=I64)],
+     opset=18)
+case("BitwiseNot-int32", "BitwiseNot", [ints(3, 4, low=-2**31, high=2**31 - 1)], opset=18)
+case("BitwiseNot-uint16", "BitwiseNot", [ints(7, low=0, high=2**16, dtype=np.uint16)], opset=18)
 
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
@@ -641,6 +656,8 @@ COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-h
                "Pow-int32-int32", "Pow-int32-negative-exponents", "Pow-int64-const-exponent", "Pow-int32-float-exponent",
                "BatchNormalization-training", "MaxPool-indices-pads-ceil", "MaxPool-indices-ties-storage-order-dilated",
                "MaxPool-indices-1d"}
+# the bitwise ops' and shifts' scalar lowering (conversion/scalar.py)
+COMPILED_TOO |= {p.id for p in CASES if p.values[0].startswith("Bit")}
 # and convs whose lowering has a case of its own (graph_to_loop.ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
                  "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}
@@ -711,6 +728,20 @@ def test_integer_products_take_zero_points_per_row_and_per_output_channel(tmp_pa
     expected = np.einsum("nchwij,mcij->nmhw", windows, w.astype(np.int64) - w_zero[:, None, None, None]).astype(np.int32)
     onnx.save(model, str(tmp_path / "conv.onnx"))
     np.testing.assert_array_equal(mlfuse.compile(str(tmp_path / "conv.onnx"))(**feeds)[0], expected)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_signed_shifts_are_numpys(dtype, tmp_path):
+    """BitShift on signed types (opset 28, which onnxruntime lacks): amounts of the width or
+    more, and negative ones, give 0 to the left and the sign bits to the right, as numpy."""
+    bits = np.iinfo(dtype).bits
+    x = np.array([1, -1, 5, -8, np.iinfo(dtype).min, np.iinfo(dtype).max, 3, -3], dtype)
+    n = np.array([0, 1, bits - 1, bits, bits + 3, -1, 2, -bits], dtype)
+    for direction, expected in (("LEFT", np.left_shift(x, n)), ("RIGHT", np.right_shift(x, n))):
+        model, feeds = single_node("BitShift", [x, n], opset=28, direction=direction)
+        path = tmp_path / f"shift_{direction}.onnx"
+        onnx.save(model, str(path))
+        np.testing.assert_array_equal(mlfuse.compile(str(path))(**feeds)[0], expected, err_msg=direction)
 
 
 @pytest.mark.parametrize("shape, groups", [((2, 6, 5), 2), ((1, 4, 3, 3), 4)])
@@ -812,6 +843,8 @@ REJECTED = [
                  r"element type FLOAT8E4M3FN, which mlfuse does not support", id="QuantizeLinear-float8"),
     pytest.param("QuantizeLinear", [f32(3)], {1: np.array(0.1, np.float32), 2: np.array(1, np.int32)}, 13, {},
                  r"y_zero_point typestr: T2, has unsupported type: tensor\(int32\)", id="QuantizeLinear-int32-zero-point"),
+    pytest.param("BitShift", [ints(3, dtype=np.uint8), ints(3, dtype=np.uint8)], None, 11, dict(direction="UP"),
+                 r"direction must be \"LEFT\" or \"RIGHT\", got 'UP'", id="BitShift-bad-direction"),
     pytest.param("DequantizeLinear", [f32(3)], {1: np.array(0.1, np.float32)}, 13, {},
                  r"x typestr: T, has unsupported type: tensor\(float\)", id="DequantizeLinear-float-input"),
 ]

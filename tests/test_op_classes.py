@@ -162,7 +162,8 @@ def test_every_graph_op_carries_one_fact(op_type):
 # (op name, op class, element cost): the planner's view of every graph op
 EXPECTED = {
     **{n: (OpClass.LIGHT_ELEMENTWISE, 1.0) for n in (
-        "add", "sub", "mul", "max", "min", "neg", "abs", "relu", "floor", "ceil", "round", "compare", "select", "cast")},
+        "add", "sub", "mul", "max", "min", "neg", "abs", "relu", "floor", "ceil", "round", "compare", "select", "cast",
+        "bitand", "bitor", "bitxor", "shl", "shr", "bitnot")},
     "div": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "rem": (OpClass.EXPENSIVE_ELEMENTWISE, 6.0),
     "sqrt": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "rsqrt": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0),
     "reciprocal": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "exp": (OpClass.EXPENSIVE_ELEMENTWISE, 8.0),
@@ -199,12 +200,15 @@ def sample_ops() -> list:
         t([4, 8]), t([4, 8]), t([8]), t([8, 2]), t([2, 4, 8]), t([2, 8, 3]), t([3], i64), t([4, 2], i64),
         t([1, 2, 6, 6]), t([3, 2, 3, 3]), t([4, 8], i1),
     ]).args
+    n = Block(arg_types=[t([4, 8], i32)]).args[0]
     ops = [cls(x) for cls in (graph.NegOp, graph.AbsOp, graph.ExpOp, graph.LogOp, graph.SqrtOp, graph.RsqrtOp,
                               graph.ReciprocalOp, graph.TanhOp, graph.ErfOp, graph.SinOp, graph.CosOp, graph.SigmoidOp, graph.ReluOp, graph.GeluOp,
                               graph.FloorOp, graph.CeilOp, graph.RoundOp)]
     ops += [cls(x, y) for cls in (graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.MaxOp, graph.MinOp,
                                   graph.RemOp, graph.PowOp)]
     ops += [graph.CompareOp("lt", x, y), graph.SelectOp(c, x, y), graph.CastOp(x, i32)]
+    ops += [cls(n, n) for cls in (graph.BitAndOp, graph.BitOrOp, graph.BitXorOp, graph.ShiftLeftOp, graph.ShiftRightOp)]
+    ops += [graph.BitNotOp(n)]
     ops += [cls(x, [1]) for cls in (graph.ReduceSumOp, graph.ReduceMaxOp, graph.ReduceMinOp, graph.ReduceMeanOp,
                                     graph.ReduceProdOp)]
     ops += [

@@ -14,6 +14,27 @@ func.func @exp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// Shifts are numpy's: an amount of the width or more (unsigned compare, so a negative
+// one too) selects 0 for a left shift and the sign bits for a signed right shift;
+// LLVM's shift would be poison there.
+// CHECK-LABEL: func.func @shifts
+// CHECK: loop.nest "shl"
+// CHECK: %[[W:.*]] = arith.constant 32 : i32
+// CHECK: %[[OK:.*]] = arith.cmpi ult, %{{.*}}, %[[W]] : i32
+// CHECK: arith.shli
+// CHECK: arith.select %[[OK]]
+// CHECK: loop.nest "shr"
+// CHECK: arith.shrsi %{{.*}}, %{{.*}} : i32
+// CHECK: arith.shrsi
+// CHECK: arith.select
+func.func @shifts(%x: tensor<8xi32>, %n: tensor<8xi32>) -> (tensor<8xi32>, tensor<8xi32>) {
+  %l = graph.shl %x, %n : tensor<8xi32>
+  %r = graph.shr %x, %n : tensor<8xi32>
+  func.return %l, %r : tensor<8xi32>, tensor<8xi32>
+}
+
+// -----
+
 // Intermediates are 64-byte-aligned allocations freed after their last use;
 // a splat constant becomes a scalar in the nest that reads it.
 // CHECK-LABEL: func.func @chain

@@ -193,6 +193,8 @@ def _int_unary(b: Builder, op: Operation, x: SSAValue, unsigned: bool) -> SSAVal
     match op:
         case graph.NegOp():  # wraps, like numpy (also for unsigned: -1 is the maximum)
             return b.insert(arith.SubiOp(const(b, 0, t), x)).result
+        case graph.BitNotOp():
+            return b.insert(arith.XOrIOp(x, const(b, -1, t))).result
         case graph.AbsOp() | graph.ReluOp() if unsigned:
             return x
         case graph.AbsOp():
@@ -218,6 +220,7 @@ INT_BINARY: dict[type, Callable] = {
 }
 FLOAT_PREDICATES = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 INT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+INT_BINARY |= {graph.BitAndOp: arith.AndIOp, graph.BitOrOp: arith.OrIOp, graph.BitXorOp: arith.XOrIOp}
 UINT_BINARY: dict[type, Callable] = {**INT_BINARY, graph.MaxOp: arith.MaxUIOp, graph.MinOp: arith.MinUIOp}
 UINT_PREDICATES = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 
@@ -254,6 +257,8 @@ def emit_elementwise(b: Builder, op: Operation, args: list[SSAValue]) -> SSAValu
         r = _int_unary(b, op, wide[0], unsigned) if is_int else _float_unary(b, op, wide[0])
     elif is_int and isinstance(op, graph.DivOp):
         r = (safe_divui if unsigned else safe_divsi)(b, wide[0], wide[1])
+    elif isinstance(op, graph.ShiftLeftOp | graph.ShiftRightOp):
+        r = numpy_shift(b, op, wide[0], wide[1], unsigned)
     elif isinstance(op, graph.RemOp):
         r = (int_remainder(b, *wide, op.is_fmod, unsigned) if is_int else float_remainder(b, *wide, op.is_fmod))
     elif not is_int and isinstance(op, graph.MaxOp | graph.MinOp):
@@ -264,6 +269,25 @@ def emit_elementwise(b: Builder, op: Operation, args: list[SSAValue]) -> SSAValu
             raise Diagnostic(f"'{op.name}' is not defined on {wide[0].type}", location_of(op))
         r = b.insert(table[type(op)](wide[0], wide[1])).result
     return narrow(b, r, out_t)
+
+
+def numpy_shift(b: Builder, op: Operation, x: SSAValue, n: SSAValue, unsigned: bool) -> SSAValue:
+    """numpy's shifts. LLVM's are poison for amounts of the width or more; numpy's give
+    0 then (taking a negative signed amount as such a large unsigned one), and a right
+    shift of a negative signed value gives -1, its sign bits."""
+    t = x.type
+    assert isinstance(t, IntegerType)
+    width = const(b, t.width.data, t)
+    in_range = b.insert(arith.CmpiOp(n, width, "ult")).result
+    amount = b.insert(arith.SelectOp(in_range, n, const(b, 0, t))).result
+    if isinstance(op, graph.ShiftLeftOp):
+        shifted, beyond = b.insert(arith.ShLIOp(x, amount)).result, const(b, 0, t)
+    elif unsigned:
+        shifted, beyond = b.insert(arith.ShRUIOp(x, amount)).result, const(b, 0, t)
+    else:
+        sign = b.insert(arith.ShRSIOp(x, const(b, t.width.data - 1, t))).result
+        shifted, beyond = b.insert(arith.ShRSIOp(x, amount)).result, sign
+    return b.insert(arith.SelectOp(in_range, shifted, beyond)).result
 
 
 def numpy_max_min(b: Builder, kind: str, x: SSAValue, y: SSAValue) -> SSAValue:

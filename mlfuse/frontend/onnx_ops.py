@@ -314,6 +314,44 @@ def convert_binary(node: Node) -> list[Value]:
     return [node.emit(BINARY[node.op_type](a, b))]
 
 
+BITWISE: dict[str, type[graph.BinaryElementwiseOp]] = {
+    "BitwiseAnd": graph.BitAndOp,
+    "BitwiseOr": graph.BitOrOp,
+    "BitwiseXor": graph.BitXorOp,
+}
+
+
+@onnx_op(*BITWISE)
+def convert_bitwise(node: Node) -> list[Value]:
+    a, b = node.input(0), node.input(1)
+    integer_operands(node, a, b)
+    return [node.emit(BITWISE[node.op_type](*broadcast_all(node, a, b)))]
+
+
+@onnx_op("BitwiseNot")
+def convert_bitwise_not(node: Node) -> list[Value]:
+    x = node.input(0)
+    integer_operands(node, x)
+    return [node.emit(graph.BitNotOp(x))]
+
+
+@onnx_op("BitShift", attributes=("direction",))
+def convert_bit_shift(node: Node) -> list[Value]:
+    direction = node.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise node.error(f"direction must be \"LEFT\" or \"RIGHT\", got {direction!r}")
+    x, n = node.input(0), node.input(1)
+    integer_operands(node, x, n)
+    op = graph.ShiftLeftOp if direction == "LEFT" else graph.ShiftRightOp
+    return [node.emit(op(*broadcast_all(node, x, n)))]
+
+
+def integer_operands(node: Node, *values: SSAValue) -> None:
+    el = same_element_type(node, *values)
+    if not graph.is_int(el) or el == i1:
+        raise node.error(f"operands must be integers, got {el}")
+
+
 @onnx_op("Mod", attributes=("fmod",))
 def convert_mod(node: Node) -> list[Value]:
     """fmod = 0: the divisor's sign (numpy's mod; the node suite also has floats with fmod = 0,

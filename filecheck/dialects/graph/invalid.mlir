@@ -456,3 +456,27 @@ func.func @main(%x: tensor<4xi1>) -> tensor<4xi1> {
   %y = graph.rem %x, %x : tensor<4xi1>
   func.return %y : tensor<4xi1>
 }
+
+// -----
+
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.bitand' expects an integer tensor, got element type f32
+  %y = graph.bitand %x, %x : tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.shl' expects an integer tensor, got element type i1
+  %y = graph.shl %x, %x : tensor<4xi1>
+  func.return %y : tensor<4xi1>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf16>) -> tensor<4xf16> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.bitnot' expects an integer tensor, got element type f16
+  %y = graph.bitnot %x : tensor<4xf16>
+  func.return %y : tensor<4xf16>
+}

@@ -205,6 +205,24 @@ func.func @gathers(%t: tensor<10x4xf32>, %ids: tensor<2x3xi64>, %k: tensor<i32>,
   func.return %g : tensor<2x3x4xf32>
 }
 
+// Bitwise ops and shifts on integers.
+// CHECK-LABEL: func.func @bitwise
+func.func @bitwise(%u: tensor<5xui8>, %s: tensor<5xi32>) -> tensor<5xi32> {
+  // CHECK-NEXT: %and = graph.bitand %u, %u : tensor<5xui8>
+  // CHECK-NEXT: %or = graph.bitor %s, %s : tensor<5xi32>
+  // CHECK-NEXT: %xor = graph.bitxor %s, %or : tensor<5xi32>
+  // CHECK-NEXT: %not = graph.bitnot %u : tensor<5xui8>
+  // CHECK-NEXT: %left = graph.shl %u, %not : tensor<5xui8>
+  // CHECK-NEXT: %right = graph.shr %xor, %s : tensor<5xi32>
+  %and = graph.bitand %u, %u : tensor<5xui8>
+  %or = graph.bitor %s, %s : tensor<5xi32>
+  %xor = graph.bitxor %s, %or : tensor<5xi32>
+  %not = graph.bitnot %u : tensor<5xui8>
+  %left = graph.shl %u, %not : tensor<5xui8>
+  %right = graph.shr %xor, %s : tensor<5xi32>
+  func.return %right : tensor<5xi32>
+}
+
 // GENERIC-LABEL: "func.func"() <{sym_name = "gathers"
 // GENERIC: %g = "graph.gather"(%t, %ids) <{axis = 0 : i64}> : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>
 // GENERIC: %fmod = "graph.rem"(%s, %s) <{fmod}> : (tensor<5xi16>, tensor<5xi16>) -> tensor<5xi16>
