@@ -648,6 +648,18 @@ case("BitwiseXor-int64", "BitwiseXor", [ints(4, 3, low=-2**40, high=2**40, dtype
      opset=18)
 case("BitwiseNot-int32", "BitwiseNot", [ints(3, 4, low=-2**31, high=2**31 - 1)], opset=18)
 case("BitwiseNot-uint16", "BitwiseNot", [ints(7, low=0, high=2**16, dtype=np.uint16)], opset=18)
+# TopK: one selection per rank; ties to the lower index (rounded inputs tie)
+case("TopK-largest-ties", "TopK", [np.round(f32(3, 7))], consts={1: a(3)}, opset=11, outputs=2, axis=1)
+case("TopK-smallest-axis0-int32", "TopK", [ints(6, 4, low=-3, high=3)], consts={1: a(4)}, opset=11, outputs=2, axis=0,
+     largest=0)
+case("TopK-whole-axis-1d", "TopK", [f32(5)], consts={1: a(5)}, opset=11, outputs=2)
+# the other trigonometric and hyperbolic functions (mlfuse/frontend/onnx_math.py)
+for op, make in {"Tan": lambda: f32(3, 4, low=-1.5, high=1.5), "Sinh": lambda: f32(3, 4, low=-6, high=6),
+                 "Cosh": lambda: f32(3, 4, low=-6, high=6), "Atan": lambda: f32(3, 4, low=-20, high=20),
+                 "Asin": lambda: f32(3, 4, low=-1, high=1), "Acos": lambda: f32(3, 4, low=-1, high=1),
+                 "Asinh": lambda: f32(3, 4, low=-30, high=30), "Acosh": lambda: f32(3, 4, low=1, high=30),
+                 "Atanh": lambda: f32(3, 4, low=-0.99, high=0.99)}.items():
+    case(op, op, [make()], opset=13)
 
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
@@ -742,6 +754,36 @@ def test_signed_shifts_are_numpys(dtype, tmp_path):
         path = tmp_path / f"shift_{direction}.onnx"
         onnx.save(model, str(path))
         np.testing.assert_array_equal(mlfuse.compile(str(path))(**feeds)[0], expected, err_msg=direction)
+
+
+MATH_TRUTH = {"Tan": np.tan, "Sinh": np.sinh, "Cosh": np.cosh, "Atan": np.arctan, "Asin": np.arcsin, "Acos": np.arccos,
+              "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}
+
+
+@pytest.mark.parametrize("op_type", sorted(MATH_TRUTH))
+def test_trigonometric_and_hyperbolic_functions_within_4_ulps(op_type, tmp_path):
+    """Against numpy in float64, rounded: within 4 float32 ulps over each function's domain,
+    near 0, near its ends (acosh and acos near 1, sinh and cosh where e^x alone overflows);
+    special values (NaN, +-inf, +-0, outside the domain) exactly as numpy's."""
+    rng = np.random.default_rng(20261206)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1 - 2**-24, -1 + 2**-24, 1 + 2**-23, 1.5, -1.5,
+                        1e-20, -1e-20, 0.0999, 0.1001, 0.4999, 0.5001, 9999.0, 10001.0, 1e30, -1e30, 89.0, -89.0,
+                        89.4, 90.0], np.float32)
+    x = np.concatenate([special, rng.uniform(-3, 3, 3000), rng.uniform(-0.2, 0.2, 1000), rng.uniform(0.9, 1.1, 1000),
+                        rng.uniform(-100, 100, 1000)]).astype(np.float32)
+    model, feeds = single_node(op_type, [x], opset=13)
+    onnx.save(model, str(tmp_path / "f.onnx"))
+    got = mlfuse.compile(str(tmp_path / "f.onnx"))(**feeds)[0]
+    with np.errstate(all="ignore"):
+        truth = MATH_TRUTH[op_type](x.astype(np.float64))
+        want = truth.astype(np.float32)
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    ulps = np.abs(got[finite].astype(np.float64) - truth[finite]) / np.spacing(np.abs(want[finite])).astype(np.float64)
+    worst = int(np.argmax(ulps))
+    assert ulps[worst] <= 4.0, f"{op_type}({x[finite][worst]!r}) = {got[finite][worst]!r}, numpy: {want[finite][worst]!r}"
+    zeros = (x == 0) & finite
+    np.testing.assert_array_equal(np.signbit(got[zeros]), np.signbit(want[zeros]))
 
 
 @pytest.mark.parametrize("shape, groups", [((2, 6, 5), 2), ((1, 4, 3, 3), 4)])
@@ -845,6 +887,9 @@ REJECTED = [
                  r"y_zero_point typestr: T2, has unsupported type: tensor\(int32\)", id="QuantizeLinear-int32-zero-point"),
     pytest.param("BitShift", [ints(3, dtype=np.uint8), ints(3, dtype=np.uint8)], None, 11, dict(direction="UP"),
                  r"direction must be \"LEFT\" or \"RIGHT\", got 'UP'", id="BitShift-bad-direction"),
+    pytest.param("TopK", [f32(3, 5)], {1: a(6)}, 11, {}, r"Axis has less than the requested k elements", id="TopK-k-too-large"),
+    pytest.param("TopK", [f32(2, 100)], {1: a(65)}, 11, {}, r"k = 65 is more than mlfuse's TopK takes \(64\)", id="TopK-k-past-limit"),
+    pytest.param("TopK", [f32(3, 5), a(2)], None, 11, {}, r"input 1 \(k, 'x1'\) must be a constant", id="TopK-runtime-k"),
     pytest.param("DequantizeLinear", [f32(3)], {1: np.array(0.1, np.float32)}, 13, {},
                  r"x typestr: T, has unsupported type: tensor\(float\)", id="DequantizeLinear-float-input"),
 ]
@@ -855,7 +900,7 @@ def test_rejected_nodes_give_a_located_diagnostic(op_type, inputs, consts, opset
     if op_type == "Reshape":
         inputs = [*inputs, a(6)]  # the shape as a run-time graph input
     outputs = {"MaxPool-indices-bad-storage-order": 2}.get(request.node.callspec.id, 1)
-    outputs = 2 if op_type == "LinearAttention" else outputs
+    outputs = 2 if op_type in ("LinearAttention", "TopK") else outputs
     model, _ = single_node(op_type, inputs, consts, opset=opset, outputs=outputs, infer=False, **attrs)
     with pytest.raises(Diagnostic, match=message) as info:
         import_onnx(model)

@@ -937,5 +937,65 @@ def convert_arg_extreme(node: Node) -> list[Value]:
     return [y]
 
 
+TOPK_MAX_K = 64  # one selection per rank, about ten graph ops each
+
+
+@composite("TopK", attributes=("axis", "largest", "sorted"), static_inputs=(1,))
+def convert_top_k(node: Node) -> list[Value]:
+    """The k largest (smallest) elements along an axis and their indices, in order, as
+    onnx's reference ranks them: ties to the lower index, NaN above every number. One
+    selection per rank: the extreme of the elements not yet taken, and the first index
+    that holds it. (`sorted` = 0 allows any order; this one is sorted.)"""
+    x = node.input(0)
+    shape = shape_of(x)
+    axis = normalize_axis(node, int(node.attr("axis", -1)), len(shape))
+    k_value = node.const_input(1, "k")
+    assert k_value is not None
+    if k_value.size != 1:
+        raise node.error(f"k must hold one value, got shape {fmt_shape(k_value.shape)}")
+    k, n = int(k_value.reshape(-1)[0]), shape[axis]
+    if not 1 <= k <= n:
+        raise node.error(f"k = {k} is not between 1 and the axis' size {n}")
+    if k > TOPK_MAX_K:
+        raise node.error(f"k = {k} is more than mlfuse's TopK takes ({TOPK_MAX_K})")
+    largest = bool(node.attr("largest", 1))
+    el = element_type_of(x)
+    if el == i1:
+        raise node.error("TopK of bool tensors is not supported")
+    floating = is_float(el)
+    if floating:
+        beyond = -math.inf if largest else math.inf
+    else:
+        info = np.iinfo(graph.numpy_dtype(el))
+        beyond = int(info.min) if largest else int(info.max)
+    key = x
+    if floating and not largest:  # NaN ranks above every number: last among the smallest
+        key = node.emit(graph.SelectOp(node.emit(graph.CompareOp("ne", x, x)), node.scalar_like(math.inf, x), x))
+    index = node.emit(graph.BroadcastOp(node.emit(graph.ConstantOp(dense_from_numpy(np.arange(n, dtype=np.int64), i64))), [axis], shape))
+    no_index = node.splat(n, i64, shape)
+    taken = node.splat(False, i1, shape)
+    ranks = []
+    for _ in range(k):
+        rest = node.emit(graph.SelectOp(taken, node.scalar_like(beyond, key), key))
+        extreme = reduce(node, graph.ReduceMaxOp if largest else graph.ReduceMinOp, rest, [axis])
+        hit = node.emit(graph.CompareOp("eq", rest, broadcast_to(node, extreme, shape)))
+        if floating and largest:  # a NaN left over is the maximum, and equals nothing
+            hit = node.emit(graph.SelectOp(node.emit(graph.CompareOp("ne", rest, rest)), node.splat(True, i1, shape), hit))
+        hit = node.emit(graph.SelectOp(taken, node.splat(False, i1, shape), hit))
+        first = reduce(node, graph.ReduceMinOp, node.emit(graph.SelectOp(hit, index, no_index)), [axis])
+        ranks.append(first)
+        now_taken = node.emit(graph.CompareOp("eq", index, broadcast_to(node, first, shape)))
+        taken = node.emit(graph.SelectOp(now_taken, node.splat(True, i1, shape), taken))
+    indices = ranks[0] if k == 1 else node.emit(graph.ConcatOp(ranks, axis))
+    return [node.emit(graph.GatherElementsOp(x, indices, axis)), indices]
+
+
 # More composites, in a module of their own (imported last: they use this one).
-from mlfuse.frontend import onnx_composite_nn, onnx_linear_attention, onnx_quantize, onnx_recurrent, onnx_scatter  # noqa: E402, F401
+from mlfuse.frontend import (  # noqa: E402, F401
+    onnx_composite_nn,
+    onnx_linear_attention,
+    onnx_math,
+    onnx_quantize,
+    onnx_recurrent,
+    onnx_scatter,
+)

@@ -1,0 +1,195 @@
+"""ONNX's other trigonometric and hyperbolic functions, composed of graph ops.
+
+    Tan    sin(x) / cos(x)
+    Sinh   (e^x - e^-x) / 2; below 0.5 in magnitude its Taylor series, where the
+           difference would cancel (relative error < 1e-8)
+    Cosh   (e^x + e^-x) / 2, both through e^(|x| / 2), which overflows only where they do
+    Atan   Cephes' atanf: |x| reduced to [0, tan(pi/8)] by atan(x) = pi/2 - atan(1/x)
+           (above tan(3 pi/8)) or pi/4 + atan((x - 1) / (x + 1)) (above tan(pi/8)), then
+           x + x^3 P(x^2) with P of degree 3 (relative error about 1e-7)
+    Asin   atan(x / sqrt((1 - x)(1 + x)))
+    Acos   2 atan(sqrt((1 - x) / (1 + x)))            (no cancellation near 1)
+    Asinh  sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); above 1e4 log(2|x|)
+    Acosh  log1p(x - 1 + sqrt(x - 1) sqrt(x + 1)); above 1e4 log(2x)
+    Atanh  sign(x) log1p(2|x| / (1 - |x|)) / 2
+
+log1p(t) is log(u) t / (u - 1) with u = 1 + t (Goldberg's: the rounding of u cancels),
+so that the results near 0 (acosh near 1) keep their relative precision.
+
+Out of the domain they give NaN (the square root or logarithm of a negative number), at
+its ends the infinities numpy gives. Everything is computed in the input's floating-point
+type, f16 through f32 like every f16 op.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from xdsl.ir import SSAValue
+
+from mlfuse.dialects import graph
+from mlfuse.frontend.onnx_composite import composite, float_input
+from mlfuse.frontend.onnx_ops import Node, Value
+
+# Cephes atanf's polynomial, highest power first
+ATAN_COEFFICIENTS = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
+TAN_PI_8, TAN_3PI_8 = math.tan(math.pi / 8), math.tan(3 * math.pi / 8)
+
+
+class Ops:
+    """Arithmetic on one node's values, so the formulas above read as formulas."""
+
+    def __init__(self, node: Node, like: SSAValue):
+        self.node, self.like = node, like
+
+    def c(self, value: float) -> SSAValue:
+        return self.node.scalar_like(value, self.like)
+
+    def emit(self, op) -> SSAValue:
+        return self.node.emit(op)
+
+    def add(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(graph.AddOp(a, b))
+
+    def sub(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(graph.SubOp(a, b))
+
+    def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(graph.MulOp(a, b))
+
+    def div(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(graph.DivOp(a, b))
+
+    def unary(self, cls: type, a: SSAValue) -> SSAValue:
+        return self.emit(cls(a))
+
+    def where(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(graph.SelectOp(cond, a, b))
+
+    def less(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.emit(graph.CompareOp("lt", a, b))
+
+    def polynomial(self, z: SSAValue, coefficients: Sequence[float]) -> SSAValue:
+        """Horner's rule, highest power first."""
+        result = self.c(coefficients[0])
+        for coefficient in coefficients[1:]:
+            result = self.add(self.mul(result, z), self.c(coefficient))
+        return result
+
+    def odd_series(self, x: SSAValue, coefficients: Sequence[float]) -> SSAValue:
+        """x + x^3 (c0 + c1 x^2 + ...), coefficients lowest power first."""
+        x2 = self.mul(x, x)
+        return self.add(x, self.mul(self.mul(x2, x), self.polynomial(x2, coefficients[::-1])))
+
+    def with_sign_of(self, magnitude: SSAValue, x: SSAValue) -> SSAValue:
+        """The odd function's value at x from its value at |x|; at +-0 it is x itself."""
+        zero = self.emit(graph.CompareOp("eq", x, self.c(0.0)))
+        signed = self.where(self.less(x, self.c(0.0)), self.unary(graph.NegOp, magnitude), magnitude)
+        return self.where(zero, x, signed)
+
+    def atan(self, x: SSAValue) -> SSAValue:
+        a = self.unary(graph.AbsOp, x)
+        high, middle = self.less(self.c(TAN_3PI_8), a), self.less(self.c(TAN_PI_8), a)
+        reduced = self.where(high, self.div(self.c(-1.0), a),
+                             self.where(middle, self.div(self.sub(a, self.c(1.0)), self.add(a, self.c(1.0))), a))
+        offset = self.where(high, self.c(math.pi / 2), self.where(middle, self.c(math.pi / 4), self.c(0.0)))
+        z = self.mul(reduced, reduced)
+        y = self.add(self.mul(self.mul(self.polynomial(z, ATAN_COEFFICIENTS), z), reduced), reduced)
+        return self.with_sign_of(self.add(offset, y), x)
+
+    def half_exp_pair(self, x: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """e^|x| / 2 and e^-|x| / 2, as h (h / 2) and (1 / 2) / (h h) with h = e^(|x| / 2):
+        e^|x| itself overflows a little before sinh and cosh do."""
+        h = self.unary(graph.ExpOp, self.mul(self.unary(graph.AbsOp, x), self.c(0.5)))
+        return self.mul(h, self.mul(h, self.c(0.5))), self.div(self.c(0.5), self.mul(h, h))
+
+    def small(self, x: SSAValue, bound: float) -> SSAValue:
+        return self.less(self.unary(graph.AbsOp, x), self.c(bound))
+
+    def log1p(self, t: SSAValue) -> SSAValue:
+        """log(1 + t), accurate for small t. (u - 1 must not be simplified to t: the
+        graph dialect's canonicalization does no such algebra on floats.)"""
+        u = self.add(self.c(1.0), t)
+        d = self.sub(u, self.c(1.0))
+        exact = self.emit(graph.CompareOp("eq", d, self.c(0.0)))
+        ratio = self.where(self.small(t, 1e4), self.div(t, d), self.c(1.0))  # t / d is inf / inf at infinity
+        return self.where(exact, t, self.mul(self.unary(graph.LogOp, u), ratio))
+
+
+Formula = Callable[[Ops, SSAValue], SSAValue]
+
+
+def unary_composite(name: str) -> Callable[[Formula], Formula]:
+    """Register `formula(ops, x)` as the handler of the float unary operator `name`."""
+
+    def register(formula: Formula) -> Formula:
+        def convert(node: Node) -> list[Value]:
+            x = float_input(node)
+            return [formula(Ops(node, x), x)]
+
+        composite(name)(convert)
+        return formula
+
+    return register
+
+
+@unary_composite("Tan")
+def tan(o: Ops, x: SSAValue) -> SSAValue:
+    return o.div(o.unary(graph.SinOp, x), o.unary(graph.CosOp, x))
+
+
+@unary_composite("Sinh")
+def sinh(o: Ops, x: SSAValue) -> SSAValue:
+    up, down = o.half_exp_pair(x)
+    series = o.odd_series(x, (1 / 6, 1 / 120, 1 / 5040))
+    return o.where(o.small(x, 0.5), series, o.with_sign_of(o.sub(up, down), x))
+
+
+@unary_composite("Cosh")
+def cosh(o: Ops, x: SSAValue) -> SSAValue:
+    up, down = o.half_exp_pair(x)
+    return o.add(up, down)
+
+
+@unary_composite("Atan")
+def atan(o: Ops, x: SSAValue) -> SSAValue:
+    return o.atan(x)
+
+
+@unary_composite("Asin")
+def asin(o: Ops, x: SSAValue) -> SSAValue:
+    cosine = o.unary(graph.SqrtOp, o.mul(o.sub(o.c(1.0), x), o.add(o.c(1.0), x)))
+    return o.atan(o.div(x, cosine))
+
+
+@unary_composite("Acos")
+def acos(o: Ops, x: SSAValue) -> SSAValue:
+    half_tangent = o.unary(graph.SqrtOp, o.div(o.sub(o.c(1.0), x), o.add(o.c(1.0), x)))
+    return o.mul(o.c(2.0), o.atan(half_tangent))
+
+
+@unary_composite("Asinh")
+def asinh(o: Ops, x: SSAValue) -> SSAValue:
+    a = o.unary(graph.AbsOp, x)
+    a2 = o.mul(a, a)
+    near = o.log1p(o.add(a, o.div(a2, o.add(o.c(1.0), o.unary(graph.SqrtOp, o.add(o.c(1.0), a2))))))
+    far = o.add(o.unary(graph.LogOp, a), o.c(math.log(2.0)))
+    return o.with_sign_of(o.where(o.less(a, o.c(1e4)), near, far), x)
+
+
+@unary_composite("Acosh")
+def acosh(o: Ops, x: SSAValue) -> SSAValue:
+    # two roots, not one of the product: below 1 the first is NaN, where x + root of a
+    # large negative x could round to 0
+    root = o.mul(o.unary(graph.SqrtOp, o.sub(x, o.c(1.0))), o.unary(graph.SqrtOp, o.add(x, o.c(1.0))))
+    near = o.log1p(o.add(o.sub(x, o.c(1.0)), root))
+    far = o.add(o.unary(graph.LogOp, x), o.c(math.log(2.0)))
+    return o.where(o.less(x, o.c(1e4)), near, far)
+
+
+@unary_composite("Atanh")
+def atanh(o: Ops, x: SSAValue) -> SSAValue:
+    a = o.unary(graph.AbsOp, x)
+    magnitude = o.log1p(o.div(o.mul(o.c(2.0), a), o.sub(o.c(1.0), a)))
+    return o.with_sign_of(o.mul(magnitude, o.c(0.5)), x)
