@@ -660,6 +660,10 @@ for op, make in {"Tan": lambda: f32(3, 4, low=-1.5, high=1.5), "Sinh": lambda: f
                  "Asinh": lambda: f32(3, 4, low=-30, high=30), "Acosh": lambda: f32(3, 4, low=1, high=30),
                  "Atanh": lambda: f32(3, 4, low=-0.99, high=0.99)}.items():
     case(op, op, [make()], opset=13)
+# LpPool: the p-th root of a sum pool of |x|^p over zero-padded windows
+case("LpPool-p2-pads-strides", "LpPool", [f32(1, 2, 7, 6)], opset=18, kernel_shape=[3, 2], pads=[1, 0, 1, 1], strides=[2, 2])
+case("LpPool-p3-dilated-ceil", "LpPool", [f32(2, 1, 8, 7)], opset=18, kernel_shape=[2, 2], dilations=[2, 1], ceil_mode=1, p=3)
+case("LpPool-p1-1d", "LpPool", [f32(1, 3, 9)], opset=18, kernel_shape=[3], p=1)
 
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
@@ -756,6 +760,30 @@ def test_signed_shifts_are_numpys(dtype, tmp_path):
         np.testing.assert_array_equal(mlfuse.compile(str(path))(**feeds)[0], expected, err_msg=direction)
 
 
+@pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_cumprod_is_numpys(exclusive, reverse, dtype, tmp_path):
+    """CumProd (opset 26, which onnxruntime lacks) against numpy: 11 elements, so the
+    doubling takes four steps, the last shorter than the axis; floats within 8 ulps
+    (products in another association order), integers exactly, wrapping included."""
+    rng = np.random.default_rng(26)
+    x = (rng.uniform(0.5, 1.5, (3, 11)) * rng.choice([-1, 1], (3, 11))).astype(dtype) if dtype == np.float32 \
+        else rng.integers(-60, 60, (3, 11)).astype(dtype)
+    model, feeds = single_node("CumProd", [x], consts={1: np.array(1, np.int64)}, opset=26, exclusive=exclusive,
+                               reverse=reverse)
+    onnx.save(model, str(tmp_path / "cumprod.onnx"))
+    got = mlfuse.compile(str(tmp_path / "cumprod.onnx"))(**feeds)[0]
+    v = x[:, ::-1] if reverse else x
+    if exclusive:
+        v = np.concatenate([np.ones_like(v[:, :1]), v[:, :-1]], axis=1)
+    want = np.cumprod(v, axis=1, dtype=dtype)
+    want = want[:, ::-1] if reverse else want
+    if dtype == np.float32:
+        np.testing.assert_allclose(got, want, rtol=8 * 2**-24, atol=0)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
 MATH_TRUTH = {"Tan": np.tan, "Sinh": np.sinh, "Cosh": np.cosh, "Atan": np.arctan, "Asin": np.arcsin, "Acos": np.arccos,
               "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}
 
@@ -801,7 +829,7 @@ def test_group_normalization_matches_onnxruntime(shape, groups):
     np.testing.assert_allclose(run_reference(model, feeds)[0], run_onnxruntime(model, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
-OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If"}  # test_shape_generators_*, test_onnx_frontend
+OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If", "CumProd"}  # test_shape_generators_*, test_onnx_frontend, test_cumprod_is_numpys
 
 
 @pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)

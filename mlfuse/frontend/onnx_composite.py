@@ -420,6 +420,35 @@ def convert_cumsum(node: Node) -> list[Value]:
     return [apply_along(node, x, axis, contributes.T)]
 
 
+@composite("CumProd", attributes=("exclusive", "reverse"), static_inputs=(1,))
+def convert_cumprod(node: Node) -> list[Value]:
+    """Running products by doubling (Hillis and Steele): after the step that shifts by s,
+    y[j] holds the product of the up to 2s elements ending at j, so ceil(log2 n) steps,
+    each y times y shifted s places with ones filling the gap. Exclusive: x shifted one
+    place first; reverse: the shifts run towards the start."""
+    x = node.input(0)
+    shape = shape_of(x)
+    axis = normalize_axis(node, int(np.asarray(node.const_input(1, "axis")).reshape(-1)[0]), len(shape))
+    if element_type_of(x) == i1:
+        raise node.error("CumProd of bool tensors is not supported")
+    n, reverse = shape[axis], bool(node.attr("reverse", 0))
+
+    def shifted(v: SSAValue, s: int) -> SSAValue:
+        if s >= n:
+            return node.scalar_like(1, v)
+        kept = slice_axis(node, v, axis, s, n) if reverse else slice_axis(node, v, axis, 0, n - s)
+        low, high = [0] * len(shape), [0] * len(shape)
+        (high if reverse else low)[axis] = s
+        return node.emit(graph.PadOp(kept, low, high, 1))
+
+    y = shifted(x, 1) if node.attr("exclusive", 0) else x
+    step = 1
+    while step < n:
+        y = node.emit(graph.MulOp(y, shifted(y, step)))
+        step *= 2
+    return [y]
+
+
 def einsum_terms(node: Node, equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
     """The operand and output subscripts, with '...' spelled out as capital letters."""
     equation = equation.replace(" ", "")

@@ -11,6 +11,8 @@ first ones; each handler writes the spec's formula or function body):
 - NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss: the target's element of each
   row picked by GatherElements, weighted, masked by ignore_index and reduced
 - AffineGrid: theta times the constant grid of homogeneous output coordinates
+- LpPool: (sum over each window of |x|^p)^(1/p), the sum as an average pool of the
+  zero-padded input times the window's size
 """
 
 from __future__ import annotations
@@ -43,9 +45,12 @@ from mlfuse.frontend.onnx_ops import (
     matmul,
     normalize_axes,
     normalize_axis,
+    pool_kernel,
     reduce,
     same_element_type,
+    separable_pools,
     slice_axis,
+    window_of,
 )
 
 # --- activations -------------------------------------------------------------------------------
@@ -417,3 +422,29 @@ def convert_affine_grid(node: Node) -> list[Value]:
     base = constant_array(node, affine_grid_base(node, size, align_corners), theta)  # [positions, rank + 1]
     grid = matmul(node, base, node.emit(graph.TransposeOp(theta, [0, 2, 1])))  # [N, positions, rank]
     return [node.reshape(grid, [size[0], *size[2:], rank])]
+
+
+@composite("LpPool", attributes=("auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"))
+def convert_lp_pool(node: Node) -> list[Value]:
+    x = float_input(node)
+    p = float(node.attr("p", 2))
+    if p <= 0:
+        raise node.error(f"p must be positive, got {p}")
+    kernel = pool_kernel(node, x)
+    window, extra = window_of(node, x, kernel, bool(node.attr("ceil_mode", 0)))
+    n = len(extra)
+    # pad with zeros (|0|^p adds nothing), then every window is whole: sum = mean * size
+    powered = squared(node, x) if p == 2 else node.emit(graph.AbsOp(x))
+    if p not in (1, 2):
+        powered = node.emit(graph.PowOp(powered, node.scalar_like(p, x)))
+    low, high = [0, 0, *window.pads[:n]], [0, 0, *[a + e for a, e in zip(window.pads[n:], extra)]]
+    padded = node.emit(graph.PadOp(powered, low, high, 0.0))
+    window.pads = [0] * (2 * n)
+    mean = separable_pools(node, padded, window, lambda x2, w: node.emit(
+        graph.AvgPool2dOp(x2, w.kernel, w.strides, w.pads, w.dilations, False)))
+    total = node.emit(graph.MulOp(mean, node.scalar_like(math.prod(kernel), mean)))
+    if p == 1:
+        return [total]
+    if p == 2:
+        return [node.emit(graph.SqrtOp(total))]
+    return [node.emit(graph.PowOp(total, node.scalar_like(1 / p, total)))]
