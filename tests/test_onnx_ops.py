@@ -664,6 +664,8 @@ for op, make in {"Tan": lambda: f32(3, 4, low=-1.5, high=1.5), "Sinh": lambda: f
 case("LpPool-p2-pads-strides", "LpPool", [f32(1, 2, 7, 6)], opset=18, kernel_shape=[3, 2], pads=[1, 0, 1, 1], strides=[2, 2])
 case("LpPool-p3-dilated-ceil", "LpPool", [f32(2, 1, 8, 7)], opset=18, kernel_shape=[2, 2], dilations=[2, 1], ceil_mode=1, p=3)
 case("LpPool-p1-1d", "LpPool", [f32(1, 3, 9)], opset=18, kernel_shape=[3], p=1)
+# GridSample (mlfuse/frontend/onnx_grid_sample.py; every mode and padding in test_grid_sample_matches_onnxruntime)
+case("GridSample-bilinear-opset16", "GridSample", [f32(1, 2, 4, 5), f32(1, 3, 2, 2, low=-1.2, high=1.2)], opset=16)
 
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
@@ -782,6 +784,26 @@ def test_cumprod_is_numpys(exclusive, reverse, dtype, tmp_path):
         np.testing.assert_allclose(got, want, rtol=8 * 2**-24, atol=0)
     else:
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_grid_sample_matches_onnxruntime(mode, padding_mode, align_corners, tmp_path):
+    """Every mode, padding and alignment, points up to 2.5x outside the image (reflections
+    fold more than once); compiled, outputs poisoned first; rtol 1e-5, atol 1e-6."""
+    from test_onnx_helpers import assert_matches, run_onnxruntime
+
+    rng = np.random.default_rng(20261207)
+    x = rng.uniform(-2, 2, (2, 3, 5, 7)).astype(np.float32)
+    grid = rng.uniform(-2.5, 2.5, (2, 4, 6, 2)).astype(np.float32)
+    model, feeds = single_node("GridSample", [x, grid], opset=20, mode=mode, padding_mode=padding_mode,
+                               align_corners=align_corners)
+    onnx.save(model, str(tmp_path / "gs.onnx"))
+    f = mlfuse.compile(str(tmp_path / "gs.onnx"))
+    out = np.full((2, 3, 4, 6), np.nan, np.float32)
+    f(**feeds, out=[out])
+    assert_matches([out], run_onnxruntime(model, feeds), rtol=1e-5, atol=1e-6)
 
 
 MATH_TRUTH = {"Tan": np.tan, "Sinh": np.sinh, "Cosh": np.cosh, "Atan": np.arctan, "Asin": np.arcsin, "Acos": np.arccos,
@@ -918,6 +940,8 @@ REJECTED = [
     pytest.param("TopK", [f32(3, 5)], {1: a(6)}, 11, {}, r"Axis has less than the requested k elements", id="TopK-k-too-large"),
     pytest.param("TopK", [f32(2, 100)], {1: a(65)}, 11, {}, r"k = 65 is more than mlfuse's TopK takes \(64\)", id="TopK-k-past-limit"),
     pytest.param("TopK", [f32(3, 5), a(2)], None, 11, {}, r"input 1 \(k, 'x1'\) must be a constant", id="TopK-runtime-k"),
+    pytest.param("GridSample", [f32(1, 2, 4, 5), f32(1, 3, 2, 3)], None, 20, {},
+                 r"The last dimension of the grid tensor must be the rank of the grid tensor - 2", id="GridSample-grid-rank"),
     pytest.param("DequantizeLinear", [f32(3)], {1: np.array(0.1, np.float32)}, 13, {},
                  r"x typestr: T, has unsupported type: tensor\(float\)", id="DequantizeLinear-float-input"),
 ]
