@@ -129,8 +129,11 @@ def positions(o: Ops, grid: SSAValue, k: int, d: int, align: bool, mode: str, pa
 
 
 def product(o: Ops, values: Sequence[SSAValue | None]) -> SSAValue | None:
+    """The product of the weights given (None: no weight, nearest's taps)."""
     present = [v for v in values if v is not None]
-    result = present[0] if present else None
+    if not present:
+        return None
+    result = present[0]
     for v in present[1:]:
         result = o.mul(result, v)
     return result
