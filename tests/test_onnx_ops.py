@@ -666,6 +666,10 @@ case("LpPool-p3-dilated-ceil", "LpPool", [f32(2, 1, 8, 7)], opset=18, kernel_sha
 case("LpPool-p1-1d", "LpPool", [f32(1, 3, 9)], opset=18, kernel_shape=[3], p=1)
 # GridSample (mlfuse/frontend/onnx_grid_sample.py; every mode and padding in test_grid_sample_matches_onnxruntime)
 case("GridSample-bilinear-opset16", "GridSample", [f32(1, 2, 4, 5), f32(1, 3, 2, 2, low=-1.2, high=1.2)], opset=16)
+# ReverseSequence: each entry's first sequence_lens[b] steps reversed (lengths 0 and all steps too)
+case("ReverseSequence-time-major", "ReverseSequence", [f32(5, 4, 3), np.array([0, 5, 2, 1], I64)], opset=13)
+case("ReverseSequence-batch-major", "ReverseSequence", [ints(3, 6), np.array([4, 6, 3], I64)], opset=13, batch_axis=0,
+     time_axis=1)
 
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)

@@ -449,6 +449,29 @@ def convert_cumprod(node: Node) -> list[Value]:
     return [y]
 
 
+@composite("ReverseSequence", attributes=("batch_axis", "time_axis"))
+def convert_reverse_sequence(node: Node) -> list[Value]:
+    """Each batch entry's first sequence_lens[b] steps reversed, the rest kept: one
+    GatherElements along the time axis at index L - 1 - t where t < L, else t."""
+    x, lengths = node.input(0), node.input(1)
+    shape = shape_of(x)
+    if len(shape) < 2:
+        raise node.error(f"the input must have rank >= 2, got shape {fmt_shape(shape)}")
+    batch_axis = normalize_axis(node, int(node.attr("batch_axis", 1)), len(shape), "batch_axis")
+    time_axis = normalize_axis(node, int(node.attr("time_axis", 0)), len(shape), "time_axis")
+    if batch_axis == time_axis or batch_axis > 1 or time_axis > 1:
+        raise node.error(f"batch_axis and time_axis must be 0 and 1 in some order, got {batch_axis} and {time_axis}")
+    if shape_of(lengths) != (shape[batch_axis],) or element_type_of(lengths) != i64:
+        raise node.error(f"sequence_lens must be {shape[batch_axis]} int64 values, got {fmt_shape(shape_of(lengths))} "
+                         f"{element_type_of(lengths)}")
+    steps = shape[time_axis]
+    t = node.emit(graph.BroadcastOp(constant_array(node, np.arange(steps), lengths), [time_axis], shape))
+    length = node.emit(graph.BroadcastOp(lengths, [batch_axis], shape))
+    reversed_index = node.emit(graph.SubOp(node.emit(graph.SubOp(length, node.scalar_like(1, length))), t))
+    index = node.emit(graph.SelectOp(node.emit(graph.CompareOp("lt", t, length)), reversed_index, t))
+    return [node.emit(graph.GatherElementsOp(x, index, time_axis))]
+
+
 def einsum_terms(node: Node, equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
     """The operand and output subscripts, with '...' spelled out as capital letters."""
     equation = equation.replace(" ", "")
