@@ -670,6 +670,9 @@ case("GridSample-bilinear-opset16", "GridSample", [f32(1, 2, 4, 5), f32(1, 3, 2,
 case("ReverseSequence-time-major", "ReverseSequence", [f32(5, 4, 3), np.array([0, 5, 2, 1], I64)], opset=13)
 case("ReverseSequence-batch-major", "ReverseSequence", [ints(3, 6), np.array([4, 6, 3], I64)], opset=13, batch_axis=0,
      time_axis=1)
+# DFT as a product with the transform's matrix (every variant in test_dft_is_numpys_in_float64)
+case("DFT-rfft-axis2", "DFT", [f32(1, 4, 8, 1)], opset=17, axis=2, onesided=1)
+case("DFT-complex-opset20", "DFT", [f32(2, 6, 3, 2)], consts={2: np.array(1, np.int64)}, opset=20)
 
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
@@ -808,6 +811,32 @@ def test_grid_sample_matches_onnxruntime(mode, padding_mode, align_corners, tmp_
     out = np.full((2, 3, 4, 6), np.nan, np.float32)
     f(**feeds, out=[out])
     assert_matches([out], run_onnxruntime(model, feeds), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("inverse, onesided, components, length", [
+    (0, 0, 1, None), (0, 1, 1, None), (0, 0, 2, 12), (1, 0, 2, None), (1, 1, 2, None), (1, 1, 2, 9), (0, 1, 1, 7)])
+def test_dft_is_numpys_in_float64(inverse, onesided, components, length, tmp_path):
+    """fft, rfft (onesided), ifft and irfft (inverse onesided), dft_length padding or
+    cutting the signal, against numpy's float64 FFT of the same float32 data: within a
+    float32 ulp, and 1e-12 of the largest output where the result is near 0 (mlfuse's
+    product runs in float64, then rounds to float32)."""
+    rng = np.random.default_rng(17)
+    x = rng.uniform(-1, 1, (2, 10, 3, components)).astype(np.float32)
+    consts = {1: np.array(length, np.int64)} if length else None
+    model, feeds = single_node("DFT", [x], consts, opset=17, axis=1, inverse=inverse, onesided=onesided)
+    onnx.save(model, str(tmp_path / "dft.onnx"))
+    got = mlfuse.compile(str(tmp_path / "dft.onnx"))(**feeds)[0]
+    wide = x.astype(np.float64)  # numpy 2 transforms float32 data in float32
+    signal = wide[..., 0] + 1j * wide[..., 1] if components == 2 else wide[..., 0]
+    n = length or (2 * (signal.shape[1] - 1) if inverse and onesided else signal.shape[1])
+    if inverse and onesided:
+        want = np.fft.irfft(signal, n=n, axis=1)[..., None]
+    else:
+        spectrum = np.fft.ifft(signal, n=n, axis=1) if inverse else np.fft.fft(signal, n=n, axis=1)
+        spectrum = spectrum[:, : n // 2 + 1] if onesided and not inverse else spectrum
+        want = np.stack([spectrum.real, spectrum.imag], axis=-1)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=2**-23, atol=1e-12 * np.abs(want).max())
 
 
 MATH_TRUTH = {"Tan": np.tan, "Sinh": np.sinh, "Cosh": np.cosh, "Atan": np.arctan, "Asin": np.arcsin, "Acos": np.arccos,

@@ -13,6 +13,8 @@ first ones; each handler writes the spec's formula or function body):
 - AffineGrid: theta times the constant grid of homogeneous output coordinates
 - LpPool: (sum over each window of |x|^p)^(1/p), the sum as an average pool of the
   zero-padded input times the window's size
+- DFT: a product with the constant real matrix of the transform, built by numpy's FFT
+  of each unit signal (the transform is linear in the real and imaginary parts)
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from xdsl.dialects.builtin import i64
+from xdsl.dialects.builtin import f64, i64
 from xdsl.ir import SSAValue
 
 from mlfuse.dialects import graph
@@ -448,3 +450,60 @@ def convert_lp_pool(node: Node) -> list[Value]:
     if p == 2:
         return [node.emit(graph.SqrtOp(total))]
     return [node.emit(graph.PowOp(total, node.scalar_like(1 / p, total)))]
+
+
+DFT_MAX_MATRIX = 1 << 22  # entries of the transform's matrix (16 MiB in float32)
+
+
+def dft_matrix(m: int, components: int, length: int, inverse: bool, onesided: bool) -> np.ndarray:
+    """The real matrix taking a signal of m entries of `components` (1 real, 2 real and
+    imaginary) parts to its transform, flattened the same way, as onnx's reference
+    computes it: fft (onesided: its first length // 2 + 1 bins), ifft, or irfft when
+    inverse and onesided. Row j is the transform of the j-th unit signal."""
+    units = np.eye(m * components).reshape(m * components, m, components)
+    signals = units[..., 0] + 1j * units[..., 1] if components == 2 else units[..., 0]
+    if inverse and onesided:
+        spectra = np.fft.irfft(signals, n=length, axis=1)[..., None]
+    elif inverse:
+        spectra = np.fft.ifft(signals, n=length, axis=1)
+    else:
+        spectra = np.fft.fft(signals, n=length, axis=1)[:, : length // 2 + 1 if onesided else length]
+    if spectra.dtype.kind == "c":
+        spectra = np.stack([spectra.real, spectra.imag], axis=-1)
+    return spectra.reshape(m * components, -1)
+
+
+@composite("DFT", attributes=("axis", "inverse", "onesided"), static_inputs=(1, 2))
+def convert_dft(node: Node) -> list[Value]:
+    x = float_input(node)
+    shape = shape_of(x)
+    if len(shape) < 2 or shape[-1] not in (1, 2):
+        raise node.error(f"the input must end in an axis of 1 (real) or 2 (complex) parts, got shape {fmt_shape(shape)}")
+    axis_value = node.const_input(2, "axis")
+    axis = int(np.asarray(axis_value).reshape(-1)[0]) if axis_value is not None else int(node.attr("axis", 1 if opset_of(node) < 20 else -2))
+    axis = normalize_axis(node, axis, len(shape))
+    if axis == len(shape) - 1:
+        raise node.error("axis names the real and imaginary parts, not a signal axis")
+    inverse, onesided = bool(node.attr("inverse", 0)), bool(node.attr("onesided", 0))
+    m, components = shape[axis], shape[-1]
+    given = node.const_input(1, "dft_length")
+    length = int(np.asarray(given).reshape(-1)[0]) if given is not None else (2 * (m - 1) if inverse and onesided else m)
+    if length < 1:
+        raise node.error(f"dft_length must be positive, got {length}")
+    if not inverse and onesided and components == 2:
+        raise node.error("onesided applies to real signals, got complex ones")
+    if m * components * length * 2 > DFT_MAX_MATRIX:
+        raise node.error(f"a DFT of {length} points over {m} entries is larger than mlfuse takes as a product "
+                         f"(its matrix would have more than {DFT_MAX_MATRIX} entries)")
+    matrix = dft_matrix(m, components, length, inverse, onesided)
+    perm = [d for d in range(len(shape) - 1) if d != axis] + [axis, len(shape) - 1]
+    moved = node.emit(graph.TransposeOp(x, perm)) if perm != list(range(len(shape))) else x
+    rows = [shape[d] for d in perm[:-2]]
+    # in float64, as numpy's FFT computes it: a float32 product's rounding (n ulps of the
+    # largest term) would show where the spectrum is exactly 0
+    flat = node.cast(node.reshape(moved, (math.prod(rows), m * components)), f64)
+    y = node.cast(matmul(node, flat, node.emit(graph.ConstantOp(dense_from_numpy(matrix, f64)))), element_type_of(x))
+    out_components = 1 if inverse and onesided else 2
+    y = node.reshape(y, (*rows, matrix.shape[1] // out_components, out_components))
+    back = [perm.index(d) for d in range(len(shape))]
+    return [node.emit(graph.TransposeOp(y, back)) if back != list(range(len(shape))) else y]
