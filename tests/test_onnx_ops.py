@@ -670,6 +670,14 @@ case("GridSample-bilinear-opset16", "GridSample", [f32(1, 2, 4, 5), f32(1, 3, 2,
 case("ReverseSequence-time-major", "ReverseSequence", [f32(5, 4, 3), np.array([0, 5, 2, 1], I64)], opset=13)
 case("ReverseSequence-batch-major", "ReverseSequence", [ints(3, 6), np.array([4, 6, 3], I64)], opset=13, batch_axis=0,
      time_axis=1)
+# Scan, unrolled: a running sum (state) and each step's state times the step's input (scan output),
+# the input walked backwards along axis 1, the outputs stacked along axis 1
+SCAN_BODY = onnx.helper.make_graph(
+    [onnx.helper.make_node("Add", ["s", "x"], ["s_next"]), onnx.helper.make_node("Mul", ["s_next", "x"], ["y"])], "body",
+    [onnx.helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("s", "x")],
+    [onnx.helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("s_next", "y")])
+case("Scan-reverse-axis1", "Scan", [f32(3), f32(3, 5)], opset=16, outputs=2, body=SCAN_BODY, num_scan_inputs=1,
+     scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])
 # DFT as a product with the transform's matrix (every variant in test_dft_is_numpys_in_float64)
 case("DFT-rfft-axis2", "DFT", [f32(1, 4, 8, 1)], opset=17, axis=2, onesided=1)
 case("DFT-complex-opset20", "DFT", [f32(2, 6, 3, 2)], consts={2: np.array(1, np.int64)}, opset=20)

@@ -317,6 +317,11 @@ class OnnxImporter:
     def upgraded(self, version: int) -> ModelProto:
         """An opset 7-12 model converted by onnx's version converter, whose adapters move the
         attributes that later became inputs (axes, split, pads, min/max...)."""
+        for index, proto in enumerate(self.model.graph.node):
+            if proto.op_type == "Scan" and version < 9:
+                # its adapter drops the batch axis from the graph's inputs, not only the node's
+                raise Diagnostic(f"Scan: opset {version}'s batched Scan (with sequence_lens) is not supported; "
+                                 "opset 9 and later's is", node_name(proto, index))
         try:
             return onnx.version_converter.convert_version(self.model, SUPPORTED_OPSETS.start)
         except Exception as e:

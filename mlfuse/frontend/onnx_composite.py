@@ -1050,5 +1050,6 @@ from mlfuse.frontend import (  # noqa: E402, F401
     onnx_math,
     onnx_quantize,
     onnx_recurrent,
+    onnx_scan,
     onnx_scatter,
 )
