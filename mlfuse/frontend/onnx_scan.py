@@ -35,6 +35,12 @@ def as_value(node: Node, v: Value) -> SSAValue:
     return v
 
 
+def known_or_value(node: Node, index: int) -> Value:
+    """Input `index` as a constant when known at compile time (it may fold in the body)."""
+    known = node.constant(index)
+    return known if known is not None else node.input(index)
+
+
 def step_slice(node: Node, v: SSAValue, axis: int, step: int) -> SSAValue:
     """v at position `step` of `axis`, the axis removed."""
     shape = shape_of(v)
@@ -77,7 +83,7 @@ def convert_scan(node: Node) -> list[Value]:
     count = len(node.proto.input)
     if not 0 < scans <= count:
         raise node.error(f"num_scan_inputs {scans} does not fit the node's {count} inputs")
-    states: list[Value] = [node.constant(i) if node.constant(i) is not None else node.input(i) for i in range(count - scans)]
+    states = [known_or_value(node, i) for i in range(count - scans)]
     inputs = [node.input(i) for i in range(count - scans, count)]
     in_axes = [normalize_axis(node, int(a), len(shape_of(v)), "scan_input_axes")
                for a, v in zip(node.attr("scan_input_axes", [0] * scans), inputs)]
