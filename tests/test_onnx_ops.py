@@ -678,6 +678,16 @@ SCAN_BODY = onnx.helper.make_graph(
     [onnx.helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("s_next", "y")])
 case("Scan-reverse-axis1", "Scan", [f32(3), f32(3, 5)], opset=16, outputs=2, body=SCAN_BODY, num_scan_inputs=1,
      scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])
+# Loop, unrolled: 4 steps, the carried value grows by the step number times an outer-scope value,
+# each step's value stacked
+LOOP_BODY = onnx.helper.make_graph(
+    [onnx.helper.make_node("Identity", ["cond"], ["cond_out"]), onnx.helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+     onnx.helper.make_node("Mul", ["fi", "x2"], ["step"]), onnx.helper.make_node("Add", ["s", "step"], ["s_next"]),
+     onnx.helper.make_node("Identity", ["s_next"], ["y"])], "body",
+    [onnx.helper.make_tensor_value_info("i", TensorProto.INT64, []), onnx.helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+     onnx.helper.make_tensor_value_info("s", TensorProto.FLOAT, [3])],
+    [onnx.helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+     *[onnx.helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("s_next", "y")]])
 # DFT as a product with the transform's matrix (every variant in test_dft_is_numpys_in_float64)
 case("DFT-rfft-axis2", "DFT", [f32(1, 4, 8, 1)], opset=17, axis=2, onesided=1)
 case("DFT-complex-opset20", "DFT", [f32(2, 6, 3, 2)], consts={2: np.array(1, np.int64)}, opset=20)
@@ -847,6 +857,36 @@ def test_dft_is_numpys_in_float64(inverse, onesided, components, length, tmp_pat
     np.testing.assert_allclose(got, want, rtol=2**-23, atol=1e-12 * np.abs(want).max())
 
 
+def test_loop_with_a_static_trip_count_is_unrolled(tmp_path):
+    """LOOP_BODY's 4 steps against onnxruntime, compiled, outputs poisoned first; a
+    condition known only at run time is a diagnostic at the node."""
+    from test_onnx_helpers import assert_matches, run_onnxruntime
+
+    x = np.random.default_rng(16).uniform(-2, 2, 3).astype(np.float32)
+    model, feeds = single_node("Loop", [None, None, x], consts={0: np.array(4, I64), 1: np.array(True)}, opset=16,
+                               outputs=2, infer=False, body=LOOP_BODY)
+    for out, shape in zip(model.graph.output, ([3], [4, 3])):
+        out.type.tensor_type.ClearField("shape")
+        for d in shape:
+            out.type.tensor_type.shape.dim.add().dim_value = d
+    onnx.save(model, str(tmp_path / "loop.onnx"))
+    f = mlfuse.compile(str(tmp_path / "loop.onnx"))
+    outs = [np.full(s.shape, np.nan, np.float32) for s in f.outputs]
+    f(**feeds, out=outs)
+    assert_matches(outs, run_onnxruntime(model, feeds), rtol=1e-6, atol=1e-6)
+
+    # a body whose condition reads the (run-time) input x2
+    body = onnx.helper.make_graph(
+        [onnx.helper.make_node("ReduceMax", ["x2"], ["m"], keepdims=0), onnx.helper.make_node("Less", ["m", "limit"], ["cond_out"]),
+         onnx.helper.make_node("Identity", ["s"], ["s_next"])], "body", LOOP_BODY.input,
+        [LOOP_BODY.output[0], LOOP_BODY.output[1]], initializer=[onnx.numpy_helper.from_array(np.array(1.0, np.float32), "limit")])
+    model, _ = single_node("Loop", [None, None, x], consts={0: np.array(4, I64), 1: np.array(True)}, opset=16, infer=False,
+                           body=body)
+    with pytest.raises(Diagnostic, match=r"the body's condition at step 0 is only known at run time") as info:
+        import_onnx(model)
+    assert info.value.location == "the_loop"
+
+
 MATH_TRUTH = {"Tan": np.tan, "Sinh": np.sinh, "Cosh": np.cosh, "Atan": np.arctan, "Asin": np.arcsin, "Acos": np.arccos,
               "Asinh": np.arcsinh, "Acosh": np.arccosh, "Atanh": np.arctanh}
 
@@ -892,7 +932,8 @@ def test_group_normalization_matches_onnxruntime(shape, groups):
     np.testing.assert_allclose(run_reference(model, feeds)[0], run_onnxruntime(model, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
-OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If", "CumProd"}  # test_shape_generators_*, test_onnx_frontend, test_cumprod_is_numpys
+# test_shape_generators_*, test_onnx_frontend, test_cumprod_is_numpys, test_loop_with_a_static_trip_count_is_unrolled
+OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If", "CumProd", "Loop"}
 
 
 @pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)

@@ -60,6 +60,9 @@ INPUT_NAMES_ATTR = "mlfuse.input_names"
 OUTPUT_NAMES_ATTR = "mlfuse.output_names"
 # never folded at compile time, even with constant inputs
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
+# unrolled instead, its body's nodes folded one by one: onnx's reference evaluator stacks a
+# Loop's scalar scan outputs as (steps, 1), not (steps,)
+NOT_FOLDED = NONDETERMINISTIC | {"Loop"}
 
 ModelSource = str | os.PathLike | bytes | IO[bytes] | ModelProto
 # an input's declared shape: per dimension its size, symbol or None (unknown); None when it declares none
@@ -364,7 +367,7 @@ class OnnxImporter:
         inputs = [n for n in proto.input if n]
         return (
             is_default_domain(proto)
-            and proto.op_type not in NONDETERMINISTIC
+            and proto.op_type not in NOT_FOLDED
             and bool(inputs)
             and all(n in known for n in (*inputs, *outer_scope_names(proto)))
         )

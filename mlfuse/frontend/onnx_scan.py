@@ -1,4 +1,4 @@
-"""ONNX Scan, unrolled over its static number of steps.
+"""ONNX Scan and Loop, unrolled over their static number of steps.
 
 Each step converts the body graph in place, as If converts the branch it takes: the
 body's inputs are bound to the loop-carried states and to each scan input's slice at
@@ -6,6 +6,11 @@ that step (the scan axis removed, walked backwards where its direction is 1), an
 body's outputs give the next states and the step's scan-output slices. The final
 states are the states after the last step; each scan output stacks its slices along
 its axis (in reverse order where its direction is 1).
+
+A Loop runs its body for i = 0, 1, ... below its trip count M while the condition
+holds: M must be known at compile time, or the condition must fold to a constant at each
+step (a loop whose condition is only known at run time is a diagnostic). Its scan
+outputs stack the steps' values along a new first axis.
 
 The body's names are unbound before each step, so that a value of the step before (a
 constant there, a computed value here) is never read in its place. Outer-scope values
@@ -115,3 +120,39 @@ def convert_scan(node: Node) -> list[Value]:
             raise node.error(f"scan output {k} changes shape between steps ({fmt_shape(shape_of(slices[0]))} first)")
         scanned.append(stacked(node, slices, normalize_axis(node, int(axis), rank, "scan_output_axes")))
     return [*states, *scanned]
+
+
+@composite("Loop", attributes=("body",), static_inputs=(0, 1))
+def convert_loop(node: Node) -> list[Value]:
+    body = node.attr("body")
+    trip = node.const_input(0, "M")
+    steps = int(np.asarray(trip).reshape(-1)[0]) if trip is not None else None
+    running = True
+    if node.has_input(1):  # the loop is unrolled, so its first condition must be known
+        running = bool(np.asarray(node.const_input(1, "cond")).reshape(-1)[0])
+    carried = [known_or_value(node, i) for i in range(2, len(node.proto.input))]
+    if len(body.input) != 2 + len(carried):
+        raise node.error(f"the body takes {len(body.input)} inputs, the node gives {2 + len(carried)}")
+    outputs: list[list[SSAValue]] = []
+    step = 0
+    while running and (steps is None or step < steps):
+        if step == SCAN_MAX_STEPS:
+            raise node.error(f"a loop of more than {SCAN_MAX_STEPS} steps is not supported")
+        results = run_body(node, body, [np.array(step, np.int64), np.array(running), *carried])
+        condition = results[0]
+        if not isinstance(condition, np.ndarray):
+            raise node.error(f"the body's condition at step {step} is only known at run time: the loop is unrolled")
+        running = bool(condition.reshape(-1)[0])
+        carried = results[1 : 1 + len(carried)]
+        outputs.append([as_value(node, r) for r in results[1 + len(carried):]])
+        step += 1
+    scanned = len(body.output) - 1 - len(carried)
+    if scanned and not outputs:
+        raise node.error("a loop that runs no step has scan outputs of unknown shape")
+    stacks = []
+    for k in range(scanned):
+        slices = [step_outputs[k] for step_outputs in outputs]
+        if any(shape_of(s) != shape_of(slices[0]) for s in slices):
+            raise node.error(f"scan output {k} changes shape between steps ({fmt_shape(shape_of(slices[0]))} first)")
+        stacks.append(stacked(node, slices, 0))
+    return [*carried, *stacks]
