@@ -647,6 +647,40 @@ class CastOp(IRDLOperation):
             )
 
 
+def bit_width(t: Attribute) -> int:
+    return t.width.data if isinstance(t, IntegerType) else numpy_dtype(t).itemsize * 8
+
+
+@irdl_op_definition
+class BitcastOp(IRDLOperation):
+    """Each element's bits read as another type of the same width (numpy's view; not bool).
+
+        %i = graph.bitcast %x : tensor<3xf32> -> tensor<3xi32>
+    """
+
+    name = "graph.bitcast"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), Elementwise())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue, element_type: Attribute):
+        super().__init__(operands=[input], result_types=[TensorType(element_type, shape_of(input))])
+
+    def verify_(self) -> None:
+        check_tensor(self, "operand", self.input.type)
+        check_tensor(self, "result", self.result.type)
+        if shape_of(self.input) != shape_of(self.result):
+            raise VerifyException(f"'graph.bitcast' changes the shape from {fmt_shape(shape_of(self.input))} "
+                                  f"to {fmt_shape(shape_of(self.result))}")
+        source, target = element_type_of(self.input), element_type_of(self.result)
+        if i1 in (source, target):
+            raise VerifyException("'graph.bitcast' does not take i1 tensors (bools are not bits)")
+        if bit_width(source) != bit_width(target):
+            raise VerifyException(f"'graph.bitcast' from {source} to {target} changes the width "
+                                  f"({bit_width(source)} to {bit_width(target)} bits)")
+
+
 class BinaryElementwiseOp(IRDLOperation):
     """Base: two operands and the result all of one type."""
 
@@ -2033,6 +2067,7 @@ Graph = Dialect(
         RoundOp,
         GeluOp,
         CastOp,
+        BitcastOp,
         AddOp,
         SubOp,
         MulOp,

@@ -342,6 +342,13 @@ class GraphFunctions(InterpreterFunctions):
     def run_select(self, interpreter: Interpreter, op: graph.SelectOp, args: Values) -> Values:
         return (np.where(*args),)
 
+    @impl(graph.BitcastOp)
+    def run_bitcast(self, interpreter: Interpreter, op: graph.BitcastOp, args: Values) -> Values:
+        # in the op's own source type first: a widened (float64) reference evaluation
+        # must not reinterpret the wider bits
+        source = np.ascontiguousarray(args[0], dtype=graph.numpy_dtype(graph.element_type_of(op.input)))
+        return (source.view(graph.numpy_dtype(graph.element_type_of(op.result))),)
+
     @impl(graph.CastOp)
     def run_cast(self, interpreter: Interpreter, op: graph.CastOp, args: Values) -> Values:
         return (_cast(args[0], _result_dtype(op)),)

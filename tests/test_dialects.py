@@ -83,6 +83,7 @@ OP_TABLE: dict[type[Operation], tuple[list[Attribute], Callable[..., Operation |
     graph.MinOp: ([X48, X48], graph.MinOp),
     graph.PowOp: ([X48, X48], graph.PowOp),
     graph.RemOp: ([t((6,), IntegerType(8, Signedness.UNSIGNED))] * 2, lambda a, b: graph.RemOp(a, b, fmod=True)),
+    graph.BitcastOp: ([t((5,), f32)], lambda x: graph.BitcastOp(x, IntegerType(32, Signedness.UNSIGNED))),
     graph.BitAndOp: ([t((5,), i32)] * 2, graph.BitAndOp),
     graph.BitOrOp: ([t((5,), IntegerType(8, Signedness.UNSIGNED))] * 2, graph.BitOrOp),
     graph.BitXorOp: ([t((5,), i64)] * 2, graph.BitXorOp),

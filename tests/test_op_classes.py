@@ -163,7 +163,7 @@ def test_every_graph_op_carries_one_fact(op_type):
 EXPECTED = {
     **{n: (OpClass.LIGHT_ELEMENTWISE, 1.0) for n in (
         "add", "sub", "mul", "max", "min", "neg", "abs", "relu", "floor", "ceil", "round", "compare", "select", "cast",
-        "bitand", "bitor", "bitxor", "shl", "shr", "bitnot")},
+        "bitand", "bitor", "bitxor", "shl", "shr", "bitnot", "bitcast")},
     "div": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "rem": (OpClass.EXPENSIVE_ELEMENTWISE, 6.0),
     "sqrt": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "rsqrt": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0),
     "reciprocal": (OpClass.EXPENSIVE_ELEMENTWISE, 4.0), "exp": (OpClass.EXPENSIVE_ELEMENTWISE, 8.0),
@@ -208,7 +208,7 @@ def sample_ops() -> list:
                                   graph.RemOp, graph.PowOp)]
     ops += [graph.CompareOp("lt", x, y), graph.SelectOp(c, x, y), graph.CastOp(x, i32)]
     ops += [cls(n, n) for cls in (graph.BitAndOp, graph.BitOrOp, graph.BitXorOp, graph.ShiftLeftOp, graph.ShiftRightOp)]
-    ops += [graph.BitNotOp(n)]
+    ops += [graph.BitNotOp(n), graph.BitcastOp(x, i32)]
     ops += [cls(x, [1]) for cls in (graph.ReduceSumOp, graph.ReduceMaxOp, graph.ReduceMinOp, graph.ReduceMeanOp,
                                     graph.ReduceProdOp)]
     ops += [

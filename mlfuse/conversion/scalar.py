@@ -241,6 +241,9 @@ def narrow(b: Builder, x: SSAValue, t: Attribute) -> SSAValue:
 def emit_elementwise(b: Builder, op: Operation, args: list[SSAValue]) -> SSAValue:
     """The scalar computation of one elementwise graph op on its operands' elements."""
     out_t = graph.element_type_of(op.results[0])
+    if isinstance(op, graph.BitcastOp):
+        target = graph.storage_type(out_t)
+        return args[0] if args[0].type == target else b.insert(arith.BitcastOp(args[0], target)).result
     if isinstance(op, graph.CastOp):
         return emit_cast(b, args[0], out_t, graph.element_type_of(op.input))
     if isinstance(op, graph.SelectOp):

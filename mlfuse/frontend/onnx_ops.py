@@ -502,6 +502,18 @@ def convert_cast(node: Node) -> list[Value]:
     return [node.cast(node.input(0), target)]
 
 
+@onnx_op("BitCast", attributes=("to",))
+def convert_bitcast(node: Node) -> list[Value]:
+    """The bits of each element as the type `to` of the same width; a bool is 0 or 1."""
+    x = node.input(0)
+    source, target = element_type_of(x), node.element_type(int(node.attr("to")), "the target type")
+    if source == i1 and graph.numpy_dtype(target).itemsize == 1:
+        return [node.cast(x, target)]
+    if i1 in (source, target) or graph.bit_width(source) != graph.bit_width(target):
+        raise node.error(f"cannot reinterpret {source} as {target}: the widths differ")
+    return [x if source == target else node.emit(graph.BitcastOp(x, target))]
+
+
 @onnx_op("Identity")
 def convert_identity(node: Node) -> list[Value]:
     return [node.input(0)]

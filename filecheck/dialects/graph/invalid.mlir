@@ -480,3 +480,19 @@ func.func @main(%x: tensor<4xf16>) -> tensor<4xf16> {
   %y = graph.bitnot %x : tensor<4xf16>
   func.return %y : tensor<4xf16>
 }
+
+// -----
+
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf16> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.bitcast' from f32 to f16 changes the width (32 to 16 bits)
+  %y = graph.bitcast %x : tensor<4xf32> -> tensor<4xf16>
+  func.return %y : tensor<4xf16>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xi1>) -> tensor<4xi8> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'graph.bitcast' does not take i1 tensors (bools are not bits)
+  %y = graph.bitcast %x : tensor<4xi1> -> tensor<4xi8>
+  func.return %y : tensor<4xi8>
+}

@@ -214,12 +214,14 @@ func.func @bitwise(%u: tensor<5xui8>, %s: tensor<5xi32>) -> tensor<5xi32> {
   // CHECK-NEXT: %not = graph.bitnot %u : tensor<5xui8>
   // CHECK-NEXT: %left = graph.shl %u, %not : tensor<5xui8>
   // CHECK-NEXT: %right = graph.shr %xor, %s : tensor<5xi32>
+  // CHECK-NEXT: %bits = graph.bitcast %right : tensor<5xi32> -> tensor<5xf32>
   %and = graph.bitand %u, %u : tensor<5xui8>
   %or = graph.bitor %s, %s : tensor<5xi32>
   %xor = graph.bitxor %s, %or : tensor<5xi32>
   %not = graph.bitnot %u : tensor<5xui8>
   %left = graph.shl %u, %not : tensor<5xui8>
   %right = graph.shr %xor, %s : tensor<5xi32>
+  %bits = graph.bitcast %right : tensor<5xi32> -> tensor<5xf32>
   func.return %right : tensor<5xi32>
 }
 
