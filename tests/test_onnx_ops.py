@@ -678,6 +678,9 @@ SCAN_BODY = onnx.helper.make_graph(
     [onnx.helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in ("s_next", "y")])
 case("Scan-reverse-axis1", "Scan", [f32(3), f32(3, 5)], opset=16, outputs=2, body=SCAN_BODY, num_scan_inputs=1,
      scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])
+# Compress with a condition known at compile time: a gather at its true positions
+case("Compress-axis1-short-condition", "Compress", [f32(3, 5, 2)], consts={1: np.array([1, 0, 1, 1], bool)}, opset=11, axis=1)
+case("Compress-flattened", "Compress", [ints(2, 3)], consts={1: np.array([0, 1, 0, 0, 1, 1], bool)}, opset=11)
 # Loop, unrolled: 4 steps, the carried value grows by the step number times an outer-scope value,
 # each step's value stacked
 LOOP_BODY = onnx.helper.make_graph(
@@ -1040,6 +1043,8 @@ REJECTED = [
     pytest.param("TopK", [f32(3, 5), a(2)], None, 11, {}, r"input 1 \(k, 'x1'\) must be a constant", id="TopK-runtime-k"),
     pytest.param("GridSample", [f32(1, 2, 4, 5), f32(1, 3, 2, 3)], None, 20, {},
                  r"The last dimension of the grid tensor must be the rank of the grid tensor - 2", id="GridSample-grid-rank"),
+    pytest.param("Compress", [f32(3, 2)], {1: np.array([0, 0, 0], bool)}, 11, dict(axis=0),
+                 r"the condition selects nothing", id="Compress-nothing"),
     pytest.param("DequantizeLinear", [f32(3)], {1: np.array(0.1, np.float32)}, 13, {},
                  r"x typestr: T, has unsupported type: tensor\(float\)", id="DequantizeLinear-float-input"),
 ]

@@ -449,6 +449,29 @@ def convert_cumprod(node: Node) -> list[Value]:
     return [y]
 
 
+@composite("Compress", attributes=("axis",), static_inputs=(1,))
+def convert_compress(node: Node) -> list[Value]:
+    """The slices along `axis` (of the flattened input without one) where the condition,
+    known at compile time, is true: a gather at those constant positions. A condition
+    shorter than the axis selects from its first entries."""
+    x = node.input(0)
+    condition = np.asarray(node.const_input(1, "condition")).reshape(-1).astype(bool)
+    if node.attr("axis") is None:
+        x = node.reshape(x, (math.prod(shape_of(x)),))
+        axis = 0
+    else:
+        axis = normalize_axis(node, int(node.attr("axis")), len(shape_of(x)))
+    n = shape_of(x)[axis]
+    if condition.size > n:
+        raise node.error(f"the condition has {condition.size} entries, more than the {n} of axis {axis}")
+    picked = np.flatnonzero(condition)
+    if picked.size == 0:
+        raise node.error("the condition selects nothing (empty tensors are not supported)")
+    if picked.size == n:
+        return [x]
+    return [node.emit(graph.GatherOp(x, node.emit(graph.ConstantOp(dense_from_numpy(picked.astype(np.int64), i64))), axis))]
+
+
 @composite("ReverseSequence", attributes=("batch_axis", "time_axis"))
 def convert_reverse_sequence(node: Node) -> list[Value]:
     """Each batch entry's first sequence_lens[b] steps reversed, the rest kept: one
