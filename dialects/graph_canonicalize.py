@@ -204,7 +204,8 @@ def folded_value(op: Operation) -> DenseIntOrFPElementsAttr | None:
     else:
         result = evaluate(op, args)
     if result.dtype.kind == "f" and not np.all(np.isfinite(result)):
-        # xDSL prints inf/nan as hex integers that it parses back as finite numbers.
+        # Left to run time. (xDSL prints inf/nan as hex bits, which it read back as finite
+        # numbers before diagnostics.HexBits.)
         return None
     if splat:
         # a large splat is a scalar broadcast: xDSL would store every element
@@ -322,7 +323,7 @@ class GatherFromSplat(RewritePattern):
         if element is None:
             return
         if element.dtype.kind == "f" and not np.all(np.isfinite(element)):
-            return  # xDSL prints inf/nan as hex integers that it parses back as finite numbers
+            return  # left to run time, as folded_value leaves them (see there)
         replace_with_splat(rewriter, op, graph.dense_attr(element.reshape(()), graph.element_type_of(op.result)))
 
 

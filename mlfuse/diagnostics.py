@@ -15,8 +15,9 @@ import tempfile
 import traceback
 from collections.abc import Iterator
 
+import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, FileLineColLoc, IntAttr, ModuleOp, NameLoc, StringAttr
 from xdsl.ir import Attribute, ErasedSSAValue, Operation, Region, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.parser.generic_parser import ParserState
@@ -93,6 +94,23 @@ class SafeLexer(MLIRLexer):
     _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
 
 
+class HexBits(Parser._TensorLiteralElement):
+    """A hexadecimal element of a float dense literal: the bits of the value, as MLIR reads
+    `dense<0xFF800000> : tensor<f32>` (-inf). xDSL prints infinities and NaNs that way but
+    reads the hex back as the integer 4286578688.0: an attention mask's -inf came back
+    finite through `mlfuse-opt | mlfuse-opt`."""
+
+    def to_type(self, parser, type):
+        width = getattr(type, "bitwidth", None)
+        if isinstance(type, BFloat16Type) and 0 <= self.value < 1 << 16:  # float32's upper half
+            return float(np.array(self.value << 16, "u4").view("f4"))
+        if isinstance(type, AnyFloat) and width in (16, 32, 64):
+            if not 0 <= self.value < 1 << width:
+                parser.raise_error(f"0x{self.value:x} does not fit the {width} bits of {type}", at_position=self.span)
+            return float(np.array(self.value, f"u{width // 8}").view(f"f{width // 8}"))
+        return super().to_type(parser, type)
+
+
 class LocatingParser(Parser):
     """xDSL's parser, plus a `loc("file":line:col)` on every op it parses.
 
@@ -141,6 +159,14 @@ class LocatingParser(Parser):
     def _parse_tensor_literal(self):
         with self.nested(self._current_token.span):
             return super()._parse_tensor_literal()
+
+    def _parse_tensor_literal_element(self):
+        """A dense literal's element; a hexadecimal one is kept as bits (HexBits)."""
+        hexadecimal = self._current_token.text[:2] in ("0x", "0X")
+        element = super()._parse_tensor_literal_element()
+        if hexadecimal and isinstance(element.value, int) and not isinstance(element.value, bool):
+            return HexBits(element.is_negative, element.value, element.span)
+        return element
 
     def parse_shape_dimension(self, allow_dynamic: bool = True) -> int:
         """A dimension, refused past MAX_DIM (a 30-digit literal would otherwise overflow later)."""

@@ -7,9 +7,8 @@ import os
 from xdsl.context import Context
 from xdsl.dialects import func, get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 
-from mlfuse.diagnostics import Diagnostic, location_of
+from mlfuse.diagnostics import Diagnostic, location_of, parse_located
 from mlfuse.universe import MLFUSE_DIALECTS
 
 
@@ -31,7 +30,7 @@ def parse_module(source: str, ctx: Context | None = None, name: str = "<input>")
         name = source
         with open(source) as f:
             source = f.read()
-    module = Parser(ctx or make_context(), source, name).parse_module()
+    module = parse_located(ctx or make_context(), source, name)  # as mlfuse-opt parses: HexBits, limits
     module.verify()
     return module
 

@@ -459,3 +459,27 @@ def test_folded_constant_keeps_the_source_location():
     CanonicalizePass().apply(make_context(), module)
     (constant,) = [op for op in module.walk() if isinstance(op, graph.ConstantOp)]
     assert location_of(constant) == "folded.mlir:3:3"
+
+
+def test_hexadecimal_float_elements_are_bits():
+    """MLIR reads `0xFF800000` in a float dense literal as bits, and xDSL prints infinities
+    and NaNs that way: they must read back as themselves (diagnostics.HexBits)."""
+    from mlfuse.ir import parse_module
+
+    source = """func.func @main() -> (tensor<4xf32>, tensor<2xf16>, tensor<2xf64>, tensor<1xbf16>) {
+      %a = graph.constant dense<[0xFF800000, 0x7F800000, 0x7FC00000, 0x80000000]> : tensor<4xf32>
+      %b = graph.constant dense<[0xFC00, 0x3C00]> : tensor<2xf16>
+      %c = graph.constant dense<[0x7FF0000000000000, -2.5]> : tensor<2xf64>
+      %d = graph.constant dense<0xFF80> : tensor<1xbf16>
+      func.return %a, %b, %c, %d : tensor<4xf32>, tensor<2xf16>, tensor<2xf64>, tensor<1xbf16>
+    }"""
+    module = parse_module(source)
+    a, b, c, d = [op.value.get_values() for op in module.walk() if isinstance(op, graph.ConstantOp)]
+    assert a[:2] == (-np.inf, np.inf) and np.isnan(a[2]) and a[3] == 0.0 and np.signbit(a[3])
+    assert b == (-np.inf, 1.0) and c == (np.inf, -2.5) and d == (-np.inf,)
+    printed = str(module)
+    assert "0xff800000" in printed.lower()
+    again = [op.value.get_values() for op in parse_module(printed).walk() if isinstance(op, graph.ConstantOp)]
+    assert str(again) == str([a, b, c, d])
+    with pytest.raises(Exception, match=r"0x1ffffffff does not fit the 32 bits of f32"):
+        parse_module(source.replace("0xFF800000", "0x1FFFFFFFF"))

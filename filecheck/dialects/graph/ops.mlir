@@ -205,6 +205,14 @@ func.func @gathers(%t: tensor<10x4xf32>, %ids: tensor<2x3xi64>, %k: tensor<i32>,
   func.return %g : tensor<2x3x4xf32>
 }
 
+// Infinities, NaN and -0.0 print as hexadecimal bits and read back as themselves.
+// CHECK-LABEL: func.func @special_floats
+func.func @special_floats() -> tensor<4xf32> {
+  // CHECK-NEXT: %c = graph.constant dense<[0xff800000, 0x7f800000, 0x7fc00000, -0.000000e+00]> : tensor<4xf32>
+  %c = graph.constant dense<[0xFF800000, 0x7F800000, 0x7FC00000, -0.0]> : tensor<4xf32>
+  func.return %c : tensor<4xf32>
+}
+
 // Bitwise ops and shifts on integers.
 // CHECK-LABEL: func.func @bitwise
 func.func @bitwise(%u: tensor<5xui8>, %s: tensor<5xi32>) -> tensor<5xi32> {
