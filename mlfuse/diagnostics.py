@@ -101,14 +101,15 @@ class HexBits(Parser._TensorLiteralElement):
     finite through `mlfuse-opt | mlfuse-opt`."""
 
     def to_type(self, parser, type):
+        bits = self.value
         width = getattr(type, "bitwidth", None)
-        if isinstance(type, BFloat16Type) and 0 <= self.value < 1 << 16:  # float32's upper half
-            return float(np.array(self.value << 16, "u4").view("f4"))
-        if isinstance(type, AnyFloat) and width in (16, 32, 64):
-            if not 0 <= self.value < 1 << width:
-                parser.raise_error(f"0x{self.value:x} does not fit the {width} bits of {type}", at_position=self.span)
-            return float(np.array(self.value, f"u{width // 8}").view(f"f{width // 8}"))
-        return super().to_type(parser, type)
+        if not isinstance(bits, int) or not isinstance(type, AnyFloat) or width not in (16, 32, 64):
+            return super().to_type(parser, type)
+        if not 0 <= bits < 1 << width:
+            parser.raise_error(f"0x{bits:x} does not fit the {width} bits of {type}", at_position=self.span)
+        if isinstance(type, BFloat16Type):  # float32's upper half
+            return float(np.array(bits << 16, "u4").view("f4"))
+        return float(np.array(bits, f"u{width // 8}").view(f"f{width // 8}"))
 
 
 class LocatingParser(Parser):
