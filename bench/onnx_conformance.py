@@ -191,6 +191,15 @@ def run_case(case, supported: set[int]) -> Outcome:
     return Outcome(case.name, ops, model_types(case.model) <= supported, status, detail)
 
 
+# Cases whose expected outputs differ from the exact result by more than their tolerance
+# (tests/test_onnx_node_suite.py expects them to fail).
+EXPECTED_OUTPUTS_OFF = {
+    name: "the expected outputs are numpy's float32 FFT (numpy 2 transforms float32 data in float32): 1.9e-7 where the "
+          "exact inverse is 0, against an atol of 1e-7; mlfuse's float64 product gives 5.6e-16"
+    for name in ("test_dft_inverse", "test_dft_inverse_opset19")
+}
+
+
 def reason_of(detail: str) -> str:
     """A rejection's reason without the node name and numbers, to group them."""
     reason = detail.split("error: ", 1)[-1]
@@ -223,7 +232,8 @@ def table(outcomes: Iterable[Outcome]) -> str:
         lines.append(f"| {reason.replace('|', '/')} | {n} |")
     bad = [o for o in outcomes if o.status in ("wrong", "crash")]
     lines += ["", "## Wrong results and crashes", ""]
-    lines += [f"- `{o.name}` ({o.status}): {o.detail.strip().splitlines()[-1] if o.detail else ''}" for o in bad] or ["none"]
+    lines += [f"- `{o.name}` ({o.status}): {o.detail.strip().splitlines()[-1] if o.detail else ''}"
+              + (f" (known: {EXPECTED_OUTPUTS_OFF[o.name]})" if o.name in EXPECTED_OUTPUTS_OFF else "") for o in bad] or ["none"]
     out_of_scope = sorted(o.name for o in outcomes if not o.in_scope)
     lines += ["", f"## Out of scope ({len(out_of_scope)}: a tensor type mlfuse does not support)", "",
               ", ".join(f"`{n}`" for n in out_of_scope) or "none", ""]

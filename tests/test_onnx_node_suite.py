@@ -19,22 +19,18 @@ pytest.importorskip("onnx")
 
 import os  # noqa: E402
 
-from bench.onnx_conformance import in_table_cases, run_case, supported_types  # noqa: E402
+from bench.onnx_conformance import EXPECTED_OUTPUTS_OFF, in_table_cases, run_case, supported_types  # noqa: E402
 
 # in-scope cases that pass today (bench/results/onnx_conformance.md); only ever raised
 PASS_FLOOR = 1389
 SAMPLE = 6
 FULL = os.environ.get("MLFUSE_TEST_FULL", "0") not in ("", "0")
 
-# Cases whose expected outputs differ from the exact result by more than their tolerance.
-# test_dft_inverse*: the expected outputs are numpy's float32 FFT (numpy 2 transforms float32
-# input in float32); where the exact inverse is 0 they hold 1.9e-7 against an atol of 1e-7.
-# mlfuse's float64 product gives 5.6e-16 (test_onnx_ops.test_dft_is_numpys_in_float64).
-EXPECTED_OUTPUTS_OFF = {"test_dft_inverse", "test_dft_inverse_opset19"}
-
 CASES = sorted(in_table_cases(), key=lambda c: c.name)
 if not FULL:
     CASES = CASES[::SAMPLE]
+# cases whose expected outputs are off (bench.onnx_conformance.EXPECTED_OUTPUTS_OFF says why; mlfuse's
+# own check of DFT: test_onnx_ops.test_dft_is_numpys_in_float64)
 PARAMS = [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(reason="expected outputs off", strict=True)]
                        if c.name in EXPECTED_OUTPUTS_OFF else []) for c in CASES]
 SUPPORTED = supported_types()
