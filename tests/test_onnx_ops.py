@@ -681,6 +681,8 @@ case("Scan-reverse-axis1", "Scan", [f32(3), f32(3, 5)], opset=16, outputs=2, bod
 # Compress with a condition known at compile time: a gather at its true positions
 case("Compress-axis1-short-condition", "Compress", [f32(3, 5, 2)], consts={1: np.array([1, 0, 1, 1], bool)}, opset=11, axis=1)
 case("Compress-flattened", "Compress", [ints(2, 3)], consts={1: np.array([0, 1, 0, 0, 1, 1], bool)}, opset=11)
+# Pad whose constant_value is only known at run time: zeros, then the value selected into the border
+case("Pad-run-time-constant-value", "Pad", [f32(2, 3, 4), None, f32()], consts={1: a(1, 0, 2, 0, 2, 1)}, opset=18)
 # Loop, unrolled: 4 steps, the carried value grows by the step number times an outer-scope value,
 # each step's value stacked
 LOOP_BODY = onnx.helper.make_graph(
@@ -699,8 +701,8 @@ COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-h
                "Pow-int32-int32", "Pow-int32-negative-exponents", "Pow-int64-const-exponent", "Pow-int32-float-exponent",
                "BatchNormalization-training", "MaxPool-indices-pads-ceil", "MaxPool-indices-ties-storage-order-dilated",
                "MaxPool-indices-1d"}
-# the bitwise ops' and shifts' scalar lowering (conversion/scalar.py)
-COMPILED_TOO |= {p.id for p in CASES if p.values[0].startswith("Bit")}
+# the bitwise ops' and shifts' scalar lowering (conversion/scalar.py), a pad's run-time value
+COMPILED_TOO |= {p.id for p in CASES if p.values[0].startswith("Bit")} | {"Pad-run-time-constant-value"}
 # and convs whose lowering has a case of its own (graph_to_loop.ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
                  "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}

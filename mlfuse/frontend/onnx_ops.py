@@ -975,7 +975,7 @@ def pad_axis_by_copies(node: Node, x: SSAValue, axis: int, low: int, high: int, 
     return node.emit(graph.ConcatOp([*before, x, *after], axis))
 
 
-@onnx_op("Pad", attributes=("mode",), static_inputs=(1, 2, 3))
+@onnx_op("Pad", attributes=("mode",), static_inputs=(1, 3))
 def convert_pad(node: Node) -> list[Value]:
     x = node.input(0)
     shape = shape_of(x)
@@ -1002,13 +1002,38 @@ def convert_pad(node: Node) -> list[Value]:
     if not any(low) and not any(high):
         return [x]
     if mode == "constant":
-        value = node.const_input(2, "constant_value")
+        if node.has_input(2) and node.constant(2) is None:
+            return [pad_with_run_time_value(node, x, low, high, node.input(2))]
+        value = node.constant(2)
         fill = 0 if value is None or value.size == 0 else value.reshape(-1)[0].item()
         return [node.emit(graph.PadOp(x, low, high, fill))]
     for axis in range(rank):
         if low[axis] or high[axis]:
             x = pad_axis_by_copies(node, x, axis, low[axis], high[axis], mode)
     return [x]
+
+
+def pad_with_run_time_value(node: Node, x: SSAValue, low: Sequence[int], high: Sequence[int], value: SSAValue) -> SSAValue:
+    """A constant pad whose value is only known at run time (an Attention body's -inf cast
+    to the input's type): zeros, then the value selected wherever some padded axis's
+    position lies outside x."""
+    if math.prod(shape_of(value)) != 1:
+        raise node.error(f"constant_value must be one value, got shape {fmt_shape(shape_of(value))}")
+    padded = node.emit(graph.PadOp(x, low, high, 0))
+    shape = shape_of(padded)
+    outside = None
+    for axis, (lo, hi) in enumerate(zip(low, high)):
+        if not lo and not hi:
+            continue
+        position = node.emit(graph.ConstantOp(dense_from_numpy(np.arange(shape[axis], dtype=np.int64), i64)))
+        position = node.emit(graph.BroadcastOp(position, [axis], shape))
+        below = node.emit(graph.CompareOp("lt", position, node.splat(lo, i64, shape)))
+        beyond = node.emit(graph.CompareOp("ge", position, node.splat(shape[axis] - hi, i64, shape)))
+        here = node.emit(graph.SelectOp(below, below, beyond))
+        outside = here if outside is None else node.emit(graph.SelectOp(outside, outside, here))
+    assert outside is not None
+    fill = broadcast_to(node, node.reshape(node.cast(value, element_type_of(x)), ()), shape)
+    return node.emit(graph.SelectOp(outside, fill, padded))
 
 
 # --- stencils -----------------------------------------------------------------------------------
