@@ -176,8 +176,11 @@ def shifted(node: Node, index: int, zero_index: int, vector_axis: int | None = N
     if known_v is not None and known_zero is not None:
         values = known_v.astype(np.float64) - known_zero
         return node.emit(graph.ConstantOp(dense_from_numpy(values.astype(np.float32), f32))), np.abs(values)
-    shape = broadcast_shape(node, shape_of(v), shape_of(zero))
-    dv = node.emit(graph.SubOp(broadcast_to(node, node.cast(v, f32), shape), broadcast_to(node, node.cast(zero, f32), shape)))
+    if node.has_input(zero_index):
+        shape = broadcast_shape(node, shape_of(v), shape_of(zero))
+        dv = node.emit(graph.SubOp(broadcast_to(node, node.cast(v, f32), shape), broadcast_to(node, node.cast(zero, f32), shape)))
+    else:  # no zero point: nothing to subtract at run time
+        dv = node.cast(v, f32)
     info = np.iinfo(dtype)
     if known_zero is None:
         return dv, float(int(info.max) - int(info.min))
