@@ -51,10 +51,11 @@ class Outcome:
 
 
 def supported_types() -> set[int]:
-    """The ONNX element types of mlfuse's ONNX table."""
+    """The ONNX element types of mlfuse's ONNX table, and the narrow ones it carries as storage."""
+    from mlfuse.frontend.onnx_narrow import NARROW
     from mlfuse.frontend.onnx_ops import ELEMENT_TYPES
 
-    return set(ELEMENT_TYPES) - {__import__("onnx").TensorProto.BFLOAT16}
+    return set(ELEMENT_TYPES) | set(NARROW)
 
 
 def model_types(model) -> set[int]:
@@ -130,6 +131,22 @@ def compile_case(model, inputs: list[np.ndarray]):
             frozen.update(small)
 
 
+def outputs_match(got: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> bool:
+    """As onnx's backend test runner compares: floats within the case's tolerances (NaN
+    equal to NaN), bfloat16 within two of its ulps at least; the rest exactly. ml_dtypes'
+    narrow types are compared as their values."""
+    if expected.dtype.type.__module__ == "ml_dtypes":
+        if expected.dtype.name.startswith(("int", "uint")):
+            got, expected = got.astype(np.int32), expected.astype(np.int32)
+        else:
+            if expected.dtype.name == "bfloat16":
+                rtol = max(rtol, 2**-6)
+            got, expected = got.astype(np.float32), expected.astype(np.float32)
+    if expected.dtype.kind in "fc":
+        return np.allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+    return np.array_equal(got, expected)
+
+
 def run_in_process(case) -> tuple[str, str]:
     """(status, detail) of one case; only a Diagnostic counts as a rejection."""
     from mlfuse.diagnostics import Diagnostic
@@ -144,11 +161,7 @@ def run_in_process(case) -> tuple[str, str]:
                 e = np.asarray(e)
                 if g.shape != e.shape or g.dtype != e.dtype:
                     return "wrong", f"output {i}: {g.dtype}{list(g.shape)} != expected {e.dtype}{list(e.shape)}"
-                if e.dtype.kind in "fc":
-                    ok = np.allclose(g, e, rtol=case.rtol, atol=case.atol, equal_nan=True)
-                else:
-                    ok = np.array_equal(g, e)
-                if not ok:
+                if not outputs_match(g, e, case.rtol, case.atol):
                     return "wrong", f"output {i} differs (rtol {case.rtol}, atol {case.atol})"
         return "pass", ""
     except Diagnostic as d:  # an internal error (internal_error's message) is a pass that raised

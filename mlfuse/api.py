@@ -165,6 +165,8 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
             names = hints if all(hints) and len(set(hints)) == len(hints) else []
         else:
             names = []
+        dtypes = fn.attributes.get(names_attr.replace("_names", "_dtypes"))
+        narrow = [d.data for d in dtypes.data] if isinstance(dtypes, ArrayAttr) else []  # type: ignore[union-attr]
         result = []
         for i, t in enumerate(types):
             if not isinstance(t, TensorType):
@@ -174,12 +176,38 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
             if isinstance(el, graph.BFloat16Type):
                 raise Diagnostic(f"@{fn.sym_name.data}: bf16 tensors are not supported by the CPU backend (numpy has no bf16)",
                                  location_of(fn))
-            result.append(TensorSpec(tuple(t.get_shape()), graph.numpy_dtype(el), names[i] if i < len(names) else f"{prefix}{i}"))
+            dtype = graph.numpy_dtype(el)
+            if i < len(narrow) and narrow[i]:  # a narrow ONNX type carried as its storage: ml_dtypes' arrays
+                dtype = narrow_dtype(narrow[i], dtype, fn)
+            name = names[i] if i < len(names) and names[i] else f"{prefix}{i}"
+            result.append(TensorSpec(tuple(t.get_shape()), dtype, str(name)))
         return result
 
     return specs(fn.function_type.inputs.data, "mlfuse.input_names", "arg"), specs(
         fn.function_type.outputs.data, "mlfuse.output_names", "result"
     )
+
+
+def narrow_dtype(name: str, storage: np.dtype, fn: func.FuncOp) -> np.dtype:
+    """The ml_dtypes dtype `name` (mlfuse.input_dtypes), which must have the storage's width."""
+    import ml_dtypes
+
+    dtype = getattr(ml_dtypes, name, None)
+    if dtype is None or np.dtype(dtype).itemsize != storage.itemsize:
+        raise Diagnostic(f"@{fn.sym_name.data}: '{name}' is not an ml_dtypes type of {storage.itemsize} byte(s)",
+                         location_of(fn))
+    return np.dtype(dtype)
+
+
+def dtype_token(dtype: np.dtype) -> str:
+    """How a cache entry names a dtype: ml_dtypes' by name (their str is only '<V1')."""
+    return dtype.name if dtype.type.__module__ == "ml_dtypes" else dtype.str
+
+
+def dtype_of_token(token: str) -> np.dtype:
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, token)) if token.isidentifier() and hasattr(ml_dtypes, token) else np.dtype(token)
 
 
 def aligned_empty(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
@@ -652,7 +680,7 @@ def source_key(sha256: str | None, target: str, entry: str, passes: Sequence[str
         "onnx": onnx_version, "numpy": np.__version__, "file": sha256, "target": target,
         "entry": entry, "passes": None if passes is None else [str(p) for p in passes], "options": dict(options),
         "input_shapes": shapes,
-        "input_values": {k: [v.dtype.str, list(v.shape), data_sha256(np.ascontiguousarray(v).tobytes())]
+        "input_values": {k: [dtype_token(v.dtype), list(v.shape), data_sha256(np.ascontiguousarray(v).tobytes())]
                          for k, v in values.items()},
     }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
@@ -667,8 +695,8 @@ def _record_source(graph: str, digest: str, entry: str, steps: Sequence[str], in
     _SOURCE_KEY.set(None)
     record = {
         "graph": graph, "digest": digest, "entry": entry, "steps": list(steps),
-        "inputs": [[t.name, list(t.shape), t.dtype.str] for t in inputs],
-        "outputs": [[t.name, list(t.shape), t.dtype.str] for t in outputs],
+        "inputs": [[t.name, list(t.shape), dtype_token(t.dtype)] for t in inputs],
+        "outputs": [[t.name, list(t.shape), dtype_token(t.dtype)] for t in outputs],
     }
     _memory_put("source-" + key, record)
     cache.store_object("source-" + key, json.dumps(record).encode())
@@ -688,7 +716,7 @@ def _load_source(key: str, reimport: Any) -> CompiledFunction | None:
     if not isinstance(record, dict):
         return None  # none, or a valid entry of another format: compiled again, then replaced
     try:
-        inputs, outputs = ([TensorSpec(tuple(shape), np.dtype(dtype), name) for name, shape, dtype in record[k]]
+        inputs, outputs = ([TensorSpec(tuple(shape), dtype_of_token(dtype), name) for name, shape, dtype in record[k]]
                            for k in ("inputs", "outputs"))
         graph, entry, steps, digest = record["graph"], record["entry"], record["steps"], record["digest"]
     except (ValueError, KeyError, TypeError):

@@ -526,6 +526,8 @@ def check_inputs(fn: func.FuncOp, arrays: Sequence[Any]) -> list[np.ndarray]:
             )
         a = np.asarray(a)
         shape, dtype = tuple(t.get_shape()), graph.numpy_dtype(t.get_element_type())
+        if a.dtype.type.__module__ == "ml_dtypes" and dtype.kind == "u" and a.dtype.itemsize == dtype.itemsize:
+            a = np.ascontiguousarray(a).view(dtype)  # a narrow ONNX type's array: its storage (onnx_narrow)
         if a.shape != shape:
             raise ValueError(
                 f"argument {i} of @{fn.sym_name.data} must have shape {shape}, got {a.shape}"

@@ -8,6 +8,7 @@ the attributes and values mlfuse does not accept are checked to give a Diagnosti
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 from numpy.typing import DTypeLike
@@ -1003,7 +1004,7 @@ REJECTED = [
     pytest.param("Einsum", [f32(3, 4)], None, 13, dict(equation="ii->i"), r"does not match|repeats 'i' over axes of sizes 3 and 4",
                  id="Einsum-diagonal-not-square"),
     pytest.param("Dropout", [f32(3)], {2: np.array(True)}, 13, {}, r"training_mode = true is not supported", id="Dropout-training"),
-    pytest.param("Cast", [f32(3)], None, 17, dict(to=TensorProto.BFLOAT16), r"element type BFLOAT16, which mlfuse does not support", id="Cast-bfloat16"),
+    pytest.param("Cast", [f32(3)], None, 17, dict(to=TensorProto.STRING), r"element type STRING, which mlfuse does not support", id="Cast-string"),
     pytest.param("ScatterND", [f32(4, 3), ints(2, 1, low=0, high=4, dtype=I64), f32(2, 3)], None, 18, {},
                  r"input 1 \(indices, 'x1'\) must be a constant", id="ScatterND-runtime-indices"),
     pytest.param("ScatterElements", [f32(4, 3)], {1: np.array([[0, 4, 1]], I64), 2: f32(1, 3)}, 18, {},
@@ -1034,8 +1035,8 @@ REJECTED = [
                  r"the scale of shape 2 is neither a scalar nor 3 values along axis 1", id="QuantizeLinear-scale-length"),
     pytest.param("QuantizeLinear", [f32(3, 5)], {1: positive(3, 2)}, 21, dict(axis=1, block_size=2),
                  r"does not give one value per block of 2 along axis 1 of 3x5 \(expected 3x3\)", id="QuantizeLinear-blocks"),
-    pytest.param("QuantizeLinear", [f32(3)], {1: np.array(0.1, np.float32)}, 21, dict(output_dtype=TensorProto.FLOAT8E4M3FN),
-                 r"element type FLOAT8E4M3FN, which mlfuse does not support", id="QuantizeLinear-float8"),
+    pytest.param("QuantizeLinear", [f32(3)], {1: np.array(0.1, np.float32), 2: np.array(1.0, ml_dtypes.float8_e4m3fn)}, 21, {},
+                 r"the zero point of a float8 type must be 0", id="QuantizeLinear-float8-zero-point"),
     pytest.param("QuantizeLinear", [f32(3)], {1: np.array(0.1, np.float32), 2: np.array(1, np.int32)}, 13, {},
                  r"y_zero_point typestr: T2, has unsupported type: tensor\(int32\)", id="QuantizeLinear-int32-zero-point"),
     pytest.param("BitShift", [ints(3, dtype=np.uint8), ints(3, dtype=np.uint8)], None, 11, dict(direction="UP"),

@@ -34,12 +34,13 @@ import onnx.version_converter
 from onnx import ModelProto, NodeProto, helper, inliner, numpy_helper
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from mlfuse.diagnostics import MAX_DIM, MAX_ELEMENTS, Diagnostic, verify_located
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import fmt_shape
+from mlfuse.frontend import onnx_narrow
 from mlfuse.frontend.builder import NUMPY_ELEMENT_TYPES
 from mlfuse.frontend.onnx_functions import expand_function_ops
 from mlfuse.frontend.onnx_ops import (
@@ -58,6 +59,9 @@ SUPPORTED_OPSETS = range(13, onnx.defs.onnx_opset_version() + 1)
 DEFAULT_DOMAINS = ("", "ai.onnx")
 INPUT_NAMES_ATTR = "mlfuse.input_names"
 OUTPUT_NAMES_ATTR = "mlfuse.output_names"
+# the ml_dtypes names of arguments and results of a narrow element type (onnx_narrow)
+INPUT_DTYPES_ATTR = "mlfuse.input_dtypes"
+OUTPUT_DTYPES_ATTR = "mlfuse.output_dtypes"
 # never folded at compile time, even with constant inputs
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"}
 # unrolled instead, its body's nodes folded one by one: onnx's reference evaluator stacks a
@@ -275,6 +279,7 @@ class OnnxImporter:
         self.values: dict[str, SSAValue] = {}
         self.constants: dict[str, np.ndarray] = {}
         self.inferred: dict[str, tuple[int, tuple[int, ...] | None]] = {}
+        self.input_types: dict[str, int] = {}  # the ONNX element types of the graph's inputs
         self.uninferred: set[str] = set()  # values whose inferred shapes are known to be wrong
         self.block = Block()
 
@@ -514,13 +519,15 @@ class OnnxImporter:
     ) -> func.FuncOp:
         arg_names, arg_types = [], []
         for vi in inputs:
-            el = element_type(vi.type.tensor_type.elem_type, f"input '{vi.name}'", self.source)
+            self.input_types[vi.name] = vi.type.tensor_type.elem_type
+            el = self.storage_type(vi.type.tensor_type.elem_type, f"input '{vi.name}'")
             arg_names.append(vi.name)
             arg_types.append(TensorType(el, list(shapes[vi.name])))
         for name, tensor in initializers.items():
             array = tensor_array(tensor, f"initializer '{name}'", self.source)
             if name in arg_initializers:
-                el = element_type(tensor.data_type, f"initializer '{name}'", self.source)
+                self.input_types[name] = tensor.data_type
+                el = self.storage_type(tensor.data_type, f"initializer '{name}'")
                 arg_names.append(name)
                 arg_types.append(TensorType(el, list(array.shape)))
             else:
@@ -541,7 +548,16 @@ class OnnxImporter:
         fn.location = graph_loc
         fn.attributes[INPUT_NAMES_ATTR] = ArrayAttr([StringAttr(n) for n in arg_names])
         fn.attributes[OUTPUT_NAMES_ATTR] = ArrayAttr([StringAttr(o.name) for o in g.output])
+        for attr, names in ((INPUT_DTYPES_ATTR, arg_names), (OUTPUT_DTYPES_ATTR, [o.name for o in g.output])):
+            narrow = [self.narrow_type(n) for n in names]
+            if any(narrow):  # the ml_dtypes dtype of each narrow argument or result, else ""
+                fn.attributes[attr] = ArrayAttr([StringAttr(t.dtype.name if t else "") for t in narrow])
         return fn
+
+    def storage_type(self, onnx_type: int, what: str) -> Attribute:
+        """The graph element type of an ONNX one: a narrow type's storage (onnx_narrow)."""
+        narrow = onnx_narrow.NARROW.get(onnx_type)
+        return narrow.storage if narrow else element_type(onnx_type, what, self.source)
 
     def convert(self, index: int, proto: NodeProto) -> None:
         node = Node(self, proto, node_name(proto, index))
@@ -554,7 +570,7 @@ class OnnxImporter:
                     f"attribute{'s' if len(unknown) > 1 else ''} {', '.join(repr(a) for a in unknown)} "
                     f"{'are' if len(unknown) > 1 else 'is'} not supported"
                 )
-            outputs = spec.handler(node)
+            outputs = onnx_narrow.convert_narrow(node) if onnx_narrow.touches_narrow(node) else spec.handler(node)
         if any(name in self.uninferred for name in proto.input):
             self.uninferred.update(proto.output)
         for i, name in enumerate(proto.output):
@@ -611,6 +627,8 @@ class OnnxImporter:
         if name not in self.constants:
             raise self.error(f"value '{name}' is used but never defined")
         array = self.constants[name]
+        if onnx_narrow.of_dtype(array.dtype):
+            array = onnx_narrow.storage_array(array)
         el = NUMPY_ELEMENT_TYPES.get(array.dtype)
         if el is None:
             raise self.error(
@@ -626,6 +644,18 @@ class OnnxImporter:
 
     def constant(self, name: str) -> np.ndarray | None:
         return self.constants.get(name)
+
+    def onnx_type(self, name: str) -> int:
+        """The ONNX element type of a value (0 where unknown)."""
+        if name in self.input_types:
+            return self.input_types[name]
+        if name in self.constants:
+            return int(helper.np_dtype_to_tensor_dtype(self.constants[name].dtype))
+        return self.inferred.get(name, (0, None))[0]
+
+    def narrow_type(self, name: str) -> onnx_narrow.Narrow | None:
+        """The narrow element type of a value (carried as its storage), or None."""
+        return onnx_narrow.NARROW.get(self.onnx_type(name))
 
     def shape_of_value(self, name: str) -> tuple[int, ...]:
         if name in self.constants:

@@ -46,8 +46,8 @@ Value = SSAValue | np.ndarray
 
 # Derived from the one table of element types (graph.ELEMENT_TYPES, as the builder's
 # NUMPY_ELEMENT_TYPES) through the numpy dtype onnx maps each data type to. BFLOAT16, the
-# float8 and 4-bit types and strings have no entry there, so they are rejected at import,
-# with the node or value named.
+# float8, 4-bit and 2-bit types have no entry there: they are carried as their storage
+# (onnx_narrow). Strings are rejected at import, with the node or value named.
 
 
 def _onnx_element_types() -> dict[int, Attribute]:
@@ -106,6 +106,8 @@ class Node:
         self.name = name
         self.location = NameLoc(StringAttr(name), NoneAttr())
         self.attributes = {a.name: a for a in proto.attribute}
+        # inputs of a narrow element type as their values (onnx_narrow.decode_inputs)
+        self.decoded: dict[int, SSAValue] = {}
 
     def error(self, message: str) -> Diagnostic:
         return Diagnostic(f"{self.op_type}: {message}", self.name)
@@ -147,6 +149,8 @@ class Node:
     def input(self, index: int) -> SSAValue:
         if not self.has_input(index):
             raise self.error(f"input {index} is missing")
+        if index in self.decoded:
+            return self.decoded[index]
         return self.importer.value(self.proto.input[index])
 
     def inputs(self) -> list[SSAValue]:

@@ -99,10 +99,14 @@ def quantized_type(node: Node, zero_point_index: int, default: Attribute) -> Att
 def saturate(node: Node, q: SSAValue, target: Attribute) -> SSAValue:
     """Integral floats q clamped to the range of `target` and cast to it (NaN: its lowest)."""
     info = np.iinfo(graph.numpy_dtype(target))
-    lo, hi = node.scalar_like(int(info.min), q), node.scalar_like(int(info.max), q)
-    clamped = node.emit(graph.MinOp(node.emit(graph.MaxOp(q, lo)), hi))
-    is_nan = node.emit(graph.CompareOp("ne", q, q))
-    return node.cast(node.emit(graph.SelectOp(is_nan, lo, clamped)), target)
+    return node.cast(clamped(node, q, int(info.min), int(info.max)), target)
+
+
+def clamped(node: Node, q: SSAValue, lo: int, hi: int) -> SSAValue:
+    """Floats q clamped to [lo, hi], NaN to lo."""
+    low, high = node.scalar_like(lo, q), node.scalar_like(hi, q)
+    inside = node.emit(graph.MinOp(node.emit(graph.MaxOp(q, low)), high))
+    return node.emit(graph.SelectOp(node.emit(graph.CompareOp("ne", q, q)), low, inside))
 
 
 def zero_point_added(node: Node, q: SSAValue, index: int, axis: int = 1, block_size: int = 0) -> SSAValue:
@@ -118,39 +122,48 @@ def zero_point_added(node: Node, q: SSAValue, index: int, axis: int = 1, block_s
 
 @composite("QuantizeLinear", attributes=("axis", "block_size", "output_dtype", "precision", "saturate"))
 def convert_quantize_linear(node: Node) -> list[Value]:
-    """x / scale in x's type (or `precision`; float64 for int32 x, as numpy promotes it),
-    rounded; the zero point added in float32 or wider, exact in every 16-bit range."""
-    x, scale = node.input(0), float_input(node, 1)
+    """x / scale rounded; the zero point added in float32 or wider, exact in every 16-bit
+    range. (Narrow targets: onnx_narrow.convert_quantize.)"""
     target = quantized_type(node, 2, ui8)
-    # `saturate` only matters for float8 targets, which mlfuse rejects with their type
     axis, block_size = int(node.attr("axis", 1)), int(node.attr("block_size", 0))
+    q = node.emit(graph.RoundOp(scaled(node, axis, block_size)))
+    q = node.cast(q, f64 if element_type_of(q) == f64 else f32)
+    return [saturate(node, zero_point_added(node, q, 2, axis, block_size), target)]
+
+
+def scaled(node: Node, axis: int, block_size: int) -> SSAValue:
+    """x / scale in x's type (or `precision`; float64 for integer x, as numpy promotes it)."""
+    x, scale = node.input(0), float_input(node, 1)
     if node.attr("precision", 0):
         compute = node.element_type(int(node.attr("precision")), "precision")
     else:
         compute = element_type_of(x) if is_float(element_type_of(x)) else f64
     x = node.cast(x, compute)
     scale = node.cast(quant_param(node, scale, shape_of(x), axis, block_size, "the scale"), compute)
-    q = node.emit(graph.RoundOp(node.emit(graph.DivOp(x, scale))))
-    q = node.cast(q, f64 if compute == f64 else f32)
-    return [saturate(node, zero_point_added(node, q, 2, axis, block_size), target)]
+    return node.emit(graph.DivOp(x, scale))
 
 
 @composite("DequantizeLinear", attributes=("axis", "block_size", "output_dtype"))
 def convert_dequantize_linear(node: Node) -> list[Value]:
     """(x - zero point) * scale in float32, then the scale's type (or output_dtype)."""
-    x, scale = node.input(0), float_input(node, 1)
+    x = node.input(0)
     if is_float(element_type_of(x)):
         raise node.error(f"x must be an integer tensor, got {element_type_of(x)}")
+    return [dequantized(node, node.cast(x, f32), node.input(2) if node.has_input(2) else None)]
+
+
+def dequantized(node: Node, dx: SSAValue, zero: SSAValue | None) -> SSAValue:
+    """(dx - zero) * scale for float32 dx, in the scale's type (or output_dtype)."""
+    scale = float_input(node, 1)
     out = element_type_of(scale)
     if node.attr("output_dtype", 0):
         out = node.element_type(int(node.attr("output_dtype")), "output_dtype")
     axis, block_size = int(node.attr("axis", 1)), int(node.attr("block_size", 0))
-    dx = node.cast(x, f32)
-    if node.has_input(2):
-        zero = quant_param(node, node.input(2), shape_of(dx), axis, block_size, "the zero point")
+    if zero is not None:
+        zero = quant_param(node, zero, shape_of(dx), axis, block_size, "the zero point")
         dx = node.emit(graph.SubOp(dx, node.cast(zero, f32)))
     scale = node.cast(quant_param(node, scale, shape_of(dx), axis, block_size, "the scale"), f32)
-    return [node.cast(node.emit(graph.MulOp(dx, scale)), out)]
+    return node.cast(node.emit(graph.MulOp(dx, scale)), out)
 
 
 # --- exact integer products ---------------------------------------------------------------------
