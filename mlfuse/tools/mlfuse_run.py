@@ -19,7 +19,6 @@ import sys
 import time
 from collections.abc import Sequence
 
-import ml_dtypes
 import numpy as np
 
 from mlfuse.diagnostics import MAX_DIM, MAX_ELEMENTS, Diagnostic, internal_error
@@ -133,6 +132,8 @@ def compare(got: np.ndarray, want: np.ndarray, reduction_length: int = 1) -> tup
     finite = ~special
     scale = float(np.abs(w[finite]).max(initial=0))
     if narrow:  # both rounded to the narrow type once, at the end: one of its ulps apart at most
+        import ml_dtypes  # there with its arrays (onnx's dependency)
+
         info = ml_dtypes.finfo(got.dtype)
         rtol, atol = float(info.eps), float(info.smallest_subnormal)
     else:
