@@ -73,14 +73,16 @@ def model_types(model) -> set[int]:
 
 def in_table_cases(prefix: str = "") -> list:
     """The cases whose operators mlfuse's table has, or whose schema defines by a
-    function body that the importer expands (mlfuse/frontend/onnx_functions.py)."""
+    function body that the importer expands (mlfuse/frontend/onnx_functions.py), or that
+    onnx's version converter replaces (REPLACED_BY_UPGRADE)."""
     from onnx.backend.test.case.node import collect_testcases
 
+    from mlfuse.frontend.onnx import REPLACED_BY_UPGRADE
     from mlfuse.frontend.onnx_functions import function_schema
     from mlfuse.frontend.onnx_ops import OPS
 
     def known(node, opset: int) -> bool:
-        return node.op_type in OPS or function_schema(node, opset) is not None
+        return node.op_type in OPS or node.op_type in REPLACED_BY_UPGRADE or function_schema(node, opset) is not None
 
     with np.errstate(all="ignore"):
         cases = collect_testcases()

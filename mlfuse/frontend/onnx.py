@@ -56,6 +56,8 @@ from mlfuse.frontend.onnx_ops import (
 
 # 13 up to what the installed onnx defines; older models are upgraded to 13 first
 SUPPORTED_OPSETS = range(13, onnx.defs.onnx_opset_version() + 1)
+# operators of old opsets that onnx's version converter replaces on the way to 13
+REPLACED_BY_UPGRADE = {"Scatter": "ScatterElements", "Upsample": "Resize"}
 DEFAULT_DOMAINS = ("", "ai.onnx")
 INPUT_NAMES_ATTR = "mlfuse.input_names"
 OUTPUT_NAMES_ATTR = "mlfuse.output_names"
@@ -291,6 +293,7 @@ class OnnxImporter:
         if self.model.functions:  # model-local functions (e.g. from torch.onnx) become plain nodes
             self.model = inliner.inline_local_functions(self.model)
         self.model = expand_function_ops(self.model, opset)  # function ops mlfuse lacks: their bodies
+        self.model = explicit_stft_onesided(self.model)
         g = self.model.graph
         initializers = {t.name: t for t in g.initializer}
         arg_initializers = self.initializer_arguments(initializers)
@@ -670,6 +673,21 @@ class OnnxImporter:
         except VerifyException as e:
             raise node.error(first_line(e).removeprefix("Operation does not verify: ")) from None
         return op.results[0]
+
+
+def explicit_stft_onesided(model: ModelProto) -> ModelProto:
+    """The model with STFT's `onesided` written out where it is missing, as the schema's
+    default, 1 (a copy; the caller's model is not changed): onnx's shape inference (1.23)
+    reads a missing one as 0 and contradicts the spec's output shape."""
+    missing = [i for i, proto in enumerate(model.graph.node) if proto.op_type == "STFT" and is_default_domain(proto)
+               and not any(a.name == "onesided" for a in proto.attribute)]
+    if not missing:
+        return model
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    for i in missing:
+        copy.graph.node[i].attribute.append(helper.make_attribute("onesided", 1))
+    return copy
 
 
 def shape_inference_diagnostic(message: str, source: str) -> Diagnostic:

@@ -1075,4 +1075,5 @@ from mlfuse.frontend import (  # noqa: E402, F401
     onnx_recurrent,
     onnx_scan,
     onnx_scatter,
+    onnx_unscatter,
 )

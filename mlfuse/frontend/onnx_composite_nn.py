@@ -15,6 +15,8 @@ first ones; each handler writes the spec's formula or function body):
   zero-padded input times the window's size
 - DFT: a product with the constant real matrix of the transform, built by numpy's FFT
   of each unit signal (the transform is linear in the real and imaginary parts)
+- STFT: the frames (a gather by a constant index matrix) times the window, then DFT's
+  product, all in float64; MelWeightMatrix: folded at import (its inputs must be constants)
 """
 
 from __future__ import annotations
@@ -507,3 +509,44 @@ def convert_dft(node: Node) -> list[Value]:
     y = node.reshape(y, (*rows, matrix.shape[1] // out_components, out_components))
     back = [perm.index(d) for d in range(len(shape))]
     return [node.emit(graph.TransposeOp(y, back)) if back != list(range(len(shape))) else y]
+
+
+@composite("STFT", attributes=("onesided",), static_inputs=(1, 3))
+def convert_stft(node: Node) -> list[Value]:
+    """Frames of frame_length samples every frame_step (a gather by a constant index
+    matrix), times the window, each transformed by the DFT's constant matrix in float64:
+    (batch, frames, bins, 2)."""
+    signal = float_input(node)
+    shape = shape_of(signal)
+    if len(shape) != 3 or shape[-1] not in (1, 2):
+        raise node.error(f"the signal must be (batch, length, 1 or 2 parts), got shape {fmt_shape(shape)}")
+    step = int(np.asarray(node.const_input(1, "frame_step")).reshape(-1)[0])
+    window = node.input(2) if node.has_input(2) else None
+    given = node.const_input(3, "frame_length")
+    length = int(np.asarray(given).reshape(-1)[0]) if given is not None else (shape_of(window)[0] if window else 0)
+    if length < 1 or step < 1 or length > shape[1]:
+        raise node.error(f"frame_length {length} and frame_step {step} do not fit a signal of {shape[1]} samples")
+    if window is not None and shape_of(window) != (length,):
+        raise node.error(f"the window of shape {fmt_shape(shape_of(window))} must hold frame_length ({length}) values")
+    onesided, components = bool(node.attr("onesided", 1)), shape[-1]
+    if onesided and components == 2:
+        raise node.error("onesided applies to real signals, got complex ones")
+    frames = 1 + (shape[1] - length) // step
+    starts = (np.arange(frames)[:, None] * step + np.arange(length)).astype(np.int64)
+    framed = node.cast(node.emit(graph.GatherOp(signal, node.emit(graph.ConstantOp(dense_from_numpy(starts, i64))), 1)), f64)
+    framed_shape = (shape[0], frames, length, components)
+    if window is not None:  # in float64 too: the window's product rounded to float32 shows in small bins
+        framed = node.emit(graph.MulOp(framed, node.emit(graph.BroadcastOp(node.cast(window, f64), [2], framed_shape))))
+    matrix = dft_matrix(length, components, length, inverse=False, onesided=onesided)
+    flat = node.reshape(framed, (shape[0] * frames, length * components))
+    y = node.cast(matmul(node, flat, node.emit(graph.ConstantOp(dense_from_numpy(matrix, f64)))), element_type_of(signal))
+    return [node.reshape(y, (shape[0], frames, matrix.shape[1] // 2, 2))]
+
+
+@composite("MelWeightMatrix", attributes=("output_datatype",), static_inputs=(0, 1, 2, 3, 4))
+def convert_mel_weight_matrix(node: Node) -> list[Value]:
+    """A constant: with every input known at compile time the importer folds it by onnx's
+    reference evaluator (before this handler runs); here some input is not known."""
+    for index, what in enumerate(("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")):
+        node.const_input(index, what)
+    raise node.error("the matrix could not be computed from its constant inputs")

@@ -16,6 +16,9 @@
 log1p(t) is log(u) t / (u - 1) with u = 1 + t (Goldberg's: the rounding of u cancels),
 so that the results near 0 (acosh near 1) keep their relative precision.
 
+Det is here too: Leibniz's formula over the permutations, in float64, for matrices of
+order up to 4.
+
 Out of the domain they give NaN (the square root or logarithm of a negative number), at
 its ends the infinities numpy gives. Everything is computed in the input's floating-point
 type, f16 through f32 like every f16 op.
@@ -23,14 +26,18 @@ type, f16 through f32 like every f16 op.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+from xdsl.dialects.builtin import f64, i64
 from xdsl.ir import SSAValue
 
 from mlfuse.dialects import graph
+from mlfuse.dialects.graph import element_type_of, fmt_shape, shape_of
 from mlfuse.frontend.onnx_composite import composite, float_input
-from mlfuse.frontend.onnx_ops import Node, Value
+from mlfuse.frontend.onnx_ops import Node, Value, dense_from_numpy
 
 # Cephes atanf's polynomial, highest power first
 ATAN_COEFFICIENTS = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
@@ -193,3 +200,41 @@ def atanh(o: Ops, x: SSAValue) -> SSAValue:
     a = o.unary(graph.AbsOp, x)
     magnitude = o.log1p(o.div(o.mul(o.c(2.0), a), o.sub(o.c(1.0), a)))
     return o.with_sign_of(o.mul(magnitude, o.c(0.5)), x)
+
+
+DET_MAX_ORDER = 4  # Leibniz's formula has n! terms
+
+
+@composite("Det")
+def convert_det(node: Node) -> list[Value]:
+    """The determinant over the last two axes by Leibniz's formula, in float64:
+
+        det A = sum over permutations p of sign(p) * prod_i A[i, p(i)]
+
+    (24 terms of 4 factors at order 4; numpy factors A into LU instead, and both are well
+    within float32 of the exact value for the orders taken)."""
+    x = float_input(node)
+    shape = shape_of(x)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise node.error(f"the input must end in a square matrix, got shape {fmt_shape(shape)}")
+    n, batch = shape[-1], shape[:-2]
+    if not 1 <= n <= DET_MAX_ORDER:
+        raise node.error(f"determinants of order {n} are not supported (1 to {DET_MAX_ORDER})")
+    flat = node.cast(node.reshape(x, (*batch, n * n)), f64)
+
+    def entry(k: int) -> SSAValue:
+        return node.emit(graph.GatherOp(flat, node.emit(graph.ConstantOp(dense_from_numpy(np.array(k, np.int64), i64))),
+                                        len(batch)))
+
+    total = None
+    for p in itertools.permutations(range(n)):
+        term = entry(p[0])
+        for i in range(1, n):
+            term = node.emit(graph.MulOp(term, entry(i * n + p[i])))
+        inversions = sum(p[i] > p[j] for i in range(n) for j in range(i + 1, n))
+        if total is None:
+            total = term
+        else:
+            total = node.emit((graph.SubOp if inversions % 2 else graph.AddOp)(total, term))
+    assert total is not None
+    return [node.cast(total, element_type_of(x))]
