@@ -205,13 +205,15 @@ def test_bfloat16_arithmetic_rounds_each_operator():
     c = np.concatenate([rng.standard_normal(22), [np.nan, -np.nan]]).astype(ml_dtypes.float8_e4m3fn).reshape(4, 6)
     bf, f8 = TensorProto.BFLOAT16, TensorProto.FLOAT8E4M3FN
     m = model([helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["r"]),
+               helper.make_node("Mul", ["s", "a"], ["p"]),  # s and a decoded once for two consumers each
                helper.make_node("Transpose", ["c"], ["t"]), helper.make_node("Reshape", ["t", "shape"], ["cc"])],
               [tensor("a", bf, a.shape), tensor("b", bf, b.shape), tensor("c", f8, c.shape)],
-              [tensor("r", bf, a.shape), tensor("cc", f8, (2, 12))],
+              [tensor("r", bf, a.shape), tensor("cc", f8, (2, 12)), tensor("p", bf, a.shape)],
               initializers=[numpy_helper.from_array(np.array([2, 12], np.int64), "shape")])
-    r, cc = run(compiled(m), a, b, c)
-    er, ecc = reference_outputs(m, {"a": a, "b": b, "c": c})
+    r, cc, p = run(compiled(m), a, b, c)
+    er, ecc, ep = reference_outputs(m, {"a": a, "b": b, "c": c})
     same_bits(r, er, a, "Add + Relu")
+    same_bits(p, ep, a, "Add + Mul")
     same_bits(cc, ecc, c, "Transpose + Reshape")
 
 

@@ -282,6 +282,7 @@ class OnnxImporter:
         self.constants: dict[str, np.ndarray] = {}
         self.inferred: dict[str, tuple[int, tuple[int, ...] | None]] = {}
         self.input_types: dict[str, int] = {}  # the ONNX element types of the graph's inputs
+        self.decoded: dict[str, SSAValue] = {}  # narrow values decoded (onnx_narrow.decode_inputs)
         self.uninferred: set[str] = set()  # values whose inferred shapes are known to be wrong
         self.block = Block()
 
@@ -596,6 +597,7 @@ class OnnxImporter:
             raise node.error(f"cannot evaluate this node on its constant inputs: {first_line(e)}") from None
 
     def bind(self, node: Node, name: str, value: Value) -> None:
+        self.decoded.pop(name, None)  # a name bound again (an unrolled loop's body) has new values
         if isinstance(value, np.ndarray):
             shape, el = value.shape, NUMPY_ELEMENT_TYPES.get(value.dtype)
             self.constants[name] = value

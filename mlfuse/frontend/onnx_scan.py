@@ -66,6 +66,7 @@ def run_body(node: Node, body: GraphProto, bindings: Sequence[Value]) -> list[Va
     for name in names:
         importer.values.pop(name, None)
         importer.constants.pop(name, None)
+        importer.decoded.pop(name, None)
     for proto, value in zip(body.input, bindings):
         if isinstance(value, np.ndarray):
             importer.constants[proto.name] = value
