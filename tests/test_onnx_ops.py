@@ -726,6 +726,16 @@ for kernel, stride, side in ((2, 2, 6), (3, 2, 7)):  # sides the unpooled shape 
 case("Det-4x4-batched", "Det", [f32(3, 2, 4, 4)], opset=11)
 case("Det-3x3", "Det", [f32(3, 3)], opset=11)
 case("Det-1x1", "Det", [f32(5, 1, 1)], opset=11)
+# RoiAlign with constant rois (some partly outside the image, one malformed): fixed and adaptive
+# sampling grids, avg and max, both coordinate modes
+ROIS = np.array([[0.5, 1.0, 7.5, 8.0], [2.0, 0.0, 11.5, 4.5], [-3.0, 6.0, 3.0, 13.0], [5.0, 5.0, 4.0, 4.0]], np.float32)
+ROI_BATCH = a(1, 0, 1, 0)
+case("RoiAlign-avg-adaptive", "RoiAlign", [f32(2, 3, 10, 12)], consts={1: ROIS, 2: ROI_BATCH}, opset=16, output_height=3,
+     output_width=4)
+case("RoiAlign-max-scaled", "RoiAlign", [f32(2, 3, 10, 12)], consts={1: ROIS * 2, 2: ROI_BATCH}, opset=16, mode="max",
+     output_height=2, output_width=2, sampling_ratio=2, spatial_scale=0.5)
+case("RoiAlign-output-half-pixel", "RoiAlign", [f32(2, 3, 10, 12)], consts={1: ROIS, 2: ROI_BATCH}, opset=16,
+     coordinate_transformation_mode="output_half_pixel", output_height=2, output_width=3, sampling_ratio=3)
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",

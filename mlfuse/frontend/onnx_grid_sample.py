@@ -1,4 +1,5 @@
-"""ONNX GridSample: X (N, C, *S) sampled at the normalized points of grid (N, *O, r).
+"""ONNX GridSample: X (N, C, *S) sampled at the normalized points of grid (N, *O, r);
+and RoiAlign, whose bilinear taps are constants when its rois are (convert_roi_align).
 
 The last axis of grid holds one coordinate per spatial axis of X, innermost first
 (x for W, y for H, z for D). As onnx's reference evaluator does, per spatial axis of
@@ -27,6 +28,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import numpy as np
 from xdsl.dialects.builtin import f32, i1, i64
 from xdsl.ir import SSAValue
 
@@ -34,7 +36,7 @@ from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, fmt_shape, shape_of
 from mlfuse.frontend.onnx_composite import composite, float_input, opset_of
 from mlfuse.frontend.onnx_math import Ops
-from mlfuse.frontend.onnx_ops import Node, Value, slice_axis
+from mlfuse.frontend.onnx_ops import Node, Value, dense_from_numpy, slice_axis
 
 CUBIC_A = -0.75
 MODES = {"bilinear": "linear", "bicubic": "cubic", "linear": "linear", "cubic": "cubic", "nearest": "nearest"}
@@ -182,3 +184,91 @@ def convert_grid_sample(node: Node) -> list[Value]:
         total = value if total is None else node.emit(graph.AddOp(total, value))
     assert total is not None
     return [node.reshape(total, (n, c, *out))]
+
+
+ROI_SAMPLES_MAX = 1 << 22  # gathered taps (rois x bins x samples x 4 corners)
+
+
+def roi_taps(rois: np.ndarray, height: int, width: int, out_h: int, out_w: int, sampling_ratio: int,
+             scale: float, half_pixel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """RoiAlign's bilinear taps as onnx's reference (and onnxruntime) computes them, per roi
+    (r), bin (p), sample (s) and corner: flat positions in the image, weights, whether the
+    sample exists (rois sample grids of different sizes are padded), and each roi's count."""
+    offset = 0.5 if half_pixel else 0.0
+    grids = []
+    for x1, y1, x2, y2 in rois.astype(np.float64) * scale - offset:
+        roi_w, roi_h = x2 - x1, y2 - y1
+        if not half_pixel:  # malformed rois are 1x1
+            roi_w, roi_h = max(roi_w, 1.0), max(roi_h, 1.0)
+        grid_h = sampling_ratio if sampling_ratio > 0 else int(np.ceil(roi_h / out_h))
+        grid_w = sampling_ratio if sampling_ratio > 0 else int(np.ceil(roi_w / out_w))
+        grids.append((y1, x1, roi_h / out_h, roi_w / out_w, grid_h, grid_w))
+    samples = max(1, max(g[4] * g[5] for g in grids))
+    shape = (len(rois), out_h * out_w, samples, 4)
+    positions, weights, exists = np.zeros(shape, np.int64), np.zeros(shape), np.zeros(shape[:3], bool)
+    counts = np.array([max(g[4] * g[5], 1) for g in grids], np.float64)
+    for r, (y0, x0, bin_h, bin_w, grid_h, grid_w) in enumerate(grids):
+        for p, (ph, pw) in enumerate(np.ndindex(out_h, out_w)):
+            for s, (iy, ix) in enumerate(np.ndindex(grid_h, grid_w)):
+                exists[r, p, s] = True
+                y = y0 + ph * bin_h + (iy + 0.5) * bin_h / grid_h
+                x = x0 + pw * bin_w + (ix + 0.5) * bin_w / grid_w
+                if y < -1.0 or y > height or x < -1.0 or x > width:
+                    continue  # outside: zero weights at position 0
+                y, x = max(y, 0.0), max(x, 0.0)
+                y_low, x_low = int(y), int(x)
+                y_high, x_high = y_low + 1, x_low + 1
+                if y_low >= height - 1:
+                    y_high = y_low = height - 1
+                    y = float(y_low)
+                if x_low >= width - 1:
+                    x_high = x_low = width - 1
+                    x = float(x_low)
+                ly, lx = y - y_low, x - x_low
+                positions[r, p, s] = [y_low * width + x_low, y_low * width + x_high, y_high * width + x_low,
+                                      y_high * width + x_high]
+                weights[r, p, s] = [(1 - ly) * (1 - lx), (1 - ly) * lx, ly * (1 - lx), ly * lx]
+    return positions, weights, exists, counts
+
+
+@composite("RoiAlign", attributes=("coordinate_transformation_mode", "mode", "output_height", "output_width",
+                                   "sampling_ratio", "spatial_scale"), static_inputs=(1, 2))
+def convert_roi_align(node: Node) -> list[Value]:
+    """Each roi's bins sampled bilinearly (a grid of samples per bin, each four weighted
+    taps) and averaged or maxed. The rois and their batch indices must be known at compile
+    time: the taps are then constants, and the op is one gather of the image's pixels
+    (channels last), weighted, and a sum or max over each bin's taps."""
+    x = float_input(node)
+    n, c, height, width = shape_of(x) if len(shape_of(x)) == 4 else (0, 0, 0, 0)
+    rois, batch = node.const_input(1, "rois"), node.const_input(2, "batch_indices")
+    assert rois is not None and batch is not None
+    if not n or rois.ndim != 2 or rois.shape[1] != 4 or batch.shape != (rois.shape[0],) or np.any((batch < 0) | (batch >= n)):
+        raise node.error(f"X {fmt_shape(shape_of(x))}, rois {list(rois.shape)} and batch_indices {batch.tolist()} "
+                         "must be N x C x H x W, R x 4 and R indices of N")
+    mode = str(node.attr("mode", "avg")).lower()
+    transform = str(node.attr("coordinate_transformation_mode", "half_pixel" if opset_of(node) >= 16 else "output_half_pixel"))
+    if mode not in ("avg", "max") or transform not in ("half_pixel", "output_half_pixel"):
+        raise node.error(f"mode '{mode}' or coordinate_transformation_mode '{transform}' is not supported")
+    out_h, out_w = int(node.attr("output_height", 1)), int(node.attr("output_width", 1))
+    positions, weights, exists, counts = roi_taps(rois, height, width, out_h, out_w, int(node.attr("sampling_ratio", 0)),
+                                                  float(node.attr("spatial_scale", 1.0)), transform == "half_pixel")
+    if positions.size > ROI_SAMPLES_MAX:
+        raise node.error(f"{positions.size} taps are more than mlfuse gathers ({ROI_SAMPLES_MAX})")
+    r, p, s, _ = positions.shape
+    el = element_type_of(x)
+    pixels = node.reshape(node.emit(graph.TransposeOp(x, [0, 2, 3, 1])), (n * height * width, c))
+    flat = (positions + (batch.astype(np.int64) * height * width)[:, None, None, None]).reshape(r, p, s * 4)
+    taps = node.emit(graph.GatherOp(pixels, node.emit(graph.ConstantOp(dense_from_numpy(flat, i64))), 0))
+    tapped = (r, p, s * 4, c)
+    weight = node.emit(graph.ConstantOp(dense_from_numpy(weights.reshape(r, p, s * 4).astype(graph.numpy_dtype(el)), el)))
+    values = node.emit(graph.MulOp(taps, node.emit(graph.BroadcastOp(weight, [0, 1, 2], tapped))))
+    if mode == "avg":
+        total = node.emit(graph.ReduceSumOp(values, [2]))
+        share = node.emit(graph.ConstantOp(dense_from_numpy((1 / counts).astype(graph.numpy_dtype(el)), el)))
+        pooled = node.emit(graph.MulOp(total, node.emit(graph.BroadcastOp(share, [0], (r, p, c)))))
+    else:
+        real = node.emit(graph.ConstantOp(dense_from_numpy(np.repeat(exists, 4, axis=2), i1)))
+        values = node.emit(graph.SelectOp(node.emit(graph.BroadcastOp(real, [0, 1, 2], tapped)), values,
+                                          node.splat(-np.inf, el, tapped)))
+        pooled = node.emit(graph.ReduceMaxOp(values, [2]))
+    return [node.reshape(node.emit(graph.TransposeOp(pooled, [0, 2, 1])), (r, c, out_h, out_w))]
