@@ -81,8 +81,10 @@ def in_table_cases(prefix: str = "") -> list:
     from mlfuse.frontend.onnx_functions import function_schema
     from mlfuse.frontend.onnx_ops import OPS
 
-    def known(node, opset: int) -> bool:
-        return node.op_type in OPS or node.op_type in REPLACED_BY_UPGRADE or function_schema(node, opset) is not None
+    def known(node, model) -> bool:
+        versions = {o.domain: o.version for o in model.opset_import}
+        return (node.op_type in OPS or node.op_type in REPLACED_BY_UPGRADE
+                or function_schema(node, opset(model), versions) is not None)
 
     with np.errstate(all="ignore"):
         cases = collect_testcases()
@@ -90,7 +92,7 @@ def in_table_cases(prefix: str = "") -> list:
         return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
 
     return [c for c in cases if c.model is not None and c.name.startswith(prefix)
-            and all(known(n, opset(c.model)) for n in c.model.graph.node)]
+            and all(known(n, c.model) for n in c.model.graph.node)]
 
 
 def as_array(value):

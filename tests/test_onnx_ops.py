@@ -1311,3 +1311,27 @@ def test_function_op_expansion_names_the_node_and_keeps_unexpandable_ops_unsuppo
     assert expand_function_ops(model, 23) is model
     with pytest.raises(Diagnostic, match=r"unsupported ONNX operator in 1 node: 'the_unique' \(Unique\)"):
         import_onnx(model)
+
+
+def test_preview_flex_attention_expands_with_its_score_mod():
+    """ai.onnx.preview's FlexAttention, whose function inlines its score_mod graph (a soft
+    cap here): expanded, compiled, outputs poisoned, against onnx's reference evaluator."""
+    rng = np.random.default_rng(41)
+    q, k, v = (rng.standard_normal((1, 2, 5, 8)).astype(np.float32) for _ in range(3))
+    capped = onnx.helper.make_graph(  # scores (B, H, L, S) in, scores out
+        [onnx.helper.make_node("Div", ["scores", "cap"], ["d"]), onnx.helper.make_node("Tanh", ["d"], ["t"]),
+         onnx.helper.make_node("Mul", ["t", "cap"], ["out"])], "soft_cap",
+        [onnx.helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["B", "H", "L", "S"])],
+        [onnx.helper.make_tensor_value_info("out", TensorProto.FLOAT, ["B", "H", "L", "S"])],
+        initializer=[onnx.numpy_helper.from_array(np.array(2.0, np.float32), "cap")])
+    node = onnx.helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", score_mod=capped)
+    graph = onnx.helper.make_graph([node], "flex", [onnx.helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 5, 8])
+                                                    for n in ("q", "k", "v")],
+                                   [onnx.helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 5, 8])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 26),
+                                                         onnx.helper.make_opsetid("ai.onnx.preview", 1)])
+    f = mlfuse.compile(import_onnx(model))
+    got = np.full((1, 2, 5, 8), np.nan, np.float32)
+    f(q, k, v, out=got)
+    want = ReferenceEvaluator(model).run(None, {"q": q, "k": k, "v": v})[0]
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)

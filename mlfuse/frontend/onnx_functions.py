@@ -9,12 +9,15 @@ from the node's attributes and input types, which need ONNX shape inference firs
 with the body's values renamed `<node>/<value>` so that diagnostics still name the
 node. Bodies made of function ops are expanded again, at most EXPANSION_DEPTH times.
 
-Not expanded: nodes whose body has subgraph attributes (If, Loop, Scan bodies) or
-imports another domain; such a node stays unsupported and is reported as before.
+Operators of `ai.onnx.preview` (FlexAttention) expand the same way, at the model's
+version of that domain. Not expanded: nodes whose body has subgraph attributes (If,
+Loop, Scan bodies) or imports another domain; such a node stays unsupported and is
+reported as before.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import onnx
@@ -24,15 +27,25 @@ from mlfuse.frontend.onnx_ops import OPS
 
 EXPANSION_DEPTH = 4
 DEFAULT_DOMAINS = ("", "ai.onnx")
+# other domains whose operators onnx defines by functions of default-domain ones
+# (FlexAttention, whose score_mod and prob_mod graphs its function inlines)
+FUNCTION_DOMAINS = ("ai.onnx.preview",)
 
 
-def function_schema(node: NodeProto, opset: int) -> onnx.defs.OpSchema | None:
-    """The schema of `node` at `opset` when mlfuse lacks the operator and the schema
-    defines it by a function."""
-    if node.domain not in DEFAULT_DOMAINS or node.op_type in OPS:
+def function_schema(node: NodeProto, opset: int, domain_versions: Mapping[str, int] | None = None) -> onnx.defs.OpSchema | None:
+    """The schema of `node` at `opset` (for another domain of FUNCTION_DOMAINS, at the
+    model's version of it, `domain_versions`) when mlfuse lacks the operator and the
+    schema defines it by a function."""
+    if node.domain in DEFAULT_DOMAINS:
+        if node.op_type in OPS:
+            return None
+        domain, version = "", opset
+    elif node.domain in FUNCTION_DOMAINS and node.domain in (domain_versions or {}):
+        domain, version = node.domain, (domain_versions or {})[node.domain]
+    else:
         return None
     try:  # Any: onnx's stubs lack the function accessors of OpSchema
-        schema: Any = onnx.defs.get_schema(node.op_type, opset, "")
+        schema: Any = onnx.defs.get_schema(node.op_type, version, domain)
     except Exception:  # SchemaError; TypeError for an op_type that is not valid UTF-8 (a damaged file)
         return None
     return schema if schema.has_function or schema.has_context_dependent_function else None
@@ -55,8 +68,8 @@ def function_body(schema: Any, node: NodeProto, opset: int,
     else:
         return None
     body.ParseFromString(data)
-    if not body.node or any(o.domain not in DEFAULT_DOMAINS for o in body.opset_import):
-        return None
+    if not body.node or any(n.domain not in DEFAULT_DOMAINS for n in body.node):
+        return None  # (a preview op's body imports only its own domain, but uses default ops)
     return body
 
 
@@ -124,18 +137,19 @@ def value_types(model: ModelProto) -> dict[str, TypeProto]:
 def expand_function_ops(model: ModelProto, opset: int) -> ModelProto:
     """`model` with every node of a function op mlfuse lacks replaced by its body (the
     model itself when there is none)."""
+    versions = {o.domain: o.version for o in model.opset_import}
     for _ in range(EXPANSION_DEPTH):
-        if not any(function_schema(n, opset) for n in model.graph.node):
+        if not any(function_schema(n, opset, versions) for n in model.graph.node):
             return model
         types = value_types(model)
         nodes: list[NodeProto] = []
         changed = False
         for node in model.graph.node:
-            schema = function_schema(node, opset)
+            schema = function_schema(node, opset, versions)
             replacement = None
             if schema is not None:
                 input_types = [types.get(v, TypeProto()) for v in node.input]
-                body = function_body(schema, node, opset, input_types)
+                body = function_body(schema, node, versions.get(node.domain, opset) if node.domain else opset, input_types)
                 replacement = None if body is None else instantiate(node, body, with_defaults(schema, node))
             changed |= replacement is not None
             nodes.extend(replacement if replacement is not None else [node])
