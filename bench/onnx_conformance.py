@@ -79,11 +79,11 @@ def in_table_cases(prefix: str = "") -> list:
 
     from mlfuse.frontend.onnx import REPLACED_BY_UPGRADE
     from mlfuse.frontend.onnx_functions import function_schema
-    from mlfuse.frontend.onnx_ops import OPS
+    from mlfuse.frontend.onnx_ops import OPS, op_key
 
     def known(node, model) -> bool:
         versions = {o.domain: o.version for o in model.opset_import}
-        return (node.op_type in OPS or node.op_type in REPLACED_BY_UPGRADE
+        return (op_key(node) in OPS or node.op_type in REPLACED_BY_UPGRADE
                 or function_schema(node, opset(model), versions) is not None)
 
     with np.errstate(all="ignore"):

@@ -1054,7 +1054,7 @@ def test_group_normalization_matches_onnxruntime(shape, groups):
 # test_shape_generators_*, test_onnx_frontend, test_cumprod_is_numpys, test_loop_with_a_static_trip_count_is_unrolled,
 # test_bitcast_is_numpys_view, test_dft_is_numpys_in_float64 (onnxruntime's float32 FFT is 1e-6 off)
 OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If", "CumProd", "Loop", "BitCast", "DFT", "STFT",
-                        "MelWeightMatrix"}
+                        "MelWeightMatrix", *(f"ai.onnx.preview.training.{op}" for op in ("Adagrad", "Adam", "Momentum"))}
 
 
 @pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)
@@ -1335,3 +1335,35 @@ def test_preview_flex_attention_expands_with_its_score_mod():
     f(q, k, v, out=got)
     want = ReferenceEvaluator(model).run(None, {"q": q, "k": k, "v": v})[0]
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op, state, attrs", [
+    ("Adagrad", 1, dict(decay_factor=0.1, epsilon=1e-6, norm_coefficient=0.01)),
+    ("Adam", 2, dict(alpha=0.85, beta=0.95, epsilon=1e-6, norm_coefficient=0.02, norm_coefficient_post=0.01)),
+    ("Momentum", 1, dict(alpha=0.9, beta=0.5, mode="standard", norm_coefficient=0.01)),
+    ("Momentum", 1, dict(alpha=0.9, beta=0.5, mode="nesterov", norm_coefficient=0.0)),
+])
+@pytest.mark.parametrize("step", [0, 3])
+def test_training_optimizers_step_as_onnx_reference(op, state, attrs, step):
+    """ai.onnx.preview.training's Adagrad, Adam and Momentum on two tensors, R and T given at
+    run time (T = 0 takes each formula's first-step case), against onnx's reference;
+    compiled, outputs poisoned."""
+    rng = np.random.default_rng(53)
+    shapes = [(3, 4), (5,)]
+    xs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    gs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    states = [rng.uniform(0.1, 1, s).astype(np.float32) for _ in range(state) for s in shapes]
+    tensors = {f"t{i}": v for i, v in enumerate([*xs, *gs, *states])}
+    feeds = {"R": np.array(0.1, np.float32), "T": np.array(step, np.int64), **tensors}
+    outs = [f"o{i}" for i in range(len(shapes) * (1 + state))]
+    node = onnx.helper.make_node(op, list(feeds), outs, domain="ai.onnx.preview.training", **attrs)
+    info = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph([node], "step", [info(n, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                                                    for n, v in feeds.items()],
+                                   [info(o, TensorProto.FLOAT, shapes[i % len(shapes)]) for i, o in enumerate(outs)])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("ai.onnx.preview.training", 1)])
+    f = mlfuse.compile(import_onnx(model))
+    got = [np.full(s.shape, np.nan, s.dtype) for s in f.outputs]
+    f(**feeds, out=got)
+    for g, w in zip(got, ReferenceEvaluator(model).run(None, feeds), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)

@@ -51,6 +51,7 @@ from mlfuse.frontend.onnx_ops import (
     Value,
     dense_from_numpy,
     element_type,
+    op_key,
     tensor_array,
 )
 
@@ -314,7 +315,9 @@ class OnnxImporter:
     def check_opset(self) -> int:
         versions = [o.version for o in self.model.opset_import if o.domain in DEFAULT_DOMAINS]
         if not versions:
-            raise self.error("the model imports no version of the default ONNX domain")
+            if not self.model.opset_import or any(n.domain in DEFAULT_DOMAINS for n in self.model.graph.node):
+                raise self.error("the model imports no version of the default ONNX domain")
+            return SUPPORTED_OPSETS.stop - 1  # only other domains' operators (ai.onnx.preview.training's)
         version = versions[0]
         if version < SUPPORTED_OPSETS.start:
             self.model = self.upgraded(version)
@@ -348,7 +351,7 @@ class OnnxImporter:
             return []
         static: set[str] = set()
         for proto in self.model.graph.node:
-            spec = OPS.get(proto.op_type) if is_default_domain(proto) else None
+            spec = OPS.get(op_key(proto))
             for i, name in enumerate(proto.input):
                 if spec is None or i in spec.static_inputs:
                     static.add(name)
@@ -362,9 +365,8 @@ class OnnxImporter:
             compile_time = is_default_domain(proto) and proto.op_type in ("Shape", "Size", "EyeLike", "Constant")
             if compile_time or self.foldable(proto, known):
                 known.update(proto.output)
-            elif not is_default_domain(proto) or proto.op_type not in OPS:
-                op = proto.op_type if is_default_domain(proto) else f"{proto.domain}.{proto.op_type}"
-                unsupported.append(f"'{node_name(proto, index)}' ({op})")
+            elif op_key(proto) not in OPS:
+                unsupported.append(f"'{node_name(proto, index)}' ({op_key(proto)})")
         if unsupported:
             raise self.error(
                 f"unsupported ONNX operator{'s' if len(unsupported) > 1 else ''} in "
@@ -567,7 +569,7 @@ class OnnxImporter:
         node = Node(self, proto, node_name(proto, index))
         outputs = self.fold(node) if self.foldable(proto, self.constants) else None
         if outputs is None:
-            spec = OPS[proto.op_type]
+            spec = OPS[op_key(proto)]
             unknown = sorted(set(node.attributes) - spec.attributes)
             if unknown:
                 raise node.error(
@@ -592,7 +594,7 @@ class OnnxImporter:
             values: list[Value] = [*evaluate_node(proto, {n: self.constants[n] for n in used}, self.model.opset_import)]
             return values
         except Exception as e:
-            if proto.op_type in OPS:
+            if op_key(proto) in OPS:
                 return None
             raise node.error(f"cannot evaluate this node on its constant inputs: {first_line(e)}") from None
 

@@ -1075,5 +1075,6 @@ from mlfuse.frontend import (  # noqa: E402, F401
     onnx_recurrent,
     onnx_scan,
     onnx_scatter,
+    onnx_training,
     onnx_unscatter,
 )

@@ -46,7 +46,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, is_float, shape_of
-from mlfuse.frontend.onnx_ops import ELEMENT_TYPES, OPS, Node, Value, dense_from_numpy
+from mlfuse.frontend.onnx_ops import ELEMENT_TYPES, OPS, Node, Value, dense_from_numpy, op_key
 
 ui8, ui16 = graph.ELEMENT_TYPES["ui8"][0], graph.ELEMENT_TYPES["ui16"][0]
 FLOAT8 = {TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ}
@@ -300,7 +300,7 @@ def convert_narrow(node: Node) -> list[Value]:
                "DequantizeLinear": convert_dequantize}
     if node.op_type in special:
         return special[node.op_type](node)
-    handler = OPS[node.op_type].handler
+    handler = OPS[op_key(node.proto)].handler
     if node.op_type in STORAGE_OPS:
         return list(handler(node))
     decode_inputs(node)

@@ -200,6 +200,13 @@ class Node:
 
 # --- registry -------------------------------------------------------------------------
 
+
+def op_key(proto: NodeProto) -> str:
+    """The name OPS knows a node's operator by: its op_type in the default domain, else
+    `domain.op_type` (ai.onnx.preview.training.Adam, ai.onnx.ml.Binarizer)."""
+    return proto.op_type if proto.domain in ("", "ai.onnx") else f"{proto.domain}.{proto.op_type}"
+
+
 Handler = Callable[[Node], Sequence[Value]]
 
 
@@ -539,7 +546,7 @@ def convert_if(node: Node) -> list[Value]:
     for t in branch.initializer:
         importer.constants[t.name] = tensor_array(t, f"initializer '{t.name}'", node.name)
     for index, inner in enumerate(branch.node):
-        if inner.domain not in ("", "ai.onnx") or not (inner.op_type in OPS or importer.foldable(inner, importer.constants)):
+        if not (op_key(inner) in OPS or importer.foldable(inner, importer.constants)):
             raise node.error(f"the branch taken has a node '{inner.name or inner.op_type}' ({inner.op_type}) "
                              "that mlfuse cannot convert")
         importer.convert(index, inner)

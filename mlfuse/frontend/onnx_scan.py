@@ -29,7 +29,16 @@ from mlfuse.dialects import graph
 from mlfuse.dialects.graph import fmt_shape, shape_of
 from mlfuse.frontend.builder import NUMPY_ELEMENT_TYPES
 from mlfuse.frontend.onnx_composite import composite
-from mlfuse.frontend.onnx_ops import OPS, Node, Value, dense_from_numpy, normalize_axis, slice_axis, tensor_array
+from mlfuse.frontend.onnx_ops import (
+    OPS,
+    Node,
+    Value,
+    dense_from_numpy,
+    normalize_axis,
+    op_key,
+    slice_axis,
+    tensor_array,
+)
 
 SCAN_MAX_STEPS = 512  # each step is a copy of the body in the graph
 
@@ -75,7 +84,7 @@ def run_body(node: Node, body: GraphProto, bindings: Sequence[Value]) -> list[Va
     for t in body.initializer:
         importer.constants[t.name] = tensor_array(t, f"initializer '{t.name}'", node.name)
     for index, inner in enumerate(body.node):
-        if inner.domain not in ("", "ai.onnx") or not (inner.op_type in OPS or importer.foldable(inner, importer.constants)):
+        if not (op_key(inner) in OPS or importer.foldable(inner, importer.constants)):
             raise node.error(f"the body has a node '{inner.name or inner.op_type}' ({inner.op_type}) that mlfuse cannot convert")
         importer.convert(index, inner)
     return [importer.constants[o.name] if o.name in importer.constants else importer.value(o.name) for o in body.output]
