@@ -1054,7 +1054,8 @@ def test_group_normalization_matches_onnxruntime(shape, groups):
 # test_shape_generators_*, test_onnx_frontend, test_cumprod_is_numpys, test_loop_with_a_static_trip_count_is_unrolled,
 # test_bitcast_is_numpys_view, test_dft_is_numpys_in_float64 (onnxruntime's float32 FFT is 1e-6 off)
 OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If", "CumProd", "Loop", "BitCast", "DFT", "STFT",
-                        "MelWeightMatrix", *(f"ai.onnx.preview.training.{op}" for op in ("Adagrad", "Adam", "Momentum"))}
+                        "MelWeightMatrix", *(f"ai.onnx.preview.training.{op}" for op in ("Adagrad", "Adam", "Momentum")),
+                        "ai.onnx.ml.Binarizer", "ai.onnx.ml.ArrayFeatureExtractor"}
 
 
 @pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)
@@ -1367,3 +1368,23 @@ def test_training_optimizers_step_as_onnx_reference(op, state, attrs, step):
     f(**feeds, out=got)
     for g, w in zip(got, ReferenceEvaluator(model).run(None, feeds), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+
+
+def test_ml_binarizer_and_array_feature_extractor_match_onnxruntime():
+    """ai.onnx.ml's Binarizer (the threshold itself gives 0; onnxruntime refuses NaN, which
+    mlfuse takes to 0 as onnx's reference does) and ArrayFeatureExtractor (run-time indices
+    on the last axis, repeated; a 1-D input gives one row)."""
+    rng = np.random.default_rng(59)
+    x = rng.standard_normal((3, 6)).astype(np.float32)
+    x[0, :2] = [-0.0, 0.25]
+    v = rng.standard_normal(7).astype(np.float32)
+    info = onnx.helper.make_tensor_value_info
+    nodes = [onnx.helper.make_node("Binarizer", ["x"], ["b"], domain="ai.onnx.ml", threshold=0.25),
+             onnx.helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["a"], domain="ai.onnx.ml"),
+             onnx.helper.make_node("ArrayFeatureExtractor", ["v", "i"], ["row"], domain="ai.onnx.ml")]
+    graph = onnx.helper.make_graph(nodes, "ml", [info("x", TensorProto.FLOAT, [3, 6]), info("v", TensorProto.FLOAT, [7]),
+                                                 info("i", TensorProto.INT64, [1, 4])],
+                                   [info("b", TensorProto.FLOAT, [3, 6]), info("a", TensorProto.FLOAT, [3, 4]),
+                                    info("row", TensorProto.FLOAT, [1, 4])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid("ai.onnx.ml", 3)])
+    check_against_onnxruntime(model, {"x": x, "v": v, "i": np.array([[5, 0, 5, 2]], np.int64)})

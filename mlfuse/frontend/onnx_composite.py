@@ -1071,6 +1071,7 @@ from mlfuse.frontend import (  # noqa: E402, F401
     onnx_grid_sample,
     onnx_linear_attention,
     onnx_math,
+    onnx_ml,
     onnx_quantize,
     onnx_recurrent,
     onnx_scan,
