@@ -736,6 +736,14 @@ case("RoiAlign-max-scaled", "RoiAlign", [f32(2, 3, 10, 12)], consts={1: ROIS * 2
      output_height=2, output_width=2, sampling_ratio=2, spatial_scale=0.5)
 case("RoiAlign-output-half-pixel", "RoiAlign", [f32(2, 3, 10, 12)], consts={1: ROIS, 2: ROI_BATCH}, opset=16,
      coordinate_transformation_mode="output_half_pixel", output_height=2, output_width=3, sampling_ratio=3)
+# TfIdfVectorizer on int32 rows: unigrams and bigrams with skips (TF), bigrams only, weighted (TFIDF, IDF)
+TFIDF_POOL = dict(ngram_counts=[0, 4], ngram_indexes=[0, 1, 2, 3, 4, 5, 6], pool_int64s=[2, 3, 5, 4, 5, 6, 7, 8, 6, 7])
+case("TfIdfVectorizer-tf-uni-and-bigrams", "TfIdfVectorizer", [ints(3, 12, low=2, high=9)], opset=9, mode="TF",
+     min_gram_length=1, max_gram_length=2, max_skip_count=3, **TFIDF_POOL)
+case("TfIdfVectorizer-tfidf-bigrams", "TfIdfVectorizer", [ints(12, low=2, high=9, dtype=I64)], opset=9, mode="TFIDF",
+     min_gram_length=2, max_gram_length=2, max_skip_count=1, weights=[0.5, 1, 1.5, 2, 2.5, 3, 3.5], **TFIDF_POOL)
+case("TfIdfVectorizer-idf", "TfIdfVectorizer", [ints(2, 9, low=2, high=9)], opset=9, mode="IDF",
+     min_gram_length=1, max_gram_length=2, max_skip_count=0, weights=[0.5, 1, 1.5, 2, 2.5, 3, 3.5], **TFIDF_POOL)
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",

@@ -24,7 +24,8 @@ from xdsl.ir import SSAValue
 
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, is_float, shape_of
-from mlfuse.frontend.onnx_ops import Node, Value, broadcast_to, onnx_op
+from mlfuse.frontend.onnx_composite import composite
+from mlfuse.frontend.onnx_ops import Node, Value, broadcast_to
 
 DOMAIN = "ai.onnx.preview.training."
 
@@ -71,7 +72,7 @@ def tensors(node: Node, groups: int) -> list[list[SSAValue]]:
 def optimizer(name: str, groups: int, attributes: Sequence[str]):
     """Register `update(step, node, x, g, *state) -> (x', *state')` as the optimizer `name`."""
     def register(update: Callable[..., Sequence[SSAValue]]):
-        @onnx_op(DOMAIN + name, attributes=attributes)
+        @composite(DOMAIN + name, attributes=attributes)
         def convert(node: Node) -> list[Value]:
             step, columns = Step(node), tensors(node, groups)
             results = [update(step, node, *row) for row in zip(*columns)]
