@@ -744,6 +744,12 @@ case("TfIdfVectorizer-tfidf-bigrams", "TfIdfVectorizer", [ints(12, low=2, high=9
      min_gram_length=2, max_gram_length=2, max_skip_count=1, weights=[0.5, 1, 1.5, 2, 2.5, 3, 3.5], **TFIDF_POOL)
 case("TfIdfVectorizer-idf", "TfIdfVectorizer", [ints(2, 9, low=2, high=9)], opset=9, mode="IDF",
      min_gram_length=1, max_gram_length=2, max_skip_count=0, weights=[0.5, 1, 1.5, 2, 2.5, 3, 3.5], **TFIDF_POOL)
+# DeformConv: fractional offsets reaching outside the image, with mask and bias, groups and offset groups,
+# strides, dilations and pads
+case("DeformConv-groups-mask-bias", "DeformConv", [f32(2, 4, 7, 8), f32(6, 2, 3, 3), f32(2, 2 * 9 * 2, 4, 3, low=-2.5, high=2.5),
+                                                   f32(6), f32(2, 2 * 9, 4, 3, low=0, high=1)],
+     opset=19, group=2, offset_group=2, strides=[2, 2], dilations=[1, 2], pads=[1, 1, 1, 0])
+case("DeformConv-plain", "DeformConv", [f32(1, 3, 6, 6), f32(4, 3, 2, 2), f32(1, 2 * 4, 5, 5, low=-1.5, high=1.5)], opset=19)
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",

@@ -1068,6 +1068,7 @@ def convert_top_k(node: Node) -> list[Value]:
 # More composites, in a module of their own (imported last: they use this one).
 from mlfuse.frontend import (  # noqa: E402, F401
     onnx_composite_nn,
+    onnx_deform_conv,
     onnx_grid_sample,
     onnx_linear_attention,
     onnx_math,
