@@ -1069,7 +1069,7 @@ def test_group_normalization_matches_onnxruntime(shape, groups):
 # test_bitcast_is_numpys_view, test_dft_is_numpys_in_float64 (onnxruntime's float32 FFT is 1e-6 off)
 OPS_TESTED_ELSEWHERE = {"GroupNormalization", "ConstantOfShape", "Range", "If", "CumProd", "Loop", "BitCast", "DFT", "STFT",
                         "MelWeightMatrix", *(f"ai.onnx.preview.training.{op}" for op in ("Adagrad", "Adam", "Momentum")),
-                        "ai.onnx.ml.Binarizer", "ai.onnx.ml.ArrayFeatureExtractor"}
+                        "ai.onnx.ml.Binarizer", "ai.onnx.ml.ArrayFeatureExtractor", "ai.onnx.ml.TreeEnsemble"}
 
 
 @pytest.mark.parametrize("op_type, inputs, consts, opset, outputs, attrs", CASES)
@@ -1402,3 +1402,61 @@ def test_ml_binarizer_and_array_feature_extractor_match_onnxruntime():
                                     info("row", TensorProto.FLOAT, [1, 4])])
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17), onnx.helper.make_opsetid("ai.onnx.ml", 3)])
     check_against_onnxruntime(model, {"x": x, "v": v, "i": np.array([[5, 0, 5, 2]], np.int64)})
+
+
+def random_tree_ensemble(rng: np.random.Generator, trees: int, depth: int, features: int, targets: int) -> dict:
+    """TreeEnsemble attributes of full binary trees of `depth` levels of random tests (every
+    mode, MEMBER with two members, NaN tracking true on some), leaves with random weights."""
+    nodes: dict[str, list] = {k: [] for k in ("featureids", "modes", "splits", "truenodeids", "falsenodeids",
+                                              "trueleafs", "falseleafs", "missing")}
+    leaf_weights, leaf_targets, members, roots = [], [], [], []
+    for _ in range(trees):
+        roots.append(len(nodes["modes"]))
+        count = 2 ** depth - 1  # internal nodes of this tree, numbered breadth first
+        base = len(nodes["modes"])
+        for i in range(count):
+            mode = int(rng.integers(0, 7))
+            nodes["featureids"].append(int(rng.integers(0, features)))
+            nodes["modes"].append(mode)
+            nodes["splits"].append(float(np.round(rng.standard_normal(), 1)) if mode != 6 else np.nan)
+            if mode == 6:
+                members += [float(np.round(rng.standard_normal(), 1)), float(np.round(rng.standard_normal(), 1)), np.nan]
+            nodes["missing"].append(int(rng.integers(0, 2)))
+            for side in ("true", "false"):
+                child = 2 * i + (1 if side == "true" else 2)
+                if child < count:
+                    nodes[f"{side}nodeids"].append(base + child)
+                    nodes[f"{side}leafs"].append(0)
+                else:
+                    nodes[f"{side}nodeids"].append(len(leaf_weights))
+                    nodes[f"{side}leafs"].append(1)
+                    leaf_weights.append(float(rng.standard_normal()))
+                    leaf_targets.append(int(rng.integers(0, targets)))
+    t = onnx.numpy_helper.from_array
+    return dict(nodes_featureids=nodes["featureids"], nodes_modes=t(np.array(nodes["modes"], np.uint8)),
+                nodes_splits=t(np.array(nodes["splits"], np.float32)), nodes_truenodeids=nodes["truenodeids"],
+                nodes_falsenodeids=nodes["falsenodeids"], nodes_trueleafs=nodes["trueleafs"],
+                nodes_falseleafs=nodes["falseleafs"], nodes_missing_value_tracks_true=nodes["missing"],
+                leaf_weights=t(np.array(leaf_weights, np.float32)), leaf_targetids=leaf_targets, tree_roots=roots,
+                membership_values=t(np.array(members, np.float32)), n_targets=targets)
+
+
+@pytest.mark.parametrize("aggregate", [0, 1, 2, 3])
+def test_tree_ensemble_matches_onnx_reference(aggregate):
+    """ai.onnx.ml's TreeEnsemble: 4 random depth-3 trees over 5 features and 3 targets, every
+    comparison mode, set membership, NaN features tracked true or false, each aggregate
+    function; X holds the split values themselves (ties) and NaNs. Compiled, poisoned,
+    against onnx's reference evaluator."""
+    rng = np.random.default_rng(61)
+    attrs = random_tree_ensemble(rng, trees=4, depth=3, features=5, targets=3)
+    x = np.round(rng.standard_normal((40, 5)), 1).astype(np.float32)
+    x[rng.random(x.shape) < 0.1] = np.nan
+    node = onnx.helper.make_node("TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", aggregate_function=aggregate, **attrs)
+    info = onnx.helper.make_tensor_value_info
+    graph = onnx.helper.make_graph([node], "trees", [info("X", TensorProto.FLOAT, [40, 5])], [info("Y", TensorProto.FLOAT, [40, 3])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21), onnx.helper.make_opsetid("ai.onnx.ml", 5)])
+    f = mlfuse.compile(import_onnx(model))
+    got = np.full((40, 3), np.nan, np.float32)
+    f(x, out=got)
+    want = ReferenceEvaluator(model).run(None, {"X": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
