@@ -258,10 +258,10 @@ def test_unsupported_operators_are_listed_in_one_diagnostic():
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
         helper.make_node("Unique", ["r"], ["values"], name="unique"),
         helper.make_node("FusedMatMul", ["values", "values"], ["mm"], name="fused", domain="com.microsoft"),
-        helper.make_node("Det", ["mm"], ["y"]),
+        helper.make_node("NonZero", ["mm"], ["y"]),
     ]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", FLOAT, [4, 4])],
-                          [helper.make_tensor_value_info("y", FLOAT, [4, 2])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.INT64, [2, None])],
                           [numpy_helper.from_array(np.array([2], np.int64), "k")])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
                               ir_version=10)
@@ -269,7 +269,7 @@ def test_unsupported_operators_are_listed_in_one_diagnostic():
         import_onnx(model, name="model.onnx")
     assert str(info.value) == (
         "model.onnx: error: unsupported ONNX operators in 3 nodes: 'unique' (Unique), "
-        "'fused' (com.microsoft.FusedMatMul), 'Det_3' (Det)"
+        "'fused' (com.microsoft.FusedMatMul), 'NonZero_3' (NonZero)"
     )
 
 

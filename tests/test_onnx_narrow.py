@@ -235,3 +235,26 @@ def test_narrow_arrays_are_checked_and_returned_by_dtype(tmp_path, monkeypatch):
         assert y.astype(np.float32).tolist() == [-1.5, 2.0, -0.0]
     with pytest.raises(ValueError, match="must have dtype bfloat16, got float32"):
         f(np.zeros(3, np.float32))
+
+
+def test_narrow_values_inside_an_unrolled_loop_body():
+    """A Loop carrying a bfloat16 value (times a bfloat16 constant per step, each step's
+    value stacked): the body's narrow values are known as such where it is unrolled
+    (shape inference's types of the body), bit for bit as the reference."""
+    bf = TensorProto.BFLOAT16
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Mul", ["s", "k"], ["s_next"]),
+         helper.make_node("Identity", ["s_next"], ["y"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s", bf, [4])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("s_next", bf, [4]),
+         helper.make_tensor_value_info("y", bf, [4])])
+    inits = [numpy_helper.from_array(np.array(3, np.int64), "trips"), numpy_helper.from_array(np.array(True), "go"),
+             numpy_helper.from_array(np.array([1.5, -0.7, 3.1, 0.3], ml_dtypes.bfloat16), "k")]
+    m = model([helper.make_node("Loop", ["trips", "go", "x"], ["last", "steps"], body=body)],
+              [tensor("x", bf, (4,))], [tensor("last", bf, (4,)), tensor("steps", bf, (3, 4))], opset=21, initializers=inits)
+    x = np.array([1.1, 2.3, -0.9, 7.7], ml_dtypes.bfloat16)
+    last, steps = run(compiled(m), x)
+    e_last, e_steps = reference_outputs(m, {"x": x})
+    same_bits(last, e_last, x, "carried value")
+    same_bits(steps, e_steps, x, "stacked steps")

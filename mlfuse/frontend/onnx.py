@@ -283,6 +283,7 @@ class OnnxImporter:
         self.constants: dict[str, np.ndarray] = {}
         self.inferred: dict[str, tuple[int, tuple[int, ...] | None]] = {}
         self.input_types: dict[str, int] = {}  # the ONNX element types of the graph's inputs
+        self.subgraph_types: dict[str, int] = {}  # and of the values in If, Loop and Scan bodies
         self.decoded: dict[str, SSAValue] = {}  # narrow values decoded (onnx_narrow.decode_inputs)
         self.uninferred: set[str] = set()  # values whose inferred shapes are known to be wrong
         self.block = Block()
@@ -513,6 +514,7 @@ class OnnxImporter:
             dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
             static = tuple(dims) if t.HasField("shape") and None not in dims else None
             self.inferred[vi.name] = (t.elem_type, static)  # type: ignore[assignment]
+        self.subgraph_types = subgraph_element_types(inferred.graph)
 
     # --- conversion ------------------------------------------------------------------------
 
@@ -658,7 +660,9 @@ class OnnxImporter:
             return self.input_types[name]
         if name in self.constants:
             return int(helper.np_dtype_to_tensor_dtype(self.constants[name].dtype))
-        return self.inferred.get(name, (0, None))[0]
+        if name in self.inferred:
+            return self.inferred[name][0]
+        return self.subgraph_types.get(name, 0)
 
     def narrow_type(self, name: str) -> onnx_narrow.Narrow | None:
         """The narrow element type of a value (carried as its storage), or None."""
@@ -677,6 +681,21 @@ class OnnxImporter:
         except VerifyException as e:
             raise node.error(first_line(e).removeprefix("Operation does not verify: ")) from None
         return op.results[0]
+
+
+def subgraph_element_types(g: onnx.GraphProto) -> dict[str, int]:
+    """The ONNX element type of every input, value and output of the subgraphs (If, Loop
+    and Scan bodies) under `g`, at any depth, as shape inference left them: a body's
+    narrow values must be known as such where it is unrolled (onnx_narrow)."""
+    types: dict[str, int] = {}
+    for proto in g.node:
+        for a in proto.attribute:
+            for body in [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs):
+                for vi in [*body.input, *body.value_info, *body.output]:
+                    if vi.type.HasField("tensor_type"):
+                        types[vi.name] = vi.type.tensor_type.elem_type
+                types.update(subgraph_element_types(body))
+    return types
 
 
 def explicit_stft_onesided(model: ModelProto) -> ModelProto:

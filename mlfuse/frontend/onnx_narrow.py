@@ -10,7 +10,8 @@ narrow values as follows (`convert_narrow`):
 - Cast and CastLike encode and decode (`encode`, `decode`), QuantizeLinear and
   DequantizeLinear quantize to and from narrow types;
 - operators that only move elements (Reshape, Transpose, Gather, Concat, Where...) run
-  on the storage, bit for bit;
+  on the storage, bit for bit, and so do If, Loop and Scan: their bodies' nodes are
+  converted like any others (shape inference gives the bodies' types);
 - every other operator runs on the values decoded to float32 (the integers to int8 or
   uint8), and its narrow results are encoded back: one rounding per operator, as
   ml_dtypes' arithmetic (onnx's reference) and onnxruntime do.
@@ -55,7 +56,8 @@ FLOAT8 = {TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOA
 STORAGE_OPS = {
     "Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
     "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Compress", "ReverseSequence", "Where",
-    "SpaceToDepth", "DepthToSpace", "Shape", "Size", "Optional", "If",
+    "SpaceToDepth", "DepthToSpace", "Shape", "Size", "Optional",
+    "If", "Loop", "Scan",  # their bodies' nodes are converted as nodes are (importer.subgraph_types)
 }
 
 
@@ -137,7 +139,8 @@ def storage_array(array: np.ndarray) -> np.ndarray:
 def decode(node: Node, bits: SSAValue, t: Narrow) -> SSAValue:
     """The values of narrow storage `bits`: float32, or int8/uint8 for the integers."""
     if t.storage == ui16:  # bfloat16: the high half of a float32
-        wide = node.emit(graph.ShiftLeftOp(node.cast(bits, i32), node.scalar_like(16, node.cast(bits, i32))))
+        wide = node.cast(bits, i32)
+        wide = node.emit(graph.ShiftLeftOp(wide, node.scalar_like(16, wide)))
         return node.emit(graph.BitcastOp(wide, f32))
     table = node.emit(graph.ConstantOp(dense_from_numpy(t.table(), t.computes_in)))
     return node.emit(graph.GatherOp(table, node.cast(bits, i64), 0))
