@@ -659,7 +659,7 @@ class OnnxImporter:
         if name in self.input_types:
             return self.input_types[name]
         if name in self.constants:
-            return int(helper.np_dtype_to_tensor_dtype(self.constants[name].dtype))
+            return constant_onnx_type(self.constants[name])
         if name in self.inferred:
             return self.inferred[name][0]
         return self.subgraph_types.get(name, 0)
@@ -681,6 +681,15 @@ class OnnxImporter:
         except VerifyException as e:
             raise node.error(first_line(e).removeprefix("Operation does not verify: ")) from None
         return op.results[0]
+
+
+def constant_onnx_type(value: Any) -> int:
+    """The ONNX element type of a compile-time value; 0 for one that is not a tensor of a
+    type onnx maps (a folded sequence is a list)."""
+    try:
+        return int(helper.np_dtype_to_tensor_dtype(value.dtype))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return 0
 
 
 def subgraph_element_types(g: onnx.GraphProto) -> dict[str, int]:
