@@ -750,6 +750,10 @@ case("DeformConv-groups-mask-bias", "DeformConv", [f32(2, 4, 7, 8), f32(6, 2, 3,
                                                    f32(6), f32(2, 2 * 9, 4, 3, low=0, high=1)],
      opset=19, group=2, offset_group=2, strides=[2, 2], dilations=[1, 2], pads=[1, 1, 1, 0])
 case("DeformConv-plain", "DeformConv", [f32(1, 3, 6, 6), f32(4, 3, 2, 2), f32(1, 2 * 4, 5, 5, low=-1.5, high=1.5)], opset=19)
+# Optional ops on tensors: a tensor holds a value, a missing input does not
+case("OptionalGetElement-tensor", "OptionalGetElement", [f32(3, 4)], opset=18)
+case("OptionalHasElement-tensor", "OptionalHasElement", [f32(2)], opset=18)
+case("OptionalHasElement-missing", "OptionalHasElement", [None], opset=18)
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",

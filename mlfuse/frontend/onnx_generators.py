@@ -123,3 +123,19 @@ def convert_one_hot(node: Node) -> list[Value]:
     hit = node.emit(graph.CompareOp("eq", wrapped, broadcast_to(node, constant_array(node, positions, indices), out_shape)))
     off, on = (broadcast_to(node, node.reshape(slice_axis(node, values, 0, i, i + 1), []), out_shape) for i in (0, 1))
     return [node.emit(graph.SelectOp(hit, on, off))]
+
+
+@composite("OptionalHasElement")
+def convert_optional_has_element(node: Node) -> list[Value]:
+    """Whether the optional input holds a value: a tensor does, a missing input does not
+    (graph inputs of an optional type are not supported: a compiled function's inputs are
+    arrays, and whether one is empty would change the function)."""
+    return [np.array(node.has_input(0))]
+
+
+@composite("OptionalGetElement")
+def convert_optional_get_element(node: Node) -> list[Value]:
+    """The tensor an optional holds (a tensor input: itself)."""
+    if not node.has_input(0):
+        raise node.error("the optional input is empty")
+    return [node.input(0)]
