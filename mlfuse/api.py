@@ -188,15 +188,21 @@ def signature(fn: func.FuncOp) -> tuple[list[TensorSpec], list[TensorSpec]]:
     )
 
 
-def narrow_dtype(name: str, storage: np.dtype, fn: func.FuncOp) -> np.dtype:
-    """The ml_dtypes dtype `name` (mlfuse.input_dtypes), which must have the storage's width."""
+def ml_dtype(name: str) -> np.dtype | None:
+    """ml_dtypes' dtype of that name (bfloat16, float8_e4m3fn, int4...), or None."""
     import ml_dtypes
 
-    dtype = getattr(ml_dtypes, name, None)
-    if dtype is None or np.dtype(dtype).itemsize != storage.itemsize:
+    dtype = getattr(ml_dtypes, name, None) if name.isidentifier() else None
+    return np.dtype(dtype) if isinstance(dtype, type) and issubclass(dtype, np.generic) else None
+
+
+def narrow_dtype(name: str, storage: np.dtype, fn: func.FuncOp) -> np.dtype:
+    """The ml_dtypes dtype `name` (mlfuse.input_dtypes), which must have the storage's width."""
+    dtype = ml_dtype(name)
+    if dtype is None or dtype.itemsize != storage.itemsize:
         raise Diagnostic(f"@{fn.sym_name.data}: '{name}' is not an ml_dtypes type of {storage.itemsize} byte(s)",
                          location_of(fn))
-    return np.dtype(dtype)
+    return dtype
 
 
 def dtype_token(dtype: np.dtype) -> str:
@@ -205,9 +211,7 @@ def dtype_token(dtype: np.dtype) -> str:
 
 
 def dtype_of_token(token: str) -> np.dtype:
-    import ml_dtypes
-
-    return np.dtype(getattr(ml_dtypes, token)) if token.isidentifier() and hasattr(ml_dtypes, token) else np.dtype(token)
+    return ml_dtype(token) or np.dtype(token)
 
 
 def aligned_empty(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:

@@ -578,7 +578,9 @@ class OnnxImporter:
                     f"attribute{'s' if len(unknown) > 1 else ''} {', '.join(repr(a) for a in unknown)} "
                     f"{'are' if len(unknown) > 1 else 'is'} not supported"
                 )
-            outputs = onnx_narrow.convert_narrow(node) if onnx_narrow.touches_narrow(node) else spec.handler(node)
+            outputs = onnx_narrow.convert_narrow(node)
+            if outputs is None:
+                outputs = spec.handler(node)
         if any(name in self.uninferred for name in proto.input):
             self.uninferred.update(proto.output)
         for i, name in enumerate(proto.output):

@@ -8,13 +8,11 @@ group g sample X bilinearly (zero outside the image) at
 
 times mask[n, g, a, b, i, j]; the samples of all taps are the columns of an im2col, and
 the convolution is their product with the weights (per group), plus the bias. The
-sampling is GridSample's (onnx_grid_sample.axis_taps): per tap combination one
-GatherElements of each offset group's flattened image.
+sampling is GridSample's (onnx_grid_sample.axis_taps and sampled): per tap combination
+one GatherElements of each offset group's flattened image.
 """
 
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 from xdsl.dialects.builtin import f32
@@ -23,7 +21,7 @@ from xdsl.ir import SSAValue
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import element_type_of, fmt_shape, shape_of
 from mlfuse.frontend.onnx_composite import composite, float_input
-from mlfuse.frontend.onnx_grid_sample import axis_taps, product
+from mlfuse.frontend.onnx_grid_sample import axis_taps, sampled
 from mlfuse.frontend.onnx_math import Ops
 from mlfuse.frontend.onnx_ops import Node, Value, dense_from_numpy, matmul
 
@@ -65,24 +63,12 @@ def convert_deform_conv(node: Node) -> list[Value]:
     channels = c // offset_groups
     flat = node.reshape(x, (batches, channels, height * width))
     wide = (batches, channels, points)
-    sampled = None
-    for tap_h, tap_w in itertools.product(axis_taps(o, rows, height, width, "linear", "zeros", (0.0, height - 1.0)),
-                                          axis_taps(o, cols, width, 1, "linear", "zeros", (0.0, width - 1.0))):
-        index = node.emit(graph.AddOp(tap_h.offset, tap_w.offset))
-        value = node.emit(graph.GatherElementsOp(flat, node.emit(graph.BroadcastOp(index, [0, 2], wide)), 2))
-        for inside in (tap_h.inside, tap_w.inside):
-            assert inside is not None
-            value = node.emit(graph.SelectOp(node.emit(graph.BroadcastOp(inside, [0, 2], wide)), value,
-                                             node.scalar_like(0.0, value)))
-        weight = product(o, [tap_h.weight, tap_w.weight])
-        assert weight is not None
-        value = node.emit(graph.MulOp(value, node.cast(node.emit(graph.BroadcastOp(weight, [0, 2], wide)), element_type_of(x))))
-        sampled = value if sampled is None else node.emit(graph.AddOp(sampled, value))
-    assert sampled is not None
+    samples = sampled(node, o, flat, [axis_taps(o, rows, height, width, "linear", "zeros", (0.0, height - 1.0)),
+                                      axis_taps(o, cols, width, 1, "linear", "zeros", (0.0, width - 1.0))])
     if node.has_input(4):
         mask = node.reshape(float_input(node, 4), (batches, points))
-        sampled = node.emit(graph.MulOp(sampled, node.emit(graph.BroadcastOp(node.cast(mask, element_type_of(x)), [0, 2], wide))))
-    columns = node.reshape(sampled, (n, groups, per_group * taps, oh * ow))
+        samples = node.emit(graph.MulOp(samples, node.emit(graph.BroadcastOp(node.cast(mask, element_type_of(x)), [0, 2], wide))))
+    columns = node.reshape(samples, (n, groups, per_group * taps, oh * ow))
     weights = node.reshape(w, (groups, m // groups, per_group * taps))
     y = node.reshape(matmul(node, weights, columns), (n, m, oh, ow))
     if node.has_input(3):

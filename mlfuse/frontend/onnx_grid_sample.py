@@ -165,25 +165,33 @@ def convert_grid_sample(node: Node) -> list[Value]:
         bounds = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
         p = positions(o, points, k, d, align, mode, padding)
         taps.append(axis_taps(o, p, d, strides[k], mode, padding, bounds))
-    flat = node.reshape(x, (n, c, math.prod(spatial)))
-    wide = (n, c, math.prod(out))
+    total = sampled(node, o, node.reshape(x, (n, c, math.prod(spatial))), taps)
+    return [node.reshape(total, (n, c, *out))]
+
+
+def sampled(node: Node, o: Ops, flat: SSAValue, taps: Sequence[Sequence[Tap]]) -> SSAValue:
+    """The interpolated samples of images `flat` (N, C, pixels) at points (N, Q) whose taps
+    along each spatial axis are `taps`: per combination of one tap per axis, a
+    GatherElements of the pixels at the summed offsets, zero where a tap lies outside,
+    times the product of the taps' weights; summed over the combinations. (N, C, Q)."""
+    n, c, _ = shape_of(flat)
+    wide = (n, c, shape_of(taps[0][0].offset)[1])
     total = None
     for combination in itertools.product(*taps):
         index = combination[0].offset
         for tap in combination[1:]:
             index = node.emit(graph.AddOp(index, tap.offset))
         value = node.emit(graph.GatherElementsOp(flat, node.emit(graph.BroadcastOp(index, [0, 2], wide)), 2))
-        inside = [t.inside for t in combination if t.inside is not None]
-        for mask in inside:
+        for mask in (t.inside for t in combination if t.inside is not None):
             value = node.emit(graph.SelectOp(node.emit(graph.BroadcastOp(mask, [0, 2], wide)), value,
                                              node.scalar_like(0.0, value)))
         weight = product(o, [t.weight for t in combination])
         if weight is not None:
-            weight = node.cast(node.emit(graph.BroadcastOp(weight, [0, 2], wide)), element_type_of(x))
+            weight = node.cast(node.emit(graph.BroadcastOp(weight, [0, 2], wide)), element_type_of(flat))
             value = node.emit(graph.MulOp(value, weight))
         total = value if total is None else node.emit(graph.AddOp(total, value))
     assert total is not None
-    return [node.reshape(total, (n, c, *out))]
+    return total
 
 
 ROI_SAMPLES_MAX = 1 << 22  # gathered taps (rois x bins x samples x 4 corners)

@@ -293,34 +293,32 @@ def narrow_outputs(node: Node) -> dict[int, Narrow]:
     return {i: t for i, name in enumerate(node.proto.output) if name and (t := node.importer.narrow_type(name))}
 
 
-def touches_narrow(node: Node) -> bool:
-    return bool(narrow_inputs(node) or narrow_outputs(node))
-
-
-def convert_narrow(node: Node) -> list[Value]:
-    """A node with a narrow input or output (see the module docstring)."""
-    special = {"Cast": convert_cast, "CastLike": convert_cast, "QuantizeLinear": convert_quantize,
-               "DequantizeLinear": convert_dequantize}
-    if node.op_type in special:
-        return special[node.op_type](node)
+def convert_narrow(node: Node) -> list[Value] | None:
+    """A node with a narrow input or output (see the module docstring); None for a node
+    without one, which the importer converts as usual."""
+    ins, outs = narrow_inputs(node), narrow_outputs(node)
+    if not ins and not outs:
+        return None
+    if node.op_type in SPECIAL:
+        return SPECIAL[node.op_type](node, ins)
     handler = OPS[op_key(node.proto)].handler
     if node.op_type in STORAGE_OPS:
         return list(handler(node))
-    decode_inputs(node)
+    decode_inputs(node, ins)
     outputs = list(handler(node))
-    for i, t in narrow_outputs(node).items():
+    for i, t in outs.items():
         if i < len(outputs):
             value = outputs[i]
             outputs[i] = encode(node, value, t) if isinstance(value, SSAValue) else np.asarray(value).astype(t.dtype)
     return outputs
 
 
-def convert_cast(node: Node) -> list[Value]:
+def convert_cast(node: Node, ins: dict[int, Narrow]) -> list[Value]:
     if node.op_type == "Cast":
         to = int(node.attr("to"))
     else:
         to = node.importer.onnx_type(node.proto.input[1])
-    decode_inputs(node)
+    decode_inputs(node, ins)
     x = node.input(0)
     target = NARROW.get(to)
     if target is not None:
@@ -328,18 +326,17 @@ def convert_cast(node: Node) -> list[Value]:
     return [node.cast(x, node.element_type(to, "the target type"))]
 
 
-def convert_quantize(node: Node) -> list[Value]:
+def convert_quantize(node: Node, ins: dict[int, Narrow]) -> list[Value]:
     """QuantizeLinear onto a narrow type: an integer one's range clamps round(x / scale)
     plus the zero point; a float one encodes x / scale (saturating by `saturate`; float4
     adds its zero point first, as onnx's reference does)."""
     from mlfuse.frontend import onnx_quantize  # not at the top: it imports the whole op table
 
-    t = node.importer.narrow_type(node.proto.input[2]) if node.has_input(2) else None
-    t = t or NARROW.get(int(node.attr("output_dtype", 0)))
+    t = ins.get(2) or NARROW.get(int(node.attr("output_dtype", 0)))
     if t is None:
         raise node.error("the quantized type must be given by the zero point or output_dtype")
     check_float8_zero_point(node, t)
-    decode_inputs(node)
+    decode_inputs(node, ins)
     axis, block_size = int(node.attr("axis", 1)), int(node.attr("block_size", 0))
     ratio = onnx_quantize.scaled(node, axis, block_size)
     if not t.is_float:
@@ -352,14 +349,14 @@ def convert_quantize(node: Node) -> list[Value]:
     return [encode(node, ratio, t, bool(node.attr("saturate", 1)))]
 
 
-def convert_dequantize(node: Node) -> list[Value]:
+def convert_dequantize(node: Node, ins: dict[int, Narrow]) -> list[Value]:
     """DequantizeLinear of a narrow x: its decoded values; a float8 zero point must be
     zero and is not applied (onnx's reference)."""
     from mlfuse.frontend import onnx_quantize  # not at the top: it imports the whole op table
 
-    t = node.importer.narrow_type(node.proto.input[0])
+    t = ins.get(0)
     check_float8_zero_point(node, t)
-    decode_inputs(node)
+    decode_inputs(node, ins)
     x = node.cast(node.input(0), f32)
     applies = node.has_input(2) and (t is None or t.onnx_type not in FLOAT8)
     return [onnx_quantize.dequantized(node, x, node.input(2) if applies else None)]
@@ -373,12 +370,17 @@ def check_float8_zero_point(node: Node, t: Narrow | None) -> None:
         raise node.error("the zero point of a float8 type must be 0")
 
 
-def decode_inputs(node: Node) -> None:
-    """Have node.input give the decoded values of the node's narrow inputs (decoded once
-    per value: the importer keeps them for the value's other consumers)."""
+def decode_inputs(node: Node, ins: dict[int, Narrow]) -> None:
+    """Have node.input give the decoded values of the node's narrow inputs `ins` (decoded
+    once per value: the importer keeps them for the value's other consumers)."""
     known = node.importer.decoded
-    for i, t in narrow_inputs(node).items():
+    for i, t in ins.items():
         name = node.proto.input[i]
         if name not in known:
             known[name] = decode(node, node.input(i), t)
         node.decoded[i] = known[name]
+
+
+# the operators that convert narrow values themselves
+SPECIAL = {"Cast": convert_cast, "CastLike": convert_cast, "QuantizeLinear": convert_quantize,
+           "DequantizeLinear": convert_dequantize}
