@@ -754,6 +754,26 @@ case("DeformConv-plain", "DeformConv", [f32(1, 3, 6, 6), f32(4, 3, 2, 2), f32(1,
 case("OptionalGetElement-tensor", "OptionalGetElement", [f32(3, 4)], opset=18)
 case("OptionalHasElement-tensor", "OptionalHasElement", [f32(2)], opset=18)
 case("OptionalHasElement-missing", "OptionalHasElement", [None], opset=18)
+# 3-D convolutions (video models' patch embeddings, 3-D U-Nets): depth taps into channels, depths into the batch.
+# Values in [-1, 1]: up to 54 products a sum, whose rounding onnxruntime orders differently
+def unit(*shape):
+    return f32(*shape, low=-1.0, high=1.0)
+
+
+case("Conv-3d-plain", "Conv", [unit(1, 3, 5, 6, 7), unit(4, 3, 3, 3, 3)])
+case("Conv-3d-groups-strides-pads-bias", "Conv", [unit(2, 4, 6, 7, 8), unit(6, 2, 3, 2, 3), unit(6)], group=2,
+     strides=[2, 1, 2], pads=[1, 0, 1, 1, 1, 0])
+case("Conv-3d-tubelet", "Conv", [unit(1, 3, 4, 16, 16), unit(8, 3, 2, 4, 4), unit(8)], strides=[2, 4, 4])
+case("Conv-3d-depthwise-dilated", "Conv", [unit(1, 4, 7, 6, 6), unit(4, 1, 3, 3, 3)], group=4, dilations=[2, 1, 2],
+     pads=[2, 1, 1, 2, 1, 1])
+case("Conv-3d-same-upper", "Conv", [unit(1, 2, 5, 5, 5), unit(3, 2, 3, 3, 3)], auto_pad="SAME_UPPER", strides=[2, 2, 2])
+case("ConvTranspose-3d-strided", "ConvTranspose", [unit(1, 4, 3, 4, 5), unit(4, 3, 2, 2, 2)], strides=[2, 2, 2])
+case("ConvTranspose-3d-groups-pads-output-padding", "ConvTranspose", [unit(1, 4, 3, 4, 5), unit(4, 2, 3, 3, 3), unit(4)],
+     group=2, strides=[2, 1, 2], pads=[1, 0, 1, 0, 1, 1], output_padding=[1, 0, 0])
+case("ConvTranspose-3d-constant-weight", "ConvTranspose", [unit(1, 2, 3, 4, 3)], consts={1: unit(2, 3, 2, 3, 2)},
+     strides=[1, 2, 2])
+case("ConvTranspose-3d-runtime-weight-dilated", "ConvTranspose", [unit(1, 2, 3, 3, 3), unit(2, 3, 3, 2, 3)],
+     dilations=[2, 1, 1])
 
 # one-to-one operators whose handler composes graph ops too (a negative-step Slice is a gather)
 COMPILED_TOO = {"Slice-flip", "Slice-negative-step-2", "Floor", "Ceil", "Round-halves", "AveragePool-3d-channel-window",
@@ -766,6 +786,8 @@ COMPILED_TOO |= {p.id for p in CASES if p.values[0].startswith("Bit")} | {"Pad-r
 # and convs whose lowering has a case of its own (graph_to_loop.ROW_IN_REGISTERS)
 COMPILED_TOO |= {"Conv-depthwise", "Conv-depthwise-wide-rows", "Conv-depthwise-wide-strided", "Conv-depthwise-wide-dilated",
                  "Conv-one-channel-wide", "Conv-strided-wide-rows", "Conv-strided-unequal-wide"}
+# 3-D convolutions: slices, a transpose and a 2-D convolution
+COMPILED_TOO |= {p.id for p in CASES if "-3d-" in p.id and p.values[0] in ("Conv", "ConvTranspose")}
 COMPOSITE_CASES = [p for p in CASES if p.values[0] in OPS_DEFINED_HERE or p.id in COMPILED_TOO]
 
 
@@ -1129,7 +1151,10 @@ REJECTED = [
                  r"an index is out of range", id="ScatterElements-out-of-range"),
     pytest.param("Slice", [f32(5)], {1: a(0), 2: a(4), 4: a(-1)}, 17, {}, r"the slice of axis 0 with a negative step is empty",
                  id="Slice-negative-step-empty"),
-    pytest.param("Conv", [f32(1, 2, 4, 4, 4), f32(3, 2, 2, 2, 2)], None, 17, {}, r"only 1-D and 2-D convolutions", id="Conv-3d"),
+    pytest.param("Conv", [f32(1, 2, 3, 3, 3, 3), f32(3, 2, 2, 2, 2, 2)], None, 17, {}, r"only 1-D, 2-D and 3-D convolutions",
+                 id="Conv-4d"),
+    pytest.param("Conv", [f32(1, 4, 3, 5, 5), f32(3, 3, 2, 2, 2)], None, 17, dict(group=2), r"does not match input channels 4 in 2 groups",
+                 id="Conv-3d-group-mismatch"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(kernel_shape=[2, 2]), r"kernel_shape \[2, 2\] differs", id="Conv-kernel-shape-mismatch"),
     pytest.param("Conv", [f32(1, 2, 5, 5), f32(3, 2, 3, 3)], None, 17, dict(auto_pad="SAME_UPPER", pads=[1, 1, 1, 1]), r"pads cannot be given together with auto_pad", id="Conv-auto-pad-and-pads"),
     pytest.param("MaxPool", [f32(1, 2, 4, 4)], None, 17, dict(kernel_shape=[2, 2], storage_order=2), r"storage_order must be 0 or 1",

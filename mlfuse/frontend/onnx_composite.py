@@ -35,9 +35,11 @@ from mlfuse.dialects.graph import element_type_of, fmt_shape, is_float, shape_of
 from mlfuse.frontend.onnx_ops import (
     Node,
     Value,
+    Window,
     along,
     broadcast_all,
     broadcast_to,
+    conv3d_as_2d,
     dense_from_numpy,
     matmul,
     normalize_axes,
@@ -653,15 +655,17 @@ def transposed_kernel(node: Node, weight: np.ndarray | SSAValue, group: int, lik
     cin, cout_g, *kernel = kernel_source_shape(weight)
     grouped = (group, cin // group, cout_g, *kernel)
     final = (group * cout_g, cin // group, *kernel)
+    spatial = range(2, 2 + len(kernel))
+    swap = [0, 2, 1, *(a + 1 for a in spatial)]
     if isinstance(weight, np.ndarray):
-        flipped = weight[:, :, ::-1, ::-1].reshape(grouped)
-        return constant_array(node, np.ascontiguousarray(flipped.transpose(0, 2, 1, 3, 4).reshape(final)), like)
-    for axis in (2, 3):
+        flipped = np.flip(weight, tuple(spatial)).reshape(grouped)
+        return constant_array(node, np.ascontiguousarray(flipped.transpose(swap).reshape(final)), like)
+    for axis in spatial:
         size = shape_of(weight)[axis]
         if size > 1:
             reverse = node.emit(graph.ConstantOp(dense_from_numpy(np.arange(size - 1, -1, -1, dtype=np.int64), i64)))
             weight = node.emit(graph.GatherOp(weight, reverse, axis))
-    swapped = node.emit(graph.TransposeOp(node.reshape(weight, grouped), [0, 2, 1, 3, 4]))
+    swapped = node.emit(graph.TransposeOp(node.reshape(weight, grouped), swap))
     return node.reshape(swapped, final)
 
 
@@ -695,8 +699,9 @@ def convert_conv_transpose(node: Node) -> list[Value]:
     if weight is None:  # a run-time weight: flipped by gathers with reversed indices
         weight = node.input(1)
     rank = len(shape_of(x))
-    if rank not in (3, 4) or len(weight.shape if isinstance(weight, np.ndarray) else shape_of(weight)) != rank:
-        raise node.error(f"only 1-D and 2-D transposed convolutions are supported, got input {fmt_shape(shape_of(x))}")
+    if rank not in (3, 4, 5) or len(kernel_source_shape(weight)) != rank:
+        raise node.error(f"only 1-D, 2-D and 3-D transposed convolutions are supported, got input "
+                         f"{fmt_shape(shape_of(x))}")
     kernel = list(kernel_source_shape(weight)[2:])
     n = rank - 2
     strides = node.int_list("strides", [1] * n, n)
@@ -714,15 +719,19 @@ def convert_conv_transpose(node: Node) -> list[Value]:
     if cin != shape_of(x)[1] or cin % group:
         raise node.error(f"weight {fmt_shape(kernel_source_shape(weight))} does not match input channels "
                          f"{shape_of(x)[1]} in {group} groups")
-    if (isinstance(weight, np.ndarray) and group == 1 and kernel == strides and not any(pads)
+    if (isinstance(weight, np.ndarray) and group == 1 and kernel == strides and not any(pads) and len(kernel) == 2
             and not any(output_padding) and all(d == 1 for d in dilations)):
         y = blockwise_transposed_conv(node, x, weight)
     else:
         w = transposed_kernel(node, weight, group, x)
         reach = [d * (k - 1) for d, k in zip(dilations, kernel)]
-        z = pad_or_crop(node, dilate(node, x, strides), [r - p for r, p in zip(reach, pads[:2])],
-                        [r - p + op for r, p, op in zip(reach, pads[2:], output_padding)])
-        y = node.emit(graph.Conv2dOp(z, w, [1, 1], [0, 0, 0, 0], dilations, group))
+        n = len(kernel)
+        z = pad_or_crop(node, dilate(node, x, strides), [r - p for r, p in zip(reach, pads[:n])],
+                        [r - p + op for r, p, op in zip(reach, pads[n:], output_padding)])
+        if n == 3:
+            y = conv3d_as_2d(node, z, w, Window(kernel, [1] * 3, [0] * 6, dilations), group)
+        else:
+            y = node.emit(graph.Conv2dOp(z, w, [1, 1], [0, 0, 0, 0], dilations, group))
     if node.has_input(2):
         y = node.emit(graph.AddOp(y, along(node, node.input(2), 1, shape_of(y))))
     return [node.reshape(y, (*shape_of(y)[:2], shape_of(y)[3])) if rank == 3 else y]

@@ -1175,12 +1175,12 @@ def convert_conv(node: Node) -> list[Value]:
 
 
 def conv(node: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None = None) -> SSAValue:
-    """The node's 1-D or 2-D convolution of x by w (its attributes: pads, strides, group...)."""
+    """The node's 1-D, 2-D or 3-D convolution of x by w (its attributes: pads, strides, group...)."""
     same_element_type(node, x, w)
     rank = len(shape_of(x))
-    if rank not in (3, 4) or len(shape_of(w)) != rank:
+    if rank not in (3, 4, 5) or len(shape_of(w)) != rank:
         raise node.error(
-            f"only 1-D and 2-D convolutions are supported, got input {fmt_shape(shape_of(x))} "
+            f"only 1-D, 2-D and 3-D convolutions are supported, got input {fmt_shape(shape_of(x))} "
             f"and weight {fmt_shape(shape_of(w))}"
         )
     kernel = list(shape_of(w)[2:])
@@ -1188,15 +1188,54 @@ def conv(node: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None = None) -> 
     if given is not None and [int(k) for k in given] != kernel:
         raise node.error(f"kernel_shape {list(given)} differs from the weight's spatial shape {kernel}")
     window, _ = window_of(node, x, kernel)
-    x2, window = to_2d(node, x, window, "convolutions")
-    w2 = node.reshape(w, (*shape_of(w)[:2], 1, kernel[0])) if rank == 3 else w
     group = int(node.attr("group", 1))
-    y = node.emit(graph.Conv2dOp(x2, w2, window.strides, window.pads, window.dilations, group))
+    if rank == 5:
+        y = conv3d_as_2d(node, x, w, window, group)
+    else:
+        x2, window = to_2d(node, x, window, "convolutions")
+        w2 = node.reshape(w, (*shape_of(w)[:2], 1, kernel[0])) if rank == 3 else w
+        y = from_2d(node, node.emit(graph.Conv2dOp(x2, w2, window.strides, window.pads, window.dilations, group)), rank)
     if bias is not None:
         if shape_of(bias) != (shape_of(w)[0],):
             raise node.error(f"bias must have shape {shape_of(w)[0]}, got {fmt_shape(shape_of(bias))}")
         y = node.emit(graph.AddOp(y, along(node, bias, 1, shape_of(y))))
-    return from_2d(node, y, rank)
+    return y
+
+
+def conv3d_as_2d(node: Node, x: SSAValue, w: SSAValue, window: Window, group: int) -> SSAValue:
+    """A 3-D convolution as one 2-D convolution: the depth taps move into the channels and
+    the output depths into the batch. With x padded along depth, G groups of Cg channels
+    and the depth window's k-th tap of output depth t at t sd + k dd,
+
+        y[n, o, t, i, j] = sum_{k, c, a, b} w[o, c, k, a, b] x[n, g(o) Cg + c, t sd + k dd, ...]
+
+    is conv2d over (N T, G KD Cg, H, W) by w as (O, KD Cg, KH, KW): channel (g, k, c) of
+    batch (n, t) holds x[n, g Cg + c, t sd + k dd], and group g reads exactly its KD Cg
+    of them, in the weight's (k, c) order."""
+    n, c, depth, h, wd = shape_of(x)
+    out_c, cg, kd, kh, kw = shape_of(w)
+    if c != cg * group:
+        raise node.error(f"weight {fmt_shape(shape_of(w))} does not match input channels {c} in {group} groups")
+    (sd, *strides2), (dd, *dilations2), pads = window.strides, window.dilations, window.pads
+    if pads[0] or pads[3]:
+        x = node.emit(graph.PadOp(x, [0, 0, pads[0], 0, 0], [0, 0, pads[3], 0, 0], 0.0))
+    padded = depth + pads[0] + pads[3]
+    t = (padded - dd * (kd - 1) - 1) // sd + 1
+    if t < 1:
+        raise node.error(f"the depth window ({kd} taps, dilation {dd}) is larger than the padded depth {padded}")
+    taps = []
+    for k in range(kd):
+        start, stop = [0, 0, k * dd, 0, 0], [n, c, k * dd + (t - 1) * sd + 1, h, wd]
+        tap = node.emit(graph.SliceOp(x, start, stop, [1, 1, sd, 1, 1])) if (t, sd, kd) != (padded, 1, 1) else x
+        taps.append(node.reshape(tap, (n, group, 1, cg, t, h, wd)))
+    stacked = taps[0] if kd == 1 else node.emit(graph.ConcatOp(taps, 2))  # n, g, k, c, t, h, w
+    moved = node.emit(graph.TransposeOp(stacked, [0, 4, 1, 2, 3, 5, 6]))  # n, t, g, k, c, h, w
+    x2 = node.reshape(moved, (n * t, group * kd * cg, h, wd))
+    w2 = node.reshape(node.emit(graph.TransposeOp(w, [0, 2, 1, 3, 4])), (out_c, kd * cg, kh, kw))
+    pads2 = [pads[1], pads[2], pads[4], pads[5]]
+    y2 = node.emit(graph.Conv2dOp(x2, w2, strides2, pads2, dilations2, group))
+    _, _, oh, ow = shape_of(y2)
+    return node.emit(graph.TransposeOp(node.reshape(y2, (n, t, out_c, oh, ow)), [0, 2, 1, 3, 4]))
 
 
 def pool_kernel(node: Node, x: SSAValue) -> list[int]:
