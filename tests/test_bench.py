@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,6 +173,47 @@ def test_models_quick_run_writes_tables(tmp_path):
     md = out.with_suffix(".md").read_text()
     assert "| textcnn |" in md and "speed vs ORT" in md and "mlfuse warm" in md
     assert "GEMM roofline" in md and "% of sgemm" in md
+
+
+def _children() -> list[int]:
+    """Processes whose parent is this one (Linux /proc)."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def test_models_busy_core_times_beside_a_spinning_neighbour(monkeypatch):
+    """--busy-core: mlfuse and onnxruntime (not the other paths) run loops quiet, then while a
+    child process spins, which is gone afterwards; the table gives busy / quiet per runtime."""
+    import argparse
+
+    from bench import models_bench
+
+    monkeypatch.setattr(models_bench, "BUSY_SPAN_S", 0.01)
+    seen = []
+
+    def call():
+        seen.append(len(_children()))
+        return [0]
+
+    paths = [("mlfuse", call), ("onnxruntime", call), ("torch eager", lambda: pytest.fail("not looped"))]
+    times = models_bench.busy_round_robin(paths, argparse.Namespace(repeat=2))
+    assert set(times) == {"mlfuse", "onnxruntime"}
+    assert all(len(t["quiet"]) == len(t["busy"]) == 2 for t in times.values())
+    assert seen[0] == 0 and seen[-1] >= 1 and not _children()  # quiet first, then beside the neighbour
+
+    def means(quiet, busy):
+        return {"quiet": {"median_s": quiet}, "busy": {"median_s": busy}}
+
+    run = {"repeat": 2, "models": [{"name": "m", "paths": {"mlfuse": {"loop_mean_s": means(0.002, 0.003)},
+                                                           "onnxruntime": {"loop_mean_s": means(0.002, 0.006)}}}]}
+    assert "| m | 2.00 | 3.00 | 1.50x | 2.00 | 6.00 | 3.00x | 2.00x |" in models_bench.busy_rows(run)
 
 
 def test_call_paths_quick_run_writes_table(tmp_path):
