@@ -2,6 +2,7 @@
 
     python -m bench --call-paths                                   # LayerNorm 65536x1024, 2 threads
     python -m bench --call-paths --graphs layernorm softmax --size 16384x1024 --threads 1
+    python -m bench --call-paths --graphs --onnx model.onnx       # an ONNX model's call paths
 
 Each path calls the same compiled function on the same inputs:
 
@@ -48,8 +49,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="mlfuse-bench --call-paths", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--call-paths", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--graphs", nargs="+", choices=[n for n, w in WORKLOADS.items() if w.memory_bound],
+    p.add_argument("--graphs", nargs="*", choices=[n for n, w in WORKLOADS.items() if w.memory_bound],
                    default=["layernorm"])
+    p.add_argument("--onnx", nargs="+", type=Path, default=[], metavar="FILE",
+                   help="ONNX models to time as well (random inputs; integer inputs in [0, 100))")
     p.add_argument("--size", type=parse_size, default=(65536, 1024), help="ROWSxCOLS (default 65536x1024)")
     p.add_argument("--threads", type=parse_positive, default=2)
     p.add_argument("--repeat", type=parse_positive, default=21, help="timed rounds (default 21)")
@@ -93,10 +96,29 @@ def cycling(fn, inputs: list[np.ndarray], sets: list[list[np.ndarray]]):
     return lambda: fn(*inputs, out=next(turn))
 
 
-def main(argv: list[str]) -> int:
+def graph_function(name: str, rows: int, cols: int) -> tuple[object, list[np.ndarray]]:
     import mlfuse
-    from bench.frontends import round_robin
     from bench.workloads import WORKLOADS
+
+    workload = WORKLOADS[name]
+    module = workload.build(rows, cols)
+    return mlfuse.compile(module), workload.inputs(module)
+
+
+def onnx_function(path: Path) -> tuple[object, list[np.ndarray]]:
+    """mlfuse.compile of the file, and seeded random inputs: floats from a normal
+    distribution, integers (token ids, masks) in [0, 100)."""
+    import mlfuse
+
+    fn = mlfuse.compile(str(path))
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(s.shape).astype(s.dtype) if np.dtype(s.dtype).kind == "f"
+              else rng.integers(0, 100, s.shape).astype(s.dtype) for s in fn.inputs]
+    return fn, inputs
+
+
+def main(argv: list[str]) -> int:
+    from bench.frontends import round_robin
     from mlfuse.backend import cpu
 
     args = parse_args(argv)
@@ -108,11 +130,10 @@ def main(argv: list[str]) -> int:
              f"- command: `mlfuse-bench {' '.join(argv)}`\n",
              "| graph | " + " | ".join(f"{p} ms" for p in PATHS) + " | y = f(x) / aligned | np.empty / aligned |",
              "|---|" + "---:|" * (len(PATHS) + 2)]
-    for name in args.graphs:
-        workload = WORKLOADS[name]
-        module = workload.build(rows, cols)
-        fn = mlfuse.compile(module)
-        steady, _ = round_robin(paths_of(fn, workload.inputs(module), args.buffers), args.repeat, 0.0, args.warm_ms)
+    compiled = [(name, *graph_function(name, rows, cols)) for name in args.graphs]
+    compiled += [(path.name, *onnx_function(path)) for path in args.onnx]
+    for name, fn, inputs in compiled:
+        steady, _ = round_robin(paths_of(fn, inputs, args.buffers), args.repeat, 0.0, args.warm_ms)
         ms = {p: 1e3 * statistics.median(steady[p]) for p in PATHS}
         base = ms["out= aligned"]
         lines.append(f"| {name} | " + " | ".join(f"{ms[p]:.2f}" for p in PATHS)

@@ -217,17 +217,28 @@ def test_models_busy_core_times_beside_a_spinning_neighbour(monkeypatch):
 
 
 def test_call_paths_quick_run_writes_table(tmp_path):
-    """mlfuse-bench --call-paths end to end on a small LayerNorm: the three paths (checked to
-    give the same bits before timing) and their ratios to the aligned call."""
+    """mlfuse-bench --call-paths end to end on a small LayerNorm, softmax and an ONNX file
+    (an int64 input among floats): the three paths (checked to give the same bits before
+    timing) and their ratios to the aligned call."""
+    from onnx import TensorProto, helper, save
+
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["k"], ["kf"], to=TensorProto.FLOAT), helper.make_node("Mul", ["x", "kf"], ["y"])],
+        "scale", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 48]),
+                  helper.make_tensor_value_info("k", TensorProto.INT64, [48])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 48])])
+    model = tmp_path / "scale.onnx"
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
     out = tmp_path / "paths.md"
     proc = subprocess.run(
         [sys.executable, "-m", "mlfuse.tools.mlfuse_bench", "--call-paths", "--size", "96x80", "--threads", "1",
-         "--repeat", "2", "--warm-ms", "0", "--graphs", "layernorm", "softmax", "--md", str(out)],
+         "--repeat", "2", "--warm-ms", "0", "--graphs", "layernorm", "softmax", "--onnx", str(model), "--md", str(out)],
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [line for line in out.read_text().splitlines() if line.startswith(("| layernorm |", "| softmax |"))]
-    assert len(rows) == 2
+    rows = [line for line in out.read_text().splitlines()
+            if line.startswith(("| layernorm |", "| softmax |", "| scale.onnx |"))]
+    assert len(rows) == 3
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert all(float(c) > 0 for c in cells[1:4]) and all(c.endswith("x") for c in cells[4:]), row
