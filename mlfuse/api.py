@@ -31,6 +31,7 @@ from mlfuse import cache
 from mlfuse.abi import ALIGNMENT
 from mlfuse.diagnostics import (
     Diagnostic,
+    DynamicShapes,
     check_report_paths,
     internal_errors,
     location_of,
@@ -517,7 +518,9 @@ def compile(
     CPU code is cached in memory and on disk, keyed by the IR and the options; an ONNX
     file compiled before is found by its bytes and the options, without importing it.
     `input_values` freezes ONNX inputs that mlfuse needs at compile time (axes, shapes,
-    pads given as inputs): the compiled function takes the others.
+    pads given as inputs): the compiled function takes the others. An ONNX model whose
+    input shapes are not all static (named dimensions) and not all given by
+    `input_shapes` compiles for each call's shapes instead (a ShapeSpecializedFunction).
     """
     from mlfuse.target import get_target
 
@@ -528,7 +531,16 @@ def compile(
         passes = [passes]
     with fewer_collections():
         if _is_onnx_path(source):
-            return _compile_onnx(str(source), compile_target, entry, passes, options, input_shapes, input_values)
+            try:
+                return _compile_onnx(str(source), compile_target, entry, passes, options, input_shapes, input_values)
+            except DynamicShapes as e:
+                from mlfuse.shape_specialized import ShapeSpecializedFunction
+
+                def compile_for(shapes: dict[str, tuple[int, ...]]) -> CompiledFunction:
+                    return compile(source, target, entry, fuse, parallel, planner, {**(input_shapes or {}), **shapes},
+                                   passes, fast_math, input_values)
+
+                return ShapeSpecializedFunction(compile_for, e.inputs, str(source))  # type: ignore[return-value]
         module = parse(source, input_shapes, input_values)
         return compile_target.compile(module, entry, passes=passes, **options)
 

@@ -57,6 +57,17 @@ class Diagnostic(Exception):
         return head + (f"\n{context}" if context else "")
 
 
+class DynamicShapes(Diagnostic):
+    """An ONNX model's input shapes are not all static: `inputs` holds each input's name,
+    declared dimensions (sizes, symbols or None) and ONNX element type, in argument
+    order. mlfuse.compile answers it by compiling for each call's shapes; tools that
+    compile once report it."""
+
+    def __init__(self, message: str, location: str | None, inputs: list[tuple[str, list | None, int]]):
+        super().__init__(message, location)
+        self.inputs = inputs
+
+
 def escape(text: str) -> str:
     """`text` with every unprintable character (newline, ESC, NUL...) escaped as repr() does."""
     if text.isprintable():

@@ -92,6 +92,72 @@ def test_bad_input_shapes_are_diagnosed(shapes, message):
     assert info.value.location == "two_layer.onnx"
 
 
+def test_compile_of_a_model_with_named_dimensions_specializes_on_each_calls_shapes(tmp_path):
+    """mlfuse.compile of a file with a symbolic batch and no input_shapes: each call's shapes
+    pick a function compiled for them (kept for the next call with those shapes), against
+    onnxruntime, outputs poisoned; keyword inputs and out= as for any compiled function."""
+    import mlfuse
+    from mlfuse.shape_specialized import ShapeSpecializedFunction
+
+    model = two_layer()
+    path = tmp_path / "two_layer.onnx"
+    path.write_bytes(model.SerializeToString())
+    f = mlfuse.compile(str(path))
+    assert isinstance(f, ShapeSpecializedFunction)
+    assert [(s.name, s.shape) for s in f.inputs] == [("x", ("batch", 8)), ("mask", ("batch", 1))]
+    with pytest.raises(Diagnostic, match="output shapes depend on the input shapes"):
+        _ = f.outputs
+    for batch in (3, 5, 3):
+        feeds = {"x": f32(batch, 8), "mask": f32(batch, 1)}
+        outs = [np.full((batch, 4), np.nan, np.float32) for _ in range(2)]
+        f(feeds["x"], mask=feeds["mask"], out=outs)
+        for got, want in zip(outs, run_onnxruntime(model, feeds)):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        assert [s.shape for s in f.outputs] == [(batch, 4), (batch, 4)]
+    assert f.specialize(x=(3, 8), mask=(3, 1)) is f.specialize(mask=(3, 1), x=(3, 8))  # compiled once
+
+
+def test_specialized_shapes_are_checked_like_given_ones(tmp_path, monkeypatch):
+    """A call whose shapes contradict the model is the Diagnostic input_shapes= would give;
+    at most MAX_SPECIALIZATIONS shapes are kept."""
+    import mlfuse
+    from mlfuse.shape_specialized import ShapeSpecializedFunction
+
+    path = tmp_path / "two_layer.onnx"
+    path.write_bytes(two_layer().SerializeToString())
+    f = mlfuse.compile(str(path))
+    with pytest.raises(Diagnostic, match=r"dimension 'batch' is 3 in input 'x' but 4 in input 'mask'"):
+        f(f32(3, 8), f32(4, 1))
+    with pytest.raises(Diagnostic, match=r"input 'x' has size 8 in dimension 1"):
+        f(f32(3, 9), f32(3, 1))
+    with pytest.raises(ValueError, match="missing inputs mask"):
+        f(f32(3, 8))
+    monkeypatch.setattr(ShapeSpecializedFunction, "MAX_SPECIALIZATIONS", 2)
+    for batch in (1, 2, 3):
+        f(f32(batch, 8), f32(batch, 1))
+    assert len(f._compiled) == 2
+
+
+def test_specializations_from_several_threads(tmp_path):
+    """Threads calling with different and equal batches at once: each gets its own shape's
+    results (one compile per shape; the others wait for it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import mlfuse
+
+    model = two_layer()
+    path = tmp_path / "two_layer.onnx"
+    path.write_bytes(model.SerializeToString())
+    f = mlfuse.compile(str(path))
+    feeds = [{"x": f32(b, 8), "mask": f32(b, 1)} for b in (1, 2, 1, 3, 2, 1)]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda fd: f(**fd), feeds))
+    for fd, got in zip(feeds, results):
+        for g, w in zip(got, run_onnxruntime(model, fd)):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+    assert len(f._compiled) == 3
+
+
 def test_shapes_that_contradict_the_graph_fail_in_shape_inference():
     node = helper.make_node("Add", ["a", "b"], ["c"], name="add")
     model = make_model([node], {"a": (FLOAT, ["n"]), "b": (FLOAT, ["m"])}, ["c"])

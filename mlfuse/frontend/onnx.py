@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, NoneAttr, String
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from mlfuse.diagnostics import MAX_DIM, MAX_ELEMENTS, Diagnostic, verify_located
+from mlfuse.diagnostics import MAX_DIM, MAX_ELEMENTS, Diagnostic, DynamicShapes, verify_located
 from mlfuse.dialects import graph
 from mlfuse.dialects.graph import fmt_shape
 from mlfuse.frontend import onnx_narrow
@@ -489,10 +489,13 @@ class OnnxImporter:
                 else f"--shape {n}=..."
                 for n in missing
             )
-            raise self.error(
-                f"input shapes are not static ({details}): give them with {example} "
-                "(or input_shapes= in the API)"
-            )
+            raise DynamicShapes(f"input shapes are not static ({details}): give them with {example} "
+                                "(or input_shapes= in the API)", self.source, self.declared_inputs(declared))
+
+    def declared_inputs(self, declared: dict[str, DeclaredShape]) -> list[tuple[str, DeclaredShape, int]]:
+        """(name, declared dimensions, element type) of each input, in argument order."""
+        types = {vi.name: vi.type.tensor_type.elem_type for vi in self.model.graph.input}
+        return [(name, dims, types[name]) for name, dims in declared.items()]
 
     def infer_shapes(self, structure: ModelProto, shapes: Mapping[str, tuple[int, ...]]) -> None:
         """onnx's shape inference on the model (its weights by type and shape: without_weights)
