@@ -1,5 +1,7 @@
 """A `stablehlo` (and `chlo`) subset: what `jax.jit(f).lower(...)` emits for
-normalizations, softmax, GELU, attention and convolution blocks.
+normalizations, softmax, GELU, attention and convolution blocks, and for image and
+stencil pipelines (reverse, reduce_window for pooling and cumsum, gather for x[idx],
+chlo.square for variances).
 
 Op names, property names and the pretty syntax follow StableHLO's own ODS, so the
 text jax prints parses as it is, in the pretty form
@@ -19,17 +21,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     I64,
     AnyFloat,
     ArrayAttr,
+    BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     FunctionType,
     IntAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     i1,
@@ -251,6 +255,97 @@ class DotDimensionNumbersAttr(ParametrizedAttribute):
 
     def print_parameters(self, printer: Printer) -> None:
         parts = [f"{f} = [{', '.join(map(str, v))}]" for f, v in zip(self.FIELDS, self.lists()) if v]
+        printer.print_string("<" + ", ".join(parts) + ">")
+
+
+@irdl_attr_definition
+class GatherDimensionNumbersAttr(ParametrizedAttribute):
+    """`#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0],
+    index_vector_dim = 1>`: how a gather's indices and slices make its result.
+
+    - offset_dims: the result dimensions that index within a slice (the slice's
+      dimensions left after collapsed_slice_dims and operand_batching_dims, in order);
+      the other result dimensions are the batch dimensions of start_indices;
+    - collapsed_slice_dims: operand dimensions of slice size 1 that the result drops;
+    - operand_batching_dims / start_indices_batching_dims: paired batch dimensions;
+    - start_index_map: the operand dimension each entry of an index vector starts;
+    - index_vector_dim: the dimension of start_indices holding the index vectors (its
+      rank: an implicit trailing dimension of size 1).
+
+    Empty lists are left out when printed and empty when absent; an absent
+    index_vector_dim is 0 (as in StableHLO's parser).
+    """
+
+    name = "stablehlo.gather"
+
+    offset_dims: ArrayAttr[IntAttr]
+    collapsed_slice_dims: ArrayAttr[IntAttr]
+    operand_batching_dims: ArrayAttr[IntAttr]
+    start_indices_batching_dims: ArrayAttr[IntAttr]
+    start_index_map: ArrayAttr[IntAttr]
+    index_vector_dim: IntAttr
+
+    LISTS: ClassVar[tuple[str, ...]] = (
+        "offset_dims",
+        "collapsed_slice_dims",
+        "operand_batching_dims",
+        "start_indices_batching_dims",
+        "start_index_map",
+    )
+
+    def __init__(
+        self,
+        offset_dims: Sequence[int],
+        collapsed_slice_dims: Sequence[int],
+        start_index_map: Sequence[int],
+        index_vector_dim: int,
+        operand_batching_dims: Sequence[int] = (),
+        start_indices_batching_dims: Sequence[int] = (),
+    ):
+        super().__init__(
+            _ints(offset_dims),
+            _ints(collapsed_slice_dims),
+            _ints(operand_batching_dims),
+            _ints(start_indices_batching_dims),
+            _ints(start_index_map),
+            IntAttr(int(index_vector_dim)),
+        )
+
+    def lists(self) -> dict[str, tuple[int, ...]]:
+        """The list fields by name."""
+        return {f: tuple(a.data for a in getattr(self, f).data) for f in self.LISTS}
+
+    @property
+    def vector_dim(self) -> int:
+        return self.index_vector_dim.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        lists: dict[str, list[int]] = {}
+        vector_dim: list[int] = []
+        keys = (*cls.LISTS, "index_vector_dim")
+
+        def entry() -> None:
+            pos = parser.pos
+            key = parser.parse_identifier()
+            seen = key in lists or (key == "index_vector_dim" and vector_dim)
+            if key not in keys or seen:
+                what = "repeated" if seen else "unexpected"
+                parser.raise_error(f"{what} '{key}' in #stablehlo.gather (expected one of {', '.join(keys)})", pos)
+            parser.parse_punctuation("=")
+            if key == "index_vector_dim":
+                vector_dim.append(parser.parse_integer())
+            else:
+                lists[key] = parse_int_list(parser)
+
+        with parser.in_angle_brackets():
+            if parser.parse_optional_punctuation(">") is None:
+                parser.parse_comma_separated_list(parser.Delimiter.NONE, entry)
+        return [*(_ints(lists.get(f, [])) for f in cls.LISTS), IntAttr(vector_dim[0] if vector_dim else 0)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = [f"{f} = [{', '.join(map(str, v))}]" for f, v in self.lists().items() if v]
+        parts.append(f"index_vector_dim = {self.vector_dim}")
         printer.print_string("<" + ", ".join(parts) + ">")
 
 
@@ -872,6 +967,34 @@ class SliceOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ReverseOp(IRDLOperation):
+    """The elements in reverse order along each of `dims` (jax's x[::-1], jnp.flip).
+
+    `%r = stablehlo.reverse %x, dims = [0, 1] : tensor<6x7xf32>`
+    """
+
+    name = "stablehlo.reverse"
+    operand = operand_def(TensorType)
+    dimensions = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$operand `,` `dims` `=` custom<I64List>($dimensions) attr-dict `:` custom<SameTypes1>(type($operand), type($result))"
+    )
+    custom_directives = (I64List, SameTypes1)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return values_of(self.dimensions)
+
+    def verify_(self) -> None:
+        if self.operand.type != self.result.type:
+            raise VerifyException(f"'stablehlo.reverse' result type {self.result.type} differs from the operand type {self.operand.type}")
+        check_dims(self, "dims", self.dims, len(shape_of(self.operand)))
+
+
+@irdl_op_definition
 class PadOp(IRDLOperation):
     """Edge padding (negative: cropping) and interior padding with a scalar value.
 
@@ -943,6 +1066,92 @@ class ConcatenateOp(IRDLOperation):
         expected[self.axis] = sum(shape_of(v)[self.axis] for v in self.inputs)
         if list(shape_of(self.result)) != expected:
             raise VerifyException(f"'stablehlo.concatenate' must produce shape {expected}, got {self.result.type}")
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Slices of `operand` starting where `start_indices` says (StableHLO's general gather;
+    jax's x[idx], x[:, idx], jnp.take). Start indices are clamped so that each slice
+    lies inside the operand. In the generic form jax prints:
+
+        %g = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1],
+             collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>,
+             indices_are_sorted = false, slice_sizes = array<i64: 1, 7>}>
+             : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x7xf32>
+    """
+
+    name = "stablehlo.gather"
+    operand = operand_def(TensorType)
+    start_indices = operand_def(TensorType)
+    dimension_numbers = prop_def(GatherDimensionNumbersAttr)
+    slice_sizes = prop_def(DenseArrayBase)
+    indices_are_sorted = opt_prop_def(BoolAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return values_of(self.slice_sizes)
+
+    def batch_shape(self) -> list[int]:
+        """start_indices' shape without the index vector dimension."""
+        indices, vd = shape_of(self.start_indices), self.dimension_numbers.vector_dim
+        return [n for d, n in enumerate(indices) if d != vd]
+
+    def result_shape(self) -> list[int]:
+        """Batch dimensions, with the slices' kept dimensions at offset_dims."""
+        lists = self.dimension_numbers.lists()
+        dropped = set(lists["collapsed_slice_dims"]) | set(lists["operand_batching_dims"])
+        offsets = [n for d, n in enumerate(self.sizes) if d not in dropped]
+        batch = iter(self.batch_shape())
+        kept = iter(offsets)
+        rank = len(offsets) + len(self.batch_shape())
+        return [next(kept) if d in lists["offset_dims"] else next(batch) for d in range(rank)]
+
+    def verify_(self) -> None:
+        operand, indices, sizes = shape_of(self.operand), shape_of(self.start_indices), self.sizes
+        if not isinstance(element_type_of(self.start_indices), IntegerType):
+            raise VerifyException(f"'stablehlo.gather' start indices must be integers, got {self.start_indices.type}")
+        if len(sizes) != len(operand):
+            raise VerifyException(f"'stablehlo.gather' slice_sizes must have {len(operand)} entries (the operand rank), got {len(sizes)}")
+        for d, (k, n) in enumerate(zip(sizes, operand)):
+            if not 0 <= k <= n:
+                raise VerifyException(f"'stablehlo.gather' slice size {k} of dimension {d} is out of range for size {n}")
+        self._verify_dimension_numbers(operand, indices, sizes)
+        expected = self.result_shape()
+        if list(shape_of(self.result)) != expected or element_type_of(self.result) != element_type_of(self.operand):
+            raise VerifyException(f"'stablehlo.gather' must produce shape {expected} of the operand's element type, got {self.result.type}")
+
+    def _verify_dimension_numbers(self, operand: Sequence[int], indices: Sequence[int], sizes: Sequence[int]) -> None:
+        lists, vd = self.dimension_numbers.lists(), self.dimension_numbers.vector_dim
+        if not 0 <= vd <= len(indices):
+            raise VerifyException(f"'stablehlo.gather' index_vector_dim {vd} is out of range for start indices of rank {len(indices)}")
+        batch_rank = len(indices) - (vd < len(indices))
+        check_dims(self, "offset_dims", lists["offset_dims"], len(lists["offset_dims"]) + batch_rank)
+        for what in ("collapsed_slice_dims", "operand_batching_dims", "start_index_map"):
+            check_dims(self, what, lists[what], len(operand))
+        check_dims(self, "start_indices_batching_dims", lists["start_indices_batching_dims"], len(indices))
+        if vd in lists["start_indices_batching_dims"]:
+            raise VerifyException("'stablehlo.gather' start_indices_batching_dims must not hold index_vector_dim")
+        if len(lists["operand_batching_dims"]) != len(lists["start_indices_batching_dims"]):
+            raise VerifyException("'stablehlo.gather' operand_batching_dims and start_indices_batching_dims must have one length")
+        for what in ("offset_dims", "collapsed_slice_dims", "operand_batching_dims"):
+            if list(lists[what]) != sorted(lists[what]):
+                raise VerifyException(f"'stablehlo.gather' {what} must be sorted, got {list(lists[what])}")
+        if set(lists["collapsed_slice_dims"]) & set(lists["operand_batching_dims"]):
+            raise VerifyException("'stablehlo.gather' collapsed_slice_dims and operand_batching_dims overlap")
+        for d in (*lists["collapsed_slice_dims"], *lists["operand_batching_dims"]):
+            if sizes[d] > 1:
+                raise VerifyException(f"'stablehlo.gather' slice size of collapsed or batching dimension {d} must be at most 1, got {sizes[d]}")
+        vector = indices[vd] if vd < len(indices) else 1
+        if len(lists["start_index_map"]) != vector:
+            raise VerifyException(
+                f"'stablehlo.gather' start_index_map has {len(lists['start_index_map'])} entries but the index vectors have {vector}"
+            )
+        if len(lists["offset_dims"]) != len(operand) - len(lists["collapsed_slice_dims"]) - len(lists["operand_batching_dims"]):
+            raise VerifyException(
+                "'stablehlo.gather' needs one offset dim per operand dimension that is not collapsed or batching"
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -1123,6 +1332,93 @@ class ReduceOp(IRDLOperation):
                 printer.print_block_argument(args[n + i])
                 printer.print_string(") ")
             printer.print_region(self.body, print_entry_block_args=False)
+
+
+@irdl_op_definition
+class ReduceWindowOp(IRDLOperation):
+    """Reduce every window of `inputs` (pooling, jax's cumsum) with a body that combines
+    two rank-0 tensors. The inputs are padded with the init values first.
+
+    jax prints it in the generic form (absent window properties: strides and dilations 1,
+    padding 0):
+        %r = "stablehlo.reduce_window"(%x, %init) <{padding = dense<1> : tensor<2x2xi64>,
+             window_dimensions = array<i64: 3, 3>, window_strides = array<i64: 1, 2>}> ({
+        ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+          %m = stablehlo.maximum %a, %b : tensor<f32>
+          stablehlo.return %m : tensor<f32>
+        }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<6x4xf32>
+    """
+
+    name = "stablehlo.reduce_window"
+    inputs = var_operand_def(TensorType)
+    init_values = var_operand_def(TensorType)
+    window_dimensions = prop_def(DenseArrayBase)
+    window_strides = opt_prop_def(DenseArrayBase)
+    base_dilations = opt_prop_def(DenseArrayBase)
+    window_dilations = opt_prop_def(DenseArrayBase)
+    padding = opt_prop_def(DenseIntOrFPElementsAttr)
+    outputs = var_result_def(TensorType)
+    body = region_def("single_block")
+    irdl_options = (SameVariadicOperandSize(),)
+
+    def window(self) -> dict[str, list]:
+        """dimensions, strides, base and window dilations, pads ([(low, high)] per
+        dimension), with the defaults for absent properties."""
+        n = len(values_of(self.window_dimensions))
+        pads: list[tuple[int, int]] = [(0, 0)] * n
+        if self.padding is not None:
+            flat = [int(cast(int, v)) for v in self.padding.get_values()]
+            pads = [(flat[2 * i], flat[2 * i + 1]) for i in range(len(flat) // 2)]
+        return {
+            "dimensions": list(values_of(self.window_dimensions)),
+            "strides": list(values_of(self.window_strides)) or [1] * n,
+            "base_dilations": list(values_of(self.base_dilations)) or [1] * n,
+            "window_dilations": list(values_of(self.window_dilations)) or [1] * n,
+            "pads": pads,
+        }
+
+    def result_shape(self) -> list[int]:
+        """Windows per dimension: floor((padded - dilated window) / stride) + 1, or 0."""
+        w, shape = self.window(), shape_of(self.inputs[0])
+        out = []
+        for n, k, s, bd, wd, (lo, hi) in zip(shape, w["dimensions"], w["strides"], w["base_dilations"], w["window_dilations"], w["pads"]):
+            padded = ((n - 1) * bd + 1 if n else 0) + lo + hi
+            span = (k - 1) * wd + 1 if k else 0
+            out.append((padded - span) // s + 1 if padded >= span else 0)
+        return out
+
+    def verify_(self) -> None:
+        n = len(self.inputs)
+        if n == 0 or len(self.init_values) != n or len(self.outputs) != n:
+            raise VerifyException("'stablehlo.reduce_window' needs as many inputs, init values and results, at least one")
+        shape = shape_of(self.inputs[0])
+        rank = len(shape)
+        for key in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+            attr = getattr(self, key)
+            if attr is not None and len(values_of(attr)) != rank:
+                raise VerifyException(f"'stablehlo.reduce_window' {key} must have {rank} entries (the input rank)")
+        if self.padding is not None and (
+            list(self.padding.get_shape()) != [rank, 2] or not isinstance(self.padding.get_element_type(), IntegerType)
+        ):
+            raise VerifyException(f"'stablehlo.reduce_window' padding must be integers of shape {rank}x2")
+        w = self.window()
+        if any(k < 1 for k in w["dimensions"]) or any(v < 1 for v in w["strides"] + w["base_dilations"] + w["window_dilations"]):
+            raise VerifyException("'stablehlo.reduce_window' window dimensions, strides and dilations must be >= 1")
+        expected = self.result_shape()
+        for v, init, out in zip(self.inputs, self.init_values, self.outputs):
+            if shape_of(v) != shape:
+                raise VerifyException("'stablehlo.reduce_window' inputs must have one shape")
+            if init.type != TensorType(element_type_of(v), []):
+                raise VerifyException(f"'stablehlo.reduce_window' init value {init.type} must be a rank-0 tensor of {element_type_of(v)}")
+            if out.type != TensorType(element_type_of(v), expected):
+                raise VerifyException(f"'stablehlo.reduce_window' result must be {TensorType(element_type_of(v), expected)}, got {out.type}")
+        block = self.body.block
+        scalars = [init.type for init in self.init_values]
+        if [a.type for a in block.args] != scalars * 2:
+            raise VerifyException(f"'stablehlo.reduce_window' body must take ({', '.join(map(str, scalars * 2))})")
+        ret = block.last_op
+        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != scalars:
+            raise VerifyException(f"'stablehlo.reduce_window' body must end in stablehlo.return of ({', '.join(map(str, scalars))})")
 
 
 # ---------------------------------------------------------------------------
@@ -1449,7 +1745,14 @@ class ErfcOp(ChloUnaryOp):
     name = "chlo.erfc"
 
 
-CHLO = Dialect("chlo", [ErfOp, ErfcOp], [])
+@irdl_op_definition
+class SquareOp(ChloUnaryOp):
+    """x * x (jnp.var, jnp.std, x ** 2)."""
+
+    name = "chlo.square"
+
+
+CHLO = Dialect("chlo", [ErfOp, ErfcOp, SquareOp], [])
 
 
 StableHLO = Dialect(
@@ -1492,10 +1795,13 @@ StableHLO = Dialect(
         TransposeOp,
         ReshapeOp,
         SliceOp,
+        ReverseOp,
         PadOp,
         ConcatenateOp,
+        GatherOp,
         ReturnOp,
         ReduceOp,
+        ReduceWindowOp,
         DotGeneralOp,
         ConvolutionOp,
     ],
@@ -1504,6 +1810,7 @@ StableHLO = Dialect(
         ComparisonTypeAttr,
         PrecisionAttr,
         DotDimensionNumbersAttr,
+        GatherDimensionNumbersAttr,
         ConvDimensionNumbersAttr,
     ],
 )

@@ -207,3 +207,162 @@ def test_argmax_is_a_located_diagnostic():
         mjax.jit(lambda x: jnp.argmax(x, axis=1))(np.zeros((4, 8), np.float32))
     assert "'stablehlo.reduce' of 2 inputs at once" in info.value.message
     assert info.value.location.startswith("<input>:")
+
+
+# --- image processing and stencils: reverse, chlo.square, reduce_window, gather -------
+#
+# Data movement, max/min windows and integer sums must be exact (assert_array_equal);
+# float sums (avg pools, convolve2d, std, cumsum) within rtol 1e-5 and an absolute
+# 1e-6 times the largest magnitude of the reference (assert_close), 1e-5 times it for
+# cumulative sums over 300 elements (a product with a triangular matrix, summed in
+# another order than XLA's).
+
+
+def assert_exact(got, want):
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def max_pool_same(x):
+    return lax.reduce_window(x, -jnp.inf, lax.max, (3, 3), (1, 2), "SAME")
+
+
+def int_max_pool(x):
+    return lax.reduce_window(x, jnp.iinfo(jnp.int32).min, lax.max, (2, 3), (1, 1), "SAME")
+
+
+EXACT = {
+    "flip_rows": (lambda x: x[::-1], "f32"),
+    "flip_both": (lambda x: x[::-1, ::-1], "f32"),
+    "pad_reflect": (lambda x: jnp.pad(x, ((2, 1), (3, 2)), mode="reflect"), "f32"),
+    "pad_symmetric": (lambda x: jnp.pad(x, ((1, 3), (2, 2)), mode="symmetric"), "f32"),
+    "max_pool_same": (max_pool_same, "f32"),
+    "max_pool_int32": (int_max_pool, "i32"),
+    "cumsum_int32": (lambda x: jnp.cumsum(x, axis=0), "i32"),
+    "gather_rows": (lambda x: x[jnp.array([0, 3, 2, 5, 3])], "f32"),
+    "gather_cols": (lambda x: x[:, jnp.array([6, 0, 3])], "f32"),
+    "gather_negative": (lambda x: x[jnp.array([-1, 2, -6])], "f32"),
+    "take_2d": (lambda x: jnp.take(x, jnp.array([[0, 3], [2, 6]]), axis=1), "f32"),
+    "take_2d_fill": (lambda x: jnp.take(x, jnp.array([[0, 9], [-3, 6]]), axis=0), "f32"),
+}
+
+
+def operand(rng, kind, shape=(6, 7)):
+    if kind == "i32":
+        return rng.integers(-1000, 1000, shape).astype(np.int32)
+    return randn(rng, *shape)
+
+
+@pytest.mark.parametrize("name", list(EXACT))
+def test_stencil_ops_exact(name):
+    fn, kind = EXACT[name]
+    x = operand(np.random.default_rng(10), kind)
+    assert_exact(mjax.jit(fn)(x), jax.jit(fn)(x))
+
+
+def test_gather_of_runtime_indices():
+    """Indices from an argument: jax wraps negative ones, stablehlo.gather clamps the rest."""
+
+    def f(x, i):
+        return x[i], x[:, i]
+
+    rng = np.random.default_rng(11)
+    x, i = randn(rng, 6, 7), np.array([5, -2, 0, 9, -9, 3], np.int32)
+    for got, want in zip(mjax.jit(f)(x, i), jax.jit(f)(x, i)):
+        assert_exact(got, want)
+
+
+def convolve_same(x, k):
+    return jax.scipy.signal.convolve2d(x, k, mode="same")
+
+
+def avg_pool(x):
+    return lax.reduce_window(x, 0.0, lax.add, (2, 2), (2, 2), "VALID") / 4
+
+
+def dilated_window_sum(x):
+    return lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID", window_dilation=(2, 1))
+
+
+SUMS = {
+    "std": (lambda x: (jnp.std(x), jnp.var(x, axis=1), x**2), (6, 7)),
+    "avg_pool": (avg_pool, (6, 7)),
+    "window_dilation": (dilated_window_sum, (6, 7)),
+    "cumsum_axis0": (lambda x: jnp.cumsum(x, axis=0), (6, 7)),
+    "cumsum_axis1": (lambda x: jnp.cumsum(x, axis=1), (6, 7)),
+    "cumsum_300": (lambda x: jnp.cumsum(x, axis=1), (3, 300)),
+    "reverse_cumsum_300": (lambda x: lax.cumsum(x, axis=0, reverse=True), (300, 3)),
+    "sliding_sum_101": (lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 101), (1, 3), "SAME"), (2, 300)),
+}
+
+
+@pytest.mark.parametrize("name", list(SUMS))
+def test_stencil_sums(name):
+    fn, shape = SUMS[name]
+    x = randn(np.random.default_rng(12), *shape)
+    got, want = mjax.jit(fn)(x), jax.jit(fn)(x)
+    atol_scale = 1e-5 if shape[0] * shape[1] >= 600 else 1e-6
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        assert g.shape == np.shape(w)
+        assert_close(g, w, atol_scale=atol_scale)
+
+
+def test_convolve2d_same():
+    rng = np.random.default_rng(13)
+    x, k = randn(rng, 9, 11), randn(rng, 3, 4)
+    assert_close(mjax.jit(convolve_same)(x, k), jax.jit(convolve_same)(x, k))
+
+
+def test_cumsum_300_int32_exact():
+    x = np.random.default_rng(14).integers(-1000, 1000, (3, 300)).astype(np.int32)
+    fn = lambda x: jnp.cumsum(x, axis=1)  # noqa: E731
+    assert_exact(mjax.jit(fn)(x), jax.jit(fn)(x))
+
+
+def test_long_cumsum_is_a_product_not_300_slices():
+    x = np.ones((3, 300), np.float32)
+    ops = [op.name for op in mlfuse.api.parse(jax.jit(lambda x: jnp.cumsum(x, axis=1)).lower(x).as_text()).walk()]
+    assert ops.count("graph.matmul") == 1
+    assert ops.count("graph.slice") == 0
+
+
+@pytest.mark.parametrize("name", ["max_pool_same", "take_2d", "flip_both"])
+def test_stencil_text_round_trips(name):
+    """jax's as_text() of reduce_window, gather and reverse prints as it parses."""
+    from mlfuse.diagnostics import parse_located
+    from mlfuse.ir import make_context
+
+    fn, kind = EXACT[name]
+    text = jax.jit(fn).lower(operand(np.random.default_rng(15), kind)).as_text()
+    first = mlfuse.api.module_text(parse_located(make_context(), text, "jax"))
+    second = mlfuse.api.module_text(parse_located(make_context(), first, "printed"))
+    assert first == second
+    assert any(word in first for word in ("stablehlo.reduce_window", "#stablehlo.gather<", "stablehlo.reverse"))
+
+
+def stencil_pipeline(x):
+    return jnp.pad(x, 2, mode="reflect")[jnp.array([0, 3, -1])], max_pool_same(x), jnp.cumsum(x, 0), jnp.std(x)
+
+
+def test_stencil_generic_form_compiles():
+    """The generic form of reverse, gather, reduce_window and chlo.square compiles too."""
+    x = randn(np.random.default_rng(16), 6, 7)
+    generic = jax.jit(stencil_pipeline).lower(x).compiler_ir("stablehlo").operation.get_asm(print_generic_op_form=True)
+    assert '"stablehlo.reverse"' in generic and '"chlo.square"' in generic
+    got = mlfuse.compile(generic)(x)
+    want = jax.jit(stencil_pipeline)(x)
+    assert len(got) == len(want)
+    for g, w in zip(got[:2], want[:2]):
+        assert_exact(g, w)
+    for g, w in zip(got[2:], want[2:]):
+        assert_close(g, w)
+
+
+def test_reduce_window_padded_init_is_a_located_diagnostic():
+    """StableHLO pads with the init, XLA skips the padding: refused where they differ."""
+    f = mjax.jit(lambda x: lax.reduce_window(x, 1.5, lax.add, (2, 3), (1, 1), "SAME"))
+    with pytest.raises(Diagnostic) as info:
+        f(np.ones((3, 4), np.float32))
+    assert "'stablehlo.reduce_window' with padding and an init value (1.5)" in info.value.message
+    assert info.value.location.startswith("<input>:")

@@ -264,6 +264,205 @@ func.func @convolution(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %xh: te
 
 // -----
 
+// reverse: a graph.gather per reversed dimension at constant positions n-1..0 (a
+// dimension of size 1 is left alone); chlo.square is x * x.
+// CHECK-LABEL: func.func @reverse_square(%x: tensor<6x7xf32>, %v: tensor<1x5xi32>) -> (tensor<6x7xf32>, tensor<1x5xi32>, tensor<6x7xf32>) {
+// CHECK-NEXT: %0 = graph.constant dense<[5, 4, 3, 2, 1, 0]> : tensor<6xi64>
+// CHECK-NEXT: %1 = graph.gather %x, %0 {axis = 0 : i64} : (tensor<6x7xf32>, tensor<6xi64>) -> tensor<6x7xf32>
+// CHECK-NEXT: %2 = graph.constant dense<[6, 5, 4, 3, 2, 1, 0]> : tensor<7xi64>
+// CHECK-NEXT: %r = graph.gather %1, %2 {axis = 1 : i64} : (tensor<6x7xf32>, tensor<7xi64>) -> tensor<6x7xf32>
+// CHECK-NEXT: %3 = graph.constant dense<[4, 3, 2, 1, 0]> : tensor<5xi64>
+// CHECK-NEXT: %rv = graph.gather %v, %3 {axis = 1 : i64} : (tensor<1x5xi32>, tensor<5xi64>) -> tensor<1x5xi32>
+// CHECK-NEXT: %sq = graph.mul %x, %x : tensor<6x7xf32>
+// CHECK-NEXT: func.return %r, %rv, %sq : tensor<6x7xf32>, tensor<1x5xi32>, tensor<6x7xf32>
+func.func @reverse_square(%x: tensor<6x7xf32>, %v: tensor<1x5xi32>) -> (tensor<6x7xf32>, tensor<1x5xi32>, tensor<6x7xf32>) {
+  %r = stablehlo.reverse %x, dims = [0, 1] : tensor<6x7xf32>
+  %rv = stablehlo.reverse %v, dims = [0, 1] : tensor<1x5xi32>
+  %sq = chlo.square %x : tensor<6x7xf32> -> tensor<6x7xf32>
+  return %r, %rv, %sq : tensor<6x7xf32>, tensor<1x5xi32>, tensor<6x7xf32>
+}
+
+// -----
+
+// reduce_window as jax prints it (generic form): the input padded with the init value,
+// then one axis at a time, the strided slice at each window offset combined by the
+// body's op: 3 + 3 slices for a 3x3 max pool (SAME, strides 1x2). Absent properties
+// are strides and dilations 1, padding 0 (a 2x2 sum pool, stride 2).
+// CHECK-LABEL: func.func @pools(%x: tensor<6x7xf32>) -> (tensor<6x4xf32>, tensor<3x3xf32>) {
+// CHECK-NEXT: %ninf = graph.constant dense<0xff800000> : tensor<f32>
+// CHECK-NEXT: %0 = graph.pad %x {low = array<i64: 1, 1>, high = array<i64: 1, 1>, value = 0xff800000 : f32} : tensor<6x7xf32> -> tensor<8x9xf32>
+// CHECK-NEXT: %1 = graph.slice %0 {start = array<i64: 0, 0>, stop = array<i64: 6, 9>, step = array<i64: 1, 1>} : tensor<8x9xf32> -> tensor<6x9xf32>
+// CHECK-NEXT: %2 = graph.slice %0 {start = array<i64: 1, 0>, stop = array<i64: 7, 9>, step = array<i64: 1, 1>} : tensor<8x9xf32> -> tensor<6x9xf32>
+// CHECK-NEXT: %3 = graph.max %1, %2 : tensor<6x9xf32>
+// CHECK-NEXT: %4 = graph.slice %0 {start = array<i64: 2, 0>, stop = array<i64: 8, 9>, step = array<i64: 1, 1>} : tensor<8x9xf32> -> tensor<6x9xf32>
+// CHECK-NEXT: %5 = graph.max %3, %4 : tensor<6x9xf32>
+// CHECK-NEXT: %6 = graph.slice %5 {start = array<i64: 0, 0>, stop = array<i64: 6, 7>, step = array<i64: 1, 2>} : tensor<6x9xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: %7 = graph.slice %5 {start = array<i64: 0, 1>, stop = array<i64: 6, 8>, step = array<i64: 1, 2>} : tensor<6x9xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: %8 = graph.max %6, %7 : tensor<6x4xf32>
+// CHECK-NEXT: %9 = graph.slice %5 {start = array<i64: 0, 2>, stop = array<i64: 6, 9>, step = array<i64: 1, 2>} : tensor<6x9xf32> -> tensor<6x4xf32>
+// CHECK-NEXT: %max = graph.max %8, %9 : tensor<6x4xf32>
+// CHECK-NEXT: %zero = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %10 = graph.slice %x {start = array<i64: 0, 0>, stop = array<i64: 5, 7>, step = array<i64: 2, 1>} : tensor<6x7xf32> -> tensor<3x7xf32>
+// CHECK-NEXT: %11 = graph.slice %x {start = array<i64: 1, 0>, stop = array<i64: 6, 7>, step = array<i64: 2, 1>} : tensor<6x7xf32> -> tensor<3x7xf32>
+// CHECK-NEXT: %12 = graph.add %10, %11 : tensor<3x7xf32>
+// CHECK-NEXT: %13 = graph.slice %12 {start = array<i64: 0, 0>, stop = array<i64: 3, 5>, step = array<i64: 1, 2>} : tensor<3x7xf32> -> tensor<3x3xf32>
+// CHECK-NEXT: %14 = graph.slice %12 {start = array<i64: 0, 1>, stop = array<i64: 3, 6>, step = array<i64: 1, 2>} : tensor<3x7xf32> -> tensor<3x3xf32>
+// CHECK-NEXT: %sum = graph.add %13, %14 : tensor<3x3xf32>
+// CHECK-NEXT: func.return %max, %sum : tensor<6x4xf32>, tensor<3x3xf32>
+func.func @pools(%x: tensor<6x7xf32>) -> (tensor<6x4xf32>, tensor<3x3xf32>) {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %max = "stablehlo.reduce_window"(%x, %ninf) <{base_dilations = array<i64: 1, 1>, padding = dense<1> : tensor<2x2xi64>, window_dilations = array<i64: 1, 1>, window_dimensions = array<i64: 3, 3>, window_strides = array<i64: 1, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<6x4xf32>
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %sum = "stablehlo.reduce_window"(%x, %zero) <{window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %max, %sum : tensor<6x4xf32>, tensor<3x3xf32>
+}
+
+// -----
+
+// An init that is not the body's identity is combined once at the end (a max with 0
+// pads with 0 as well); a window dilation spaces the offsets.
+// CHECK-LABEL: func.func @window_init_dilation(%x: tensor<4x5xi32>, %y: tensor<6x7xf32>) -> (tensor<4x5xi32>, tensor<4x6xf32>) {
+// CHECK-NEXT: %c0 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %0 = graph.pad %x {low = array<i64: 1, 0>, high = array<i64: 0, 0>, value = 0 : i32} : tensor<4x5xi32> -> tensor<5x5xi32>
+// CHECK-NEXT: %1 = graph.slice %0 {start = array<i64: 0, 0>, stop = array<i64: 4, 5>, step = array<i64: 1, 1>} : tensor<5x5xi32> -> tensor<4x5xi32>
+// CHECK-NEXT: %2 = graph.slice %0 {start = array<i64: 1, 0>, stop = array<i64: 5, 5>, step = array<i64: 1, 1>} : tensor<5x5xi32> -> tensor<4x5xi32>
+// CHECK-NEXT: %3 = graph.max %1, %2 : tensor<4x5xi32>
+// CHECK-NEXT: %4 = graph.broadcast %c0 {dims = array<i64>} : tensor<i32> -> tensor<4x5xi32>
+// CHECK-NEXT: %relu = graph.max %3, %4 : tensor<4x5xi32>
+// CHECK-NEXT: %zero = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %5 = graph.slice %y {start = array<i64: 0, 0>, stop = array<i64: 4, 7>, step = array<i64: 1, 1>} : tensor<6x7xf32> -> tensor<4x7xf32>
+// CHECK-NEXT: %6 = graph.slice %y {start = array<i64: 2, 0>, stop = array<i64: 6, 7>, step = array<i64: 1, 1>} : tensor<6x7xf32> -> tensor<4x7xf32>
+// CHECK-NEXT: %7 = graph.add %5, %6 : tensor<4x7xf32>
+// CHECK-NEXT: %8 = graph.slice %7 {start = array<i64: 0, 0>, stop = array<i64: 4, 6>, step = array<i64: 1, 1>} : tensor<4x7xf32> -> tensor<4x6xf32>
+// CHECK-NEXT: %9 = graph.slice %7 {start = array<i64: 0, 1>, stop = array<i64: 4, 7>, step = array<i64: 1, 1>} : tensor<4x7xf32> -> tensor<4x6xf32>
+// CHECK-NEXT: %dil = graph.add %8, %9 : tensor<4x6xf32>
+// CHECK-NEXT: func.return %relu, %dil : tensor<4x5xi32>, tensor<4x6xf32>
+func.func @window_init_dilation(%x: tensor<4x5xi32>, %y: tensor<6x7xf32>) -> (tensor<4x5xi32>, tensor<4x6xf32>) {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %relu = "stablehlo.reduce_window"(%x, %c0) <{padding = dense<[[1, 0], [0, 0]]> : tensor<2x2xi64>, window_dimensions = array<i64: 2, 1>}> ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    %m = stablehlo.maximum %a, %b : tensor<i32>
+    stablehlo.return %m : tensor<i32>
+  }) : (tensor<4x5xi32>, tensor<i32>) -> tensor<4x5xi32>
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %dil = "stablehlo.reduce_window"(%y, %zero) <{window_dilations = array<i64: 2, 1>, window_dimensions = array<i64: 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<4x6xf32>
+  return %relu, %dil : tensor<4x5xi32>, tensor<4x6xf32>
+}
+
+// -----
+
+// jax's cumsum: a window of the whole axis padded by (n - 1, 0). Up to 64 offsets it
+// is slices; beyond, a product with a constant triangular 0/1 matrix (the padding is
+// left out of the matrix's rows), the axis moved last around it.
+// CHECK-LABEL: func.func @cumsum(%x: tensor<2x4xf32>, %y: tensor<70x2xi32>) -> (tensor<2x4xf32>, tensor<70x2xi32>) {
+// CHECK-NEXT: %zero = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %0 = graph.pad %x {low = array<i64: 0, 3>, high = array<i64: 0, 0>, value = 0.000000e+00 : f32} : tensor<2x4xf32> -> tensor<2x7xf32>
+// CHECK-NEXT: %1 = graph.slice %0 {start = array<i64: 0, 0>, stop = array<i64: 2, 4>, step = array<i64: 1, 1>} : tensor<2x7xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: %2 = graph.slice %0 {start = array<i64: 0, 1>, stop = array<i64: 2, 5>, step = array<i64: 1, 1>} : tensor<2x7xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: %3 = graph.add %1, %2 : tensor<2x4xf32>
+// CHECK-NEXT: %4 = graph.slice %0 {start = array<i64: 0, 2>, stop = array<i64: 2, 6>, step = array<i64: 1, 1>} : tensor<2x7xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: %5 = graph.add %3, %4 : tensor<2x4xf32>
+// CHECK-NEXT: %6 = graph.slice %0 {start = array<i64: 0, 3>, stop = array<i64: 2, 7>, step = array<i64: 1, 1>} : tensor<2x7xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: %short = graph.add %5, %6 : tensor<2x4xf32>
+// CHECK-NEXT: %c0 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %7 = graph.transpose %y {perm = array<i64: 1, 0>} : tensor<70x2xi32> -> tensor<2x70xi32>
+// CHECK-NEXT: %8 = graph.constant dense<"0x{{[0-9A-F]+}}"> : tensor<70x70xi32>
+// CHECK-NEXT: %9 = graph.matmul %7, %8 : (tensor<2x70xi32>, tensor<70x70xi32>) -> tensor<2x70xi32>
+// CHECK-NEXT: %long = graph.transpose %9 {perm = array<i64: 1, 0>} : tensor<2x70xi32> -> tensor<70x2xi32>
+// CHECK-NEXT: func.return %short, %long : tensor<2x4xf32>, tensor<70x2xi32>
+func.func @cumsum(%x: tensor<2x4xf32>, %y: tensor<70x2xi32>) -> (tensor<2x4xf32>, tensor<70x2xi32>) {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %short = "stablehlo.reduce_window"(%x, %zero) <{padding = dense<[[0, 0], [3, 0]]> : tensor<2x2xi64>, window_dimensions = array<i64: 1, 4>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %long = "stablehlo.reduce_window"(%y, %c0) <{base_dilations = array<i64: 1, 1>, padding = dense<[[69, 0], [0, 0]]> : tensor<2x2xi64>, window_dilations = array<i64: 1, 1>, window_dimensions = array<i64: 70, 1>, window_strides = array<i64: 1, 1>}> ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    %s = stablehlo.add %a, %b : tensor<i32>
+    stablehlo.return %s : tensor<i32>
+  }) : (tensor<70x2xi32>, tensor<i32>) -> tensor<70x2xi32>
+  return %short, %long : tensor<2x4xf32>, tensor<70x2xi32>
+}
+
+// -----
+
+// gather in the form of numpy.take(x, indices, axis=d): the index vector dimension
+// dropped, the indices clamped to [0, n-1] (cast to i64 when narrower than i32), then
+// graph.gather along d.
+// CHECK-LABEL: func.func @gather(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>, %j: tensor<2x2x1xi64>, %k: tensor<3xi8>) -> (tensor<3x7xf32>, tensor<6x2x2xf32>, tensor<3x7xf32>) {
+// CHECK-NEXT: %0 = graph.reshape %i : tensor<3x1xi32> -> tensor<3xi32>
+// CHECK-NEXT: %1 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %2 = graph.broadcast %1 {dims = array<i64>} : tensor<i32> -> tensor<3xi32>
+// CHECK-NEXT: %3 = graph.max %0, %2 : tensor<3xi32>
+// CHECK-NEXT: %4 = graph.constant dense<5> : tensor<i32>
+// CHECK-NEXT: %5 = graph.broadcast %4 {dims = array<i64>} : tensor<i32> -> tensor<3xi32>
+// CHECK-NEXT: %6 = graph.min %3, %5 : tensor<3xi32>
+// CHECK-NEXT: %rows = graph.gather %x, %6 {axis = 0 : i64} : (tensor<6x7xf32>, tensor<3xi32>) -> tensor<3x7xf32>
+// CHECK-NEXT: %7 = graph.reshape %j : tensor<2x2x1xi64> -> tensor<2x2xi64>
+// CHECK-NEXT: %8 = graph.constant dense<0> : tensor<i64>
+// CHECK-NEXT: %9 = graph.broadcast %8 {dims = array<i64>} : tensor<i64> -> tensor<2x2xi64>
+// CHECK-NEXT: %10 = graph.max %7, %9 : tensor<2x2xi64>
+// CHECK-NEXT: %11 = graph.constant dense<6> : tensor<i64>
+// CHECK-NEXT: %12 = graph.broadcast %11 {dims = array<i64>} : tensor<i64> -> tensor<2x2xi64>
+// CHECK-NEXT: %13 = graph.min %10, %12 : tensor<2x2xi64>
+// CHECK-NEXT: %cols = graph.gather %x, %13 {axis = 1 : i64} : (tensor<6x7xf32>, tensor<2x2xi64>) -> tensor<6x2x2xf32>
+// CHECK-NEXT: %14 = graph.constant dense<0> : tensor<i8>
+// CHECK-NEXT: %15 = graph.broadcast %14 {dims = array<i64>} : tensor<i8> -> tensor<3xi8>
+// CHECK-NEXT: %16 = graph.max %k, %15 : tensor<3xi8>
+// CHECK-NEXT: %17 = graph.constant dense<5> : tensor<i8>
+// CHECK-NEXT: %18 = graph.broadcast %17 {dims = array<i64>} : tensor<i8> -> tensor<3xi8>
+// CHECK-NEXT: %19 = graph.min %16, %18 : tensor<3xi8>
+// CHECK-NEXT: %20 = graph.cast %19 : tensor<3xi8> -> tensor<3xi64>
+// CHECK-NEXT: %narrow = graph.gather %x, %20 {axis = 0 : i64} : (tensor<6x7xf32>, tensor<3xi64>) -> tensor<3x7xf32>
+// CHECK-NEXT: func.return %rows, %cols, %narrow : tensor<3x7xf32>, tensor<6x2x2xf32>, tensor<3x7xf32>
+func.func @gather(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>, %j: tensor<2x2x1xi64>, %k: tensor<3xi8>) -> (tensor<3x7xf32>, tensor<6x2x2xf32>, tensor<3x7xf32>) {
+  %rows = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 1, 7>}> : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x7xf32>
+  %cols = "stablehlo.gather"(%x, %j) <{dimension_numbers = #stablehlo.gather<offset_dims = [0], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 6, 1>}> : (tensor<6x7xf32>, tensor<2x2x1xi64>) -> tensor<6x2x2xf32>
+  %narrow = "stablehlo.gather"(%x, %k) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 7>}> : (tensor<6x7xf32>, tensor<3xi8>) -> tensor<3x7xf32>
+  return %rows, %cols, %narrow : tensor<3x7xf32>, tensor<6x2x2xf32>, tensor<3x7xf32>
+}
+
+// -----
+
+// and/or reductions of i1 (jnp.all, jnp.any, jnp.take's mask): min/max as i8.
+// CHECK-LABEL: func.func @all_any(%p: tensor<4x8xi1>) -> (tensor<4xi1>, tensor<8xi1>) {
+// CHECK-NEXT: %t = graph.constant dense<true> : tensor<i1>
+// CHECK-NEXT: %f = graph.constant dense<false> : tensor<i1>
+// CHECK-NEXT: %0 = graph.cast %p : tensor<4x8xi1> -> tensor<4x8xi8>
+// CHECK-NEXT: %1 = graph.reduce_min %0 {axes = array<i64: 1>} : tensor<4x8xi8> -> tensor<4xi8>
+// CHECK-NEXT: %2 = graph.constant dense<0> : tensor<i8>
+// CHECK-NEXT: %3 = graph.broadcast %2 {dims = array<i64>} : tensor<i8> -> tensor<4xi8>
+// CHECK-NEXT: %all = graph.compare ne, %1, %3 : tensor<4xi8>
+// CHECK-NEXT: %4 = graph.cast %p : tensor<4x8xi1> -> tensor<4x8xi8>
+// CHECK-NEXT: %5 = graph.reduce_max %4 {axes = array<i64: 0>} : tensor<4x8xi8> -> tensor<8xi8>
+// CHECK-NEXT: %6 = graph.constant dense<0> : tensor<i8>
+// CHECK-NEXT: %7 = graph.broadcast %6 {dims = array<i64>} : tensor<i8> -> tensor<8xi8>
+// CHECK-NEXT: %any = graph.compare ne, %5, %7 : tensor<8xi8>
+// CHECK-NEXT: func.return %all, %any : tensor<4xi1>, tensor<8xi1>
+func.func @all_any(%p: tensor<4x8xi1>) -> (tensor<4xi1>, tensor<8xi1>) {
+  %t = stablehlo.constant dense<true> : tensor<i1>
+  %f = stablehlo.constant dense<false> : tensor<i1>
+  %all = stablehlo.reduce(%p init: %t) applies stablehlo.and across dimensions = [1] : (tensor<4x8xi1>, tensor<i1>) -> tensor<4xi1>
+  %any = stablehlo.reduce(%p init: %f) applies stablehlo.or across dimensions = [0] : (tensor<4x8xi1>, tensor<i1>) -> tensor<8xi1>
+  return %all, %any : tensor<4xi1>, tensor<8xi1>
+}
+
+// -----
+
 // jax's private helpers are inlined at every call and erased.
 // CHECK-LABEL: func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT: %cst = graph.constant dense<0.000000e+00> : tensor<f32>
@@ -427,4 +626,113 @@ func.func @recursive(%x: tensor<4xf32>) -> tensor<4xf32> {
   // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: @recursive calls itself: recursive functions cannot be inlined
   %1 = call @recursive(%0) : (tensor<4xf32>) -> tensor<4xf32>
   return %1 : tensor<4xf32>
+}
+
+// -----
+
+func.func @window_base_dilation(%x: tensor<4x4xf32>) -> tensor<7x7xf32> {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' with base_dilations [2, 2] is not supported
+  %0 = "stablehlo.reduce_window"(%x, %zero) <{base_dilations = array<i64: 2, 2>, window_dimensions = array<i64: 1, 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<4x4xf32>, tensor<f32>) -> tensor<7x7xf32>
+  return %0 : tensor<7x7xf32>
+}
+
+// -----
+
+func.func @window_two_inputs(%x: tensor<4x4xf32>, %i: tensor<4x4xi32>) -> tensor<3x3xf32> {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' of 2 inputs at once is not supported
+  %0:2 = "stablehlo.reduce_window"(%x, %i, %zero, %c0) <{window_dimensions = array<i64: 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %ia: tensor<i32>, %b: tensor<f32>, %ib: tensor<i32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    %t = stablehlo.add %ia, %ib : tensor<i32>
+    stablehlo.return %s, %t : tensor<f32>, tensor<i32>
+  }) : (tensor<4x4xf32>, tensor<4x4xi32>, tensor<f32>, tensor<i32>) -> (tensor<3x3xf32>, tensor<3x3xi32>)
+  return %0#0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @window_init(%x: tensor<4x4xf32>, %init: tensor<f32>) -> tensor<3x3xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' with an init value that is not a constant is not supported
+  %0 = "stablehlo.reduce_window"(%x, %init) <{window_dimensions = array<i64: 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<4x4xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+// StableHLO pads with the init value, XLA leaves the padding out: they differ for an
+// add whose init is not 0.
+func.func @window_padded_init(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %one = stablehlo.constant dense<1.500000e+00> : tensor<f32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' with padding and an init value (1.5) that is not the identity of its add/multiply body is not supported
+  %0 = "stablehlo.reduce_window"(%x, %one) <{padding = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>, window_dimensions = array<i64: 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// A running max over 5000 elements would be 5000 slices.
+func.func @window_too_many_taps(%x: tensor<1x5000xf32>) -> tensor<1x5000xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' with windows of 5000 slices in all is not supported (at most 4096)
+  %0 = "stablehlo.reduce_window"(%x, %ninf) <{padding = dense<[[0, 0], [4999, 0]]> : tensor<2x2xi64>, window_dimensions = array<i64: 1, 5000>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<1x5000xf32>, tensor<f32>) -> tensor<1x5000xf32>
+  return %0 : tensor<1x5000xf32>
+}
+
+// -----
+
+func.func @window_body(%x: tensor<4x4xf32>) -> tensor<3x3xf32> {
+  %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' is supported only with a body that is one stablehlo.add, multiply, maximum or minimum of its arguments
+  %0 = "stablehlo.reduce_window"(%x, %zero) <{window_dimensions = array<i64: 2, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.subtract %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<4x4xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+// A gather of 2x3 patches at 2-D start indices is not numpy.take.
+func.func @gather_patches(%x: tensor<6x7xf32>, %i: tensor<4x2xi32>) -> tensor<4x2x3xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.gather' is supported only in the form of numpy.take(x, indices, axis=d) (jax's x[idx], x[:, idx], jnp.take): start_index_map = [d], collapsed_slice_dims = [d], slice_sizes the operand's shape with 1 at d, index vectors of size 1, no batching dimensions, offset_dims around the indices' dimensions
+  %0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1, 2], start_index_map = [0, 1], index_vector_dim = 1>, slice_sizes = array<i64: 2, 3>}> : (tensor<6x7xf32>, tensor<4x2xi32>) -> tensor<4x2x3xf32>
+  return %0 : tensor<4x2x3xf32>
+}
+
+// -----
+
+// One index along axis 0, but a slice of 3 of the 7 columns.
+func.func @gather_partial_slice(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>) -> tensor<3x3xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.gather' is supported only in the form of numpy.take(x, indices, axis=d)
+  %0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 3>}> : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x3xf32>
+  return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @bitwise_reduce(%x: tensor<4x8xi32>) -> tensor<4xi32> {
+  %c = stablehlo.constant dense<-1> : tensor<i32>
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce' with a bitwise and body on i32 is not supported (only i1: all, any)
+  %0 = stablehlo.reduce(%x init: %c) applies stablehlo.and across dimensions = [1] : (tensor<4x8xi32>, tensor<i32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
 }

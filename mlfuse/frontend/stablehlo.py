@@ -18,7 +18,20 @@ What does not map one to one:
 - `dot_general` becomes transposes and reshapes around `graph.matmul` (no batch
   dimensions) or `graph.batch_matmul`: [batch..., M, K] x [batch..., K, N];
 - `reduce` with an add/multiply/maximum/minimum body becomes graph.reduce_*; an init
-  value that is not the op's identity is combined afterwards;
+  value that is not the op's identity is combined afterwards; and/or of i1 (all, any)
+  are the min/max of the values as i8;
+- `reduce_window` (pooling, cumsum) pads with its constant init value, then reduces
+  one axis at a time: the strided slice at each window offset combined by the body's
+  graph op (k + l slices for a k x l window); an add over more than 64 offsets along
+  an axis (jax's cumsum: the whole axis, padded by (n - 1, 0)) is a product with a
+  constant 0/1 (triangular) matrix instead; more than 4096 slices, base dilations,
+  several inputs, and padding with an add/multiply init other than the identity
+  (StableHLO pads with the init, XLA leaves padding out) are located diagnostics;
+- `reverse` is a graph.gather per reversed dimension at constant positions n-1..0;
+- `gather` only in the form of numpy.take(x, indices, axis=d) (jax's x[idx],
+  x[:, idx], jnp.take): graph.gather along d of the indices clamped to [0, n-1], as
+  StableHLO clamps start indices (graph.gather would wrap a negative one); other
+  gathers (patches, several index components, batching dims) are located diagnostics;
 - `convolution` with two spatial dimensions, any layout, becomes graph.conv2d on
   NCHW/OIHW with transposes around it (none for jax's default NCHW layout);
 - `iota` is a 1-D constant broadcast; a splat constant of more than one element is a
@@ -26,6 +39,7 @@ What does not map one to one:
 - `chlo.erfc(x)` is `1 - erf(x)`: within about 1e-7 absolutely in f32 (the spacing of
   floats just below 1), which is what GELU's erf form needs, but without erfc's
   relative accuracy in the tail (erfc(4) = 1.5e-8 comes out 0);
+- `chlo.square(x)` is `x * x`;
 - `and`/`or`/`xor`/`not` on i1 are selects and comparisons.
 """
 
@@ -37,7 +51,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, i1
+from xdsl.dialects.builtin import ModuleOp, TensorType, i1, i8, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -276,6 +290,17 @@ class SignPattern(StablehloPattern):
         return [emit(graph.SelectOp(positive, emit.splat(1, x), result))]
 
 
+class SquarePattern(StablehloPattern):
+    """chlo.square (jnp.var, jnp.std, x ** 2): x * x."""
+
+    OPS = (shlo.SquareOp,)
+
+    def convert(self, op: shlo.SquareOp, emit: Emitter) -> list[SSAValue]:
+        if graph.element_type_of(op.operand) == i1:
+            raise emit.fail(f"on {op.operand.type} is not supported")
+        return [emit(graph.MulOp(op.operand, op.operand))]
+
+
 class ConvertPattern(StablehloPattern):
     """graph.cast; to i1 it is `x != 0` (graph.cast leaves that case to the backend)."""
 
@@ -429,24 +454,98 @@ class ConcatenatePattern(StablehloPattern):
         return [emit(graph.ConcatOp(list(op.inputs), op.axis))]
 
 
+class ReversePattern(StablehloPattern):
+    """One graph.gather per reversed dimension, at the constant positions n-1, ..., 0 (as
+    ONNX's Slice with a negative step); a dimension of size 1 is its own reverse."""
+
+    OPS = (shlo.ReverseOp,)
+
+    def convert(self, op: shlo.ReverseOp, emit: Emitter) -> list[SSAValue]:
+        y, shape = op.operand, graph.shape_of(op.operand)
+        for d in sorted(set(op.dims)):
+            if shape[d] > 1:
+                positions = emit(graph.ConstantOp.from_numpy(np.arange(shape[d] - 1, -1, -1, dtype=np.int64), i64))
+                y = emit(graph.GatherOp(y, positions, d))
+        return [y]
+
+
+class GatherPattern(StablehloPattern):
+    """The gather that is numpy.take(x, indices, axis=d): jax's x[idx], x[:, idx] and
+    jnp.take. That is one start_index_map entry d, collapsed_slice_dims = [d], slices
+    of the whole operand but 1 along d, index vectors of size 1 (index_vector_dim a
+    dimension of size 1, or the rank of the indices), no batching dimensions, and the
+    result x.shape[:d] + batch shape + x.shape[d+1:]. The indices lose the index vector
+    dimension and are clamped to [0, n-1], as StableHLO clamps start indices (graph.gather
+    would count a negative index from the end; jax wraps or masks them itself before),
+    then graph.gather along d."""
+
+    OPS = (shlo.GatherOp,)
+
+    FORM = (
+        "is supported only in the form of numpy.take(x, indices, axis=d) (jax's x[idx], x[:, idx], jnp.take): "
+        "start_index_map = [d], collapsed_slice_dims = [d], slice_sizes the operand's shape with 1 at d, "
+        "index vectors of size 1, no batching dimensions, offset_dims around the indices' dimensions"
+    )
+
+    def convert(self, op: shlo.GatherOp, emit: Emitter) -> list[SSAValue]:
+        lists, vd = op.dimension_numbers.lists(), op.dimension_numbers.vector_dim
+        operand, indices = graph.shape_of(op.operand), graph.shape_of(op.start_indices)
+        batch = op.batch_shape()
+        if len(lists["start_index_map"]) != 1:
+            raise emit.fail(self.FORM)
+        d = lists["start_index_map"][0]
+        rank = len(operand)
+        take = (
+            not lists["operand_batching_dims"]
+            and not lists["start_indices_batching_dims"]
+            and lists["collapsed_slice_dims"] == (d,)
+            and list(op.sizes) == [1 if i == d else n for i, n in enumerate(operand)]
+            and (vd == len(indices) or indices[vd] == 1)
+            and list(lists["offset_dims"]) == [*range(d), *range(d + len(batch), rank - 1 + len(batch))]
+        )
+        if not take:
+            raise emit.fail(self.FORM)
+        idx = emit.reshape(op.start_indices, batch or [1])
+        el = graph.element_type_of(idx)
+        dtype = graph.numpy_dtype(el)
+        if not graph.is_unsigned(el):
+            idx = emit(graph.MaxOp(idx, emit.splat(0, idx)))
+        if operand[d] - 1 < np.iinfo(dtype).max:
+            idx = emit(graph.MinOp(idx, emit.splat(operand[d] - 1, idx)))
+        if str(el) not in ("i32", "i64"):
+            idx = emit.cast(idx, i64)
+        y = emit(graph.GatherOp(op.operand, idx, d))
+        return [emit.reshape(y, graph.shape_of(op.result))]
+
+
 # ---------------------------------------------------------------------------
 # reductions
 # ---------------------------------------------------------------------------
 
 # body op -> (graph reduction, graph combining op, identity for float, identity for int)
-REDUCTIONS: dict[type[Operation], tuple[type[graph.ReduceOp], type[Operation], Callable[[np.dtype], float | int]]] = {
+REDUCTIONS: dict[type[Operation], tuple[type[graph.ReduceOp], type[graph.BinaryElementwiseOp], Callable[[np.dtype], float | int]]] = {
     shlo.AddOp: (graph.ReduceSumOp, graph.AddOp, lambda dt: 0),
     shlo.MultiplyOp: (graph.ReduceProdOp, graph.MulOp, lambda dt: 1),
     shlo.MaximumOp: (graph.ReduceMaxOp, graph.MaxOp, lambda dt: -np.inf if dt.kind == "f" else np.iinfo(dt).min),
     shlo.MinimumOp: (graph.ReduceMinOp, graph.MinOp, lambda dt: np.inf if dt.kind == "f" else np.iinfo(dt).max),
 }
 
+# and/or of i1 (jnp.all, jnp.any, jnp.take's mask of valid indices): the min/max of
+# the values as i8, compared with 0; the bool is the body's identity
+LOGICAL_REDUCTIONS: dict[type[Operation], tuple[type[graph.ReduceOp], bool]] = {
+    shlo.AndOp: (graph.ReduceMinOp, True),
+    shlo.OrOp: (graph.ReduceMaxOp, False),
+}
 
-def reduction_kind(op: shlo.ReduceOp) -> type[Operation] | None:
-    """The body's op when the body is `return op(a, b)` or `op(b, a)` for a known op."""
+BODY_FORMS = "one stablehlo.add, multiply, maximum or minimum of its arguments (or and/or of i1)"
+
+
+def reduction_kind(op: shlo.ReduceOp | shlo.ReduceWindowOp) -> type[Operation] | None:
+    """The body's op when the body is `return op(a, b)` or `op(b, a)` for a known op
+    (REDUCTIONS, LOGICAL_REDUCTIONS)."""
     block = op.body.block
     ops = list(block.ops)
-    if len(ops) != 2 or not isinstance(ops[1], shlo.ReturnOp) or type(ops[0]) not in REDUCTIONS:
+    if len(ops) != 2 or not isinstance(ops[1], shlo.ReturnOp) or type(ops[0]) not in (*REDUCTIONS, *LOGICAL_REDUCTIONS):
         return None
     body, ret = ops
     if set(body.operands) != set(block.args) or len(set(body.operands)) != 2 or tuple(ret.operands) != (body.results[0],):
@@ -455,7 +554,8 @@ def reduction_kind(op: shlo.ReduceOp) -> type[Operation] | None:
 
 
 class ReducePattern(StablehloPattern):
-    """graph.reduce_{sum,prod,max,min}; an init other than the identity is combined after."""
+    """graph.reduce_{sum,prod,max,min}; an init other than the identity is combined after.
+    and/or of i1 (all, any) reduce the values cast to i8 by min/max."""
 
     OPS = (shlo.ReduceOp,)
 
@@ -464,16 +564,153 @@ class ReducePattern(StablehloPattern):
             raise emit.fail(f"of {len(op.inputs)} inputs at once (argmax, argmin) is not supported")
         kind = reduction_kind(op)
         if kind is None:
-            raise emit.fail("is supported only with a body that is one stablehlo.add, multiply, maximum or minimum of its arguments")
+            raise emit.fail(f"is supported only with a body that is {BODY_FORMS}")
         x, init, out = op.inputs[0], op.init_values[0], op.outputs[0]
         el = graph.element_type_of(x)
+        if kind in LOGICAL_REDUCTIONS:
+            if el != i1:
+                raise emit.fail(f"with a bitwise {kind.name.split('.')[1]} body on {el} is not supported (only i1: all, any)")
+            return [self.logical(op, kind, emit)]
         if el == i1:
-            raise emit.fail("on i1 (any, all) is not supported")
+            raise emit.fail("on i1 with a max/min/add/multiply body is not supported")
         reduce_cls, combine, identity = REDUCTIONS[kind]
         result = emit(reduce_cls(x, list(op.dims))) if op.dims else x
         if constant_scalar(init) != identity(graph.numpy_dtype(el)):
             result = emit(combine(result, emit.fill(init, graph.shape_of(out))))
         return [result]
+
+    @staticmethod
+    def logical(op: shlo.ReduceOp, kind: type[Operation], emit: Emitter) -> SSAValue:
+        """all (and) / any (or) of i1: min / max of the values as i8, != 0; an init that
+        is not the identity (false for and, true for or) decides after."""
+        reduce_cls, identity = LOGICAL_REDUCTIONS[kind]
+        x, init, out = op.inputs[0], op.init_values[0], op.outputs[0]
+        values = emit(graph.CastOp(x, i8))
+        reduced = emit(reduce_cls(values, list(op.dims))) if op.dims else values
+        result = emit(graph.CompareOp("ne", reduced, emit.splat(0, reduced)))
+        value = constant_scalar(init)
+        if value is None or bool(value) != identity:
+            flag = emit.fill(init, graph.shape_of(out))
+            result = emit(graph.SelectOp(flag, result, flag) if kind is shlo.AndOp else graph.SelectOp(flag, flag, result))
+        return result
+
+
+WINDOW_TAPS_PER_AXIS = 64  # more offsets along one axis: an add is a product with a 0/1 matrix
+WINDOW_TAPS_MAX = 4096  # slices in all (over the axes) before reduce_window is refused
+
+
+class ReduceWindowPattern(StablehloPattern):
+    """Pooling and jax's cumsum: the input padded with the init value, then reduced one
+    axis at a time (the body's op is associative and commutative, so a box window is
+    the windows of its axes in turn: k + l slices for a k x l window, not k * l).
+    Along an axis, the strided slices at each window offset are combined by the body's
+    graph op (add, mul, max, min); an add over more than WINDOW_TAPS_PER_AXIS offsets
+    (cumsum: a window of the whole axis padded by (n - 1, 0)) is instead a product with
+    a constant 0/1 matrix, M[j, i] = 1 where padded position j lies in window i (exact
+    for integers; for floats a different order of the same sum, and an infinity or NaN
+    in the input spreads NaN through the product's zeros, as ONNX's CumSum). An init
+    that is not the op's identity is combined once at the end, as ReducePattern does.
+    Base dilations and more than WINDOW_TAPS_MAX slices are located diagnostics."""
+
+    OPS = (shlo.ReduceWindowOp,)
+
+    def convert(self, op: shlo.ReduceWindowOp, emit: Emitter) -> list[SSAValue]:
+        if len(op.inputs) != 1:
+            raise emit.fail(f"of {len(op.inputs)} inputs at once is not supported")
+        kind = reduction_kind(op)
+        if kind is None or kind not in REDUCTIONS:
+            raise emit.fail("is supported only with a body that is one stablehlo.add, multiply, maximum or minimum of its arguments")
+        x, init, out = op.inputs[0], op.init_values[0], op.outputs[0]
+        el = graph.element_type_of(x)
+        if el == i1:
+            raise emit.fail("on i1 is not supported")
+        w = op.window()
+        if any(b != 1 for b in w["base_dilations"]):
+            raise emit.fail(f"with base_dilations {w['base_dilations']} is not supported")
+        value = constant_scalar(init)
+        if value is None:
+            raise emit.fail("with an init value that is not a constant is not supported")
+        _, combine, identity = REDUCTIONS[kind]
+        is_identity = value == identity(graph.numpy_dtype(el))
+        if not is_identity and kind in (shlo.AddOp, shlo.MultiplyOp) and any(p > 0 for pair in w["pads"] for p in pair):
+            # StableHLO pads with the init value; XLA (jax.jit) leaves padding out of the windows
+            raise emit.fail(f"with padding and an init value ({value}) that is not the identity of its add/multiply body is not supported")
+        out_shape = graph.shape_of(out)
+        if 0 in out_shape:
+            raise emit.fail(f"with an empty result {out.type} is not supported")
+        shape = graph.shape_of(x)
+        pads = list(w["pads"])
+        stages = []  # (axis, window, stride, dilation, low padding when by a matrix, else None)
+        for d, (k, s, wd) in enumerate(zip(w["dimensions"], w["strides"], w["window_dilations"])):
+            if (k, s) == (1, 1):
+                continue
+            lo, hi = pads[d]
+            kept = shape[d] - max(0, -lo) - max(0, -hi)
+            if kind is shlo.AddOp and k > WINDOW_TAPS_PER_AXIS and kept * out_shape[d] <= MAX_DENSE_ELEMENTS:
+                # the padding (zeros: the init is the identity when there is any) is left
+                # out of the matrix's rows instead of padding the input
+                stages.append((d, k, s, wd, max(0, lo)))
+                pads[d] = (min(0, lo), min(0, hi))
+            else:
+                stages.append((d, k, s, wd, None))
+        taps = sum(k for _, k, _, _, low in stages if low is None)
+        if taps > WINDOW_TAPS_MAX:
+            raise emit.fail(f"with windows of {taps} slices in all is not supported (at most {WINDOW_TAPS_MAX})")
+        y = pad_with(emit, x, pads, value)
+        for d, k, s, wd, low in stages:
+            m = out_shape[d]
+            if low is None:
+                y = window_by_taps(emit, y, d, k, s, wd, m, combine)
+            else:
+                y = window_by_matrix(emit, y, d, k, s, wd, m, low)
+        if not is_identity:
+            y = emit(combine(y, emit.fill(init, out_shape)))
+        return [y]
+
+
+def pad_with(emit: Emitter, x: SSAValue, pads: Sequence[tuple[int, int]], value: float | int | bool) -> SSAValue:
+    """x padded by (low, high) per dimension with `value`; negative amounts crop."""
+    shape = graph.shape_of(x)
+    if any(p < 0 for pair in pads for p in pair):
+        start = [max(0, -lo) for lo, _ in pads]
+        stop = [n - max(0, -hi) for n, (_, hi) in zip(shape, pads)]
+        x = emit(graph.SliceOp(x, start, stop))
+    low, high = [max(0, lo) for lo, _ in pads], [max(0, hi) for _, hi in pads]
+    return emit(graph.PadOp(x, low, high, value)) if any(low + high) else x
+
+
+def window_by_taps(emit: Emitter, x: SSAValue, axis: int, k: int, stride: int, dilation: int, m: int, combine: Callable) -> SSAValue:
+    """Windows of k elements `dilation` apart, `stride` apart along `axis`: the m-element
+    strided slice at each of the k offsets, combined in order."""
+    shape = graph.shape_of(x)
+    result: SSAValue | None = None
+    for t in range(k):
+        start, stop, step = [0] * len(shape), list(shape), [1] * len(shape)
+        start[axis], stop[axis], step[axis] = t * dilation, t * dilation + (m - 1) * stride + 1, stride
+        tap = x if (start, stop, step) == ([0] * len(shape), list(shape), [1] * len(shape)) else emit(graph.SliceOp(x, start, stop, step))
+        result = tap if result is None else emit(combine(result, tap))
+    assert result is not None
+    return result
+
+
+def window_by_matrix(emit: Emitter, x: SSAValue, axis: int, k: int, stride: int, dilation: int, m: int, low: int) -> SSAValue:
+    """The sums of the same windows as window_by_taps over x padded with `low` zeros
+    before `axis` (and enough after): `axis` moved last, then a product with the 0/1
+    matrix whose column i marks the positions of window i that are inside x. For
+    cumsum, an upper triangular matrix of ones."""
+    shape = graph.shape_of(x)
+    n, el = shape[axis], graph.element_type_of(x)
+    matrix = np.zeros((n, m), graph.numpy_dtype(el))
+    windows = np.arange(m)
+    for t in range(k):
+        rows = windows * stride + t * dilation - low
+        inside = (rows >= 0) & (rows < n)
+        matrix[rows[inside], windows[inside]] = 1
+    perm = [d for d in range(len(shape)) if d != axis] + [axis]
+    rest = [shape[d] for d in perm[:-1]]
+    moved = emit.reshape(emit.transpose(x, perm), [math.prod(rest), n])
+    y = emit(graph.MatmulOp(moved, emit(graph.ConstantOp.from_numpy(matrix, el))))
+    return emit.transpose(emit.reshape(y, [*rest, m]), list(np.argsort(perm)))
 
 
 # ---------------------------------------------------------------------------
@@ -536,6 +773,7 @@ PATTERNS: list[type[StablehloPattern]] = [
     ElementwisePattern,
     LogicalPattern,
     SignPattern,
+    SquarePattern,
     ConvertPattern,
     ClampPattern,
     SelectPattern,
@@ -548,7 +786,10 @@ PATTERNS: list[type[StablehloPattern]] = [
     SlicePattern,
     PadPattern,
     ConcatenatePattern,
+    ReversePattern,
+    GatherPattern,
     ReducePattern,
+    ReduceWindowPattern,
     DotGeneralPattern,
     ConvolutionPattern,
 ]

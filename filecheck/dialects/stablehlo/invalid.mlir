@@ -284,3 +284,103 @@ func.func @main(%x: tensor<1x4x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x
   %y = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1] {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
   func.return %y : tensor<1x4x6x6xf32>
 }
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>) -> tensor<6x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reverse' dims entry 2 is out of range for rank 2
+  %r = stablehlo.reverse %x, dims = [0, 2] : tensor<6x7xf32>
+  func.return %r : tensor<6x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf64> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'chlo.square' result type tensor<4xf64> differs from the operand type tensor<4xf32>
+  %r = chlo.square %x : tensor<4xf32> -> tensor<4xf64>
+  func.return %r : tensor<4xf64>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>) -> tensor<3x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:122: error: unexpected 'offset_dim' in #stablehlo.gather (expected one of offset_dims, collapsed_slice_dims, operand_batching_dims, start_indices_batching_dims, start_index_map, index_vector_dim)
+  %r = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], offset_dim = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 7>}> : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x7xf32>
+  func.return %r : tensor<3x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>) -> tensor<3x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:116: error: repeated 'index_vector_dim' in #stablehlo.gather
+  %r = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<index_vector_dim = 1, offset_dims = [1], index_vector_dim = 1>, slice_sizes = array<i64: 1, 7>}> : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x7xf32>
+  func.return %r : tensor<3x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>) -> tensor<3x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:89: error: '[' expected
+  %r = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = 1, index_vector_dim = 1>, slice_sizes = array<i64: 1, 7>}> : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x7xf32>
+  func.return %r : tensor<3x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>) -> tensor<3x6xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.gather' must produce shape [3, 7] of the operand's element type, got tensor<3x6xf32>
+  %r = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 7>}> : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x6xf32>
+  func.return %r : tensor<3x6xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %i: tensor<3x2xi32>) -> tensor<3x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.gather' start_index_map has 1 entries but the index vectors have 2
+  %r = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 7>}> : (tensor<6x7xf32>, tensor<3x2xi32>) -> tensor<3x7xf32>
+  func.return %r : tensor<3x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>) -> tensor<3x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.gather' slice size of collapsed or batching dimension 0 must be at most 1, got 2
+  %r = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 2, 7>}> : (tensor<6x7xf32>, tensor<3x1xi32>) -> tensor<3x7xf32>
+  func.return %r : tensor<3x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %z: tensor<f32>) -> tensor<6x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' result must be tensor<6x4xf32>, got tensor<6x7xf32>
+  %r = "stablehlo.reduce_window"(%x, %z) <{padding = dense<1> : tensor<2x2xi64>, window_dimensions = array<i64: 3, 3>, window_strides = array<i64: 1, 2>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<6x7xf32>
+  func.return %r : tensor<6x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %z: tensor<f32>) -> tensor<6x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' window_strides must have 2 entries (the input rank)
+  %r = "stablehlo.reduce_window"(%x, %z) <{window_dimensions = array<i64: 1, 1>, window_strides = array<i64: 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<6x7xf32>
+  func.return %r : tensor<6x7xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<6x7xf32>, %z: tensor<f32>) -> tensor<6x7xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce_window' body must end in stablehlo.return of (tensor<f32>)
+  %r = "stablehlo.reduce_window"(%x, %z) <{window_dimensions = array<i64: 1, 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %m = stablehlo.maximum %a, %b : tensor<f32>
+    stablehlo.return %m, %m : tensor<f32>, tensor<f32>
+  }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<6x7xf32>
+  func.return %r : tensor<6x7xf32>
+}
