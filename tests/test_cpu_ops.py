@@ -465,3 +465,29 @@ def test_squeeze_excite_products_of_constant_weights(channels, products):
     out = np.full(x.shape, np.nan, np.float32)
     mlfuse.compile(module)(x, out=[out])
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-6 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("op, length, axis, dtype", [
+    ("reduce_max", 105, 1, "f32"), ("reduce_max", 127, 1, "f32"), ("reduce_min", 95, 1, "f32"),
+    ("reduce_min", 105, 1, "f64"), ("reduce_max", 105, 0, "f32"),
+])
+def test_max_min_reductions_of_lengths_that_aborted_llvm(op, length, axis, dtype):
+    """These lengths made LLVM 22's loop vectorizer abort the process (an assertion in
+    llvmlite's build) until the loops got their vector width (to_llvm.MINMAX_REDUCTION);
+    exact against numpy, with a NaN in one row (maxnum ignores it; the kernel's NaN
+    check propagates it, as numpy does)."""
+    shape = (3, length) if axis == 1 else (length, 3)
+    out = (3, 1) if axis == 1 else (1, 3)
+
+    def t(s):
+        return f"tensor<{'x'.join(map(str, s))}x{dtype}>"
+
+    src = f"""func.func @main(%a: {t(shape)}) -> {t(out)} {{
+  %m = graph.{op} %a {{axes = array<i64: {axis}>, keepdims}} : {t(shape)} -> {t(out)}
+  return %m : {t(out)}
+}}"""
+    x = RNG.standard_normal(shape).astype(np.float32 if dtype == "f32" else np.float64)
+    x[1, 0] = np.nan
+    (got,) = run_both(src, x)[0]
+    want = getattr(np, op[len("reduce_"):])(x, axis=axis, keepdims=True)
+    np.testing.assert_array_equal(got, want)

@@ -25,13 +25,14 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr, ModuleO
 from mlfuse.backend.gemm_kernels import (
     PACKED_ATTRS,
     GemmShape,
+    blocking_for,
     define_gemm_kernels,
     prepack_a,
     prepack_b,
     prepacked_bytes,
 )
 from mlfuse.backend.streaming import tag_streaming_accesses
-from mlfuse.conversion.to_llvm import KEEP_LOOP, NO_VECTORIZE
+from mlfuse.conversion.to_llvm import KEEP_LOOP, MINMAX_REDUCTION, NO_VECTORIZE
 from mlfuse.diagnostics import Diagnostic, location_of
 
 # constants this large may be left out of the object code (see to_llvmlite's `external`)
@@ -60,7 +61,7 @@ def to_llvmlite(
     mod = keeping_intrinsic_fast_math(module, lambda: convert_module(module, fallback_target_triple=triple))
     tag_streaming_accesses(module, mod)
     align_wrapper_loads(mod)
-    keep_marked_loops(module, mod)
+    keep_marked_loops(module, mod, 32 * blocking_for(features or host_features()).vw)  # the f32 lanes' bits
     for name, data in raw.items():
         g = mod.get_global(name)
         g.global_constant = True
@@ -163,11 +164,13 @@ def give_fast_math(function: ir.Function, calls: list[tuple[llvm.CallIntrinsicOp
             call.fastmath = ir.FastMathFlags([f.value for f in flags.data])
 
 
-def keep_marked_loops(module: ModuleOp, mod: ir.Module) -> None:
+def keep_marked_loops(module: ModuleOp, mod: ir.Module, vector_bits: int = 128) -> None:
     """`!llvm.loop` hints on the latch branches convert-to-llvm marked. KEEP_LOOP:
     `llvm.loop.unroll.disable`, so LLVM leaves the loop to its loop vectorizer instead of
     unrolling it fully first (to_llvm.row_loop), with `llvm.loop.interleave.count` where
     the mark gives one. NO_VECTORIZE: `llvm.loop.vectorize.width 1` (to_llvm.STRIDED_LOOP).
+    MINMAX_REDUCTION: the width of a `vector_bits` vector of its elements (to_llvm's
+    comment says which LLVM abort that avoids).
     xDSL's translation keeps the blocks in order.
 
     Not also `llvm.loop.vectorize.predicate.enable` (the last partial vector masked,
@@ -195,6 +198,8 @@ def keep_marked_loops(module: ModuleOp, mod: ir.Module) -> None:
                     hints.append(hint("llvm.loop.interleave.count", interleave.value.data))
             if NO_VECTORIZE in branch.attributes:
                 hints.append(hint("llvm.loop.vectorize.width", 1))
+            elif isinstance(bits := branch.attributes.get(MINMAX_REDUCTION), IntegerAttr):
+                hints.append(hint("llvm.loop.vectorize.width", max(1, vector_bits // bits.value.data)))
             if not hints:
                 continue
             loop_id = ir.values.MDValue(mod, hints, name=str(len(mod.metadata)))  # distinct: not uniqued

@@ -771,6 +771,13 @@ ROW_LOOP = "mlfuse.row_loop"
 # branch carries NO_VECTORIZE, which the translation makes `llvm.loop.vectorize.width 1`.
 STRIDED_LOOP = "mlfuse.strided_loop"
 NO_VECTORIZE = "mlfuse.no_vectorize"
+# the latch branch of an innermost loop that accumulates a maxnum/minnum (the element's
+# bits): the translation gives it `llvm.loop.vectorize.width` of a full vector. LLVM 22's
+# loop vectorizer (llvmlite's build has assertions on) aborts the process choosing a
+# width for such a reduction of some trip counts ("VPlan cost model and legacy cost
+# model disagreed": reduce_max over 105 or 127 columns, reduce_min over 105 or 95);
+# with the width given there is nothing to choose.
+MINMAX_REDUCTION = "mlfuse.minmax_reduction"
 # How many vectors of such a row the loop vectorizer computes side by side. Each output
 # vector sums its taps in one chain of dependent FMAs (4 cycles each on Zen 4 and
 # Skylake), and LLVM's cost model interleaves no loop body that large: one vector at a
@@ -794,6 +801,24 @@ def row_loop(for_op: scf.ForOp) -> bool:
     return trips in ROW_LOOP_TRIPS and len(for_op.body.blocks) == 1 and not nested
 
 
+def minmax_reduction_bits(for_op: scf.ForOp) -> int | None:
+    """The element bits of a maxnum/minnum that this innermost loop accumulates, through
+    memory (store(max(load(m), x), m)) or an iteration argument; else None."""
+    if any(isinstance(op, scf.ForOp) for op in for_op.body.walk()):
+        return None
+    carried = set(for_op.body.block.args[1:])
+    for op in for_op.body.walk():
+        if not isinstance(op, arith.MaxnumfOp | arith.MinnumfOp):
+            continue
+        loaded = {o.owner.memref for o in op.operands if isinstance(o.owner, memref.LoadOp)}
+        stored = {u.operation.memref for u in op.result.uses if isinstance(u.operation, memref.StoreOp)}
+        yielded = any(isinstance(u.operation, scf.YieldOp) for u in op.result.uses)
+        if loaded & stored or (yielded and carried & set(op.operands)):
+            element = op.result.type
+            return element.bitwidth if isinstance(element, Float16Type | Float32Type | Float64Type) else None
+    return None
+
+
 class ForToCfLowering(ForLowering):
     """xDSL's scf.for -> cf lowering, with `nsw` on the induction variable's step:
     the loop runs while iv < ub, so the step never wraps, which SCEV relies on.
@@ -805,6 +830,7 @@ class ForToCfLowering(ForLowering):
         header = for_op.body.block
         iv = header.args[0]
         keep, strided = row_loop(for_op), STRIDED_LOOP in for_op.attributes
+        minmax = minmax_reduction_bits(for_op)
         super().match_and_rewrite(for_op, rewriter)
         for use in list(iv.uses):
             step = use.operation
@@ -819,6 +845,9 @@ class ForToCfLowering(ForLowering):
             if strided:
                 for branch in back_edges:
                     branch.attributes[NO_VECTORIZE] = UnitAttr()
+            if minmax and not strided:
+                for branch in back_edges:
+                    branch.attributes[MINMAX_REDUCTION] = IntegerAttr(minmax, 64)
 
 
 def control_flow_patterns() -> list[RewritePattern]:
@@ -831,7 +860,7 @@ class BranchLowering(RewritePattern):
     def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter) -> None:
         e = Emitter(rewriter)
         branch = llvm_ops.br(op.successor, [e.v(a) for a in op.arguments])
-        for mark in (KEEP_LOOP, NO_VECTORIZE):
+        for mark in (KEEP_LOOP, NO_VECTORIZE, MINMAX_REDUCTION):
             if mark in op.attributes:
                 branch.attributes[mark] = op.attributes[mark]
         rewriter.replace(op, branch)
