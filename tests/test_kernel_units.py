@@ -245,6 +245,73 @@ def test_a_failed_pool_compiles_here(cache_root, monkeypatch):
     assert all(cache.has_object(cpu.unit_key(t)) for t in texts)
 
 
+def aborting_in_llvm(source):
+    """emit_object, but a text marked `; ABORT` ends its process as a failed LLVM
+    assertion does, while the loop vectorizer is on (`; ABORT ALWAYS`: either way)."""
+    import os
+
+    if isinstance(source, str) and "; ABORT" in source and (cpu._vectorize_loops or "ALWAYS" in source):
+        os.abort()
+    return STUCK["emit"](source)
+
+
+def test_a_unit_that_aborts_llvm_compiles_in_a_child_without_the_loop_vectorizer(monkeypatch):
+    """A pool worker killed by an LLVM abort breaks the pool; the units it did not
+    deliver compile each in a child of their own (not here: the abort would end this
+    process), the aborting one again without the loop vectorizer."""
+    texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []]
+    want = [cpu.emit_object(t) for t in texts]
+    texts[0] = "; ABORT\n" + texts[0]
+    monkeypatch.setitem(STUCK, "emit", cpu.emit_object)
+    monkeypatch.setattr(cpu, "emit_object", aborting_in_llvm)
+    got = cpu.compile_texts(texts, jobs=2)
+    assert got[1:] == want[1:] and got[0]  # the first one's code is the scalar loops'
+
+
+def test_a_unit_that_always_aborts_llvm_is_an_internal_error_with_a_reproducer(monkeypatch):
+    from mlfuse.diagnostics import Diagnostic
+
+    texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []]
+    texts[-1] = "; ABORT ALWAYS\n" + texts[-1]
+    monkeypatch.setitem(STUCK, "emit", cpu.emit_object)
+    monkeypatch.setattr(cpu, "emit_object", aborting_in_llvm)
+    with pytest.raises(Diagnostic, match="internal error: LLVM failed: RuntimeError: LLVM aborted") as info:
+        cpu.compile_texts(texts, jobs=2)
+    assert "reproducer written to" in (info.value.context or "")
+
+
+# A maxnum reduction of 105 iterations without its vector width (to_llvm.MINMAX_REDUCTION):
+# LLVM 22's loop vectorizer aborts on it for Zen 4 (an assertion; other CPUs may pass it)
+MAXNUM_105 = """declare float @llvm.maxnum.f32(float, float)
+define void @max105(ptr noalias align 64 %x, ptr noalias align 64 %acc) {
+entry:
+  br label %h
+h:
+  %i = phi i64 [0, %entry], [%n, %b]
+  %c = icmp slt i64 %i, 105
+  br i1 %c, label %b, label %e
+b:
+  %p = getelementptr inbounds float, ptr %x, i64 %i
+  %v = load float, ptr %p, align 4
+  %a = load float, ptr %acc, align 4
+  %m = call float @llvm.maxnum.f32(float %a, float %v)
+  store float %m, ptr %acc, align 4
+  %n = add nsw i64 %i, 1
+  br label %h, !llvm.loop !0
+e:
+  ret void
+}
+!0 = !{!0, !1}
+!1 = !{!"llvm.loop.unroll.disable"}
+"""
+
+
+def test_llvms_own_abort_in_a_pool_worker_leaves_this_process_running():
+    texts = [u.text for u in kernels.split_units(llvm_text(TWO_LAYERS), keep={"main"}) or []]
+    got = cpu.compile_texts([*texts, MAXNUM_105], jobs=2)
+    assert len(got) == len(texts) + 1 and all(got)
+
+
 def test_pool_error_shows_as_the_serial_error():
     with pytest.raises(RuntimeError):
         cpu.compile_texts(["define void @f() {\n  ret i32 0\n}\n"] * 2, jobs=2)

@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
@@ -219,10 +220,14 @@ def get_max_threads() -> int:
 GEMM_SPEED_LEVEL = 1
 
 
+# False only in a child that compiles again a unit whose LLVM run aborted (emit_isolated)
+_vectorize_loops = True
+
+
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine | None = None, speed_level: int = 3) -> None:
     tm = tm or target_machine()
     pto = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    pto.loop_vectorization = True
+    pto.loop_vectorization = _vectorize_loops
     pto.slp_vectorization = True
     pto.loop_unrolling = True
     pto.loop_interleaving = True
@@ -530,7 +535,10 @@ class UnitPool:
 def _compile_in_pool(texts: Sequence[str | GemmSource], jobs: int, pool: UnitPool | None = None, store: bool = False) -> list[bytes] | None:
     """emit_object of each text in `pool`, or in a pool of `jobs` forked processes of its
     own, or None when the pool fails (then the caller compiles here, and any error shows
-    there). The largest units go first, so that no long one starts last."""
+    there). The largest units go first, so that no long one starts last. A worker that
+    died (LLVM aborts the process on a failed assertion: llvmlite's build has them on)
+    breaks the pool: the units it did not deliver compile each in a child of its own
+    (emit_isolated), not here, where the same abort would end the user's process."""
     from concurrent.futures.process import BrokenProcessPool
 
     own = None
@@ -540,11 +548,66 @@ def _compile_in_pool(texts: Sequence[str | GemmSource], jobs: int, pool: UnitPoo
         for i in sorted(range(len(texts)), key=lambda i: -_size(texts[i])):
             pool.submit(texts[i])
         return pool.results(texts)
-    except (BrokenProcessPool, OSError, RuntimeError, AssertionError):
+    except BrokenProcessPool:
+        assert pool is not None
+        return [delivered(pool.futures[t]) or emit_isolated(t, store) for t in texts]
+    except (OSError, RuntimeError, AssertionError):
         return None
     finally:
         if own is not None:
             own.close()
+
+
+def delivered(future: Future) -> bytes | None:
+    """A pool's object for a unit, if its worker delivered it before the pool broke."""
+    if future.done() and not future.cancelled() and future.exception() is None:
+        return future.result()
+    return None
+
+
+def emit_isolated(source: str | GemmSource, store: bool) -> bytes:
+    """emit_and_store in a forked child, so that an LLVM abort ends the child only. A
+    unit whose compile aborted is compiled again without the loop vectorizer (where
+    the aborts seen so far were: see to_llvm.MINMAX_REDUCTION); one that still aborts
+    is an internal error naming a reproducer of its LLVM IR."""
+    for vectorize in (True, False):
+        obj = _emit_in_child(source, store, vectorize)
+        if obj is not None:
+            return obj
+    from mlfuse.diagnostics import internal_error
+
+    text = source.text() if isinstance(source, GemmSource) else source
+    raise internal_error(RuntimeError("LLVM aborted compiling a kernel, with and without loop vectorization"),
+                         "LLVM", text)
+
+
+def _emit_in_child(source: str | GemmSource, store: bool, vectorize: bool) -> bytes | None:
+    """The object from a forked child, or None where the child died or delivered nothing
+    in POOL_STALL_S."""
+    import multiprocessing
+
+    from llvmlite.binding import ffi
+
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_child_emit, args=(send, source, store, vectorize), daemon=True)
+    with ffi.lib._lock:  # no other thread inside LLVM while the child is copied (see UnitPool)
+        child.start()
+    send.close()
+    try:
+        obj = receive.recv() if receive.poll(POOL_STALL_S) else None
+    except EOFError:  # the child died before sending
+        obj = None
+    child.join(1.0)
+    if child.is_alive():
+        child.kill()
+    return obj
+
+
+def _child_emit(send: Connection, source: str | GemmSource, store: bool, vectorize: bool) -> None:
+    global _vectorize_loops
+    _vectorize_loops = vectorize
+    send.send(emit_and_store(source, store))
 
 
 # fewer GEMM kernels than this for the cache to compile start no pool before convert-to-llvm
