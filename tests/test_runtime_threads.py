@@ -6,7 +6,6 @@ fails the test instead of blocking the suite.
 
 from __future__ import annotations
 
-import itertools
 import mmap
 import multiprocessing
 import os
@@ -24,10 +23,8 @@ from mlfuse.backend import cpu
 from mlfuse.backend.team import (
     FAULT_WATCH_BYTES,
     FIRST_PROBE,
-    MAX_PROBE_WAIT,
     ONE_THREAD_MARGIN,
     PROBE_EVERY,
-    PROBE_SHARE,
     QUIET_PREEMPTIONS_PER_S,
     TEAM_MARGIN,
     TEAM_MARGIN_UNDISTURBED,
@@ -166,50 +163,9 @@ def test_a_call_runs_on_its_team_and_gives_the_thread_its_setting_back(team_of_t
     assert seen == [2, 2, 2]
 
 
-def ample_time():
-    """A clock for sizers fed given times: an hour passes at each reading, so PROBE_SHARE
-    never holds a probe back."""
-    hours = itertools.count(0.0, 3600.0)
-    return lambda: next(hours)
-
-
-def test_team_probes_take_a_bounded_share_of_the_time():
-    """On a busy core a team call waits a scheduler slice: with one thread at 1 ms and the
-    team at 30 ms a call, a probe of three calls every PROBE_EVERY calls would take most of
-    the time. The next team probe waits until the last one's cost is PROBE_SHARE of the
-    time since; one-thread calls go on meanwhile. Probes of one thread are not held back."""
-    now = [0.0]
-    sizer = TeamSizer(clock=lambda: now[0])
-    for threads, t in ((2, 0.030), (2, 0.030), (1, 0.001), (1, 0.001)):
-        sizer.record(threads, t)
-    probes = []
-    for _ in range(4000):
-        if sizer.choose(2) == 2:
-            probes.append(now[0])
-            sizer.record(2, 0.030)
-            now[0] += 0.030
-        else:
-            now[0] += 0.001
-    starts = [t for i, t in enumerate(probes) if i % TEAM_PROBE_CALLS == 0]
-    assert len(starts) >= 2
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= TEAM_PROBE_CALLS * 0.030 / PROBE_SHARE
-    team_time = len(probes) * 0.030
-    assert team_time / now[0] <= 1.2 * PROBE_SHARE  # the share, give or take the first probe
-    waited = now[0]
-    while sizer.choose(2) != 2:  # the neighbour left: the next probe is fast and brings the team back
-        now[0] += 0.001
-    assert now[0] - waited <= MAX_PROBE_WAIT + 0.001
-    for _ in range(TEAM_PROBE_CALLS - 1):
-        sizer.record(2, 0.0005)
-        assert sizer.choose(2) == 2
-    sizer.record(2, 0.0005)
-    assert sizer.choose(2) == 2 and sizer.best == 2
-
-
 def test_team_sizer_runs_the_faster_choice_and_probes_the_other():
     """Times are given, not measured: the choice follows them, whatever the machine."""
-    sizer = TeamSizer(clock=ample_time())
+    sizer = TeamSizer()
     assert sizer.choose(1) == 1  # one thread allowed: nothing to choose
     first = [sizer.choose(2) for _ in range(2)]
     assert first == [2, 2]  # no times yet: the full team first
@@ -236,7 +192,7 @@ def test_team_sizer_runs_the_faster_choice_and_probes_the_other():
 def test_team_sizer_needs_a_clear_win_to_switch_either_way():
     """Hysteresis: on a busy core the team may be only a little slower than one thread,
     and switching back and forth would pay its stalls each time."""
-    sizer = TeamSizer(clock=ample_time())
+    sizer = TeamSizer()
     for threads, t in ((2, 3.0), (2, 3.0), (1, 1.0), (1, 1.0)):
         sizer.record(threads, t)
     assert sizer.choose(2) == 1
@@ -269,7 +225,7 @@ def test_a_team_probe_preempted_no_more_than_a_quiet_process_comes_back_by_the_l
     TEAM_MARGIN_UNDISTURBED, a busier one only by TEAM_MARGIN. The allowance grows with
     the probe's length: a 4 ms call may not be preempted at all, a second-long one a few
     times."""
-    sizer = TeamSizer(clock=ample_time())
+    sizer = TeamSizer()
     for threads, t in ((2, 3.0), (2, 3.0), (1, 1.0), (1, 1.0)):
         sizer.record(threads, t * call_s)
     assert sizer.choose(2) == 1

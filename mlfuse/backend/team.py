@@ -32,13 +32,8 @@ seconds. A rate, not "none at all": a quiet process's long calls are preempted n
 then (RMSNorm at 65536x1024, 10 ms team calls: 0.03 a millisecond, a third of the calls
 at least once), a neighbour on a core preempts it six times as often (0.17-0.20). On a
 quiet machine the full team wins and one call in `PROBE_EVERY` runs on one thread.
-While one thread is the choice, probes of the team also wait until their cost is
-`PROBE_SHARE` of the time since the last one (at most `MAX_PROBE_WAIT`): on a busy core
-each team call waits a scheduler slice at a barrier (24 ms here), and three such calls
-every 32nd call of a small model took most of a loop's time (textcnn at 32x32 beside a
-spinning process: a mean call of 0.23-0.36 ms against a median of 0.05; 0.13-0.16 with
-the share). Results do not depend on the choice: team calls split only independent
-iterations (see llvm_runtime).
+Results do not depend on the choice: team calls split only independent iterations
+(see llvm_runtime).
 
 A call that starts while another call of compiled code runs in this process (calls
 from several Python threads) runs on one thread: libgomp gives each calling thread a
@@ -74,13 +69,6 @@ FIRST_PROBE = 2  # calls after the choice changes before the other is probed; th
 # not bring back a team that stalls (a single one-thread call is a cheap probe).
 TEAM_PROBE_CALLS = 3  # the first wakes the team's threads and is not recorded
 WINDOW = 5  # calls per choice whose median decides
-# While one thread is the choice, probes of the team take at most this share of the time: on a
-# busy core each team call waits a scheduler slice (24 ms here) at a barrier, and a three-call
-# probe every 32nd call of a small model (textcnn at 32x32: 0.05 ms a call on one thread) took
-# 78% of a loop's time. The next team probe waits until its cost (TEAM_PROBE_CALLS times the
-# team's median) is this share of the time since the last one, and at most MAX_PROBE_WAIT s.
-PROBE_SHARE = 0.1
-MAX_PROBE_WAIT = 2.0
 # One thread must beat the team by this factor: on a quiet machine noise alone must not
 # move a memory-bound kernel onto one thread (a stalled team is 2-100x slower). At 0.7 a
 # team up to 1.43x slower than one thread kept running: MobileNetV3-small at 2 threads
@@ -138,8 +126,7 @@ class TeamSizer:
     Calls may come from several threads at once: the sample windows are deques
     (appends are atomic) and a lost update of the counter only moves a probe."""
 
-    def __init__(self, watch_faults: bool = True, clock: Callable[[], float] = time.perf_counter) -> None:
-        self.clock = clock  # seconds, for PROBE_SHARE (tests give their own)
+    def __init__(self, watch_faults: bool = True) -> None:
         # whether calls count their page faults: two getrusage calls, which a function
         # whose outputs cannot take FAULTS_IGNORED faults between them is spared
         self.watch_faults = watch_faults
@@ -160,7 +147,6 @@ class TeamSizer:
         self.probe_left = 0  # calls of the probe under way still to come
         self.fresh: int | None = None  # the choice whose window the next time it records replaces
         self.previous = 0  # the thread count of the last call (its team's threads may be asleep after 1)
-        self.team_probe_at = 0.0  # perf_counter time before which the team is not probed (PROBE_SHARE)
 
     def choose(self, team: int) -> int:
         if team <= 1:
@@ -182,11 +168,6 @@ class TeamSizer:
             return other
         if self.calls < self.next_probe:
             return best
-        if other == team:
-            now = self.clock()
-            if now < self.team_probe_at:
-                return best
-            self.team_probe_at = now + min(TEAM_PROBE_CALLS * full / PROBE_SHARE, MAX_PROBE_WAIT)
         self.gap = min(2 * self.gap, PROBE_EVERY)
         self.next_probe = self.calls + self.gap
         self.probe_left = (TEAM_PROBE_CALLS if other == team else 1) - 1
