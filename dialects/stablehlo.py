@@ -584,6 +584,35 @@ def _check_same_shapes(op: IRDLOperation, values: Sequence[SSAValue]) -> None:
         raise VerifyException(f"'{op.name}' operands and result must have the same shape, got {', '.join(str(v.type) for v in values)}")
 
 
+def reducer_input_shape(op: ReduceOp | ReduceWindowOp) -> tuple[int, ...]:
+    """The first input's shape, after checking that reduce or reduce_window has as many
+    inputs, init values and results, at least one."""
+    n = len(op.inputs)
+    if n == 0 or len(op.init_values) != n or len(op.outputs) != n:
+        raise VerifyException(f"'{op.name}' needs as many inputs, init values and results, at least one")
+    return shape_of(op.inputs[0])
+
+
+def verify_reducer(op: ReduceOp | ReduceWindowOp, shape: tuple[int, ...], expected: tuple[int, ...]) -> None:
+    """What stablehlo.reduce and reduce_window share: inputs of one `shape`, rank-0 init
+    values of their element types, results of shape `expected`, and a body that takes
+    two scalars per input and returns one per input."""
+    for v, init, out in zip(op.inputs, op.init_values, op.outputs):
+        if shape_of(v) != shape:
+            raise VerifyException(f"'{op.name}' inputs must have one shape")
+        if init.type != TensorType(element_type_of(v), []):
+            raise VerifyException(f"'{op.name}' init value {init.type} must be a rank-0 tensor of {element_type_of(v)}")
+        if out.type != TensorType(element_type_of(v), list(expected)):
+            raise VerifyException(f"'{op.name}' result must be {TensorType(element_type_of(v), list(expected))}, got {out.type}")
+    block = op.body.block
+    scalars = [init.type for init in op.init_values]
+    if [a.type for a in block.args] != scalars * 2:
+        raise VerifyException(f"'{op.name}' body must take ({', '.join(map(str, scalars * 2))})")
+    ret = block.last_op
+    if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != scalars:
+        raise VerifyException(f"'{op.name}' body must end in stablehlo.return of ({', '.join(map(str, scalars))})")
+
+
 class UnaryOp(IRDLOperation):
     """Base: one operand, a result of the same type."""
 
@@ -1224,26 +1253,10 @@ class ReduceOp(IRDLOperation):
         return None
 
     def verify_(self) -> None:
-        n = len(self.inputs)
-        if n == 0 or len(self.init_values) != n or len(self.outputs) != n:
-            raise VerifyException("'stablehlo.reduce' needs as many inputs, init values and results, at least one")
-        shape = shape_of(self.inputs[0])
+        shape = reducer_input_shape(self)
         check_dims(self, "dimensions", self.dims, len(shape))
         expected = tuple(d for i, d in enumerate(shape) if i not in self.dims)
-        for v, init, out in zip(self.inputs, self.init_values, self.outputs):
-            if shape_of(v) != shape:
-                raise VerifyException("'stablehlo.reduce' inputs must have one shape")
-            if init.type != TensorType(element_type_of(v), []):
-                raise VerifyException(f"'stablehlo.reduce' init value {init.type} must be a rank-0 tensor of {element_type_of(v)}")
-            if out.type != TensorType(element_type_of(v), list(expected)):
-                raise VerifyException(f"'stablehlo.reduce' result must be {TensorType(element_type_of(v), list(expected))}, got {out.type}")
-        block = self.body.block
-        scalars = [init.type for init in self.init_values]
-        if [a.type for a in block.args] != scalars * 2:
-            raise VerifyException(f"'stablehlo.reduce' body must take ({', '.join(map(str, scalars * 2))})")
-        ret = block.last_op
-        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != scalars:
-            raise VerifyException(f"'stablehlo.reduce' body must end in stablehlo.return of ({', '.join(map(str, scalars))})")
+        verify_reducer(self, shape, expected)
 
     @classmethod
     def parse(cls, parser: Parser) -> ReduceOp:
@@ -1388,10 +1401,7 @@ class ReduceWindowOp(IRDLOperation):
         return out
 
     def verify_(self) -> None:
-        n = len(self.inputs)
-        if n == 0 or len(self.init_values) != n or len(self.outputs) != n:
-            raise VerifyException("'stablehlo.reduce_window' needs as many inputs, init values and results, at least one")
-        shape = shape_of(self.inputs[0])
+        shape = reducer_input_shape(self)
         rank = len(shape)
         for key in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
             attr = getattr(self, key)
@@ -1404,21 +1414,7 @@ class ReduceWindowOp(IRDLOperation):
         w = self.window()
         if any(k < 1 for k in w["dimensions"]) or any(v < 1 for v in w["strides"] + w["base_dilations"] + w["window_dilations"]):
             raise VerifyException("'stablehlo.reduce_window' window dimensions, strides and dilations must be >= 1")
-        expected = self.result_shape()
-        for v, init, out in zip(self.inputs, self.init_values, self.outputs):
-            if shape_of(v) != shape:
-                raise VerifyException("'stablehlo.reduce_window' inputs must have one shape")
-            if init.type != TensorType(element_type_of(v), []):
-                raise VerifyException(f"'stablehlo.reduce_window' init value {init.type} must be a rank-0 tensor of {element_type_of(v)}")
-            if out.type != TensorType(element_type_of(v), expected):
-                raise VerifyException(f"'stablehlo.reduce_window' result must be {TensorType(element_type_of(v), expected)}, got {out.type}")
-        block = self.body.block
-        scalars = [init.type for init in self.init_values]
-        if [a.type for a in block.args] != scalars * 2:
-            raise VerifyException(f"'stablehlo.reduce_window' body must take ({', '.join(map(str, scalars * 2))})")
-        ret = block.last_op
-        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != scalars:
-            raise VerifyException(f"'stablehlo.reduce_window' body must end in stablehlo.return of ({', '.join(map(str, scalars))})")
+        verify_reducer(self, shape, tuple(self.result_shape()))
 
 
 # ---------------------------------------------------------------------------
