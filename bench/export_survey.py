@@ -173,28 +173,24 @@ def build(model_type: str):
         config.use_cache = False
     model = AutoModel.from_config(config).eval()
     inputs = example_inputs(model, config)
-    return _FirstOutput(model, tuple(inputs)), inputs
+    return first_output(model, tuple(inputs)), inputs
 
 
-def _first_output_class():
+def first_output(model, names: tuple[str, ...]):
+    """`model` called with its inputs by `names`, giving its first output as a plain tensor
+    (exporters do not take ModelOutput dicts well). The class is defined here: this module
+    imports torch only where it builds models."""
     import torch
 
     class FirstOutput(torch.nn.Module):
-        """The model's first output as a plain tensor (exporters do not take ModelOutput dicts well)."""
-
-        def __init__(self, model, names):
+        def __init__(self):
             super().__init__()
-            self.model, self.names = model, names
+            self.model = model
 
         def forward(self, *args):
-            out = self.model(**dict(zip(self.names, args)), return_dict=False)
-            return out[0]
+            return self.model(**dict(zip(names, args)), return_dict=False)[0]
 
-    return FirstOutput
-
-
-def _FirstOutput(model, names):
-    return _first_output_class()(model, names)
+    return FirstOutput()
 
 
 def export(module, inputs: dict, exporter: str, path: Path) -> None:

@@ -351,6 +351,12 @@ def _short(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"
 
 
+def rotation(calls: list, turn: int) -> list:
+    """`calls` starting at the `turn`-th (mod their number): each goes first in turn."""
+    k = turn % max(1, len(calls))
+    return calls[k:] + calls[:k]
+
+
 def round_robin(calls: list[tuple[str, Callable[[], Any]]], repeat: int, gap_ms: float, warm_ms: float = 0.0,
                 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Time `calls` interleaved: `repeat` rounds, the order rotating each round. Each turn
@@ -369,8 +375,7 @@ def round_robin(calls: list[tuple[str, Callable[[], Any]]], repeat: int, gap_ms:
     steady: dict[str, list[float]] = {name: [] for name, _ in calls}
     idle: dict[str, list[float]] = {name: [] for name, _ in calls}
     for r in range(repeat):
-        k = r % max(1, len(calls))
-        for name, call in calls[k:] + calls[:k]:
+        for name, call in rotation(calls, r):
             time.sleep(gap_ms / 1e3)
             start = time.perf_counter()
             held = call()

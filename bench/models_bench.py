@@ -334,9 +334,10 @@ def busy_round_robin(paths: list, args: argparse.Namespace) -> dict[str, dict[st
     times: dict[str, dict[str, list[float]]] = {n: {"quiet": [], "busy": []} for n, _ in chosen}
 
     def turns(phase: str) -> None:
+        from bench.frontends import rotation
+
         for r in range(args.repeat):
-            k = r % len(chosen)
-            for name, call in chosen[k:] + chosen[:k]:
+            for name, call in rotation(chosen, r):
                 times[name][phase].append(loop_mean(call, BUSY_SPAN_S))
 
     turns("quiet")

@@ -537,8 +537,9 @@ def compile(
                 from mlfuse.shape_specialized import ShapeSpecializedFunction
 
                 def compile_for(shapes: dict[str, tuple[int, ...]]) -> CompiledFunction:
-                    return compile(source, target, entry, fuse, parallel, planner, {**(input_shapes or {}), **shapes},
-                                   passes, fast_math, input_values)
+                    return compile(source, target, entry, fuse=fuse, parallel=parallel, planner=planner,
+                                   input_shapes={**(input_shapes or {}), **shapes}, passes=passes,
+                                   fast_math=fast_math, input_values=input_values)
 
                 return ShapeSpecializedFunction(compile_for, e.inputs, str(source))  # type: ignore[return-value]
         module = parse(source, input_shapes, input_values)

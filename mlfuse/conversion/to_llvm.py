@@ -804,10 +804,11 @@ def row_loop(for_op: scf.ForOp) -> bool:
 def minmax_reduction_bits(for_op: scf.ForOp) -> int | None:
     """The element bits of a maxnum/minnum that this innermost loop accumulates, through
     memory (store(max(load(m), x), m)) or an iteration argument; else None."""
-    if any(isinstance(op, scf.ForOp) for op in for_op.body.walk()):
+    body = list(for_op.body.walk())
+    if any(isinstance(op, scf.ForOp) for op in body):
         return None
     carried = set(for_op.body.block.args[1:])
-    for op in for_op.body.walk():
+    for op in body:
         if not isinstance(op, arith.MaxnumfOp | arith.MinnumfOp):
             continue
         loaded = {o.owner.memref for o in op.operands if isinstance(o.owner, memref.LoadOp)}
