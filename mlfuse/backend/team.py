@@ -7,9 +7,11 @@ running holds up every region of the call for a scheduler time slice: ResNet-18
 3 ms on one thread and 12 ms for onnxruntime. One thread never waits for another.
 
 So each compiled function keeps the times of its recent calls with the full team
-and with one thread, runs one thread only when its median is clearly (`ONE_THREAD_MARGIN`)
+and with one thread, runs one thread only when its mean is clearly (`ONE_THREAD_MARGIN`)
 faster, and probes the other choice to follow the machine's load: `FIRST_PROBE` calls
-after the choice changes, then at doubling gaps up to every `PROBE_EVERY`th call. A
+after the choice changes, then at doubling gaps up to every `PROBE_EVERY`th call, and
+no more often than lets probes cost `PROBE_BUDGET` of the time (a stalling team's
+probe is dear; see `window_mean` for why means). A
 probe's time replaces the probed choice's window, whose samples are from before the
 switch: load that has passed (another runtime's threads spinning after its call, a
 neighbour's burst) must not keep the team off for long. A probe of the team is two
@@ -68,7 +70,8 @@ FIRST_PROBE = 2  # calls after the choice changes before the other is probed; th
 # A probe of the team is three calls, the last two timed: on a busy core one lucky call must
 # not bring back a team that stalls (a single one-thread call is a cheap probe).
 TEAM_PROBE_CALLS = 3  # the first wakes the team's threads and is not recorded
-WINDOW = 5  # calls per choice whose median decides
+WINDOW = 8  # calls per choice whose mean, less the slowest call, decides (see window_mean)
+TRIM_FROM = 4  # calls in a window before its slowest is left out (a team probe's two are not)
 # One thread must beat the team by this factor: on a quiet machine noise alone must not
 # move a memory-bound kernel onto one thread (a stalled team is 2-100x slower). At 0.7 a
 # team up to 1.43x slower than one thread kept running: MobileNetV3-small at 2 threads
@@ -91,6 +94,18 @@ TEAM_MARGIN_UNDISTURBED = 0.97
 # or a half-busy process (RMSNorm 65536x1024 and MobileNetV2; .scratch/preempt_rate.py). A
 # probe shorter than 1/rate (10 ms) is undisturbed only with no preemption at all.
 QUIET_PREEMPTIONS_PER_S = 100.0
+# Probes of the other choice may cost at most this share of the time spent on the best one:
+# beside a busy core a team probe stalls (vit at 2 threads with a spinning neighbour: team
+# calls of mean 22 ms against one thread's 9.3, 40% of the loop's time in 53 team calls of
+# 245). A probe's cost is its calls' time over the best choice's mean; the next probe waits,
+# past its count of calls, until the best choice has run PROBE_BUDGET times that cost. On a
+# quiet machine a one-thread probe costs less and the count of calls decides, as before.
+PROBE_BUDGET = 0.05
+# ... but a probe waits no longer than this after the last one's end: when the neighbour leaves, the
+# team is back within about a second (vit: a failed team probe beside a busy core cost 0.1 s,
+# and the budget alone had kept it on one thread for 2 s after the neighbour left).
+PROBE_WAIT_MAX_S = 1.0
+wall_clock = time.perf_counter  # what PROBE_WAIT_MAX_S is measured by (tests give their own)
 # A call with more minor page faults than this (in the whole process) is not recorded.
 FAULTS_IGNORED = 64
 # Outputs smaller than this cannot take that many faults (4 KiB pages); see TeamSizer.watch_faults.
@@ -136,23 +151,31 @@ class TeamSizer:
         # counted (counted only in probes: see team_margin)
         self.probe_preemptions: int | None = None
         self.probe_seconds = 0.0
-        # each window's median, kept by record: choose runs on every call of a small model
-        # too, where two medians a call were a tenth of the runtime's own overhead
-        self.medians: dict[int, float] = {}
+        # each window's mean, kept by record: choose runs on every call of a small model
+        # too, where computing them on every call was a tenth of the runtime's own overhead
+        self.means: dict[int, float] = {}
         self.calls = 0
         self.warmed: set[int] = set()  # team sizes whose first (cold) call has run
-        self.best: int | None = None  # what the medians chose last
+        self.best: int | None = None  # what the means chose last
         self.gap = FIRST_PROBE  # calls between probes of the other choice
         self.next_probe = 0  # the call number of the next probe
         self.probe_left = 0  # calls of the probe under way still to come
         self.fresh: int | None = None  # the choice whose window the next time it records replaces
         self.previous = 0  # the thread count of the last call (its team's threads may be asleep after 1)
+        # since the last probe started: what its calls cost over the best choice's, and the
+        # seconds of the best choice's calls after it (see PROBE_BUDGET)
+        self.probe_cost = 0.0
+        self.best_seconds = 0.0
+        self.probe_ended = 0.0  # wall_clock at the last probe call's end, or at the last switch
+        # the calls of the best choice since it was chosen, and their seconds (see charge_stint)
+        self.stint_seconds = 0.0
+        self.stint_calls = 0
 
     def choose(self, team: int) -> int:
         if team <= 1:
             return 1
         self.calls += 1
-        one, full = self.medians.get(1), self.medians.get(team)
+        one, full = self.means.get(1), self.means.get(team)
         if full is None:
             return team
         if one is None:
@@ -163,16 +186,24 @@ class TeamSizer:
         best, other = (1, team) if stay_one else (team, 1)
         if best != self.best:  # a new choice: check it against the other soon
             self.best, self.gap, self.next_probe, self.probe_left = best, FIRST_PROBE, self.calls + FIRST_PROBE, 0
+            self.charge_stint(self.means[best])
         if self.probe_left:
             self.probe_left -= 1
             return other
-        if self.calls < self.next_probe:
+        if self.calls < self.next_probe or self.over_budget():
             return best
+        self.probe_cost = self.best_seconds = 0.0
         self.gap = min(2 * self.gap, PROBE_EVERY)
         self.next_probe = self.calls + self.gap
         self.probe_left = (TEAM_PROBE_CALLS if other == team else 1) - 1
         self.fresh = other
         return other
+
+    def over_budget(self) -> bool:
+        """Would a probe now spend more than PROBE_BUDGET of the time since the last?"""
+        if self.probe_cost <= PROBE_BUDGET * self.best_seconds:
+            return False
+        return wall_clock() - self.probe_ended < PROBE_WAIT_MAX_S
 
     def team_margin(self) -> float:
         """How much faster than one thread the team must be to come back: the lenient
@@ -204,7 +235,32 @@ class TeamSizer:
             self.probe_preemptions = None if preemptions is None else self.probe_preemptions + preemptions
         one_call_probe = threads == 1 and self.best not in (None, 1)  # a probe of one thread is one call
         if len(window) >= 2 or one_call_probe:
-            self.medians[threads] = median(window)
+            self.means[threads] = window_mean(window)
+
+    def account(self, threads: int, seconds: float) -> None:
+        """Charge a call that ran alone to the probe budget (PROBE_BUDGET): a probe's call
+        costs its time over the best choice's mean, a call of the best choice adds its time."""
+        best_mean = self.means.get(self.best) if self.best is not None else None
+        if best_mean is None:
+            return
+        if threads == self.best:
+            self.best_seconds += seconds
+            self.stint_seconds += seconds
+            self.stint_calls += 1
+        else:
+            self.probe_cost += seconds - best_mean
+            self.probe_ended = wall_clock()
+
+    def charge_stint(self, new_mean: float) -> None:
+        """On a switch, the choice given up ran since the last switch: what its calls took
+        over the new choice's mean is the next probe's cost to earn back. A team that a probe
+        brought back beside a busy core stalls until its window shows it, a failed probe of
+        many calls; a team that ran fast for long before losing owes nothing and is probed
+        again FIRST_PROBE calls later."""
+        self.probe_cost = max(0.0, self.stint_seconds - self.stint_calls * new_mean)
+        self.best_seconds = self.stint_seconds = 0.0
+        self.probe_ended = wall_clock()
+        self.stint_calls = 0
 
     def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
         """Run `fn(*args)` on the chosen number of threads (one beside another call), and
@@ -220,7 +276,10 @@ class TeamSizer:
             seconds, faults, preempted = call_with_stack(self.timed_call, fn, args, threads, switches)
         finally:
             alone = _Calls.leave(number) and not crowded
-        if not alone or waking or faults > FAULTS_IGNORED:
+        if not alone or faults > FAULTS_IGNORED:
+            return
+        self.account(threads, seconds)  # the waking call too: it is part of a probe's cost
+        if waking:
             return
         if threads in self.warmed:
             self.record(threads, seconds, preemptions=preempted if switches else None)
@@ -247,9 +306,16 @@ class TeamSizer:
         return seconds, faults, after.ru_nivcsw - usage.ru_nivcsw
 
 
-def median(window: deque[float]) -> float:
-    """statistics.median without the module's checks: on the cold path after a model's
-    kernels, record's median took 23 us of a call's overhead."""
-    ordered = sorted(window)
-    half = len(ordered) // 2
-    return ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2
+def window_mean(window: deque[float]) -> float:
+    """The mean of a window's calls, less its slowest once it holds TRIM_FROM calls.
+
+    Means, not medians: beside a busy core most team calls are fast and a quarter stall for
+    the rest of a scheduler slice, which a median does not see. textcnn at 2 threads with a
+    process spinning on one CPU: team calls of median 0.40 ms and mean 1.43 ms, one thread
+    0.77 ms; by medians the sizer kept the team and the loop's mean call was 3.1x its quiet
+    time. Less the slowest: a quiet host's lone hiccup must not send a model to one thread;
+    stalls come often enough to show in the rest."""
+    total = sum(window)
+    if len(window) < TRIM_FROM:
+        return total / len(window)
+    return (total - max(window)) / (len(window) - 1)
