@@ -251,34 +251,26 @@ class SimulatedCalls:
         return "".join(chosen)
 
 
+def one_thread_calls_between_probes(chosen: str) -> list[int]:
+    return [len(run) for run in re.findall("(?<=2)1+(?=2)", chosen)]
+
+
 def test_probes_of_a_stalling_team_spend_at_most_the_budget(monkeypatch):
     """A team probe beside a busy core costs many one-thread calls (vit: 22 ms team calls
-    against 9 ms): the next waits until the one-thread calls after it took 1 / PROBE_BUDGET
-    times that cost, not just PROBE_EVERY calls; and no longer than PROBE_WAIT_MAX_S, so
-    the team comes back soon after the neighbour leaves."""
-    sizer = TeamSizer()
-    calls = SimulatedCalls(sizer, monkeypatch)
-    busy = {1: 0.001, 2: 0.010}
-    for threads in (2, 2, 1, 1):
-        sizer.record(threads, busy[threads])
-    chosen = calls.run(busy, 700)
-    probes = [m.start() for m in re.finditer("2+", chosen)]
-    # the first probe FIRST_PROBE calls after the switch; it cost 3 x 9 ms, which 540 ms of
-    # one-thread calls pay for (PROBE_EVERY calls apart, there would be 21 probes)
-    cost = TEAM_PROBE_CALLS * (busy[2] - busy[1])
-    assert len(probes) == 2
-    assert probes[1] - probes[0] == pytest.approx(cost / team.PROBE_BUDGET / busy[1], abs=TEAM_PROBE_CALLS + 1)
-
-    stalled = {1: 0.001, 2: 0.5}  # a probe that costs 1.5 s: the wait is capped
-    sizer = TeamSizer()
-    calls = SimulatedCalls(sizer, monkeypatch)
-    for threads in (2, 2, 1, 1):
-        sizer.record(threads, stalled[threads])
-    chosen = calls.run(stalled, 2000)
-    probes = [m.start() for m in re.finditer("2+", chosen)]
-    assert len(probes) == 2
-    waited = (probes[1] - probes[0] - TEAM_PROBE_CALLS) * stalled[1]
-    assert team.PROBE_WAIT_MAX_S <= waited <= team.PROBE_WAIT_MAX_S + 0.01
+    against 9 ms). The wait after a failed probe doubles from PROBE_WAIT_FIRST_S (load that
+    passes) until the one-thread calls in it take 1 / PROBE_BUDGET times the probe's cost,
+    and is never longer than PROBE_WAIT_MAX_S, so the team comes back soon after the
+    neighbour leaves. Without the budget, probes would come every PROBE_EVERY calls."""
+    for team_s, steady_wait_s in ((0.010, TEAM_PROBE_CALLS * 0.009 / team.PROBE_BUDGET), (0.5, team.PROBE_WAIT_MAX_S)):
+        sizer = TeamSizer()
+        calls = SimulatedCalls(sizer, monkeypatch)
+        busy = {1: 0.001, 2: team_s}
+        for threads in (2, 2, 1, 1):
+            sizer.record(threads, busy[threads])
+        waits = [n * busy[1] for n in one_thread_calls_between_probes(calls.run(busy, 6000))]
+        expected = [min(team.PROBE_WAIT_FIRST_S * 2**i, steady_wait_s) for i in range(len(waits))]
+        assert waits == pytest.approx(expected, abs=0.003), (team_s, waits)
+        assert len(waits) >= 6
 
 
 def test_a_team_stint_that_stalled_is_charged_as_a_probe(monkeypatch):

@@ -101,9 +101,15 @@ QUIET_PREEMPTIONS_PER_S = 100.0
 # past its count of calls, until the best choice has run PROBE_BUDGET times that cost. On a
 # quiet machine a one-thread probe costs less and the count of calls decides, as before.
 PROBE_BUDGET = 0.05
-# ... but a probe waits no longer than this after the last one's end: when the neighbour leaves, the
-# team is back within about a second (vit: a failed team probe beside a busy core cost 0.1 s,
-# and the budget alone had kept it on one thread for 2 s after the neighbour left).
+# ... but a probe waits no longer than this after the last one's end: PROBE_WAIT_FIRST_S
+# after a switch or its first probe, twice as long after each probe that failed since, up to
+# PROBE_WAIT_MAX_S. Load that passes (onnxruntime's pool spinning for 80 ms after its calls,
+# which the models bench alternates with mlfuse's) must not keep a model on one thread: with
+# a 1 s cap from the first probe, MobileNetV2's allocating call at 2 threads in the models
+# bench came after one-thread calls (8.3 ms against 6.6 ms for out=). A neighbour that stays
+# fails every probe, and within a second or two the budget decides; when it leaves, the team
+# is back within PROBE_WAIT_MAX_S.
+PROBE_WAIT_FIRST_S = 0.05
 PROBE_WAIT_MAX_S = 1.0
 wall_clock = time.perf_counter  # what PROBE_WAIT_MAX_S is measured by (tests give their own)
 # A call with more minor page faults than this (in the whole process) is not recorded.
@@ -167,6 +173,7 @@ class TeamSizer:
         self.probe_cost = 0.0
         self.best_seconds = 0.0
         self.probe_ended = 0.0  # wall_clock at the last probe call's end, or at the last switch
+        self.failed_probes = 0  # probes since the last switch (see PROBE_WAIT_FIRST_S)
         # the calls of the best choice since it was chosen, and their seconds (see charge_stint)
         self.stint_seconds = 0.0
         self.stint_calls = 0
@@ -187,12 +194,14 @@ class TeamSizer:
         if best != self.best:  # a new choice: check it against the other soon
             self.best, self.gap, self.next_probe, self.probe_left = best, FIRST_PROBE, self.calls + FIRST_PROBE, 0
             self.charge_stint(self.means[best])
+            self.failed_probes = 0
         if self.probe_left:
             self.probe_left -= 1
             return other
         if self.calls < self.next_probe or self.over_budget():
             return best
         self.probe_cost = self.best_seconds = 0.0
+        self.failed_probes += 1  # until it brings a switch (the count is of probes since one)
         self.gap = min(2 * self.gap, PROBE_EVERY)
         self.next_probe = self.calls + self.gap
         self.probe_left = (TEAM_PROBE_CALLS if other == team else 1) - 1
@@ -203,7 +212,8 @@ class TeamSizer:
         """Would a probe now spend more than PROBE_BUDGET of the time since the last?"""
         if self.probe_cost <= PROBE_BUDGET * self.best_seconds:
             return False
-        return wall_clock() - self.probe_ended < PROBE_WAIT_MAX_S
+        wait_max = min(PROBE_WAIT_MAX_S, PROBE_WAIT_FIRST_S * 2 ** max(0, self.failed_probes - 1))
+        return wall_clock() - self.probe_ended < wait_max
 
     def team_margin(self) -> float:
         """How much faster than one thread the team must be to come back: the lenient
