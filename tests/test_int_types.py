@@ -490,3 +490,28 @@ def _onnx_gather_and_mod_cases():
 def test_onnx_gathers_mod_and_1d_matmul_compile_and_match_onnxruntime(op_type, inputs, consts, opset, outputs, attrs, tmp_path):
     """Also MatMul with a 1-D operand (a GEMM with N = 1 or M = 1), which once failed in the loop verifier."""
     test_onnx_integer_nodes_compile_and_match_onnxruntime(op_type, inputs, consts, opset, outputs, attrs, tmp_path)
+
+
+@pytest.mark.parametrize("dst_el", ["i32", "i16", "i64"])
+def test_constant_masks_count_one_per_true(dst_el):
+    """xDSL packs an i1 true as the byte 0xff. A constant mask read by vectorized code
+    (cast to integers and summed) counted 255 per true until convert-to-llvm wrote its
+    global as 0/1 bytes (found as wrong ranks of tied values in stablehlo.sort)."""
+    mask = RNG.random((5, 9)) < 0.6
+    x = values(dst_el, (9, 12), small=True)
+    t, r = ttype((5, 9, 12), dst_el), ttype((9, 12), dst_el)
+    literal = "[" + ", ".join("[" + ", ".join("true" if v else "false" for v in row) + "]" for row in mask) + "]"
+    src = f"""func.func @main(%x: {r}) -> ({r}, {r}) {{
+  %m = graph.constant dense<{literal}> : tensor<5x9xi1>
+  %b = graph.broadcast %m {{dims = array<i64: 0, 1>}} : tensor<5x9xi1> -> tensor<5x9x12xi1>
+  %c = graph.cast %b : tensor<5x9x12xi1> -> {t}
+  %s = graph.reduce_sum %c {{axes = array<i64: 0>}} : {t} -> {r}
+  %y = graph.mul %s, %x : {r}
+  func.return %s, %y : {r}, {r}
+}}"""
+    (count, scaled), want = run(src, x)
+    dtype = np.dtype(DTYPES[dst_el])
+    expected = np.broadcast_to(mask.sum(0)[:, None], (9, 12)).astype(dtype)
+    np.testing.assert_array_equal(count, expected)
+    np.testing.assert_array_equal(scaled, expected * x)
+    assert_exact([count, scaled], want)

@@ -362,3 +362,17 @@ func.func @kept_apart(%a: f32, %b: f32, %c: f32) -> f32 {
   %s = arith.addf %m3, %r fastmath<contract> : f32
   func.return %s : f32
 }
+
+// -----
+
+// Constants are byte arrays. xDSL packs an i1 true as the byte -1; LLVM reads an i1 from
+// a byte of 0 or 1 (vectorized code extends the whole byte), so their bytes are 0/1.
+// CHECK-LABEL: llvm.mlir.global internal constant @mask()
+// CHECK-SAME: mlfuse.bytes = dense<[1, 0, 1, 0, 1, 1]> : tensor<6xi8>
+// CHECK-LABEL: llvm.mlir.global internal constant @ones()
+// CHECK-SAME: mlfuse.bytes = dense<1> : tensor<4xi8>
+// CHECK-LABEL: llvm.mlir.global internal constant @values()
+// CHECK-SAME: mlfuse.bytes = dense<[0, 0, -128, 63, 0, 0, 0, -64]> : tensor<8xi8>
+"memref.global"() <{sym_name = "mask", sym_visibility = "private", type = memref<2x3xi1>, initial_value = dense<[[true, false, true], [false, true, true]]> : tensor<2x3xi1>, constant}> : () -> ()
+"memref.global"() <{sym_name = "ones", sym_visibility = "private", type = memref<4xi1>, initial_value = dense<true> : tensor<4xi1>, constant}> : () -> ()
+"memref.global"() <{sym_name = "values", sym_visibility = "private", type = memref<2xf32>, initial_value = dense<[1.0, -2.0]> : tensor<2xf32>, constant}> : () -> ()

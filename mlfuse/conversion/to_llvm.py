@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from types import UnionType
 from typing import Union, get_args, get_origin
 
+import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, cf, func, llvm, memref, scf, vector
 from xdsl.dialects import math as mathd
@@ -721,6 +722,8 @@ class GlobalLowering(RewritePattern):
             return  # reported as left over
         nbytes = t.element_count() * abi.element_bytes(t.get_element_type())
         data = value.data.data
+        if t.get_element_type() == i1:
+            data = i1_bytes(data)
         if len(data) != nbytes:  # a splat stored once
             data = data * (nbytes // max(1, len(data)))
         from mlfuse.backend.gemm_kernels import PACKED_ATTRS, GemmShape, prepacked_bytes
@@ -737,6 +740,13 @@ class GlobalLowering(RewritePattern):
         g.attributes["mlfuse.bytes"] = DenseIntOrFPElementsAttr(TensorType(i8, [len(data)]), BytesAttr(data))
         g.attributes.update(packed)
         rewriter.replace(op, g)
+
+
+def i1_bytes(data: bytes) -> bytes:
+    """xDSL packs an i1 true as the byte -1 (0xff); LLVM loads an i1 from a byte that holds
+    0 or 1, and the loop vectorizer zero-extends the whole byte: a sum of a constant mask's
+    i1s cast to i32 came out 255 for each true."""
+    return (np.frombuffer(data, np.uint8) != 0).astype(np.uint8).tobytes()
 
 
 def memref_patterns(declarations: Declarations) -> list[RewritePattern]:
