@@ -132,8 +132,9 @@ def test_dynamic_slice_clamps(start):
     check(lambda x, i, j: lax.dynamic_slice(x, (i, j), (2, 5)), x, np.int32(start), np.int32(-start + 1))
 
 
-def test_index_of_argmax():
-    """x[i] of a traced i, and x[jnp.argmax(...)], are dynamic slices."""
+def test_index_of_traced_scalar():
+    """x[i] of a traced i is a dynamic_slice (x[jnp.argmax(y)] still stops earlier, at
+    argmax's reduce of two inputs)."""
     rng = np.random.default_rng(25)
     x, i = rng.standard_normal((6, 7)).astype(np.float32), np.int32(4)
     check(lambda x, i: x[i], x, i)
