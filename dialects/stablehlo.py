@@ -1,7 +1,8 @@
 """A `stablehlo` (and `chlo`) subset: what `jax.jit(f).lower(...)` emits for
 normalizations, softmax, GELU, attention and convolution blocks, and for image and
 stencil pipelines (reverse, reduce_window for pooling and cumsum, gather for x[idx],
-chlo.square for variances).
+dynamic_slice and dynamic_update_slice for x[i] of a traced i, sort for jnp.sort,
+argsort and median, chlo.square for variances).
 
 Op names, property names and the pretty syntax follow StableHLO's own ODS, so the
 text jax prints parses as it is, in the pretty form
@@ -1183,6 +1184,87 @@ class GatherOp(IRDLOperation):
             )
 
 
+def _verify_start_indices(op: IRDLOperation, starts: Sequence[SSAValue], rank: int) -> None:
+    """One rank-0 integer start index per dimension, all of one type."""
+    if len(starts) != rank:
+        raise VerifyException(f"'{op.name}' needs {rank} start indices (the operand rank), got {len(starts)}")
+    types = {v.type for v in starts}
+    for v in starts:
+        if shape_of(v) != () or not isinstance(element_type_of(v), IntegerType) or element_type_of(v) == i1:
+            raise VerifyException(f"'{op.name}' start indices must be rank-0 integer tensors, got {v.type}")
+    if len(types) > 1:
+        raise VerifyException(f"'{op.name}' start indices must have one type, got {', '.join(sorted(map(str, types)))}")
+
+
+@irdl_op_definition
+class DynamicSliceOp(IRDLOperation):
+    """A slice of static `sizes` at runtime start indices (rank-0 integer tensors), each
+    clamped to [0, dim - size] (jax's lax.dynamic_slice, x[i] of a traced i):
+
+        %s = stablehlo.dynamic_slice %x, %i, %j, sizes = [2, 2]
+             : (tensor<4x5xf32>, tensor<i32>, tensor<i32>) -> tensor<2x2xf32>
+    """
+
+    name = "stablehlo.dynamic_slice"
+    operand = operand_def(TensorType)
+    start_indices = var_operand_def(TensorType)
+    slice_sizes = prop_def(DenseArrayBase)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$operand `,` custom<OperandsWithComma>($start_indices) `sizes` `=` custom<I64List>($slice_sizes) "
+        "attr-dict `:` functional-type(operands, results)"
+    )
+    custom_directives = (OperandsWithComma, I64List)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return values_of(self.slice_sizes)
+
+    def verify_(self) -> None:
+        shape = shape_of(self.operand)
+        _verify_start_indices(self, list(self.start_indices), len(shape))
+        if len(self.sizes) != len(shape):
+            raise VerifyException(f"'stablehlo.dynamic_slice' needs {len(shape)} slice sizes (the operand rank), got {len(self.sizes)}")
+        for d, (k, n) in enumerate(zip(self.sizes, shape)):
+            if not 0 <= k <= n:
+                raise VerifyException(f"'stablehlo.dynamic_slice' slice size {k} of dimension {d} is invalid for size {n}")
+        if shape_of(self.result) != self.sizes or element_type_of(self.result) != element_type_of(self.operand):
+            raise VerifyException(
+                f"'stablehlo.dynamic_slice' must produce shape {list(self.sizes)} of the operand's element type, got {self.result.type}"
+            )
+
+
+@irdl_op_definition
+class DynamicUpdateSliceOp(IRDLOperation):
+    """`operand` with `update` written at runtime start indices, each clamped to
+    [0, dim - update dim] (jax's lax.dynamic_update_slice, x.at[i].set(v) of a traced i):
+
+        %r = stablehlo.dynamic_update_slice %x, %u, %i, %j
+             : (tensor<4x5xf32>, tensor<2x2xf32>, tensor<i32>, tensor<i32>) -> tensor<4x5xf32>
+    """
+
+    name = "stablehlo.dynamic_update_slice"
+    operand = operand_def(TensorType)
+    update = operand_def(TensorType)
+    start_indices = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def verify_(self) -> None:
+        shape, update = shape_of(self.operand), shape_of(self.update)
+        _verify_start_indices(self, list(self.start_indices), len(shape))
+        if self.result.type != self.operand.type:
+            raise VerifyException(f"'stablehlo.dynamic_update_slice' result type {self.result.type} differs from the operand type {self.operand.type}")
+        if element_type_of(self.update) != element_type_of(self.operand) or len(update) != len(shape) or any(u > n for u, n in zip(update, shape)):
+            raise VerifyException(
+                f"'stablehlo.dynamic_update_slice' update {self.update.type} must fit in the operand {self.operand.type} with its element type"
+            )
+
+
 # ---------------------------------------------------------------------------
 # reductions
 # ---------------------------------------------------------------------------
@@ -1415,6 +1497,57 @@ class ReduceWindowOp(IRDLOperation):
         if any(k < 1 for k in w["dimensions"]) or any(v < 1 for v in w["strides"] + w["base_dilations"] + w["window_dilations"]):
             raise VerifyException("'stablehlo.reduce_window' window dimensions, strides and dilations must be >= 1")
         verify_reducer(self, shape, tuple(self.result_shape()))
+
+
+# ---------------------------------------------------------------------------
+# sorting
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class SortOp(IRDLOperation):
+    """Sorts `inputs` (one shape) together along `dimension` by a comparator region that
+    takes (lhs0, rhs0, lhs1, rhs1, ...) as rank-0 tensors and returns whether lhs goes
+    before rhs (a strict weak order). jax prints it in the generic form:
+
+        %s:2 = "stablehlo.sort"(%x, %i) <{dimension = 1 : i64, is_stable = true}> ({
+        ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+          %lt = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+          stablehlo.return %lt : tensor<i1>
+        }) : (tensor<4x5xf32>, tensor<4x5xi32>) -> (tensor<4x5xf32>, tensor<4x5xi32>)
+    """
+
+    name = "stablehlo.sort"
+    inputs = var_operand_def(TensorType)
+    dimension = opt_prop_def(IntegerAttr[I64])
+    is_stable = opt_prop_def(BoolAttr)
+    outputs = var_result_def(TensorType)
+    comparator = region_def("single_block")
+
+    @property
+    def axis(self) -> int:
+        """The sort dimension, in [0, rank) (StableHLO's default -1 is the last)."""
+        d = self.dimension.value.data if self.dimension is not None else -1
+        return d + len(shape_of(self.inputs[0])) if d < 0 else d
+
+    def verify_(self) -> None:
+        if not self.inputs:
+            raise VerifyException("'stablehlo.sort' needs at least one input")
+        shape = shape_of(self.inputs[0])
+        if any(shape_of(v) != shape for v in self.inputs):
+            raise VerifyException(f"'stablehlo.sort' inputs must have one shape, got {', '.join(str(v.type) for v in self.inputs)}")
+        if list(self.outputs.types) != list(self.inputs.types):
+            raise VerifyException("'stablehlo.sort' results must have the inputs' types")
+        d = self.dimension.value.data if self.dimension is not None else -1
+        if not -len(shape) <= d < len(shape):
+            raise VerifyException(f"'stablehlo.sort' dimension {d} is out of range for rank {len(shape)}")
+        block = self.comparator.block
+        scalars = [TensorType(element_type_of(v), []) for v in self.inputs for _ in range(2)]
+        if [a.type for a in block.args] != scalars:
+            raise VerifyException(f"'stablehlo.sort' comparator must take ({', '.join(map(str, scalars))})")
+        ret = block.last_op
+        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != [TensorType(i1, [])]:
+            raise VerifyException("'stablehlo.sort' comparator must end in stablehlo.return of (tensor<i1>)")
 
 
 # ---------------------------------------------------------------------------
@@ -1795,9 +1928,12 @@ StableHLO = Dialect(
         PadOp,
         ConcatenateOp,
         GatherOp,
+        DynamicSliceOp,
+        DynamicUpdateSliceOp,
         ReturnOp,
         ReduceOp,
         ReduceWindowOp,
+        SortOp,
         DotGeneralOp,
         ConvolutionOp,
     ],

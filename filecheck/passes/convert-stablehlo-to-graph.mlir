@@ -438,6 +438,145 @@ func.func @gather(%x: tensor<6x7xf32>, %i: tensor<3x1xi32>, %j: tensor<2x2x1xi64
 
 // -----
 
+// TOTALORDER compares on floats: the bits as signed integers, all but the sign bit
+// flipped where it is set (-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN).
+// CHECK-LABEL: func.func @total_order(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xi1> {
+// CHECK-NEXT: %0 = graph.bitcast %x : tensor<4xf32> -> tensor<4xi32>
+// CHECK-NEXT: %1 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %2 = graph.broadcast %1 {dims = array<i64>} : tensor<i32> -> tensor<4xi32>
+// CHECK-NEXT: %3 = graph.compare lt, %0, %2 : tensor<4xi32>
+// CHECK-NEXT: %4 = graph.constant dense<2147483647> : tensor<i32>
+// CHECK-NEXT: %5 = graph.broadcast %4 {dims = array<i64>} : tensor<i32> -> tensor<4xi32>
+// CHECK-NEXT: %6 = graph.bitxor %0, %5 : tensor<4xi32>
+// CHECK-NEXT: %7 = graph.select %3, %6, %0 : tensor<4xi1>, tensor<4xi32>
+// CHECK-NEXT: %8 = graph.bitcast %y : tensor<4xf32> -> tensor<4xi32>
+// CHECK-NEXT: %9 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %10 = graph.broadcast %9 {dims = array<i64>} : tensor<i32> -> tensor<4xi32>
+// CHECK-NEXT: %11 = graph.compare lt, %8, %10 : tensor<4xi32>
+// CHECK-NEXT: %12 = graph.constant dense<2147483647> : tensor<i32>
+// CHECK-NEXT: %13 = graph.broadcast %12 {dims = array<i64>} : tensor<i32> -> tensor<4xi32>
+// CHECK-NEXT: %14 = graph.bitxor %8, %13 : tensor<4xi32>
+// CHECK-NEXT: %15 = graph.select %11, %14, %8 : tensor<4xi1>, tensor<4xi32>
+// CHECK-NEXT: %16 = graph.compare lt, %7, %15 : tensor<4xi32>
+// CHECK-NEXT: func.return %16 : tensor<4xi1>
+// CHECK-NEXT: }
+func.func @total_order(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xi1> {
+  %0 = stablehlo.compare LT, %x, %y, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  return %0 : tensor<4xi1>
+}
+
+// -----
+
+// dynamic_slice: a graph.gather per dimension of a runtime start at start + 0..k-1,
+// start clamped to [0, n - k] (no max for unsigned starts); constant starts (clamped
+// at compile time) are one graph.slice; a dimension kept whole (k = n) is left as it is.
+// CHECK-LABEL: func.func @dynamic_slice(%x: tensor<6x7xf32>, %i: tensor<i32>, %j: tensor<ui8>) -> (tensor<2x7xf32>, tensor<3x4xf32>, tensor<1x3xf32>) {
+// CHECK-NEXT: %c = graph.constant dense<9> : tensor<i32>
+// CHECK-NEXT: %0 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %1 = graph.max %i, %0 : tensor<i32>
+// CHECK-NEXT: %2 = graph.constant dense<4> : tensor<i32>
+// CHECK-NEXT: %3 = graph.min %1, %2 : tensor<i32>
+// CHECK-NEXT: %4 = graph.cast %3 : tensor<i32> -> tensor<i64>
+// CHECK-NEXT: %5 = graph.broadcast %4 {dims = array<i64>} : tensor<i64> -> tensor<2xi64>
+// CHECK-NEXT: %6 = graph.constant dense<[0, 1]> : tensor<2xi64>
+// CHECK-NEXT: %7 = graph.add %5, %6 : tensor<2xi64>
+// CHECK-NEXT: %8 = graph.gather %x, %7 {axis = 0 : i64} : (tensor<6x7xf32>, tensor<2xi64>) -> tensor<2x7xf32>
+// CHECK-NEXT: %9 = graph.slice %x {start = array<i64: 3, 3>, stop = array<i64: 6, 7>, step = array<i64: 1, 1>} : tensor<6x7xf32> -> tensor<3x4xf32>
+// CHECK-NEXT: %10 = graph.constant dense<5> : tensor<ui8>
+// CHECK-NEXT: %11 = graph.min %j, %10 : tensor<ui8>
+// CHECK-NEXT: %12 = graph.cast %11 : tensor<ui8> -> tensor<i64>
+// CHECK-NEXT: %13 = graph.broadcast %12 {dims = array<i64>} : tensor<i64> -> tensor<1xi64>
+// CHECK-NEXT: %14 = graph.constant dense<0> : tensor<1xi64>
+// CHECK-NEXT: %15 = graph.add %13, %14 : tensor<1xi64>
+// CHECK-NEXT: %16 = graph.gather %x, %15 {axis = 0 : i64} : (tensor<6x7xf32>, tensor<1xi64>) -> tensor<1x7xf32>
+// CHECK-NEXT: %17 = graph.constant dense<4> : tensor<ui8>
+// CHECK-NEXT: %18 = graph.min %j, %17 : tensor<ui8>
+// CHECK-NEXT: %19 = graph.cast %18 : tensor<ui8> -> tensor<i64>
+// CHECK-NEXT: %20 = graph.broadcast %19 {dims = array<i64>} : tensor<i64> -> tensor<3xi64>
+// CHECK-NEXT: %21 = graph.constant dense<[0, 1, 2]> : tensor<3xi64>
+// CHECK-NEXT: %22 = graph.add %20, %21 : tensor<3xi64>
+// CHECK-NEXT: %23 = graph.gather %16, %22 {axis = 1 : i64} : (tensor<1x7xf32>, tensor<3xi64>) -> tensor<1x3xf32>
+// CHECK-NEXT: func.return %8, %9, %23 : tensor<2x7xf32>, tensor<3x4xf32>, tensor<1x3xf32>
+// CHECK-NEXT: }
+func.func @dynamic_slice(%x: tensor<6x7xf32>, %i: tensor<i32>, %j: tensor<ui8>) -> (tensor<2x7xf32>, tensor<3x4xf32>, tensor<1x3xf32>) {
+  %c = stablehlo.constant dense<9> : tensor<i32>
+  %0 = stablehlo.dynamic_slice %x, %i, %c, sizes = [2, 7] : (tensor<6x7xf32>, tensor<i32>, tensor<i32>) -> tensor<2x7xf32>
+  %1 = stablehlo.dynamic_slice %x, %c, %c, sizes = [3, 4] : (tensor<6x7xf32>, tensor<i32>, tensor<i32>) -> tensor<3x4xf32>
+  %2 = stablehlo.dynamic_slice %x, %j, %j, sizes = [1, 3] : (tensor<6x7xf32>, tensor<ui8>, tensor<ui8>) -> tensor<1x3xf32>
+  return %0, %1, %2 : tensor<2x7xf32>, tensor<3x4xf32>, tensor<1x3xf32>
+}
+
+// -----
+
+// dynamic_update_slice: the update gathered at p - start (start clamped to
+// [0, n - k]) along each dimension it does not cover, selected where 0 <= p - start < k.
+// CHECK-LABEL: func.func @dynamic_update_slice(%x: tensor<6x7xf32>, %u: tensor<2x7xf32>, %i: tensor<i32>) -> tensor<6x7xf32> {
+// CHECK-NEXT: %0 = graph.constant dense<[0, 1, 2, 3, 4, 5]> : tensor<6xi64>
+// CHECK-NEXT: %1 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %2 = graph.max %i, %1 : tensor<i32>
+// CHECK-NEXT: %3 = graph.constant dense<4> : tensor<i32>
+// CHECK-NEXT: %4 = graph.min %2, %3 : tensor<i32>
+// CHECK-NEXT: %5 = graph.cast %4 : tensor<i32> -> tensor<i64>
+// CHECK-NEXT: %6 = graph.broadcast %5 {dims = array<i64>} : tensor<i64> -> tensor<6xi64>
+// CHECK-NEXT: %7 = graph.sub %0, %6 : tensor<6xi64>
+// CHECK-NEXT: %8 = graph.gather %u, %7 {axis = 0 : i64} : (tensor<2x7xf32>, tensor<6xi64>) -> tensor<6x7xf32>
+// CHECK-NEXT: %9 = graph.constant dense<0> : tensor<i64>
+// CHECK-NEXT: %10 = graph.broadcast %9 {dims = array<i64>} : tensor<i64> -> tensor<6xi64>
+// CHECK-NEXT: %11 = graph.compare ge, %7, %10 : tensor<6xi64>
+// CHECK-NEXT: %12 = graph.constant dense<2> : tensor<i64>
+// CHECK-NEXT: %13 = graph.broadcast %12 {dims = array<i64>} : tensor<i64> -> tensor<6xi64>
+// CHECK-NEXT: %14 = graph.compare lt, %7, %13 : tensor<6xi64>
+// CHECK-NEXT: %15 = graph.select %11, %14, %11 : tensor<6xi1>, tensor<6xi1>
+// CHECK-NEXT: %16 = graph.broadcast %15 {dims = array<i64: 0>} : tensor<6xi1> -> tensor<6x7xi1>
+// CHECK-NEXT: %17 = graph.select %16, %8, %x : tensor<6x7xi1>, tensor<6x7xf32>
+// CHECK-NEXT: func.return %17 : tensor<6x7xf32>
+// CHECK-NEXT: }
+func.func @dynamic_update_slice(%x: tensor<6x7xf32>, %u: tensor<2x7xf32>, %i: tensor<i32>) -> tensor<6x7xf32> {
+  %0 = stablehlo.dynamic_update_slice %x, %u, %i, %i : (tensor<6x7xf32>, tensor<2x7xf32>, tensor<i32>, tensor<i32>) -> tensor<6x7xf32>
+  return %0 : tensor<6x7xf32>
+}
+
+// -----
+
+// sort: ranks on pair tensors (j at the sorted axis d, i at d + 1): the comparator
+// both ways, rank_i = #{j : less(j, i)} + #{j < i : not less(i, j)}, the permutation
+// the first i of each rank (reduce_min), every operand gathered by it.
+// CHECK-LABEL: func.func @sort(%x: tensor<2x3xi32>, %v: tensor<2x3xf32>) -> (tensor<2x3xi32>, tensor<2x3xf32>) {
+// CHECK-NEXT: %0 = graph.broadcast %x {dims = array<i64: 0, 1>} : tensor<2x3xi32> -> tensor<2x3x3xi32>
+// CHECK-NEXT: %1 = graph.broadcast %x {dims = array<i64: 0, 2>} : tensor<2x3xi32> -> tensor<2x3x3xi32>
+// CHECK-NEXT: %2 = graph.compare lt, %0, %1 : tensor<2x3x3xi32>
+// CHECK-NEXT: %3 = graph.compare lt, %1, %0 : tensor<2x3x3xi32>
+// CHECK-NEXT: %4 = graph.constant dense<[0, 1, 2]> : tensor<3xi32>
+// CHECK-NEXT: %5 = graph.broadcast %4 {dims = array<i64: 1>} : tensor<3xi32> -> tensor<2x3x3xi32>
+// CHECK-NEXT: %6 = graph.broadcast %4 {dims = array<i64: 2>} : tensor<3xi32> -> tensor<2x3x3xi32>
+// CHECK-NEXT: %7 = graph.compare lt, %5, %6 : tensor<2x3x3xi32>
+// CHECK-NEXT: %8 = graph.constant dense<false> : tensor<i1>
+// CHECK-NEXT: %9 = graph.broadcast %8 {dims = array<i64>} : tensor<i1> -> tensor<2x3x3xi1>
+// CHECK-NEXT: %10 = graph.compare eq, %3, %9 : tensor<2x3x3xi1>
+// CHECK-NEXT: %11 = graph.select %7, %10, %2 : tensor<2x3x3xi1>, tensor<2x3x3xi1>
+// CHECK-NEXT: %12 = graph.cast %11 : tensor<2x3x3xi1> -> tensor<2x3x3xi32>
+// CHECK-NEXT: %13 = graph.reduce_sum %12 {axes = array<i64: 1>} : tensor<2x3x3xi32> -> tensor<2x3xi32>
+// CHECK-NEXT: %14 = graph.broadcast %13 {dims = array<i64: 0, 2>} : tensor<2x3xi32> -> tensor<2x3x3xi32>
+// CHECK-NEXT: %15 = graph.compare eq, %14, %5 : tensor<2x3x3xi32>
+// CHECK-NEXT: %16 = graph.constant dense<3> : tensor<i32>
+// CHECK-NEXT: %17 = graph.broadcast %16 {dims = array<i64>} : tensor<i32> -> tensor<2x3x3xi32>
+// CHECK-NEXT: %18 = graph.select %15, %6, %17 : tensor<2x3x3xi1>, tensor<2x3x3xi32>
+// CHECK-NEXT: %19 = graph.reduce_min %18 {axes = array<i64: 2>} : tensor<2x3x3xi32> -> tensor<2x3xi32>
+// CHECK-NEXT: %20 = graph.gather_elements %x, %19 {axis = 1 : i64} : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT: %21 = graph.gather_elements %v, %19 {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+// CHECK-NEXT: func.return %20, %21 : tensor<2x3xi32>, tensor<2x3xf32>
+// CHECK-NEXT: }
+func.func @sort(%x: tensor<2x3xi32>, %v: tensor<2x3xf32>) -> (tensor<2x3xi32>, tensor<2x3xf32>) {
+  %0:2 = "stablehlo.sort"(%x, %v) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>, %c: tensor<f32>, %d: tensor<f32>):
+    %lt = stablehlo.compare LT, %a, %b, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<2x3xi32>, tensor<2x3xf32>) -> (tensor<2x3xi32>, tensor<2x3xf32>)
+  return %0#0, %0#1 : tensor<2x3xi32>, tensor<2x3xf32>
+}
+
+// -----
+
 // and/or reductions of i1 (jnp.all, jnp.any, jnp.take's mask): min/max as i8.
 // CHECK-LABEL: func.func @all_any(%p: tensor<4x8xi1>) -> (tensor<4xi1>, tensor<8xi1>) {
 // CHECK-NEXT: %t = graph.constant dense<true> : tensor<i1>
@@ -581,10 +720,29 @@ func.func @conv1d(%x: tensor<1x3x8xf32>, %w: tensor<4x3x3xf32>) -> tensor<1x4x6x
 
 // -----
 
-func.func @total_order(%x: tensor<4xf32>) -> tensor<4xi1> {
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.compare' with compare type TOTALORDER is not supported (NaN and -0.0 would order differently)
-  %0 = stablehlo.compare LT, %x, %x, TOTALORDER : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
-  return %0 : tensor<4xi1>
+// A sort along more than 256 elements (it compares every pair).
+func.func @sort_too_long(%x: tensor<2x257xf32>) -> tensor<2x257xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.sort' along an axis of 257 elements is not supported (at most 256: it compares every pair)
+  %0 = "stablehlo.sort"(%x) <{dimension = 1 : i64}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %lt = stablehlo.compare LT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<2x257xf32>) -> tensor<2x257xf32>
+  return %0 : tensor<2x257xf32>
+}
+
+// -----
+
+// A comparator op the conversion lacks: located at the op inside the comparator.
+func.func @sort_comparator(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = "stablehlo.sort"(%x) <{dimension = 1 : i64}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.log_plus_one' in a 'stablehlo.sort' comparator is not supported
+    %l = stablehlo.log_plus_one %a : tensor<f32>
+    %lt = stablehlo.compare LT, %l, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
 }
 
 // -----

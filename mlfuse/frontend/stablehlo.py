@@ -32,6 +32,20 @@ What does not map one to one:
   x[:, idx], jnp.take): graph.gather along d of the indices clamped to [0, n-1], as
   StableHLO clamps start indices (graph.gather would wrap a negative one); other
   gathers (patches, several index components, batching dims) are located diagnostics;
+- `dynamic_slice` (lax.dynamic_slice, x[i] of a traced i) is a graph.gather per
+  dimension with a runtime start, at start + 0..k-1 with the start clamped to
+  [0, n - k] as StableHLO clamps it (constant starts: one graph.slice);
+- `dynamic_update_slice` gathers the update at p - start (start clamped the same
+  way) along each dimension it does not cover, and selects it where
+  0 <= p - start < k in every dimension, the operand elsewhere;
+- `sort` ranks every element on pair tensors (the sorted axis twice): the comparator
+  region's ops converted onto broadcast operands give less(j, i) and less(i, j), the
+  rank of i counts the j before it in the stable order, the permutation is the first
+  i of each rank (a reduce_min), and each operand is a graph.gather_elements by it:
+  exact for any comparator and element type, stable, a fixed number of graph ops; an
+  axis of more than 256 elements, or more than 2^26 pairs, is a located diagnostic;
+- `compare` with TOTALORDER on floats compares integer keys: the bits, all but the
+  sign bit flipped where it is set (jax's sort comparators use it);
 - `convolution` with two spatial dimensions, any layout, becomes graph.conv2d on
   NCHW/OIHW with transposes around it (none for jax's default NCHW layout);
 - `iota` is a 1-D constant broadcast; a splat constant of more than one element is a
@@ -51,7 +65,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, i1, i8, i64
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, i1, i8, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -110,13 +124,14 @@ def convert_stablehlo(module: ModuleOp) -> None:
 class Emitter:
     """Inserts graph ops before the stablehlo op being converted, with its location."""
 
-    def __init__(self, rewriter: PatternRewriter, op: Operation):
+    def __init__(self, rewriter: PatternRewriter, op: Operation, at: Operation | None = None):
         self.rewriter = rewriter
         self.op = op
+        self.at = at or op  # a comparator's op is converted before the sort that holds it
 
     def __call__(self, new: Operation) -> SSAValue:
         new.location = self.op.location
-        self.rewriter.insert(new, InsertPoint.before(self.op))
+        self.rewriter.insert(new, InsertPoint.before(self.at))
         return new.results[0]
 
     def fail(self, message: str) -> Diagnostic:
@@ -146,6 +161,10 @@ class Emitter:
 
     def cast(self, value: SSAValue, element_type: Attribute) -> SSAValue:
         return value if graph.element_type_of(value) == element_type else self(graph.CastOp(value, element_type))
+
+    def ramp(self, n: int, element_type: Attribute = i64) -> SSAValue:
+        """The 1-D constant 0, 1, ..., n-1."""
+        return self(graph.ConstantOp.from_numpy(np.arange(n).astype(graph.numpy_dtype(element_type)), element_type))
 
 
 def constant_scalar(value: SSAValue) -> float | int | bool | None:
@@ -338,16 +357,31 @@ DIRECTIONS = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": 
 
 
 class ComparePattern(StablehloPattern):
+    """graph.compare; TOTALORDER on floats compares total_order_key's integers."""
+
     OPS = (shlo.CompareOp,)
 
     def convert(self, op: shlo.CompareOp, emit: Emitter) -> list[SSAValue]:
         el = graph.element_type_of(op.lhs)
         kind = op.kind
-        if kind == "TOTALORDER":
-            raise emit.fail("with compare type TOTALORDER is not supported (NaN and -0.0 would order differently)")
         if kind in ("SIGNED", "UNSIGNED") and el != i1 and (kind == "UNSIGNED") != graph.is_unsigned(el):
             raise emit.fail(f"with compare type {kind} on {el} is not supported: the element type's signedness decides")
-        return [emit(graph.CompareOp(DIRECTIONS[op.direction], op.lhs, op.rhs))]
+        lhs, rhs = op.lhs, op.rhs
+        if kind == "TOTALORDER" and graph.is_float(el):
+            lhs, rhs = total_order_key(emit, lhs), total_order_key(emit, rhs)
+        return [emit(graph.CompareOp(DIRECTIONS[op.direction], lhs, rhs))]
+
+
+def total_order_key(emit: Emitter, x: SSAValue) -> SSAValue:
+    """Signed integers that order as IEEE 754's totalOrder orders the floats x
+    (-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN; NaNs by payload): the bits
+    as a signed integer, with all but the sign bit flipped where the sign is set
+    (jax sorts floats by it, after making -0.0 +0.0 and every NaN one positive NaN)."""
+    width = graph.bit_width(graph.element_type_of(x))
+    bits = emit(graph.BitcastOp(x, IntegerType(width)))
+    negative = emit(graph.CompareOp("lt", bits, emit.splat(0, bits)))
+    flipped = emit(graph.BitXorOp(bits, emit.splat(2 ** (width - 1) - 1, bits)))
+    return emit(graph.SelectOp(negative, flipped, bits))
 
 
 # ---------------------------------------------------------------------------
@@ -516,6 +550,77 @@ class GatherPattern(StablehloPattern):
             idx = emit.cast(idx, i64)
         y = emit(graph.GatherOp(op.operand, idx, d))
         return [emit.reshape(y, graph.shape_of(op.result))]
+
+
+def clamped_start(emit: Emitter, start: SSAValue, high: int) -> SSAValue:
+    """A rank-0 start index clamped to [0, high], as StableHLO clamps dynamic slices'
+    starts, then as i64 (safe to cast once clamped, whatever its integer type)."""
+    el = graph.element_type_of(start)
+    if not graph.is_unsigned(el):
+        start = emit(graph.MaxOp(start, emit.splat(0, start)))
+    if high < np.iinfo(graph.numpy_dtype(el)).max:
+        start = emit(graph.MinOp(start, emit.splat(high, start)))
+    return emit.cast(start, i64)
+
+
+class DynamicSlicePattern(StablehloPattern):
+    """A slice at runtime starts (lax.dynamic_slice, x[i] of a traced i): along each
+    dimension it does not keep whole, a graph.gather of the positions start + 0..k-1,
+    start clamped to [0, n - k] as StableHLO clamps it; a constant start is a static
+    graph.slice."""
+
+    OPS = (shlo.DynamicSliceOp,)
+
+    def convert(self, op: shlo.DynamicSliceOp, emit: Emitter) -> list[SSAValue]:
+        y, shape, sizes = op.operand, graph.shape_of(op.operand), op.sizes
+        if 0 in sizes:
+            return [emit(graph.SliceOp(y, [0] * len(shape), list(sizes)))]
+        begin, stop, runtime = [0] * len(shape), list(shape), []
+        for d, (n, k, start) in enumerate(zip(shape, sizes, op.start_indices)):
+            if k == n:  # the start clamps to 0: the whole dimension
+                continue
+            value = constant_scalar(start)
+            if value is None:
+                runtime.append(d)
+            else:
+                begin[d] = min(max(int(value), 0), n - k)
+                stop[d] = begin[d] + k
+        if (begin, stop) != ([0] * len(shape), list(shape)):
+            y = emit(graph.SliceOp(y, begin, stop))
+        for d in runtime:
+            n, k = shape[d], sizes[d]
+            positions = emit(graph.AddOp(emit.fill(clamped_start(emit, op.start_indices[d], n - k), [k]), emit.ramp(k)))
+            y = emit(graph.GatherOp(y, positions, d))
+        return [y]
+
+
+class DynamicUpdateSlicePattern(StablehloPattern):
+    """The operand with the update written at runtime starts (lax.dynamic_update_slice,
+    x.at[i].set(v) of a traced i), starts clamped to [0, n - k]. Along each dimension
+    the update does not cover, the update is gathered at the positions p - start for
+    p in 0..n-1 (to the operand's shape; outside the update's range graph.gather's
+    own wrap and clamp give some element, masked out), and 0 <= p - start < k marks
+    where it goes; a select between update and operand under the mask of every
+    dimension."""
+
+    OPS = (shlo.DynamicUpdateSliceOp,)
+
+    def convert(self, op: shlo.DynamicUpdateSliceOp, emit: Emitter) -> list[SSAValue]:
+        x, y = op.operand, op.update
+        shape, sizes = graph.shape_of(x), graph.shape_of(y)
+        if 0 in sizes:
+            return [x]
+        mask: SSAValue | None = None
+        for d, (n, k, start) in enumerate(zip(shape, sizes, op.start_indices)):
+            if k == n:
+                continue
+            offset = emit(graph.SubOp(emit.ramp(n), emit.fill(clamped_start(emit, start, n - k), [n])))
+            y = emit(graph.GatherOp(y, offset, d))
+            after = emit(graph.CompareOp("ge", offset, emit.splat(0, offset)))
+            before = emit(graph.CompareOp("lt", offset, emit.splat(k, offset)))
+            inside = emit(graph.BroadcastOp(emit(graph.SelectOp(after, before, after)), [d], shape))
+            mask = inside if mask is None else emit(graph.SelectOp(mask, inside, mask))
+        return [y if mask is None else emit(graph.SelectOp(mask, y, x))]
 
 
 # ---------------------------------------------------------------------------
@@ -714,6 +819,114 @@ def window_by_matrix(emit: Emitter, x: SSAValue, axis: int, k: int, stride: int,
 
 
 # ---------------------------------------------------------------------------
+# sorting
+# ---------------------------------------------------------------------------
+
+SORT_MAX_AXIS = 256  # elements along the sorted axis: the comparator runs on every pair
+SORT_MAX_PAIRS = 2**26  # pairs in all (elements times the axis length)
+
+
+class SortPattern(StablehloPattern):
+    """A stable sort by ranks, in a fixed number of graph ops whatever the axis length n.
+    On pair tensors (the inputs' shape with the sorted axis d twice: j at d, i at d + 1)
+    the comparator, its ops converted onto the broadcast operands, gives
+    less(j, i) = cmp(x_j, x_i) and less(i, j); element i's place is
+    rank_i = #{j : less(j, i)} + #{j < i : not less(i, j)}, the elements before it
+    in the stable order (for a strict weak order, j < i with neither less is a tie
+    kept in place). The permutation is perm_k = min over i of (rank_i == k ? i : n),
+    and each input's result graph.gather_elements(x, perm, d). Exact for any element
+    type and comparator (jax's total order of floats: TOTALORDER compares), stable
+    whether is_stable is set or not."""
+
+    OPS = (shlo.SortOp,)
+
+    def convert(self, op: shlo.SortOp, emit: Emitter) -> list[SSAValue]:
+        inputs = list(op.inputs)
+        shape, d = graph.shape_of(inputs[0]), op.axis
+        n = shape[d]
+        if n <= 1 or 0 in shape:
+            return inputs
+        if n > SORT_MAX_AXIS:
+            raise emit.fail(f"along an axis of {n} elements is not supported (at most {SORT_MAX_AXIS}: it compares every pair)")
+        if math.prod(shape) * n > SORT_MAX_PAIRS:
+            raise emit.fail(
+                f"of {graph.fmt_shape(shape)} along axis {d} is not supported: it compares "
+                f"{math.prod(shape) * n} pairs (at most {SORT_MAX_PAIRS})"
+            )
+        pairs = [*shape[:d], n, n, *shape[d + 1 :]]
+        comparator = Comparator(op, emit, pairs)
+        less_ji, less_ij = comparator.less(swap=False), comparator.less(swap=True)
+        ramp = emit.ramp(n, i32)
+        outer, inner = emit(graph.BroadcastOp(ramp, [d], pairs)), emit(graph.BroadcastOp(ramp, [d + 1], pairs))
+        # j < i by comparing positions: a broadcast i1 constant cast to i32 sums wrongly when fused
+        j_first = emit(graph.CompareOp("lt", outer, inner))
+        not_less_ij = emit(graph.CompareOp("eq", less_ij, emit.splat(False, less_ij)))
+        before = emit(graph.SelectOp(j_first, not_less_ij, less_ji))
+        rank = emit(graph.ReduceSumOp(emit(graph.CastOp(before, i32)), [d]))
+        at_i = [a for a in range(len(pairs)) if a != d]
+        hit = emit(graph.CompareOp("eq", emit(graph.BroadcastOp(rank, at_i, pairs)), outer))  # rank_i == k, k at d
+        perm = emit(graph.ReduceMinOp(emit(graph.SelectOp(hit, inner, emit.fill(emit.scalar(n, i32), pairs))), [d + 1]))
+        return [emit(graph.GatherElementsOp(x, perm, d)) for x in inputs]
+
+
+class Comparator:
+    """A sort's comparator evaluated on pair tensors: each body op is rebuilt on the
+    converted values (rank-0 ones broadcast to the pair shape where they meet pair
+    tensors) and converted by its own pattern, located at the body op."""
+
+    def __init__(self, op: shlo.SortOp, emit: Emitter, pairs: list[int]):
+        self.op, self.emit, self.pairs = op, emit, pairs
+        self.broadcasts: dict[tuple[int, int], SSAValue] = {}
+
+    def operand(self, k: int, axis: int) -> SSAValue:
+        """Input k broadcast to the pairs, its sorted axis at pair axis `axis` (d: x_j, d + 1: x_i)."""
+        if (k, axis) not in self.broadcasts:
+            d = self.op.axis
+            dims = [a for a in range(len(self.pairs)) if a != (d + 1 if axis == d else d)]
+            self.broadcasts[k, axis] = self.emit(graph.BroadcastOp(self.op.inputs[k], dims, self.pairs))
+        return self.broadcasts[k, axis]
+
+    def less(self, swap: bool) -> SSAValue:
+        """cmp(lhs = x_j, rhs = x_i) on the pairs, or cmp(x_i, x_j) when swapped."""
+        d = self.op.axis
+        block = self.op.comparator.block
+        values: dict[SSAValue, SSAValue] = {}
+        for a, arg in enumerate(block.args):
+            if arg.uses:
+                values[arg] = self.operand(a // 2, d + (a % 2 != swap))
+        for body_op in block.ops:
+            if isinstance(body_op, shlo.ReturnOp):
+                return self.emit.fill(values[body_op.operands[0]], self.pairs)
+            results = self.convert(body_op, values)
+            values.update(zip(body_op.results, results))
+        raise AssertionError("the verifier requires a stablehlo.return")
+
+    def convert(self, body_op: Operation, values: dict[SSAValue, SSAValue]) -> list[SSAValue]:
+        pattern = next((p for p in PATTERNS if isinstance(body_op, p.OPS) and p is not SortPattern), None)
+        if pattern is None or body_op.regions:
+            raise Diagnostic(f"'{body_op.name}' in a 'stablehlo.sort' comparator is not supported", location_of(body_op))
+        if any(v not in values for v in body_op.operands):
+            raise Diagnostic(f"'{body_op.name}' in a 'stablehlo.sort' comparator uses a value from outside it", location_of(body_op))
+        operands = [values[v] for v in body_op.operands]
+        paired = any(graph.shape_of(v) for v in operands)
+        if paired:
+            operands = [self.emit.fill(v, self.pairs) for v in operands]
+        shape = self.pairs if paired else []
+        new = type(body_op).create(
+            operands=operands,
+            result_types=[TensorType(graph.element_type_of(r), shape) for r in body_op.results],
+            properties=dict(body_op.properties),
+            attributes=dict(body_op.attributes),
+        )
+        new.location = body_op.location
+        try:
+            check_types(new)
+            return pattern().convert(new, Emitter(self.emit.rewriter, new, at=self.op))
+        finally:
+            new.erase()
+
+
+# ---------------------------------------------------------------------------
 # contractions
 # ---------------------------------------------------------------------------
 
@@ -788,8 +1001,11 @@ PATTERNS: list[type[StablehloPattern]] = [
     ConcatenatePattern,
     ReversePattern,
     GatherPattern,
+    DynamicSlicePattern,
+    DynamicUpdateSlicePattern,
     ReducePattern,
     ReduceWindowPattern,
+    SortPattern,
     DotGeneralPattern,
     ConvolutionPattern,
 ]

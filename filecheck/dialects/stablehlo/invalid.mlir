@@ -384,3 +384,51 @@ func.func @main(%x: tensor<6x7xf32>, %z: tensor<f32>) -> tensor<6x7xf32> {
   }) : (tensor<6x7xf32>, tensor<f32>) -> tensor<6x7xf32>
   func.return %r : tensor<6x7xf32>
 }
+
+// -----
+
+func.func @main(%x: tensor<4x5xf32>, %i: tensor<i32>) -> tensor<5x2xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.dynamic_slice' slice size 5 of dimension 0 is invalid for size 4
+  %s = stablehlo.dynamic_slice %x, %i, %i, sizes = [5, 2] : (tensor<4x5xf32>, tensor<i32>, tensor<i32>) -> tensor<5x2xf32>
+  func.return %s : tensor<5x2xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4x5xf32>, %i: tensor<i32>) -> tensor<2x2xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.dynamic_slice' needs 2 start indices (the operand rank), got 1
+  %s = stablehlo.dynamic_slice %x, %i, sizes = [2, 2] : (tensor<4x5xf32>, tensor<i32>) -> tensor<2x2xf32>
+  func.return %s : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4x5xf32>, %u: tensor<2x2xf32>, %f: tensor<f32>) -> tensor<4x5xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.dynamic_update_slice' start indices must be rank-0 integer tensors, got tensor<f32>
+  %w = stablehlo.dynamic_update_slice %x, %u, %f, %f : (tensor<4x5xf32>, tensor<2x2xf32>, tensor<f32>, tensor<f32>) -> tensor<4x5xf32>
+  func.return %w : tensor<4x5xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4x5xf32>, %k: tensor<4x5xi32>) -> tensor<4x5xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.sort' comparator must take (tensor<f32>, tensor<f32>, tensor<i32>, tensor<i32>)
+  %o:2 = "stablehlo.sort"(%x, %k) <{dimension = 1 : i64}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %lt = stablehlo.compare LT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<4x5xf32>, tensor<4x5xi32>) -> (tensor<4x5xf32>, tensor<4x5xi32>)
+  func.return %o#0 : tensor<4x5xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.sort' dimension 2 is out of range for rank 2
+  %o = "stablehlo.sort"(%x) <{dimension = 2 : i64}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %lt = stablehlo.compare LT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<4x5xf32>) -> tensor<4x5xf32>
+  func.return %o : tensor<4x5xf32>
+}

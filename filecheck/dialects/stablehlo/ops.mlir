@@ -139,6 +139,26 @@ func.func @contractions(%q: tensor<2x4x8xf32>, %k: tensor<2x8x3xf32>, %x: tensor
   return %d, %y : tensor<2x4x3xf32>, tensor<1x4x8x8xf32>
 }
 
+// CHECK-LABEL: func.func @dynamic_and_sort
+// CHECK-NEXT: %s = stablehlo.dynamic_slice %x, %i, %i, sizes = [2, 2] : (tensor<4x5xf32>, tensor<i32>, tensor<i32>) -> tensor<2x2xf32>
+// CHECK-NEXT: %w = stablehlo.dynamic_update_slice %x, %u, %i, %i : (tensor<4x5xf32>, tensor<2x2xf32>, tensor<i32>, tensor<i32>) -> tensor<4x5xf32>
+// CHECK-NEXT: %o, %o_1 = "stablehlo.sort"(%x, %k) <{dimension = 1 : i64, is_stable = true}> ({
+// CHECK-NEXT: ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+// CHECK-NEXT: %lt = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+// CHECK-NEXT: stablehlo.return %lt : tensor<i1>
+// CHECK-NEXT: }) : (tensor<4x5xf32>, tensor<4x5xi32>) -> (tensor<4x5xf32>, tensor<4x5xi32>)
+// CHECK-NEXT: func.return %s, %w, %o, %o_1 : tensor<2x2xf32>, tensor<4x5xf32>, tensor<4x5xf32>, tensor<4x5xi32>
+func.func @dynamic_and_sort(%x: tensor<4x5xf32>, %u: tensor<2x2xf32>, %i: tensor<i32>, %k: tensor<4x5xi32>) -> (tensor<2x2xf32>, tensor<4x5xf32>, tensor<4x5xf32>, tensor<4x5xi32>) {
+  %s = stablehlo.dynamic_slice %x, %i, %i, sizes = [2, 2] : (tensor<4x5xf32>, tensor<i32>, tensor<i32>) -> tensor<2x2xf32>
+  %w = stablehlo.dynamic_update_slice %x, %u, %i, %i : (tensor<4x5xf32>, tensor<2x2xf32>, tensor<i32>, tensor<i32>) -> tensor<4x5xf32>
+  %o:2 = "stablehlo.sort"(%x, %k) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<i32>, %d: tensor<i32>):
+    %lt = stablehlo.compare LT, %a, %b, TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<4x5xf32>, tensor<4x5xi32>) -> (tensor<4x5xf32>, tensor<4x5xi32>)
+  return %s, %w, %o#0, %o#1 : tensor<2x2xf32>, tensor<4x5xf32>, tensor<4x5xf32>, tensor<4x5xi32>
+}
+
 // GENERIC: "stablehlo.compare"(%{{.*}}, %{{.*}}) <{comparison_direction = #stablehlo<comparison_direction LT>, compare_type = #stablehlo<comparison_type FLOAT>}>
 // GENERIC: "stablehlo.constant"() <{value = dense<0xff800000> : tensor<f32>}> : () -> tensor<f32>
 // GENERIC: "stablehlo.iota"() <{iota_dimension = 1 : i64}> : () -> tensor<4x8xi32>
@@ -152,3 +172,6 @@ func.func @contractions(%q: tensor<2x4x8xf32>, %k: tensor<2x8x3xf32>, %x: tensor
 // GENERIC: "stablehlo.return"
 // GENERIC: "stablehlo.dot_general"(%{{.*}}, %{{.*}}) <{dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [2], rhs_contracting_dimensions = [1]>, precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]}>
 // GENERIC: "stablehlo.convolution"(%x, %w) <{dimension_numbers = #stablehlo.conv<[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]>, window_strides = array<i64: 1, 1>, padding = dense<1> : tensor<2x2xi64>, lhs_dilation = array<i64: 1, 1>, rhs_dilation = array<i64: 1, 1>, window_reversal = array<i1: false, false>, batch_group_count = 1 : i64, feature_group_count = 1 : i64, precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]}>
+// GENERIC: "stablehlo.dynamic_slice"(%x, %i, %i) <{slice_sizes = array<i64: 2, 2>}>
+// GENERIC: "stablehlo.dynamic_update_slice"(%x, %u, %i, %i) : (tensor<4x5xf32>, tensor<2x2xf32>, tensor<i32>, tensor<i32>) -> tensor<4x5xf32>
+// GENERIC: "stablehlo.sort"(%x, %k) <{dimension = 1 : i64, is_stable = true}> ({
