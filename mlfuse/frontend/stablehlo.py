@@ -595,8 +595,8 @@ class DynamicSlicePattern(StablehloPattern):
 
 
 class DynamicUpdateSlicePattern(StablehloPattern):
-    """The operand with the update written at runtime starts (lax.dynamic_update_slice,
-    x.at[i].set(v) of a traced i), starts clamped to [0, n - k]. Along each dimension
+    """The operand with the update written at runtime starts (lax.dynamic_update_slice;
+    jax lowers x.at[i].set(v) to a scatter instead), starts clamped to [0, n - k]. Along each dimension
     the update does not cover, the update is gathered at the positions p - start for
     p in 0..n-1 (to the operand's shape; outside the update's range graph.gather's
     own wrap and clamp give some element, masked out), and 0 <= p - start < k marks
@@ -858,7 +858,6 @@ class SortPattern(StablehloPattern):
         less_ji, less_ij = comparator.less(swap=False), comparator.less(swap=True)
         ramp = emit.ramp(n, i32)
         outer, inner = emit(graph.BroadcastOp(ramp, [d], pairs)), emit(graph.BroadcastOp(ramp, [d + 1], pairs))
-        # j < i by comparing positions: a broadcast i1 constant cast to i32 sums wrongly when fused
         j_first = emit(graph.CompareOp("lt", outer, inner))
         not_less_ij = emit(graph.CompareOp("eq", less_ij, emit.splat(False, less_ij)))
         before = emit(graph.SelectOp(j_first, not_less_ij, less_ji))
