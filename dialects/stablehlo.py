@@ -673,14 +673,35 @@ TanhOp = _unary("stablehlo.tanh", "hyperbolic tangent")
 LogisticOp = _unary("stablehlo.logistic", "1 / (1 + e^-x)")
 NotOp = _unary("stablehlo.not", "logical (i1) or bitwise not")
 SignOp = _unary("stablehlo.sign", "-1, 0 or 1; NaN, 0 and -0.0 for themselves")
-# Parsed so that jax's output reads, but not converted (the graph dialect lacks them,
-# or, for log1p and expm1, has no form as accurate near 0): a located diagnostic.
 SineOp = _unary("stablehlo.sine", "sin x")
 CosineOp = _unary("stablehlo.cosine", "cos x")
 FloorOp = _unary("stablehlo.floor", "round down")
 CeilOp = _unary("stablehlo.ceil", "round up")
+RoundNearestEvenOp = _unary("stablehlo.round_nearest_even", "the nearest integer, halves to even")
+RoundNearestAfzOp = _unary("stablehlo.round_nearest_afz", "the nearest integer, halves away from zero")
 LogPlusOneOp = _unary("stablehlo.log_plus_one", "log(1 + x), accurate near 0")
 ExponentialMinusOneOp = _unary("stablehlo.exponential_minus_one", "e^x - 1, accurate near 0")
+
+
+@irdl_op_definition
+class IsFiniteOp(IRDLOperation):
+    """Elementwise: x is neither infinite nor NaN, as i1.
+
+    `%f = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>`
+    """
+
+    name = "stablehlo.is_finite"
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$operand attr-dict `:` custom<SameTypes1>(type($operand), type($result))"
+    custom_directives = (SameTypes1,)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def verify_(self) -> None:
+        _check_same_shapes(self, [self.operand, self.result])
+        if not isinstance(self.operand.type.get_element_type(), AnyFloat) or self.result.type.get_element_type() != i1:  # type: ignore[union-attr]
+            raise VerifyException(f"'stablehlo.is_finite' takes floats to i1, got {self.operand.type} -> {self.result.type}")
 
 AddOp = _binary("stablehlo.add", "a + b")
 SubtractOp = _binary("stablehlo.subtract", "a - b")
@@ -1901,6 +1922,9 @@ StableHLO = Dialect(
         FloorOp,
         CeilOp,
         SignOp,
+        RoundNearestEvenOp,
+        RoundNearestAfzOp,
+        IsFiniteOp,
         LogPlusOneOp,
         ExponentialMinusOneOp,
         AddOp,

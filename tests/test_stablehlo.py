@@ -192,14 +192,14 @@ def test_nhwc_depthwise_convolution():
 
 
 def test_unsupported_op_is_a_located_diagnostic():
-    f = mjax.jit(lambda x: jnp.expm1(x) + 1)
-    x = np.zeros((4,), np.float32)
+    f = mjax.jit(lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME") + 1)
+    x, w = np.ones((1, 6, 6, 2), np.float32), np.ones((3, 3, 2, 4), np.float32)
     with pytest.raises(Diagnostic) as info:
-        f(x)
-    text = f.lowered_text(x)
-    line = next(n for n, ln in enumerate(text.split("\n"), 1) if "stablehlo.exponential_minus_one" in ln)
+        f(x, w)
+    text = f.lowered_text(x, w)
+    line = next(n for n, ln in enumerate(text.split("\n"), 1) if "stablehlo.convolution" in ln)
     assert info.value.location == f"<input>:{line}:5"
-    assert "'stablehlo.exponential_minus_one' is not supported" in info.value.message
+    assert "'stablehlo.convolution' with lhs_dilate [2, 2] (a transposed convolution) is not supported" in info.value.message
 
 
 def test_argmax_is_a_located_diagnostic():
@@ -314,6 +314,31 @@ def test_convolve2d_same():
     assert_close(mjax.jit(convolve_same)(x, k), jax.jit(convolve_same)(x, k))
 
 
+CONVOLUTIONS = {
+    "convolve_same": (lambda x, k: jnp.convolve(x, k, mode="same"), (50,), (5,)),
+    "convolve_full": (lambda x, k: jnp.convolve(x, k), (50,), (4,)),
+    "correlate_valid": (lambda x, k: jnp.correlate(x, k, mode="valid"), (50,), (7,)),
+    "conv1d_nwc_strided_dilated": (
+        lambda x, k: lax.conv_general_dilated(x, k, (2,), "SAME", rhs_dilation=(2,), dimension_numbers=("NWC", "WIO", "NWC")),
+        (2, 40, 3), (3, 3, 4)),
+    "convolve3d_same": (lambda x, k: jax.scipy.signal.convolve(x, k, mode="same"), (6, 7, 8), (3, 3, 3)),
+    "conv3d_strided_grouped": (
+        lambda x, k: lax.conv_general_dilated(x, k, (2, 1, 2), ((1, 0), (1, 1), (0, 2)), rhs_dilation=(1, 2, 1),
+                                              feature_group_count=2),
+        (1, 4, 7, 8, 9), (6, 2, 3, 2, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(CONVOLUTIONS))
+def test_1d_and_3d_convolutions(name):
+    """1-D convolutions are 2-D ones of height 1, 3-D ones one 2-D convolution with the
+    depth taps in the channels (as ONNX's 3-D Conv)."""
+    fn, x_shape, k_shape = CONVOLUTIONS[name]
+    rng = np.random.default_rng(14)
+    x, k = randn(rng, *x_shape), randn(rng, *k_shape)
+    assert_close(mjax.jit(fn)(x, k), jax.jit(fn)(x, k))
+
+
 def test_cumsum_300_int32_exact():
     x = np.random.default_rng(14).integers(-1000, 1000, (3, 300)).astype(np.int32)
     fn = lambda x: jnp.cumsum(x, axis=1)  # noqa: E731
@@ -366,3 +391,53 @@ def test_reduce_window_padded_init_is_a_located_diagnostic():
         f(np.ones((3, 4), np.float32))
     assert "'stablehlo.reduce_window' with padding and an init value (1.5)" in info.value.message
     assert info.value.location.startswith("<input>:")
+
+
+# --- is_finite, rounding, log1p and expm1 (FloatMathPattern) --------------------------
+
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.49999997, -0.49999997,
+           1e-30, -1e-30, 1e-8, -0.999999, 88.0, -88.0, 100.0, -100.0]
+
+
+def special_and_random(rng) -> np.ndarray:
+    """Special values and random ones at several scales, small ones near 0 included."""
+    scales = [rng.standard_normal(200) * 3, rng.standard_normal(100) * 1e-4, rng.uniform(-0.6, 0.6, 100)]
+    return np.concatenate([*scales, SPECIAL]).astype(np.float32)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("isfinite", jnp.isfinite),
+    ("round_even", jnp.round),
+    ("round_away", lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO)),
+])
+def test_is_finite_and_rounding_exact(name, fn):
+    x = special_and_random(np.random.default_rng(15))
+    got, want = np.asarray(mjax.jit(fn)(x)), np.asarray(jax.jit(fn)(x))
+    assert_exact(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("name, fn, exact", [("log1p", jnp.log1p, np.log1p), ("expm1", jnp.expm1, np.expm1)])
+def test_log1p_and_expm1_within_4_ulps(name, fn, exact):
+    """Within 4 ulps of the float64 value everywhere, near 0 too (where log(1 + x) and
+    e^x - 1 lose every digit); inf, -inf, -1, NaN and -0.0 as numpy gives them."""
+    x = special_and_random(np.random.default_rng(16))
+    got = np.asarray(mjax.jit(fn)(x))
+    with np.errstate(all="ignore"):
+        want = exact(x.astype(np.float64))
+    finite = np.isfinite(want) & (np.abs(want) < np.finfo(np.float32).max)
+    ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]).astype(np.float32))
+    assert ulps.max() <= 4, f"{ulps.max()} ulps at x = {x[finite][np.argmax(ulps)]!r}"
+    np.testing.assert_array_equal(got[~finite], want[~finite].astype(np.float32))
+    np.testing.assert_array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("logsumexp", lambda x: jax.nn.logsumexp(x[:420].reshape(60, 7), axis=1)),
+    ("softplus", jax.nn.softplus),
+])
+def test_logsumexp_and_softplus(name, fn):
+    """jax builds them from is_finite and log1p; denormal results aside (XLA flushes them)."""
+    x = special_and_random(np.random.default_rng(17))
+    got, want = np.asarray(mjax.jit(fn)(x)), np.asarray(jax.jit(fn)(x))
+    np.testing.assert_allclose(got, want, rtol=3e-6, atol=np.finfo(np.float32).tiny)

@@ -65,6 +65,35 @@ func.func @trig(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// is_finite is |x| < inf; round_nearest_even is graph.round; round_nearest_afz steps
+// from trunc(x) where |x - trunc(x)| >= 0.5; log_plus_one is log(1 + x), corrected
+// near 0 (Goldberg): log(u) * x / (u - 1), x where u == 1.
+// CHECK-LABEL: func.func @float_math(%x: tensor<4xf32>) -> (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT: %0 = graph.abs %x : tensor<4xf32>
+// CHECK-NEXT: %1 = graph.constant dense<0x7f800000> : tensor<f32>
+// CHECK: %[[FINITE:.*]] = graph.compare lt, %0, %{{.*}} : tensor<4xf32>
+// CHECK: %[[EVEN:.*]] = graph.round %x : tensor<4xf32>
+// CHECK: graph.ceil %x
+// CHECK: graph.floor %x
+// CHECK: %[[U:.*]] = graph.add %{{.*}}, %x : tensor<4xf32>
+// CHECK-NEXT: %[[LOG:.*]] = graph.log %[[U]] : tensor<4xf32>
+// CHECK-NEXT: %[[MUL:.*]] = graph.mul %[[LOG]], %x : tensor<4xf32>
+// CHECK-NEXT: %[[SUB:.*]] = graph.sub %[[U]], %{{.*}} : tensor<4xf32>
+// CHECK-NEXT: %[[COR:.*]] = graph.div %[[MUL]], %[[SUB]] : tensor<4xf32>
+// CHECK-NEXT: %[[TINY:.*]] = graph.compare eq, %[[U]], %{{.*}} : tensor<4xf32>
+// CHECK-NEXT: %[[NEAR:.*]] = graph.select %[[TINY]], %x, %[[COR]] : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT: %[[LOG1P:.*]] = graph.select %{{.*}}, %[[NEAR]], %[[LOG]] : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT: func.return %[[FINITE]], %[[EVEN]], %{{.*}}, %[[LOG1P]]
+func.func @float_math(%x: tensor<4xf32>) -> (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>
+  %1 = stablehlo.round_nearest_even %x : tensor<4xf32>
+  %2 = stablehlo.round_nearest_afz %x : tensor<4xf32>
+  %3 = stablehlo.log_plus_one %x : tensor<4xf32>
+  return %0, %1, %2, %3 : tensor<4xi1>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
 // and/or/xor/not on i1 become selects and comparisons.
 // CHECK-LABEL: func.func @logical(%a: tensor<4xi1>, %b: tensor<4xi1>) -> tensor<4xi1> {
 // CHECK-NEXT: %0 = graph.select %a, %b, %a : tensor<4xi1>, tensor<4xi1>
@@ -260,6 +289,35 @@ func.func @convolution(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %xh: te
   %y = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [2, 2], pad = [[1, 1], [1, 1]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
   %z = stablehlo.convolution(%xh, %wh) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 4 : i64} : (tensor<1x8x8x4xf32>, tensor<3x3x1x4xf32>) -> tensor<1x8x8x4xf32>
   return %y, %z : tensor<1x4x4x4xf32>, tensor<1x8x8x4xf32>
+}
+
+// -----
+
+// A 1-D convolution (jnp.convolve) is a 2-D one of height 1.
+// CHECK-LABEL: func.func @conv1d
+// CHECK-NEXT: %[[X:.*]] = graph.reshape %x : tensor<1x3x8xf32> -> tensor<1x3x1x8xf32>
+// CHECK-NEXT: %[[W:.*]] = graph.reshape %w : tensor<4x3x3xf32> -> tensor<4x3x1x3xf32>
+// CHECK-NEXT: %[[Y:.*]] = graph.conv2d %[[X]], %[[W]] {pads = array<i64: 0, 1, 0, 1>} : (tensor<1x3x1x8xf32>, tensor<4x3x1x3xf32>) -> tensor<1x4x1x8xf32>
+// CHECK-NEXT: graph.reshape %[[Y]] : tensor<1x4x1x8xf32> -> tensor<1x4x8xf32>
+func.func @conv1d(%x: tensor<1x3x8xf32>, %w: tensor<4x3x3xf32>) -> tensor<1x4x8xf32> {
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {pad = [[1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8xf32>, tensor<4x3x3xf32>) -> tensor<1x4x8xf32>
+  return %0 : tensor<1x4x8xf32>
+}
+
+// -----
+
+// A 3-D convolution: the 3 depth taps (slices) move into the channels, the 2 output
+// depths into the batch; one 2-D convolution.
+// CHECK-LABEL: func.func @conv3d
+// CHECK-COUNT-3: graph.slice %x
+// CHECK: graph.concat
+// CHECK: %[[X:.*]] = graph.reshape %{{.*}} : tensor<1x2x1x3x2x5x6xf32> -> tensor<2x6x5x6xf32>
+// CHECK: %[[W:.*]] = graph.reshape %{{.*}} : tensor<3x3x2x3x3xf32> -> tensor<3x6x3x3xf32>
+// CHECK: %[[Y:.*]] = graph.conv2d %[[X]], %[[W]] : (tensor<2x6x5x6xf32>, tensor<3x6x3x3xf32>) -> tensor<2x3x3x4xf32>
+// CHECK: graph.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3, 4>} : tensor<1x2x3x3x4xf32> -> tensor<1x3x2x3x4xf32>
+func.func @conv3d(%x: tensor<1x2x4x5x6xf32>, %w: tensor<3x2x3x3x3xf32>) -> tensor<1x3x2x3x4xf32> {
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1, 2]x[o, i, 0, 1, 2]->[b, f, 0, 1, 2] {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x2x4x5x6xf32>, tensor<3x2x3x3x3xf32>) -> tensor<1x3x2x3x4xf32>
+  return %0 : tensor<1x3x2x3x4xf32>
 }
 
 // -----
@@ -649,10 +707,10 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 // Located errors: what the graph dialect cannot express.
-func.func @unsupported_op(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.exponential_minus_one' is not supported by the conversion to the graph dialect
-  %0 = stablehlo.exponential_minus_one %x : tensor<4xf32>
-  return %0 : tensor<4xf32>
+func.func @expm1_of_integers(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.exponential_minus_one' on tensor<4xi32> is not supported: mlfuse computes it on floating-point tensors only
+  %0 = stablehlo.exponential_minus_one %x : tensor<4xi32>
+  return %0 : tensor<4xi32>
 }
 
 // -----
@@ -712,10 +770,10 @@ func.func @transposed_conv(%x: tensor<1x3x4x4xf32>, %w: tensor<4x3x3x3xf32>) -> 
 
 // -----
 
-func.func @conv1d(%x: tensor<1x3x8xf32>, %w: tensor<4x3x3xf32>) -> tensor<1x4x6xf32> {
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.convolution' with 1 spatial dimensions is not supported (only 2-D convolutions are)
-  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0] {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8xf32>, tensor<4x3x3xf32>) -> tensor<1x4x6xf32>
-  return %0 : tensor<1x4x6xf32>
+func.func @conv4d(%x: tensor<1x1x3x3x3x3xf32>, %w: tensor<1x1x1x1x1x1xf32>) -> tensor<1x1x3x3x3x3xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.convolution' with 4 spatial dimensions is not supported (1-, 2- and 3-D convolutions are)
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1, 2, 3]x[o, i, 0, 1, 2, 3]->[b, f, 0, 1, 2, 3] {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x1x3x3x3x3xf32>, tensor<1x1x1x1x1x1xf32>) -> tensor<1x1x3x3x3x3xf32>
+  return %0 : tensor<1x1x3x3x3x3xf32>
 }
 
 // -----
@@ -733,16 +791,16 @@ func.func @sort_too_long(%x: tensor<2x257xf32>) -> tensor<2x257xf32> {
 
 // -----
 
-// A comparator op the conversion lacks: located at the op inside the comparator.
-func.func @sort_comparator(%x: tensor<2x5xf32>) -> tensor<2x5xf32> {
+// A comparator op the conversion cannot express: located at the op inside the comparator.
+func.func @sort_comparator(%x: tensor<2x5xi32>) -> tensor<2x5xi32> {
   %0 = "stablehlo.sort"(%x) <{dimension = 1 : i64}> ({
-  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
-    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.log_plus_one' in a 'stablehlo.sort' comparator is not supported
-    %l = stablehlo.log_plus_one %a : tensor<f32>
-    %lt = stablehlo.compare LT, %l, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.not' on {{.*}} is not supported: only i1 (logical) operands are
+    %l = stablehlo.not %a : tensor<i32>
+    %lt = stablehlo.compare LT, %l, %b, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
     stablehlo.return %lt : tensor<i1>
-  }) : (tensor<2x5xf32>) -> tensor<2x5xf32>
-  return %0 : tensor<2x5xf32>
+  }) : (tensor<2x5xi32>) -> tensor<2x5xi32>
+  return %0 : tensor<2x5xi32>
 }
 
 // -----

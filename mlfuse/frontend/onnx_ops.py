@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from onnx import NodeProto, TensorProto, helper, numpy_helper
@@ -1202,7 +1202,18 @@ def conv(node: Node, x: SSAValue, w: SSAValue, bias: SSAValue | None = None) -> 
     return y
 
 
-def conv3d_as_2d(node: Node, x: SSAValue, w: SSAValue, window: Window, group: int) -> SSAValue:
+class GraphBuilding(Protocol):
+    """What conv3d_as_2d asks of the node it builds for: an ONNX Node, or the StableHLO
+    frontend's adapter of its Emitter (stablehlo.NodeLike)."""
+
+    def emit(self, op: Operation) -> SSAValue: ...
+
+    def reshape(self, v: SSAValue, shape: Sequence[int]) -> SSAValue: ...
+
+    def error(self, message: str) -> Diagnostic: ...
+
+
+def conv3d_as_2d(node: GraphBuilding, x: SSAValue, w: SSAValue, window: Window, group: int) -> SSAValue:
     """A 3-D convolution as one 2-D convolution: the depth taps move into the channels and
     the output depths into the batch. With x padded along depth, G groups of Cg channels
     and the depth window's k-th tap of output depth t at t sd + k dd,

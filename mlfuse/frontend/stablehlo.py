@@ -46,14 +46,19 @@ What does not map one to one:
   axis of more than 256 elements, or more than 2^26 pairs, is a located diagnostic;
 - `compare` with TOTALORDER on floats compares integer keys: the bits, all but the
   sign bit flipped where it is set (jax's sort comparators use it);
-- `convolution` with two spatial dimensions, any layout, becomes graph.conv2d on
-  NCHW/OIHW with transposes around it (none for jax's default NCHW layout);
+- `convolution` with one to three spatial dimensions, any layout, becomes graph.conv2d
+  on NCHW/OIHW with transposes around it (none for jax's default NCHW layout): a 1-D
+  one (jnp.convolve) of height 1, a 3-D one with its depth taps in the channels and
+  its output depths in the batch (as ONNX's 3-D Conv);
 - `iota` is a 1-D constant broadcast; a splat constant of more than one element is a
   graph.broadcast of a rank-0 graph.constant (docs/architecture.md, "Constants");
 - `chlo.erfc(x)` is `1 - erf(x)`: within about 1e-7 absolutely in f32 (the spacing of
   floats just below 1), which is what GELU's erf form needs, but without erfc's
   relative accuracy in the tail (erfc(4) = 1.5e-8 comes out 0);
 - `chlo.square(x)` is `x * x`;
+- `is_finite`, `round_nearest_afz`, `log_plus_one` and `exponential_minus_one` are
+  built from graph ops (FloatMathPattern: log1p and expm1 with Goldberg's and Kahan's
+  corrections near 0); `round_nearest_even` is graph.round;
 - `and`/`or`/`xor`/`not` on i1 are selects and comparisons.
 """
 
@@ -78,6 +83,7 @@ from xdsl.rewriter import InsertPoint
 from mlfuse.diagnostics import MAX_DENSE_ELEMENTS, Diagnostic, location_of, verify_located
 from mlfuse.dialects import graph
 from mlfuse.dialects import stablehlo as shlo
+from mlfuse.frontend import onnx_ops
 from mlfuse.inline import inline_calls
 
 DIALECTS = ("stablehlo", "chlo")
@@ -240,6 +246,7 @@ UNARY: dict[type[Operation], type[graph.UnaryElementwiseOp]] = {
     shlo.CosineOp: graph.CosOp,
     shlo.FloorOp: graph.FloorOp,
     shlo.CeilOp: graph.CeilOp,
+    shlo.RoundNearestEvenOp: graph.RoundOp,
 }
 
 BINARY: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
@@ -256,7 +263,7 @@ BINARY: dict[type[Operation], Callable[[SSAValue, SSAValue], Operation]] = {
 
 FLOAT_ONLY = (shlo.PowerOp, shlo.ExponentialOp, shlo.LogOp, shlo.SqrtOp, shlo.RsqrtOp, shlo.TanhOp, shlo.LogisticOp, shlo.ErfOp, shlo.ErfcOp,
               shlo.SineOp, shlo.CosineOp,
-              shlo.FloorOp, shlo.CeilOp)
+              shlo.FloorOp, shlo.CeilOp, shlo.RoundNearestEvenOp)
 
 
 class ElementwisePattern(StablehloPattern):
@@ -307,6 +314,54 @@ class SignPattern(StablehloPattern):
             result = emit(graph.SelectOp(negative, emit.splat(-1, x), x))
         positive = emit(graph.CompareOp("gt", x, emit.splat(0, x)))
         return [emit(graph.SelectOp(positive, emit.splat(1, x), result))]
+
+
+class FloatMathPattern(StablehloPattern):
+    """The float functions without a graph op of their own, from those that have one:
+
+    - is_finite(x) = |x| < inf (false for NaN);
+    - round_nearest_afz(x) = t + sign(x) where |x - t| >= 0.5, else t, for t = trunc(x)
+      (x - t is exact; floor(|x| + 0.5) would round 0.49999997 up, and t keeps -0.0);
+    - log_plus_one(x) = log(u) * x / (u - 1) for u = 1 + x (Goldberg's correction: the
+      rounding error of u cancels), x where u == 1; log(1 + x) for |x| >= 0.5, where no
+      cancellation happens (and inf, -1 and NaN come out right);
+    - exponential_minus_one(x) = (u - 1) * x / log(u) for u = e^x (Kahan's correction),
+      x where u == 1; e^x - 1 for |x| >= 0.5.
+    Both corrections are within a few ulps of the exact value, as jax's are."""
+
+    OPS = (shlo.IsFiniteOp, shlo.RoundNearestAfzOp, shlo.LogPlusOneOp, shlo.ExponentialMinusOneOp)
+
+    def convert(self, op, emit: Emitter) -> list[SSAValue]:
+        x = op.operand
+        if not graph.is_float(graph.element_type_of(x)):
+            raise emit.fail(f"on {x.type} is not supported: mlfuse computes it on floating-point tensors only")
+        if isinstance(op, shlo.IsFiniteOp):
+            return [emit(graph.CompareOp("lt", emit(graph.AbsOp(x)), emit.splat(math.inf, x)))]
+        if isinstance(op, shlo.RoundNearestAfzOp):
+            return [round_half_away(emit, x)]
+        small = emit(graph.CompareOp("lt", emit(graph.AbsOp(x)), emit.splat(0.5, x)))
+        one = emit.splat(1.0, x)
+        if isinstance(op, shlo.LogPlusOneOp):
+            u = emit(graph.AddOp(one, x))
+            plain = emit(graph.LogOp(u))
+            corrected = emit(graph.DivOp(emit(graph.MulOp(plain, x)), emit(graph.SubOp(u, one))))
+        else:
+            u = emit(graph.ExpOp(x))
+            plain = emit(graph.SubOp(u, one))
+            corrected = emit(graph.DivOp(emit(graph.MulOp(plain, x)), emit(graph.LogOp(u))))
+        tiny = emit(graph.CompareOp("eq", u, one))
+        near_zero = emit(graph.SelectOp(tiny, x, corrected))
+        return [emit(graph.SelectOp(small, near_zero, plain))]
+
+
+def round_half_away(emit: Emitter, x: SSAValue) -> SSAValue:
+    """The nearest integer to x, halves away from zero (see FloatMathPattern)."""
+    zero = emit.splat(0.0, x)
+    negative = emit(graph.CompareOp("lt", x, zero))
+    t = emit(graph.SelectOp(negative, emit(graph.CeilOp(x)), emit(graph.FloorOp(x))))
+    half_or_more = emit(graph.CompareOp("ge", emit(graph.AbsOp(emit(graph.SubOp(x, t)))), emit.splat(0.5, x)))
+    step = emit(graph.SelectOp(negative, emit.splat(-1.0, x), emit.splat(1.0, x)))
+    return emit(graph.SelectOp(half_or_more, emit(graph.AddOp(t, step)), t))
 
 
 class SquarePattern(StablehloPattern):
@@ -952,16 +1007,20 @@ class DotGeneralPattern(StablehloPattern):
 
 
 class ConvolutionPattern(StablehloPattern):
-    """2-D convolutions in any layout: transposes to NCHW / OIHW, graph.conv2d, and a
-    transpose to the result's layout."""
+    """1-, 2- and 3-D convolutions in any layout: transposes to (batch, feature,
+    spatial...) / (out, in, spatial...), graph.conv2d, and a transpose to the result's
+    layout. A 1-D convolution (jnp.convolve) is a 2-D one of height 1; a 3-D one is one
+    2-D convolution with the depth taps in the channels and the output depths in the
+    batch (onnx_ops.conv3d_as_2d, which ONNX's Conv uses too)."""
 
     OPS = (shlo.ConvolutionOp,)
 
     def convert(self, op: shlo.ConvolutionOp, emit: Emitter) -> list[SSAValue]:
         window = op.window()
         feature_groups, batch_groups = op.groups
-        if op.spatial_count() != 2:
-            raise emit.fail(f"with {op.spatial_count()} spatial dimensions is not supported (only 2-D convolutions are)")
+        spatial = op.spatial_count()
+        if spatial not in (1, 2, 3):
+            raise emit.fail(f"with {spatial} spatial dimensions is not supported (1-, 2- and 3-D convolutions are)")
         if any(d != 1 for d in window["lhs_dilation"]):
             raise emit.fail(f"with lhs_dilate {window['lhs_dilation']} (a transposed convolution) is not supported")
         if any(window["reversal"]):
@@ -973,16 +1032,46 @@ class ConvolutionPattern(StablehloPattern):
         if not graph.is_float(graph.element_type_of(op.result)):
             raise emit.fail("on integers is not supported")
         in_layout, kernel_layout, out_layout = op.dimension_numbers.layouts()
-        x = emit.transpose(op.lhs, [in_layout.index(d) for d in ("b", "f", 0, 1)])
-        w = emit.transpose(op.rhs, [kernel_layout.index(d) for d in ("o", "i", 0, 1)])
-        (top, bottom), (left, right) = window["pads"]
-        y = emit(graph.Conv2dOp(x, w, window["strides"], [top, left, bottom, right], window["rhs_dilation"], feature_groups))
-        canonical = {"b": 0, "f": 1, 0: 2, 1: 3}
+        axes = list(range(spatial))
+        x = emit.transpose(op.lhs, [in_layout.index(d) for d in ("b", "f", *axes)])
+        w = emit.transpose(op.rhs, [kernel_layout.index(d) for d in ("o", "i", *axes)])
+        strides, dilations = list(window["strides"]), list(window["rhs_dilation"])
+        begins, ends = [p[0] for p in window["pads"]], [p[1] for p in window["pads"]]
+        if spatial == 3:
+            geometry = onnx_ops.Window(list(graph.shape_of(w)[2:]), strides, begins + ends, dilations)
+            y = onnx_ops.conv3d_as_2d(NodeLike(emit), x, w, geometry, feature_groups)
+        elif spatial == 2:
+            y = emit(graph.Conv2dOp(x, w, strides, [*begins, *ends], dilations, feature_groups))
+        else:  # a row: height 1
+            n, c, width = graph.shape_of(x)
+            o, i, k = graph.shape_of(w)
+            x2, w2 = emit.reshape(x, [n, c, 1, width]), emit.reshape(w, [o, i, 1, k])
+            y2 = emit(graph.Conv2dOp(x2, w2, [1, *strides], [0, begins[0], 0, ends[0]], [1, *dilations], feature_groups))
+            y = emit.reshape(y2, [graph.shape_of(y2)[i] for i in (0, 1, 3)])
+        canonical = {"b": 0, "f": 1, **{a: 2 + a for a in axes}}
         return [emit.transpose(y, [canonical[d] for d in out_layout])]
+
+
+class NodeLike:
+    """What onnx_ops.conv3d_as_2d asks of the ONNX node it builds for (GraphBuilding),
+    from an Emitter."""
+
+    def __init__(self, emitter: Emitter):
+        self.emitter = emitter
+
+    def emit(self, op: Operation) -> SSAValue:
+        return self.emitter(op)
+
+    def reshape(self, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+        return self.emitter.reshape(v, list(shape))
+
+    def error(self, message: str) -> Diagnostic:
+        return self.emitter.fail(message)
 
 
 PATTERNS: list[type[StablehloPattern]] = [
     ElementwisePattern,
+    FloatMathPattern,
     LogicalPattern,
     SignPattern,
     SquarePattern,

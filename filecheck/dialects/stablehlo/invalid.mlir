@@ -432,3 +432,11 @@ func.func @main(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
   }) : (tensor<4x5xf32>) -> tensor<4x5xf32>
   func.return %o : tensor<4x5xf32>
 }
+
+// -----
+
+func.func @is_finite_of_integers(%x: tensor<4xi32>) -> tensor<4xi1> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.is_finite' takes floats to i1, got tensor<4xi32> -> tensor<4xi1>
+  %r = stablehlo.is_finite %x : (tensor<4xi32>) -> tensor<4xi1>
+  func.return %r : tensor<4xi1>
+}

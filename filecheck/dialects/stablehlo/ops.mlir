@@ -175,3 +175,16 @@ func.func @dynamic_and_sort(%x: tensor<4x5xf32>, %u: tensor<2x2xf32>, %i: tensor
 // GENERIC: "stablehlo.dynamic_slice"(%x, %i, %i) <{slice_sizes = array<i64: 2, 2>}>
 // GENERIC: "stablehlo.dynamic_update_slice"(%x, %u, %i, %i) : (tensor<4x5xf32>, tensor<2x2xf32>, tensor<i32>, tensor<i32>) -> tensor<4x5xf32>
 // GENERIC: "stablehlo.sort"(%x, %k) <{dimension = 1 : i64, is_stable = true}> ({
+
+// CHECK-LABEL: func.func public @float_math
+// CHECK-NEXT: %fin = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>
+// CHECK-NEXT: %even = stablehlo.round_nearest_even %x : tensor<4xf32>
+// CHECK-NEXT: %afz = stablehlo.round_nearest_afz %even : tensor<4xf32>
+// GENERIC: "stablehlo.is_finite"(%x) : (tensor<4xf32>) -> tensor<4xi1>
+// GENERIC: "stablehlo.round_nearest_afz"(%even) : (tensor<4xf32>) -> tensor<4xf32>
+func.func public @float_math(%x: tensor<4xf32>) -> (tensor<4xi1>, tensor<4xf32>) {
+  %fin = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>
+  %even = stablehlo.round_nearest_even %x : tensor<4xf32>
+  %afz = stablehlo.round_nearest_afz %even : tensor<4xf32>
+  return %fin, %afz : tensor<4xi1>, tensor<4xf32>
+}
