@@ -133,8 +133,7 @@ def test_dynamic_slice_clamps(start):
 
 
 def test_index_of_traced_scalar():
-    """x[i] of a traced i is a dynamic_slice (x[jnp.argmax(y)] still stops earlier, at
-    argmax's reduce of two inputs)."""
+    """x[i] of a traced i is a dynamic_slice (x[jnp.argmax(y)]: tests/test_stablehlo_argmax.py)."""
     rng = np.random.default_rng(25)
     x, i = rng.standard_normal((6, 7)).astype(np.float32), np.int32(4)
     check(lambda x, i: x[i], x, i)

@@ -254,6 +254,53 @@ func.func @reductions(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>, ten
 
 // -----
 
+// reduce of two inputs (argmax): a tree of body evaluations along the axis, the
+// elements at even positions (lhs) against the next ones (rhs), the last of an odd
+// length carried over by a concat; then the init values as lhs, once.
+// CHECK-LABEL: func.func @argmax(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2xf32>, tensor<2xi32>) {
+// CHECK-NEXT: %ninf = graph.constant dense<0xff800000> : tensor<f32>
+// CHECK-NEXT: %c0 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %0 = graph.slice %x {start = array<i64: 0, 0>, stop = array<i64: 2, 2>, step = array<i64: 1, 2>} : tensor<2x3xf32> -> tensor<2x1xf32>
+// CHECK-NEXT: %1 = graph.slice %i {start = array<i64: 0, 0>, stop = array<i64: 2, 2>, step = array<i64: 1, 2>} : tensor<2x3xi32> -> tensor<2x1xi32>
+// CHECK-NEXT: %2 = graph.slice %x {start = array<i64: 0, 1>, stop = array<i64: 2, 3>, step = array<i64: 1, 2>} : tensor<2x3xf32> -> tensor<2x1xf32>
+// CHECK-NEXT: %3 = graph.slice %i {start = array<i64: 0, 1>, stop = array<i64: 2, 3>, step = array<i64: 1, 2>} : tensor<2x3xi32> -> tensor<2x1xi32>
+// CHECK-NEXT: %4 = graph.compare ge, %0, %2 : tensor<2x1xf32>
+// CHECK-NEXT: %5 = graph.select %4, %0, %2 : tensor<2x1xi1>, tensor<2x1xf32>
+// CHECK-NEXT: %6 = graph.select %4, %1, %3 : tensor<2x1xi1>, tensor<2x1xi32>
+// CHECK-NEXT: %7 = graph.slice %x {start = array<i64: 0, 2>, stop = array<i64: 2, 3>, step = array<i64: 1, 1>} : tensor<2x3xf32> -> tensor<2x1xf32>
+// CHECK-NEXT: %8 = graph.concat %5, %7 {axis = 1 : i64} : (tensor<2x1xf32>, tensor<2x1xf32>) -> tensor<2x2xf32>
+// CHECK-NEXT: %9 = graph.slice %i {start = array<i64: 0, 2>, stop = array<i64: 2, 3>, step = array<i64: 1, 1>} : tensor<2x3xi32> -> tensor<2x1xi32>
+// CHECK-NEXT: %10 = graph.concat %6, %9 {axis = 1 : i64} : (tensor<2x1xi32>, tensor<2x1xi32>) -> tensor<2x2xi32>
+// CHECK-NEXT: %11 = graph.slice %8 {start = array<i64: 0, 0>, stop = array<i64: 2, 1>, step = array<i64: 1, 2>} : tensor<2x2xf32> -> tensor<2x1xf32>
+// CHECK-NEXT: %12 = graph.slice %10 {start = array<i64: 0, 0>, stop = array<i64: 2, 1>, step = array<i64: 1, 2>} : tensor<2x2xi32> -> tensor<2x1xi32>
+// CHECK-NEXT: %13 = graph.slice %8 {start = array<i64: 0, 1>, stop = array<i64: 2, 2>, step = array<i64: 1, 2>} : tensor<2x2xf32> -> tensor<2x1xf32>
+// CHECK-NEXT: %14 = graph.slice %10 {start = array<i64: 0, 1>, stop = array<i64: 2, 2>, step = array<i64: 1, 2>} : tensor<2x2xi32> -> tensor<2x1xi32>
+// CHECK-NEXT: %15 = graph.compare ge, %11, %13 : tensor<2x1xf32>
+// CHECK-NEXT: %16 = graph.select %15, %11, %13 : tensor<2x1xi1>, tensor<2x1xf32>
+// CHECK-NEXT: %17 = graph.select %15, %12, %14 : tensor<2x1xi1>, tensor<2x1xi32>
+// CHECK-NEXT: %18 = graph.reshape %16 : tensor<2x1xf32> -> tensor<2xf32>
+// CHECK-NEXT: %19 = graph.reshape %17 : tensor<2x1xi32> -> tensor<2xi32>
+// CHECK-NEXT: %20 = graph.broadcast %ninf {dims = array<i64>} : tensor<f32> -> tensor<2xf32>
+// CHECK-NEXT: %21 = graph.broadcast %c0 {dims = array<i64>} : tensor<i32> -> tensor<2xi32>
+// CHECK-NEXT: %22 = graph.compare ge, %20, %18 : tensor<2xf32>
+// CHECK-NEXT: %23 = graph.select %22, %20, %18 : tensor<2xi1>, tensor<2xf32>
+// CHECK-NEXT: %24 = graph.select %22, %21, %19 : tensor<2xi1>, tensor<2xi32>
+// CHECK-NEXT: func.return %23, %24 : tensor<2xf32>, tensor<2xi32>
+func.func @argmax(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> (tensor<2xf32>, tensor<2xi32>) {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %1:2 = stablehlo.reduce(%x init: %ninf), (%i init: %c0) across dimensions = [1] : (tensor<2x3xf32>, tensor<2x3xi32>, tensor<f32>, tensor<i32>) -> (tensor<2xf32>, tensor<2xi32>)
+   reducer(%a: tensor<f32>, %b: tensor<f32>) (%ia: tensor<i32>, %ib: tensor<i32>) {
+    %ge = stablehlo.compare GE, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %v = stablehlo.select %ge, %a, %b : tensor<i1>, tensor<f32>
+    %j = stablehlo.select %ge, %ia, %ib : tensor<i1>, tensor<i32>
+    stablehlo.return %v, %j : tensor<f32>, tensor<i32>
+  }
+  return %1#0, %1#1 : tensor<2xf32>, tensor<2xi32>
+}
+
+// -----
+
 // dot_general: matmul; batched q @ k^T transposes k; a matrix-vector product
 // reshapes the vector to a column.
 // CHECK-LABEL: func.func @dot_general(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>, %q: tensor<2x4x16xf32>, %k: tensor<2x5x16xf32>) -> (tensor<4x3xf32>, tensor<2x4x5xf32>, tensor<4xf32>) {
@@ -715,29 +762,36 @@ func.func @expm1_of_integers(%x: tensor<4xi32>) -> tensor<4xi32> {
 
 // -----
 
-func.func @argmax(%x: tensor<4x8xf32>) -> tensor<4xi32> {
-  %0 = stablehlo.iota dim = 1 : tensor<4x8xi32>
-  %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
-  %c = stablehlo.constant dense<0> : tensor<i32>
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce' of 2 inputs at once (argmax, argmin) is not supported
-  %1:2 = stablehlo.reduce(%x init: %cst), (%0 init: %c) across dimensions = [1] : (tensor<4x8xf32>, tensor<4x8xi32>, tensor<f32>, tensor<i32>) -> (tensor<4xf32>, tensor<4xi32>)
-   reducer(%a: tensor<f32>, %b: tensor<f32>) (%ia: tensor<i32>, %ib: tensor<i32>) {
-    %gt = stablehlo.compare GT, %a, %b, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-    %v = stablehlo.select %gt, %a, %b : tensor<i1>, tensor<f32>
-    %j = stablehlo.select %gt, %ia, %ib : tensor<i1>, tensor<i32>
-    stablehlo.return %v, %j : tensor<f32>, tensor<i32>
+func.func @reduce_too_deep(%x: tensor<1048576x1048576xf32>, %z: tensor<f32>) -> tensor<f32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce' of 1048576x1048576 over dimensions [0, 1] is not supported: its body of 13 ops would be evaluated 41 times (at most 512 ops in all)
+  %0 = stablehlo.reduce(%x init: %z) across dimensions = [0, 1] : (tensor<1048576x1048576xf32>, tensor<f32>) -> tensor<f32>
+   reducer(%a: tensor<f32>, %b: tensor<f32>) {
+    %s = stablehlo.add %a, %b : tensor<f32>
+    %n1 = stablehlo.negate %s : tensor<f32>
+    %n2 = stablehlo.negate %n1 : tensor<f32>
+    %n3 = stablehlo.negate %n2 : tensor<f32>
+    %n4 = stablehlo.negate %n3 : tensor<f32>
+    %n5 = stablehlo.negate %n4 : tensor<f32>
+    %n6 = stablehlo.negate %n5 : tensor<f32>
+    %n7 = stablehlo.negate %n6 : tensor<f32>
+    %n8 = stablehlo.negate %n7 : tensor<f32>
+    %n9 = stablehlo.negate %n8 : tensor<f32>
+    %n10 = stablehlo.negate %n9 : tensor<f32>
+    %n11 = stablehlo.negate %n10 : tensor<f32>
+    %n12 = stablehlo.negate %n11 : tensor<f32>
+    stablehlo.return %n12 : tensor<f32>
   }
-  return %1#1 : tensor<4xi32>
+  return %0 : tensor<f32>
 }
 
 // -----
 
 func.func @reduce_body(%x: tensor<4x8xf32>, %z: tensor<f32>) -> tensor<4xf32> {
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.reduce' is supported only with a body that is one stablehlo.add, multiply, maximum or minimum of its arguments
   %0 = stablehlo.reduce(%x init: %z) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
    reducer(%a: tensor<f32>, %b: tensor<f32>) {
     %s = stablehlo.add %a, %b : tensor<f32>
-    %t = stablehlo.multiply %s, %s : tensor<f32>
+    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.exponential_minus_one' in a 'stablehlo.reduce' body is not supported
+    %t = stablehlo.exponential_minus_one %s : tensor<f32>
     stablehlo.return %t : tensor<f32>
   }
   return %0 : tensor<4xf32>

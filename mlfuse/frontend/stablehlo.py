@@ -20,6 +20,14 @@ What does not map one to one:
 - `reduce` with an add/multiply/maximum/minimum body becomes graph.reduce_*; an init
   value that is not the op's identity is combined afterwards; and/or of i1 (all, any)
   are the min/max of the values as i8;
+- `reduce` of several inputs (jnp.argmax, argmin, lax.reduce of tuples) or with any
+  other body is a tree reduction: along each reduced axis (innermost first) the body's
+  ops, converted by their own patterns, combine the elements at even positions (lhs)
+  with the next ones (rhs), ceil(log2 n) levels, an odd last element carried over; then
+  the init values as lhs, once. The lhs always stands for the earlier run of elements,
+  so the result is the left fold init, x_0, x_1, ... for any associative body (argmax's
+  body is not commutative where both are NaN: the first NaN wins, as in jax); more than
+  512 body ops evaluated in all (levels + 1 times the body) is a located diagnostic;
 - `reduce_window` (pooling, cumsum) pads with its constant init value, then reduces
   one axis at a time: the strided slice at each window offset combined by the body's
   graph op (k + l slices for a k x l window); an add over more than 64 offsets along
@@ -71,7 +79,7 @@ from typing import ClassVar
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, i1, i8, i32, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -697,8 +705,6 @@ LOGICAL_REDUCTIONS: dict[type[Operation], tuple[type[graph.ReduceOp], bool]] = {
     shlo.OrOp: (graph.ReduceMaxOp, False),
 }
 
-BODY_FORMS = "one stablehlo.add, multiply, maximum or minimum of its arguments (or and/or of i1)"
-
 
 def reduction_kind(op: shlo.ReduceOp | shlo.ReduceWindowOp) -> type[Operation] | None:
     """The body's op when the body is `return op(a, b)` or `op(b, a)` for a known op
@@ -713,18 +719,21 @@ def reduction_kind(op: shlo.ReduceOp | shlo.ReduceWindowOp) -> type[Operation] |
     return type(body)
 
 
+REDUCE_TREE_MAX_BODY_OPS = 512  # body ops evaluated in all by a tree reduction (levels + 1 times the body)
+
+
 class ReducePattern(StablehloPattern):
     """graph.reduce_{sum,prod,max,min}; an init other than the identity is combined after.
-    and/or of i1 (all, any) reduce the values cast to i8 by min/max."""
+    and/or of i1 (all, any) reduce the values cast to i8 by min/max. Several inputs
+    (argmax, argmin) or another body: a tree reduction that evaluates the body (see
+    `tree`)."""
 
     OPS = (shlo.ReduceOp,)
 
     def convert(self, op: shlo.ReduceOp, emit: Emitter) -> list[SSAValue]:
-        if len(op.inputs) != 1:
-            raise emit.fail(f"of {len(op.inputs)} inputs at once (argmax, argmin) is not supported")
-        kind = reduction_kind(op)
+        kind = reduction_kind(op) if len(op.inputs) == 1 else None
         if kind is None:
-            raise emit.fail(f"is supported only with a body that is {BODY_FORMS}")
+            return self.tree(op, emit)
         x, init, out = op.inputs[0], op.init_values[0], op.outputs[0]
         el = graph.element_type_of(x)
         if kind in LOGICAL_REDUCTIONS:
@@ -753,6 +762,53 @@ class ReducePattern(StablehloPattern):
             flag = emit.fill(init, graph.shape_of(out))
             result = emit(graph.SelectOp(flag, result, flag) if kind is shlo.AndOp else graph.SelectOp(flag, flag, result))
         return result
+
+    @staticmethod
+    def tree(op: shlo.ReduceOp, emit: Emitter) -> list[SSAValue]:
+        """The body evaluated on tensors (RegionEvaluator), one level per halving: along
+        each reduced axis, innermost first, while it has m > 1 elements, lhs = the
+        elements at even positions 0, 2, .., rhs = the next ones 1, 3, .., and the body
+        gives m // 2 elements, each the combination of two neighbours (the last of an
+        odd m is carried over). Every element so stands for a run of consecutive input
+        elements, in row-major order, and the lhs run always comes first: the result is
+        init op x_0 op x_1 op ... in order for any associative body (StableHLO requires
+        associative and commutative bodies; argmax's NaN case is not commutative: the
+        lhs NaN wins, and it is the first one here, as in jax). The init values are
+        combined once at the end as the lhs. ceil(log2 n) levels for an axis of n."""
+        inputs, inits = list(op.inputs), list(op.init_values)
+        shape = list(graph.shape_of(inputs[0]))
+        out_shape = list(graph.shape_of(op.outputs[0]))
+        dims = sorted(set(op.dims), reverse=True)
+        if any(shape[d] == 0 for d in dims):
+            return [emit.fill(init, out_shape) for init in inits]
+        levels = sum((shape[d] - 1).bit_length() for d in dims)
+        body_ops = len(op.body.block.ops) - 1
+        if (levels + 1) * body_ops > REDUCE_TREE_MAX_BODY_OPS:
+            raise emit.fail(
+                f"of {graph.fmt_shape(shape)} over dimensions {list(op.dims)} is not supported: its body of {body_ops} ops "
+                f"would be evaluated {levels + 1} times (at most {REDUCE_TREE_MAX_BODY_OPS} ops in all)"
+            )
+        region = RegionEvaluator(op, op.body, emit, "a 'stablehlo.reduce' body")
+        args = op.body.block.args
+
+        def along(v: SSAValue, d: int, start: int, stop: int, step: int) -> SSAValue:
+            begin, end, steps = [0] * len(shape), list(graph.shape_of(v)), [1] * len(shape)
+            begin[d], end[d], steps[d] = start, stop, step
+            return emit(graph.SliceOp(v, begin, end, steps))
+
+        values = inputs
+        for d in dims:
+            while shape[d] > 1:
+                m = shape[d]
+                halves = [along(v, d, 0, m - 1, 2) for v in values] + [along(v, d, 1, m, 2) for v in values]
+                shape[d] = m // 2
+                combined = region.evaluate(dict(zip(args, halves)), list(shape))
+                if m % 2:
+                    combined = [emit(graph.ConcatOp([c, along(v, d, m - 1, m, 1)], d)) for c, v in zip(combined, values)]
+                    shape[d] += 1
+                values = combined
+        values = [emit.reshape(v, out_shape) for v in values]
+        return region.evaluate(dict(zip(args, [*(emit.fill(init, out_shape) for init in inits), *values])), out_shape)
 
 
 WINDOW_TAPS_PER_AXIS = 64  # more offsets along one axis: an add is a product with a 0/1 matrix
@@ -924,12 +980,12 @@ class SortPattern(StablehloPattern):
 
 
 class Comparator:
-    """A sort's comparator evaluated on pair tensors: each body op is rebuilt on the
-    converted values (rank-0 ones broadcast to the pair shape where they meet pair
-    tensors) and converted by its own pattern, located at the body op."""
+    """A sort's comparator evaluated on pair tensors (RegionEvaluator), its arguments
+    the inputs broadcast to the pairs."""
 
     def __init__(self, op: shlo.SortOp, emit: Emitter, pairs: list[int]):
         self.op, self.emit, self.pairs = op, emit, pairs
+        self.region = RegionEvaluator(op, op.comparator, emit, "a 'stablehlo.sort' comparator")
         self.broadcasts: dict[tuple[int, int], SSAValue] = {}
 
     def operand(self, k: int, axis: int) -> SSAValue:
@@ -943,32 +999,48 @@ class Comparator:
     def less(self, swap: bool) -> SSAValue:
         """cmp(lhs = x_j, rhs = x_i) on the pairs, or cmp(x_i, x_j) when swapped."""
         d = self.op.axis
-        block = self.op.comparator.block
-        values: dict[SSAValue, SSAValue] = {}
-        for a, arg in enumerate(block.args):
-            if arg.uses:
-                values[arg] = self.operand(a // 2, d + (a % 2 != swap))
-        for body_op in block.ops:
+        args = self.op.comparator.block.args
+        values = {arg: self.operand(a // 2, d + (a % 2 != swap)) for a, arg in enumerate(args) if arg.uses}
+        return self.region.evaluate(values, self.pairs)[0]
+
+
+class RegionEvaluator:
+    """The ops of a region of `op` (a sort's comparator, a reduce's body), which compute
+    on rank-0 tensors, evaluated on tensors of a given shape: each body op is rebuilt on
+    the converted values (rank-0 ones broadcast to the shape where they meet tensors of
+    it) and converted by its own pattern, located at the body op; the graph ops go
+    before `op`."""
+
+    def __init__(self, op: Operation, region: Region, emit: Emitter, what: str):
+        self.op, self.block, self.emit, self.what = op, region.block, emit, what
+
+    def evaluate(self, values: dict[SSAValue, SSAValue], shape: list[int]) -> list[SSAValue]:
+        """The region's returned values, in `shape`, with its block arguments bound by
+        `values` (those the region uses)."""
+        values = dict(values)
+        for body_op in self.block.ops:
             if isinstance(body_op, shlo.ReturnOp):
-                return self.emit.fill(values[body_op.operands[0]], self.pairs)
-            results = self.convert(body_op, values)
-            values.update(zip(body_op.results, results))
+                self.check_operands(body_op, values)
+                return [self.emit.fill(values[v], shape) for v in body_op.operands]
+            values.update(zip(body_op.results, self.convert(body_op, values, shape)))
         raise AssertionError("the verifier requires a stablehlo.return")
 
-    def convert(self, body_op: Operation, values: dict[SSAValue, SSAValue]) -> list[SSAValue]:
-        pattern = next((p for p in PATTERNS if isinstance(body_op, p.OPS) and p is not SortPattern), None)
-        if pattern is None or body_op.regions:
-            raise Diagnostic(f"'{body_op.name}' in a 'stablehlo.sort' comparator is not supported", location_of(body_op))
+    def check_operands(self, body_op: Operation, values: dict[SSAValue, SSAValue]) -> None:
         if any(v not in values for v in body_op.operands):
-            raise Diagnostic(f"'{body_op.name}' in a 'stablehlo.sort' comparator uses a value from outside it", location_of(body_op))
+            raise Diagnostic(f"'{body_op.name}' in {self.what} uses a value from outside it", location_of(body_op))
+
+    def convert(self, body_op: Operation, values: dict[SSAValue, SSAValue], shape: list[int]) -> list[SSAValue]:
+        pattern = next((p for p in PATTERNS if isinstance(body_op, p.OPS)), None)
+        if pattern is None or body_op.regions:
+            raise Diagnostic(f"'{body_op.name}' in {self.what} is not supported", location_of(body_op))
+        self.check_operands(body_op, values)
         operands = [values[v] for v in body_op.operands]
-        paired = any(graph.shape_of(v) for v in operands)
-        if paired:
-            operands = [self.emit.fill(v, self.pairs) for v in operands]
-        shape = self.pairs if paired else []
+        shaped = any(graph.shape_of(v) for v in operands)
+        if shaped:
+            operands = [self.emit.fill(v, shape) for v in operands]
         new = type(body_op).create(
             operands=operands,
-            result_types=[TensorType(graph.element_type_of(r), shape) for r in body_op.results],
+            result_types=[TensorType(graph.element_type_of(r), shape if shaped else []) for r in body_op.results],
             properties=dict(body_op.properties),
             attributes=dict(body_op.attributes),
         )
