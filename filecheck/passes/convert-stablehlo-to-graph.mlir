@@ -786,15 +786,16 @@ func.func @reduce_too_deep(%x: tensor<1048576x1048576xf32>, %z: tensor<f32>) -> 
 
 // -----
 
-func.func @reduce_body(%x: tensor<4x8xf32>, %z: tensor<f32>) -> tensor<4xf32> {
-  %0 = stablehlo.reduce(%x init: %z) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
-   reducer(%a: tensor<f32>, %b: tensor<f32>) {
-    %s = stablehlo.add %a, %b : tensor<f32>
-    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.exponential_minus_one' in a 'stablehlo.reduce' body is not supported
-    %t = stablehlo.exponential_minus_one %s : tensor<f32>
-    stablehlo.return %t : tensor<f32>
+// A body op the conversion cannot express: located at the op inside the body.
+func.func @reduce_body(%x: tensor<4x8xi32>, %z: tensor<i32>) -> tensor<4xi32> {
+  %0 = stablehlo.reduce(%x init: %z) across dimensions = [1] : (tensor<4x8xi32>, tensor<i32>) -> tensor<4xi32>
+   reducer(%a: tensor<i32>, %b: tensor<i32>) {
+    %s = stablehlo.add %a, %b : tensor<i32>
+    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.not' on {{.*}} is not supported: only i1 (logical) operands are
+    %t = stablehlo.not %s : tensor<i32>
+    stablehlo.return %t : tensor<i32>
   }
-  return %0 : tensor<4xf32>
+  return %0 : tensor<4xi32>
 }
 
 // -----

@@ -1000,7 +1000,7 @@ class Comparator:
         """cmp(lhs = x_j, rhs = x_i) on the pairs, or cmp(x_i, x_j) when swapped."""
         d = self.op.axis
         args = self.op.comparator.block.args
-        values = {arg: self.operand(a // 2, d + (a % 2 != swap)) for a, arg in enumerate(args) if arg.uses}
+        values: dict[SSAValue, SSAValue] = {arg: self.operand(a // 2, d + (a % 2 != swap)) for a, arg in enumerate(args) if arg.uses}
         return self.region.evaluate(values, self.pairs)[0]
 
 
