@@ -12,38 +12,10 @@ import pytest
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
+from test_stablehlo_sort import check, special_floats  # noqa: E402
 
 import mlfuse.jax as mjax  # noqa: E402
 from mlfuse.diagnostics import Diagnostic  # noqa: E402
-
-
-def assert_same(got, want):
-    """Exact equality of every leaf: shape, dtype, values (NaN where NaN) and zeros' signs."""
-    got_leaves, want_leaves = jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
-    assert len(got_leaves) == len(want_leaves)
-    for g, w in zip(got_leaves, want_leaves):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.dtype == w.dtype and g.shape == w.shape
-        np.testing.assert_array_equal(g, w)
-        if g.dtype.kind == "f":
-            np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
-
-
-def check(fn, *args):
-    assert_same(mjax.jit(fn)(*args), jax.jit(fn)(*args))
-
-
-def special_floats(rng, shape):
-    """Normal floats with NaNs (two or more per row), ±0.0, ±inf and runs of equal
-    values along the last axis."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    for row in x.reshape(-1, shape[-1]):
-        cols = rng.permutation(shape[-1])
-        row[cols[:2]] = np.nan
-        row[cols[2]], row[cols[3]] = -0.0, 0.0
-        row[cols[4]], row[cols[5]] = np.inf, -np.inf
-        row[cols[6:9]] = row[cols[9]]
-    return x
 
 
 def ints(rng, shape, low=-4, high=5):

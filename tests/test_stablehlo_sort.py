@@ -36,9 +36,10 @@ def check(fn, *args):
 
 
 def special_floats(rng, shape=(5, 12)):
-    """Normal floats with NaN, -0.0, +0.0, +-inf and runs of duplicates in every row."""
+    """Normal floats with NaN (two in every row along the last axis), -0.0, +0.0, +-inf
+    and runs of duplicates in every row (test_stablehlo_argmax uses it too)."""
     x = rng.standard_normal(shape).astype(np.float32)
-    for row in x:
+    for row in x.reshape(-1, shape[-1]):
         cols = rng.permutation(shape[-1])
         row[cols[:2]] = np.nan
         row[cols[2]], row[cols[3]] = -0.0, 0.0
