@@ -14,6 +14,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 import mlfuse  # noqa: E402
+import mlfuse.api  # noqa: E402  (used as mlfuse.api.*; `import mlfuse` alone does not load it)
 import mlfuse.jax as mjax  # noqa: E402
 from mlfuse.diagnostics import Diagnostic  # noqa: E402
 from mlfuse.frontend.stablehlo import SORT_MAX_AXIS  # noqa: E402

@@ -301,11 +301,16 @@ class LogicalPattern(StablehloPattern):
         if isinstance(op, shlo.NotOp):
             return [emit(graph.CompareOp("eq", op.operand, emit.splat(False, op.operand)))]
         a, b = op.lhs, op.rhs
-        if isinstance(op, shlo.AndOp):  # a ? b : false, and a is false there
-            return [emit(graph.SelectOp(a, b, a))]
+        if isinstance(op, shlo.AndOp):
+            return [logical_and(emit, a, b)]
         if isinstance(op, shlo.OrOp):  # a ? true : b
             return [emit(graph.SelectOp(a, a, b))]
         return [emit(graph.CompareOp("ne", a, b))]
+
+
+def logical_and(emit: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
+    """a and b of i1 tensors: a ? b : false, and a is false there."""
+    return emit(graph.SelectOp(a, b, a))
 
 
 class SignPattern(StablehloPattern):
@@ -476,7 +481,7 @@ class IotaPattern(StablehloPattern):
         el = graph.element_type_of(op.output)
         if shape[d] > MAX_DENSE_ELEMENTS:  # the ramp is a dense constant: the parser's limit holds
             raise emit.fail(f"along a dimension of {shape[d]} elements is too large (the limit is 2^22)")
-        ramp = emit(graph.ConstantOp.from_numpy(np.arange(shape[d]).astype(graph.numpy_dtype(el)), el))
+        ramp = emit.ramp(shape[d], el)
         return [ramp if len(shape) == 1 else emit(graph.BroadcastOp(ramp, [d], shape))]
 
 
@@ -681,8 +686,8 @@ class DynamicUpdateSlicePattern(StablehloPattern):
             y = emit(graph.GatherOp(y, offset, d))
             after = emit(graph.CompareOp("ge", offset, emit.splat(0, offset)))
             before = emit(graph.CompareOp("lt", offset, emit.splat(k, offset)))
-            inside = emit(graph.BroadcastOp(emit(graph.SelectOp(after, before, after)), [d], shape))
-            mask = inside if mask is None else emit(graph.SelectOp(mask, inside, mask))
+            inside = emit(graph.BroadcastOp(logical_and(emit, after, before), [d], shape))
+            mask = inside if mask is None else logical_and(emit, mask, inside)
         return [y if mask is None else emit(graph.SelectOp(mask, y, x))]
 
 
@@ -1119,7 +1124,7 @@ class ConvolutionPattern(StablehloPattern):
             o, i, k = graph.shape_of(w)
             x2, w2 = emit.reshape(x, [n, c, 1, width]), emit.reshape(w, [o, i, 1, k])
             y2 = emit(graph.Conv2dOp(x2, w2, [1, *strides], [0, begins[0], 0, ends[0]], [1, *dilations], feature_groups))
-            y = emit.reshape(y2, [graph.shape_of(y2)[i] for i in (0, 1, 3)])
+            y = emit.reshape(y2, [graph.shape_of(y2)[a] for a in (0, 1, 3)])
         canonical = {"b": 0, "f": 1, **{a: 2 + a for a in axes}}
         return [emit.transpose(y, [canonical[d] for d in out_layout])]
 
