@@ -498,8 +498,8 @@ def test_tasks_split_anywhere(dims):
 @pytest.mark.parametrize("dims", [(1, 256, 196, 2304), (1, 49, 512, 4608), (1, 128, 784, 1152), (1, 512, 49, 4608),
                                   (2, 30, 100, 7), (1, 131, 49, 70), (1, 64, 3136, 576)])
 def test_task_order_spreads_the_work(dims):
-    """A batch's tasks run in an order (a permutation) whose first half, what libgomp's
-    guided schedule hands the first thread, holds half the multiply-adds to within one
+    """A batch's tasks run in an order (a permutation) whose first half, the first of two
+    threads' home block (mlfuse/backend/home_blocks.py), holds half the multiply-adds to within one
     task, and never more than the plain numbering's first half did."""
     shape = GemmShape(*dims)
     order = shape.task_order()

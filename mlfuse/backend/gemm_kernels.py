@@ -13,7 +13,7 @@ team too few tasks (a tall, narrow product: w @ patches of a CNN's late layers,
 n = 49) also a slice of rows (`GemmShape.slice_rows`, a multiple of every MR).
 Tasks are numbered batch-major, then by column slice, then by row slice, and within a
 batch run in `GemmShape.task_order`: tasks of each size spread evenly, so that a chunk
-of consecutive tasks (what libgomp's guided schedule hands a thread) holds its share
+of consecutive tasks (what the team's schedule hands a thread: home_blocks) holds its share
 of full and short slices. The declaration is all the `llvm` dialect sees; this
 module writes the body in llvmlite IR when the module is translated
 (mlfuse/backend/llvm_translate.py), for the vector width of the target.
@@ -335,8 +335,9 @@ class GemmShape:
         """The (column slice, row slice) of each task of a batch, numbered column * row_tasks
         + row, in the order the tasks run: tasks of one size (rows x columns) spread
         evenly through the order, so that every run of consecutive tasks holds its share
-        of the work. libgomp's guided schedule gives the first thread half the tasks at
-        once; with the short last slices all at the end, that half held 59% of
+        of the work. libgomp's guided schedule (which the team used before home_blocks)
+        gave the first thread half the tasks at once, as a home block does; with the short
+        last slices all at the end, that half held 59% of
         256 x 196 x 2304's work (a 3x3 conv at 14x14) and the other thread waited. One
         conv, 2 threads, separate processes: 260 -> 290 GF/s at 14x14 256->256, 351 -> 373
         at 28x28 128->128, even at 56x56 and 7x7; ResNet-18 0.98x the time, MobileNetV2

@@ -7,6 +7,7 @@ element for large weights), 64-byte alignment of those globals, and the bodies o
 the GEMM kernels convert-to-llvm declares (mlfuse/backend/gemm_kernels.py), for
 the vector width of `features` (an LLVM feature string; the host's by default).
 Stores marked nontemporal get the streaming TBAA tag (mlfuse/backend/streaming.py).
+The thread team's schedule functions get their bodies (mlfuse/backend/home_blocks.py).
 Loops convert-to-llvm marked to stay loops (to_llvm.KEEP_LOOP) get `!llvm.loop`
 unroll.disable on their latch branch, loops marked to stay scalar (to_llvm.NO_VECTORIZE)
 vectorize.width 1.
@@ -31,6 +32,7 @@ from mlfuse.backend.gemm_kernels import (
     prepack_b,
     prepacked_bytes,
 )
+from mlfuse.backend.home_blocks import define_home_blocks
 from mlfuse.backend.streaming import tag_streaming_accesses
 from mlfuse.conversion.to_llvm import KEEP_LOOP, MINMAX_REDUCTION, NO_VECTORIZE
 from mlfuse.diagnostics import Diagnostic, location_of
@@ -71,6 +73,7 @@ def to_llvmlite(
             external[name] = data
         else:
             g.initializer = byte_array_constant(data)
+    define_home_blocks(mod)
     if define_gemms and any(GemmShape.from_symbol(f.name) for f in mod.functions):
         define_gemm_kernels(mod, features or host_features())
     return mod

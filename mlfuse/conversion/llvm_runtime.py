@@ -19,6 +19,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from mlfuse import abi
+from mlfuse.backend import home_blocks
 from mlfuse.conversion.to_llvm import PTR, Declarations, Emitter, replace_op
 from mlfuse.dialects import loop
 
@@ -26,25 +27,31 @@ if TYPE_CHECKING:
     from mlfuse.backend.gemm_kernels import GemmShape
 
 
+# The most threads one team call splits its range among: each has a 64-byte line of the
+# call's schedule state on the caller's stack (home_blocks.state_words: 4 KiB).
+MAX_TEAM = 64
+
+
 def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, trip: int, grain: int, args: list[SSAValue]) -> None:
     """Run `@callee(lo, hi, args...)` over [0, trip) on libgomp's thread team, in
     place of `at` (whose block is split: the code after `at` runs in a join block).
 
-    The arguments travel in an array of 8-byte slots. The wrapper
-    `@callee__omp(ctx)` runs on every thread and takes chunks of [0, trip) from
-    libgomp's guided schedule (`schedule(guided, grain)` in OpenMP terms): large
-    chunks first, shrinking to `grain`. A static split makes every kernel wait for
-    its last thread, and on a shared machine a thread that slept through an idle
-    gap can start late (bench: row_sum at 65536x1024, 2 threads, 50 ms idle before
-    each call, 1.19x faster guided than static; equal when calls follow each
-    other). Iterations are independent, so which thread runs a chunk never changes
-    a result. The team is no larger than trip / grain, and a single-thread call
-    skips libgomp entirely.
+    The arguments travel in an array of 8-byte slots, and after them the team call's
+    schedule state (mlfuse/backend/home_blocks.py, on this stack frame). The wrapper
+    `@callee__omp(ctx)` runs on every thread: each thread runs its home block of the
+    range, [t * trip / n, (t + 1) * trip / n), from the front in shrinking chunks of
+    at least `grain`, then takes chunks from the back of the other blocks. Kernels over
+    one image thus split it alike, and a thread reads what it wrote in the kernel
+    before, while a thread the OS descheduled holds up no more than the chunk it
+    runs. Iterations are independent, so which thread runs a chunk never changes a
+    result. The team is no larger than trip / grain (nor MAX_TEAM), and a
+    single-thread call skips libgomp entirely (as does a range of 2^31 or more).
     """
     # One pointer-sized slot per argument; indices travel as inttoptr'd pointers
     # (llvmlite types its GEPs, so every slot has the one type `ptr`).
-    slots = e(llvm.AllocaOp(e.const(max(1, len(args)), i64), PTR, alignment=8))
-    for k, a in enumerate(args):
+    slots = e(llvm.AllocaOp(e.const(len(args) + 1, i64), PTR, alignment=8))
+    state = e.result(llvm.AllocaOp(e.const(home_blocks.state_words(MAX_TEAM), i64), i64, alignment=64))
+    for k, a in enumerate([*args, state]):
         slot = e(llvm.GEPOp.from_mixed_indices(slots, [k], PTR, inbounds=True))
         value = a if isinstance(a.type, llvm.LLVMPointerType) else e(llvm.IntToPtrOp(a, PTR))
         e(llvm.StoreOp(value, slot, alignment=8))
@@ -52,16 +59,16 @@ def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, t
     wrapper = abi.omp_wrapper_symbol(callee)
     if wrapper not in decl.declared:  # one wrapper per callee (a GEMM shape may be called twice)
         decl.declared[wrapper] = llvm.LLVMFunctionType([PTR], None)
-        make_omp_wrapper(e.rewriter, decl, at, wrapper, callee, [a.type for a in args], trip, grain)
+        make_omp_wrapper(e.rewriter, decl, at, wrapper, callee, [a.type for a in args])
 
     # nthreads = clamp(min(max_threads, ceil(trip / grain)), 1, ...)
     decl.declare(e.rewriter, at, "omp_get_max_threads", i32, [])
     decl.declare(e.rewriter, at, "GOMP_parallel", None, [PTR, PTR, i32, i32])
-    max_threads = e(llvm.CallOp("omp_get_max_threads", return_type=i32))
-    # omp_get_max_threads is an i32: past 2^31 chunks, "more chunks than threads" is all that matters
-    useful = e.const(min(max(1, -(-trip // grain)), 2**31 - 1), i32)
+    max_threads = e.result(llvm.CallOp("omp_get_max_threads", return_type=i32))
+    # a range too long for the schedule's packed bounds runs on one thread
+    useful = e.const(min(max(1, -(-trip // grain)), MAX_TEAM) if trip <= home_blocks.MAX_TRIP else 1, i32)
     fewer = e.icmp(llvm.ICmpPredicateFlag.SLT, useful, max_threads)
-    nthreads = e(llvm.SelectOp(fewer, useful, max_threads))
+    nthreads = e.result(llvm.SelectOp(fewer, useful, max_threads))
     single = e.icmp(llvm.ICmpPredicateFlag.SLE, nthreads, e.const(1, i32))
     block = at.parent_block()
     assert block is not None and block.parent is not None
@@ -75,6 +82,8 @@ def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, t
     e(llvm.CallOp(callee, e.const(0, i64), e.const(trip, i64), *args))
     e(llvm.BrOp(join))
     e.at_end(team)
+    threads = e.result(llvm.SExtOp(nthreads, i64))
+    decl.call(e, at, home_blocks.INIT, [state, threads, e.const(trip, i64), e.const(max(1, grain), i64)], None)
     fn_ptr = e(llvm.AddressOfOp(wrapper, PTR))
     e(llvm.CallOp("GOMP_parallel", fn_ptr, slots, nthreads, e.const(0, i32)))
     e(llvm.BrOp(join))
@@ -82,15 +91,11 @@ def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, t
 
 
 def make_omp_wrapper(
-    rewriter: PatternRewriter, decl: Declarations, at: Operation, name: str, callee: str, arg_types: list[Attribute], trip: int, grain: int
+    rewriter: PatternRewriter, decl: Declarations, at: Operation, name: str, callee: str, arg_types: list[Attribute]
 ) -> None:
     """`@name(ctx)`: unpack the argument slots, then run `@callee(lo, hi, args...)` on
-    each chunk libgomp's guided schedule hands this thread (what GCC emits for
-    `#pragma omp for schedule(guided, grain) nowait`)."""
-    # C's bool comes back in the low byte
-    decl.declare(rewriter, at, "GOMP_loop_guided_start", i8, [i64, i64, i64, i64, PTR, PTR])
-    decl.declare(rewriter, at, "GOMP_loop_guided_next", i8, [PTR, PTR])
-    decl.declare(rewriter, at, "GOMP_loop_end_nowait", None, [])
+    each chunk the team call's schedule hands this thread (home_blocks.CLAIM)."""
+    decl.declare(rewriter, at, home_blocks.CLAIM, i8, [PTR, PTR, PTR])
     entry, work, done = Block(arg_types=[PTR]), Block(), Block()
     e = Emitter(Builder(InsertPoint.at_end(entry)))  # type: ignore[arg-type]  # a new function: nothing to rewrite
     ctx = entry.args[0]
@@ -99,22 +104,20 @@ def make_omp_wrapper(
         slot = e(llvm.GEPOp.from_mixed_indices(ctx, [k], PTR, inbounds=True))
         value = e(llvm.LoadOp(slot, PTR, alignment=8))
         args.append(value if isinstance(t, llvm.LLVMPointerType) else e(llvm.PtrToIntOp(value, t)))
-    start = e(llvm.AllocaOp(e.const(1, i64), i64, alignment=8))
-    end = e(llvm.AllocaOp(e.const(1, i64), i64, alignment=8))
+    state_slot = e.result(llvm.GEPOp.from_mixed_indices(ctx, [len(arg_types)], PTR, inbounds=True))
+    state = e.result(llvm.LoadOp(state_slot, PTR, alignment=8))
+    start = e.result(llvm.AllocaOp(e.const(1, i64), i64, alignment=8))
+    end = e.result(llvm.AllocaOp(e.const(1, i64), i64, alignment=8))
     zero8 = e.const(0, i8)
-    got = e(llvm.CallOp(
-        "GOMP_loop_guided_start", e.const(0, i64), e.const(trip, i64), e.const(1, i64), e.const(max(1, grain), i64),
-        start, end, return_type=i8,
-    ))
+    got = e(llvm.CallOp(home_blocks.CLAIM, state, start, end, return_type=i8))
     e(llvm.CondBrOp(e.icmp(llvm.ICmpPredicateFlag.NE, got, zero8), work, [], done, []))
     e.at_end(work)
     lo = e(llvm.LoadOp(start, i64, alignment=8))
     hi = e(llvm.LoadOp(end, i64, alignment=8))
     e(llvm.CallOp(callee, lo, hi, *args))
-    more = e(llvm.CallOp("GOMP_loop_guided_next", start, end, return_type=i8))
+    more = e(llvm.CallOp(home_blocks.CLAIM, state, start, end, return_type=i8))
     e(llvm.CondBrOp(e.icmp(llvm.ICmpPredicateFlag.NE, more, zero8), work, [], done, []))
     e.at_end(done)
-    e(llvm.CallOp("GOMP_loop_end_nowait"))
     e(llvm.ReturnOp())
     body = Region([entry, work, done])
     fn = llvm.FuncOp(name, llvm.LLVMFunctionType([PTR], None), body=body, linkage=llvm.LinkageAttr("internal"))
