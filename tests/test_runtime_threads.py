@@ -6,12 +6,14 @@ fails the test instead of blocking the suite.
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import multiprocessing
 import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -239,14 +241,16 @@ class SimulatedCalls:
         self.sizer, self.now = sizer, 0.0
         monkeypatch.setattr(team, "wall_clock", lambda: self.now)
 
-    def run(self, seconds: dict[int, float], calls: int) -> str:
-        """The thread counts chosen, one digit a call."""
-        chosen = []
+    def run(self, seconds: dict[int, float] | Callable[[int, str], float], calls: int) -> str:
+        """The thread counts chosen, one digit a call; `seconds` gives each call's time by
+        its thread count, or (a function) by its thread count and the choices before it."""
+        chosen: list[str] = []
         for _ in range(calls):
             threads = self.sizer.choose(2)
-            self.now += seconds[threads]
-            self.sizer.account(threads, seconds[threads])
-            self.sizer.record(threads, seconds[threads])
+            took = seconds[threads] if isinstance(seconds, dict) else seconds(threads, "".join(chosen[-64:]))
+            self.now += took
+            self.sizer.account(threads, took)
+            self.sizer.record(threads, took)
             chosen.append(str(threads))
         return "".join(chosen)
 
@@ -260,8 +264,9 @@ def test_probes_of_a_stalling_team_spend_at_most_the_budget(monkeypatch):
     against 9 ms). The wait after a failed probe doubles from PROBE_WAIT_FIRST_S (load that
     passes) until the one-thread calls in it take 1 / PROBE_BUDGET times the probe's cost,
     and is never longer than PROBE_WAIT_MAX_S, so the team comes back soon after the
-    neighbour leaves. Without the budget, probes would come every PROBE_EVERY calls."""
-    for team_s, steady_wait_s in ((0.010, TEAM_PROBE_CALLS * 0.009 / team.PROBE_BUDGET), (0.5, team.PROBE_WAIT_MAX_S)):
+    neighbour leaves. Without the budget, probes would come every PROBE_EVERY calls. (Each
+    probe here is one team call: a stalled call ends it, see the next test.)"""
+    for team_s, steady_wait_s in ((0.010, 0.009 / team.PROBE_BUDGET), (0.5, team.PROBE_WAIT_MAX_S)):
         sizer = TeamSizer()
         calls = SimulatedCalls(sizer, monkeypatch)
         busy = {1: 0.001, 2: team_s}
@@ -271,6 +276,47 @@ def test_probes_of_a_stalling_team_spend_at_most_the_budget(monkeypatch):
         expected = [min(team.PROBE_WAIT_FIRST_S * 2**i, steady_wait_s) for i in range(len(waits))]
         assert waits == pytest.approx(expected, abs=0.003), (team_s, waits)
         assert len(waits) >= 6
+
+
+def test_a_team_probe_ends_at_its_first_stalled_call(monkeypatch):
+    """Beside a busy core a team call stalls for a scheduler slice (textcnn: 20-55 ms
+    against one thread's 0.78 ms); a probe of the team ends at the first call slower than
+    PROBE_STALL times one thread's mean, instead of stalling TEAM_PROBE_CALLS times. A
+    probe whose calls are slow but not stalled (a team a little slower than one thread)
+    runs all its calls."""
+    for team_s, probe_calls in ((0.030, 1), (0.0009, TEAM_PROBE_CALLS)):
+        sizer = TeamSizer()
+        calls = SimulatedCalls(sizer, monkeypatch)
+        times = {1: 0.0008, 2: team_s}
+        for threads in (2, 2, 1, 1):
+            sizer.record(threads, times[threads])
+        chosen = calls.run(times, 3000)
+        probes = [len(run) for run in re.findall("2+", chosen)]
+        assert len(probes) >= 4 and set(probes) == {probe_calls}, (team_s, probes)
+
+
+def test_waits_between_probes_keep_growing_while_team_stints_lose(monkeypatch):
+    """Beside a spinning neighbour (textcnn) every other team call after one-thread calls
+    stalls 55 ms (its threads slept), and a team that runs stalls a scheduler tick every
+    eighth call: 0.87 ms a call against one thread's 0.75. The team's stints then owe time
+    when they lose, and the wait before the next probe goes on doubling instead of
+    starting again from PROBE_WAIT_FIRST_S: the loop takes 1.11x one thread's time (1.58x
+    with the wait reset at each switch)."""
+    team_calls, wakes = itertools.count(1), itertools.count(1)
+
+    def busy(threads: int, before: str) -> float:
+        if threads == 1:
+            return 0.75e-3
+        if not before.endswith("2") and next(wakes) % 2:
+            return 0.055
+        return 4.4e-3 if next(team_calls) % 8 == 0 else 0.37e-3
+
+    sizer = TeamSizer()
+    calls = SimulatedCalls(sizer, monkeypatch)
+    for threads, t in ((2, 0.37e-3), (2, 0.37e-3), (1, 0.75e-3), (1, 0.75e-3)):
+        sizer.record(threads, t)
+    chosen = calls.run(busy, 40000)
+    assert calls.now < 1.2 * 40000 * 0.75e-3, (calls.now, chosen.count("2"))
 
 
 def test_a_team_stint_that_stalled_is_charged_as_a_probe(monkeypatch):

@@ -111,6 +111,13 @@ PROBE_BUDGET = 0.05
 # the team is back within PROBE_WAIT_MAX_S.
 PROBE_WAIT_FIRST_S = 0.05
 PROBE_WAIT_MAX_S = 1.0
+# A call of a team probe (the waking one included) that takes this many times the best
+# choice's mean ends the probe: beside a busy core a team call stalls for a scheduler slice
+# or more, and the probe's next calls would stall as well (textcnn at 2 threads beside a
+# spinning process: probes of 2-3 team calls of 20-55 ms each against one thread's 0.78 ms,
+# 18% of the loop's time in 6 of them). On a quiet machine the team is faster than one
+# thread, and its waking call took 1.5x one thread's time (GPT-2: 6.8 ms against 4.5).
+PROBE_STALL = 3.0
 wall_clock = time.perf_counter  # what PROBE_WAIT_MAX_S is measured by (tests give their own)
 # A call with more minor page faults than this (in the whole process) is not recorded.
 FAULTS_IGNORED = 64
@@ -173,7 +180,7 @@ class TeamSizer:
         self.probe_cost = 0.0
         self.best_seconds = 0.0
         self.probe_ended = 0.0  # wall_clock at the last probe call's end, or at the last switch
-        self.failed_probes = 0  # probes since the last switch (see PROBE_WAIT_FIRST_S)
+        self.failed_probes = 0  # probes since the team last lost owing nothing (see PROBE_WAIT_FIRST_S)
         # the calls of the best choice since it was chosen, and their seconds (see charge_stint)
         self.stint_seconds = 0.0
         self.stint_calls = 0
@@ -193,15 +200,16 @@ class TeamSizer:
         best, other = (1, team) if stay_one else (team, 1)
         if best != self.best:  # a new choice: check it against the other soon
             self.best, self.gap, self.next_probe, self.probe_left = best, FIRST_PROBE, self.calls + FIRST_PROBE, 0
-            self.charge_stint(self.means[best])
-            self.failed_probes = 0
+            owed = self.charge_stint(self.means[best])
+            if best == 1 and not owed:  # the team ran fast for long before it lost: load that passed
+                self.failed_probes = 0
         if self.probe_left:
             self.probe_left -= 1
             return other
         if self.calls < self.next_probe or self.over_budget():
             return best
         self.probe_cost = self.best_seconds = 0.0
-        self.failed_probes += 1  # until it brings a switch (the count is of probes since one)
+        self.failed_probes += 1  # a probe that brings the team back counts too: see charge_stint
         self.gap = min(2 * self.gap, PROBE_EVERY)
         self.next_probe = self.calls + self.gap
         self.probe_left = (TEAM_PROBE_CALLS if other == team else 1) - 1
@@ -249,7 +257,8 @@ class TeamSizer:
 
     def account(self, threads: int, seconds: float) -> None:
         """Charge a call that ran alone to the probe budget (PROBE_BUDGET): a probe's call
-        costs its time over the best choice's mean, a call of the best choice adds its time."""
+        costs its time over the best choice's mean, a call of the best choice adds its time.
+        A probe call that stalled (PROBE_STALL) ends its probe."""
         best_mean = self.means.get(self.best) if self.best is not None else None
         if best_mean is None:
             return
@@ -260,17 +269,26 @@ class TeamSizer:
         else:
             self.probe_cost += seconds - best_mean
             self.probe_ended = wall_clock()
+            if seconds > PROBE_STALL * best_mean:  # a stalled probe call: its next ones would stall too
+                self.probe_left = 0
 
-    def charge_stint(self, new_mean: float) -> None:
+    def charge_stint(self, new_mean: float) -> float:
         """On a switch, the choice given up ran since the last switch: what its calls took
-        over the new choice's mean is the next probe's cost to earn back. A team that a probe
-        brought back beside a busy core stalls until its window shows it, a failed probe of
-        many calls; a team that ran fast for long before losing owes nothing and is probed
-        again FIRST_PROBE calls later."""
+        over the new choice's mean is the next probe's cost to earn back (returned). A team
+        that a probe brought back beside a busy core stalls until its window shows it, a
+        failed probe of many calls, and the waits between probes go on growing (choose); a
+        team that ran fast for long before losing owes nothing and is probed again
+        FIRST_PROBE calls later.
+
+        Beside a spinning neighbour textcnn's team ran 60-call stints, fast but for a
+        scheduler tick's stall every eighth call (0.85 ms a call against one thread's 0.75),
+        and each switch had reset the wait to PROBE_WAIT_FIRST_S: team probes, whose calls
+        stall 50-60 ms after the team's threads slept, came every 50-100 ms."""
         self.probe_cost = max(0.0, self.stint_seconds - self.stint_calls * new_mean)
         self.best_seconds = self.stint_seconds = 0.0
         self.probe_ended = wall_clock()
         self.stint_calls = 0
+        return self.probe_cost
 
     def call(self, fn: Callable[..., object], args: Sequence[int]) -> None:
         """Run `fn(*args)` on the chosen number of threads (one beside another call), and
