@@ -298,10 +298,10 @@ def test_a_team_probe_ends_at_its_first_stalled_call(monkeypatch):
 def test_waits_between_probes_keep_growing_while_team_stints_lose(monkeypatch):
     """Beside a spinning neighbour (textcnn) every other team call after one-thread calls
     stalls 55 ms (its threads slept), and a team that runs stalls a scheduler tick every
-    eighth call: 0.87 ms a call against one thread's 0.75. The team's stints then owe time
-    when they lose, and the wait before the next probe goes on doubling instead of
-    starting again from PROBE_WAIT_FIRST_S: the loop takes 1.11x one thread's time (1.58x
-    with the wait reset at each switch)."""
+    eighth call: 0.87 ms a call against one thread's 0.75. The team's short stints then owe
+    time when they lose, and the wait before the next probe goes on doubling instead of
+    starting again from PROBE_WAIT_FIRST_S (a stint of LONG_STINT_S restarts them): the
+    loop takes 1.21x one thread's time (1.58x with the wait reset at each switch)."""
     team_calls, wakes = itertools.count(1), itertools.count(1)
 
     def busy(threads: int, before: str) -> float:
@@ -316,7 +316,7 @@ def test_waits_between_probes_keep_growing_while_team_stints_lose(monkeypatch):
     for threads, t in ((2, 0.37e-3), (2, 0.37e-3), (1, 0.75e-3), (1, 0.75e-3)):
         sizer.record(threads, t)
     chosen = calls.run(busy, 40000)
-    assert calls.now < 1.2 * 40000 * 0.75e-3, (calls.now, chosen.count("2"))
+    assert calls.now < 1.3 * 40000 * 0.75e-3, (calls.now, chosen.count("2"))
 
 
 def test_a_team_stint_that_stalled_is_charged_as_a_probe(monkeypatch):

@@ -118,6 +118,11 @@ PROBE_WAIT_MAX_S = 1.0
 # 18% of the loop's time in 6 of them). On a quiet machine the team is faster than one
 # thread, and its waking call took 1.5x one thread's time (GPT-2: 6.8 ms against 4.5).
 PROBE_STALL = 3.0
+# A team stint that lost after this long was the team's to keep, owing time or not: the waits
+# between probes start again from PROBE_WAIT_FIRST_S (see charge_stint). Alternating with
+# onnxruntime, whose pool spins after its calls, mlfuse's team runs a whole turn before it
+# stalls; beside a spinning neighbour textcnn's stints lasted 50 ms.
+LONG_STINT_S = 0.25
 wall_clock = time.perf_counter  # what PROBE_WAIT_MAX_S is measured by (tests give their own)
 # A call with more minor page faults than this (in the whole process) is not recorded.
 FAULTS_IGNORED = 64
@@ -183,6 +188,7 @@ class TeamSizer:
         self.failed_probes = 0  # probes since the team last lost owing nothing (see PROBE_WAIT_FIRST_S)
         # the calls of the best choice since it was chosen, and their seconds (see charge_stint)
         self.stint_seconds = 0.0
+        self.stint_started = 0.0  # wall_clock at the last switch
         self.stint_calls = 0
 
     def choose(self, team: int) -> int:
@@ -200,8 +206,9 @@ class TeamSizer:
         best, other = (1, team) if stay_one else (team, 1)
         if best != self.best:  # a new choice: check it against the other soon
             self.best, self.gap, self.next_probe, self.probe_left = best, FIRST_PROBE, self.calls + FIRST_PROBE, 0
+            lasted = wall_clock() - self.stint_started
             owed = self.charge_stint(self.means[best])
-            if best == 1 and not owed:  # the team ran fast for long before it lost: load that passed
+            if best == 1 and (not owed or lasted >= LONG_STINT_S):  # load that passed
                 self.failed_probes = 0
         if self.probe_left:
             self.probe_left -= 1
@@ -277,7 +284,8 @@ class TeamSizer:
         over the new choice's mean is the next probe's cost to earn back (returned). A team
         that a probe brought back beside a busy core stalls until its window shows it, a
         failed probe of many calls, and the waits between probes go on growing (choose); a
-        team that ran fast for long before losing owes nothing and is probed again
+        team that ran fast for long before losing owes nothing, and one that ran for
+        LONG_STINT_S was the team's to keep: the waits start again, and the team is probed
         FIRST_PROBE calls later.
 
         Beside a spinning neighbour textcnn's team ran 60-call stints, fast but for a
@@ -286,7 +294,7 @@ class TeamSizer:
         stall 50-60 ms after the team's threads slept, came every 50-100 ms."""
         self.probe_cost = max(0.0, self.stint_seconds - self.stint_calls * new_mean)
         self.best_seconds = self.stint_seconds = 0.0
-        self.probe_ended = wall_clock()
+        self.probe_ended = self.stint_started = wall_clock()
         self.stint_calls = 0
         return self.probe_cost
 
