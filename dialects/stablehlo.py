@@ -714,6 +714,25 @@ RemainderOp = _binary("stablehlo.remainder", "a - b * trunc(a / b): the sign of 
 AndOp = _binary("stablehlo.and", "logical (i1) or bitwise and")
 OrOp = _binary("stablehlo.or", "logical (i1) or bitwise or")
 XorOp = _binary("stablehlo.xor", "logical (i1) or bitwise xor")
+ShiftLeftOp = _binary("stablehlo.shift_left", "a << b; 0 for amounts of the width or more (negative ones as unsigned)")
+ShiftRightArithmeticOp = _binary("stablehlo.shift_right_arithmetic", "a >> b filling with a's sign bit; all sign bits for amounts of the width or more")
+ShiftRightLogicalOp = _binary("stablehlo.shift_right_logical", "a >> b filling with zeros; 0 for amounts of the width or more")
+
+
+@irdl_op_definition
+class BitcastConvertOp(IRDLOperation):
+    """Each element's bits read as another element type (numpy's view).
+
+    `%y = stablehlo.bitcast_convert %x : (tensor<4xf32>) -> tensor<4xi32>`
+    """
+
+    name = "stablehlo.bitcast_convert"
+    operand = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$operand attr-dict `:` custom<SameTypes1>(type($operand), type($result))"
+    custom_directives = (SameTypes1,)
+    irdl_options = (ParsePropInAttrDict(),)
 
 
 @irdl_op_definition
@@ -1938,6 +1957,10 @@ StableHLO = Dialect(
         AndOp,
         OrOp,
         XorOp,
+        ShiftLeftOp,
+        ShiftRightArithmeticOp,
+        ShiftRightLogicalOp,
+        BitcastConvertOp,
         ConvertOp,
         ClampOp,
         SelectOp,

@@ -443,3 +443,37 @@ def test_logsumexp_and_softplus(name, fn):
     x = special_and_random(np.random.default_rng(17))
     got, want = np.asarray(mjax.jit(fn)(x)), np.asarray(jax.jit(fn)(x))
     np.testing.assert_allclose(got, want, rtol=3e-6, atol=np.finfo(np.float32).tiny)
+
+
+# --- bit operations on integers (LogicalPattern, ShiftPattern, BitcastConvertPattern) ---
+
+def bit_ops(a, b, s):
+    return (a & b, a | b, a ^ b, ~a, lax.shift_left(a, s), lax.shift_right_arithmetic(a, s),
+            lax.shift_right_logical(a, s))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64])
+def test_bit_operations_exact(dtype):
+    """and/or/xor/not and the three shifts, bit for bit as jax computes them, over the whole
+    range of each type; shift amounts from -3 to the width + 2 (a negative one reads as a
+    large unsigned one: 0, or the sign bits of an arithmetic right shift)."""
+    rng = np.random.default_rng(18)
+    info = np.iinfo(dtype)
+    a, b = (rng.integers(info.min, info.max, 64, dtype=dtype, endpoint=True) for _ in range(2))
+    s = rng.integers(-3, info.bits + 3, 64).astype(dtype)
+    for got, want in zip(mjax.jit(bit_ops)(a, b, s), jax.jit(bit_ops)(a, b, s)):
+        assert_exact(np.asarray(got), want)
+
+
+def exponent_and_negated(x):
+    """A float's exponent field, and the float with its sign bit flipped by integer ops."""
+    exponent = (lax.bitcast_convert_type(x, jnp.int32) >> 23) & 0xFF
+    flipped = lax.bitcast_convert_type(x, jnp.uint32) ^ np.uint32(1 << 31)
+    return exponent, lax.bitcast_convert_type(flipped, jnp.float32)
+
+
+def test_bitcast_convert_exact():
+    x = special_and_random(np.random.default_rng(19))
+    (exponent, negated), (want_exponent, want_negated) = mjax.jit(exponent_and_negated)(x), jax.jit(exponent_and_negated)(x)
+    assert_exact(np.asarray(exponent), want_exponent)
+    assert_exact(np.asarray(negated).view(np.uint32), np.asarray(want_negated).view(np.uint32))  # NaNs by their bits

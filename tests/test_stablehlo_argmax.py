@@ -122,16 +122,17 @@ def test_lax_reduce_of_a_tuple_with_inits_that_are_not_identities():
 
 
 def test_body_op_that_cannot_convert_is_a_located_diagnostic():
-    """Located at the op inside the body (bitwise not of integers has no graph op)."""
+    """Located at the op inside the body (mlfuse has no int4 tensors)."""
 
     def f(x):
-        return lax.reduce((x, x), (np.int32(0), np.int32(1)), lambda p, q: (p[0] + q[0], ~p[1] + q[1]), (0,))
+        return lax.reduce((x, x), (np.int32(0), np.int32(1)),
+                          lambda p, q: (p[0] + q[0], p[1].astype(jnp.int4).astype(jnp.int32) + q[1]), (0,))
 
     g = mjax.jit(f)
     x = np.arange(1, 5, dtype=np.int32)
     with pytest.raises(Diagnostic) as info:
         g(x)
-    assert "'stablehlo.not' on" in info.value.message and "only i1 (logical) operands are" in info.value.message
+    assert "'stablehlo.convert' on" in info.value.message and "element type i4 is not supported" in info.value.message
     text = g.lowered_text(x)
-    line = next(n for n, ln in enumerate(text.split("\n"), 1) if "stablehlo.not" in ln)
+    line = next(n for n, ln in enumerate(text.split("\n"), 1) if "-> tensor<i4>" in ln)
     assert info.value.location.startswith(f"<input>:{line}:")

@@ -113,6 +113,46 @@ func.func @logical(%a: tensor<4xi1>, %b: tensor<4xi1>) -> tensor<4xi1> {
 
 // -----
 
+// On integers and/or/xor/not are graph's bit ops, and shifts graph's shl and shr
+// (arithmetic on signed types, logical on unsigned ones): a right shift of the other
+// kind runs on the bits read as the other signedness. bitcast_convert within one
+// width is graph.bitcast.
+// CHECK-LABEL: func.func @bitwise(%x: tensor<4xi32>, %u: tensor<4xui8>, %f: tensor<4xf32>) -> (tensor<4xi32>, tensor<4xui8>) {
+// CHECK-NEXT: %0 = graph.bitand %x, %x : tensor<4xi32>
+// CHECK-NEXT: %1 = graph.bitor %0, %x : tensor<4xi32>
+// CHECK-NEXT: %2 = graph.bitxor %1, %x : tensor<4xi32>
+// CHECK-NEXT: %3 = graph.bitnot %2 : tensor<4xi32>
+// CHECK-NEXT: %4 = graph.shl %3, %x : tensor<4xi32>
+// CHECK-NEXT: %5 = graph.shr %4, %x : tensor<4xi32>
+// CHECK-NEXT: %6 = graph.bitcast %5 : tensor<4xi32> -> tensor<4xui32>
+// CHECK-NEXT: %7 = graph.bitcast %x : tensor<4xi32> -> tensor<4xui32>
+// CHECK-NEXT: %8 = graph.shr %6, %7 : tensor<4xui32>
+// CHECK-NEXT: %9 = graph.bitcast %8 : tensor<4xui32> -> tensor<4xi32>
+// CHECK-NEXT: %10 = graph.bitcast %f : tensor<4xf32> -> tensor<4xi32>
+// CHECK-NEXT: %11 = graph.add %9, %10 : tensor<4xi32>
+// CHECK-NEXT: %12 = graph.shr %u, %u : tensor<4xui8>
+// CHECK-NEXT: %13 = graph.bitcast %12 : tensor<4xui8> -> tensor<4xi8>
+// CHECK-NEXT: %14 = graph.bitcast %u : tensor<4xui8> -> tensor<4xi8>
+// CHECK-NEXT: %15 = graph.shr %13, %14 : tensor<4xi8>
+// CHECK-NEXT: %16 = graph.bitcast %15 : tensor<4xi8> -> tensor<4xui8>
+// CHECK-NEXT: func.return %11, %16 : tensor<4xi32>, tensor<4xui8>
+func.func @bitwise(%x: tensor<4xi32>, %u: tensor<4xui8>, %f: tensor<4xf32>) -> (tensor<4xi32>, tensor<4xui8>) {
+  %0 = stablehlo.and %x, %x : tensor<4xi32>
+  %1 = stablehlo.or %0, %x : tensor<4xi32>
+  %2 = stablehlo.xor %1, %x : tensor<4xi32>
+  %3 = stablehlo.not %2 : tensor<4xi32>
+  %4 = stablehlo.shift_left %3, %x : tensor<4xi32>
+  %5 = stablehlo.shift_right_arithmetic %4, %x : tensor<4xi32>
+  %6 = stablehlo.shift_right_logical %5, %x : tensor<4xi32>
+  %7 = stablehlo.bitcast_convert %f : (tensor<4xf32>) -> tensor<4xi32>
+  %8 = stablehlo.add %6, %7 : tensor<4xi32>
+  %9 = stablehlo.shift_right_logical %u, %u : tensor<4xui8>
+  %10 = stablehlo.shift_right_arithmetic %9, %u : tensor<4xui8>
+  return %8, %10 : tensor<4xi32>, tensor<4xui8>
+}
+
+// -----
+
 // sign: comparisons and selects (NaN, 0 and -0.0 are their own sign).
 // CHECK-LABEL: func.func @sign(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT: %0 = graph.constant dense<0.000000e+00> : tensor<f32>
@@ -791,8 +831,8 @@ func.func @reduce_body(%x: tensor<4x8xi32>, %z: tensor<i32>) -> tensor<4xi32> {
   %0 = stablehlo.reduce(%x init: %z) across dimensions = [1] : (tensor<4x8xi32>, tensor<i32>) -> tensor<4xi32>
    reducer(%a: tensor<i32>, %b: tensor<i32>) {
     %s = stablehlo.add %a, %b : tensor<i32>
-    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.not' on {{.*}} is not supported: only i1 (logical) operands are
-    %t = stablehlo.not %s : tensor<i32>
+    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.exponential' on {{.*}} is not supported: mlfuse computes it on floating-point tensors only
+    %t = stablehlo.exponential %s : tensor<i32>
     stablehlo.return %t : tensor<i32>
   }
   return %0 : tensor<4xi32>
@@ -850,8 +890,8 @@ func.func @sort_too_long(%x: tensor<2x257xf32>) -> tensor<2x257xf32> {
 func.func @sort_comparator(%x: tensor<2x5xi32>) -> tensor<2x5xi32> {
   %0 = "stablehlo.sort"(%x) <{dimension = 1 : i64}> ({
   ^bb0(%a: tensor<i32>, %b: tensor<i32>):
-    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.not' on {{.*}} is not supported: only i1 (logical) operands are
-    %l = stablehlo.not %a : tensor<i32>
+    // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:5: error: 'stablehlo.exponential' on {{.*}} is not supported: mlfuse computes it on floating-point tensors only
+    %l = stablehlo.exponential %a : tensor<i32>
     %lt = stablehlo.compare LT, %l, %b, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
     stablehlo.return %lt : tensor<i1>
   }) : (tensor<2x5xi32>) -> tensor<2x5xi32>
@@ -860,10 +900,10 @@ func.func @sort_comparator(%x: tensor<2x5xi32>) -> tensor<2x5xi32> {
 
 // -----
 
-func.func @bitwise(%x: tensor<4xi32>) -> tensor<4xi32> {
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.and' on tensor<4xi32> is not supported: only i1 (logical) operands are
-  %0 = stablehlo.and %x, %x : tensor<4xi32>
-  return %0 : tensor<4xi32>
+func.func @bitcast_width(%x: tensor<4xf32>) -> tensor<4x4xui8> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.bitcast_convert' from tensor<4xf32> to tensor<4x4xui8> is not supported: only between element types of one width, not i1
+  %0 = stablehlo.bitcast_convert %x : (tensor<4xf32>) -> tensor<4x4xui8>
+  return %0 : tensor<4x4xui8>
 }
 
 // -----

@@ -78,7 +78,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, i1, i8, i32, i64
+from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, TensorType, i1, i8, i32, i64
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -290,14 +290,26 @@ class ElementwisePattern(StablehloPattern):
         return [emit(BINARY[type(op)](op.lhs, op.rhs))]
 
 
+BITWISE: dict[type[Operation], Callable[..., Operation]] = {
+    shlo.AndOp: graph.BitAndOp,
+    shlo.OrOp: graph.BitOrOp,
+    shlo.XorOp: graph.BitXorOp,
+    shlo.NotOp: graph.BitNotOp,
+}
+
+
 class LogicalPattern(StablehloPattern):
-    """and/or/xor/not on i1 (graph has no logical ops; integer bit operations are unsupported)."""
+    """and/or/xor/not: on i1 by compares and selects (graph's bit ops take integers
+    only), on integers graph's bit ops."""
 
     OPS = (shlo.AndOp, shlo.OrOp, shlo.XorOp, shlo.NotOp)
 
     def convert(self, op, emit: Emitter) -> list[SSAValue]:
-        if graph.element_type_of(op.results[0]) != i1:
-            raise emit.fail(f"on {op.results[0].type} is not supported: only i1 (logical) operands are")
+        element = graph.element_type_of(op.results[0])
+        if element != i1:
+            if not graph.is_int(element):
+                raise emit.fail(f"on {op.results[0].type} is not supported: it takes i1 or integer operands")
+            return [emit(BITWISE[type(op)](*op.operands))]
         if isinstance(op, shlo.NotOp):
             return [emit(graph.CompareOp("eq", op.operand, emit.splat(False, op.operand)))]
         a, b = op.lhs, op.rhs
@@ -306,6 +318,46 @@ class LogicalPattern(StablehloPattern):
         if isinstance(op, shlo.OrOp):  # a ? true : b
             return [emit(graph.SelectOp(a, a, b))]
         return [emit(graph.CompareOp("ne", a, b))]
+
+
+class ShiftPattern(StablehloPattern):
+    """Shifts: graph's shl and shr, whose amounts of the width or more (negative ones read
+    as unsigned) give what StableHLO's do. graph's shr is arithmetic on signed types and
+    logical on unsigned ones, so a shift of the other kind runs on the bits read as the
+    other signedness (graph.bitcast)."""
+
+    OPS = (shlo.ShiftLeftOp, shlo.ShiftRightArithmeticOp, shlo.ShiftRightLogicalOp)
+
+    def convert(self, op, emit: Emitter) -> list[SSAValue]:
+        element = graph.element_type_of(op.result)
+        if not graph.is_int(element) or element == i1:
+            raise emit.fail(f"on {op.result.type} is not supported: it takes integer operands")
+        a, b = op.lhs, op.rhs
+        if isinstance(op, shlo.ShiftLeftOp):
+            return [emit(graph.ShiftLeftOp(a, b))]
+        unsigned = graph.is_unsigned(element)
+        if unsigned == isinstance(op, shlo.ShiftRightLogicalOp):
+            return [emit(graph.ShiftRightOp(a, b))]
+        width = graph.bit_width(element)  # graph's signed integers are signless
+        other = IntegerType(width) if unsigned else IntegerType(width, Signedness.UNSIGNED)
+        shifted = emit(graph.ShiftRightOp(emit(graph.BitcastOp(a, other)), emit(graph.BitcastOp(b, other))))
+        return [emit(graph.BitcastOp(shifted, element))]
+
+
+class BitcastConvertPattern(StablehloPattern):
+    """graph.bitcast between element types of one width (a change of width adds or drops a
+    dimension, which is not supported; nor are i1's bits)."""
+
+    OPS = (shlo.BitcastConvertOp,)
+
+    def convert(self, op: shlo.BitcastConvertOp, emit: Emitter) -> list[SSAValue]:
+        source, target = graph.element_type_of(op.operand), graph.element_type_of(op.result)
+        if source == target:
+            return [op.operand]
+        if i1 in (source, target) or graph.bit_width(source) != graph.bit_width(target):
+            raise emit.fail(f"from {op.operand.type} to {op.result.type} is not supported: "
+                            "only between element types of one width, not i1")
+        return [emit(graph.BitcastOp(op.operand, target))]
 
 
 def logical_and(emit: Emitter, a: SSAValue, b: SSAValue) -> SSAValue:
@@ -1150,6 +1202,8 @@ PATTERNS: list[type[StablehloPattern]] = [
     ElementwisePattern,
     FloatMathPattern,
     LogicalPattern,
+    ShiftPattern,
+    BitcastConvertPattern,
     SignPattern,
     SquarePattern,
     ConvertPattern,

@@ -74,6 +74,23 @@ func.func public @elementwise(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>, %b: tens
   return %r : tensor<4x8xf32>
 }
 
+// CHECK-LABEL: func.func @bits
+// CHECK-NEXT: %shl = stablehlo.shift_left %i, %i : tensor<4x8xi32>
+// CHECK-NEXT: %sra = stablehlo.shift_right_arithmetic %shl, %i : tensor<4x8xi32>
+// CHECK-NEXT: %srl = stablehlo.shift_right_logical %sra, %i : tensor<4x8xi32>
+// CHECK-NEXT: %and = stablehlo.and %srl, %i : tensor<4x8xi32>
+// CHECK-NEXT: %bits = stablehlo.bitcast_convert %x : (tensor<4x8xf32>) -> tensor<4x8xi32>
+// CHECK-NEXT: %r = stablehlo.xor %and, %bits : tensor<4x8xi32>
+func.func @bits(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  %shl = stablehlo.shift_left %i, %i : tensor<4x8xi32>
+  %sra = stablehlo.shift_right_arithmetic %shl, %i : tensor<4x8xi32>
+  %srl = stablehlo.shift_right_logical %sra, %i : tensor<4x8xi32>
+  %and = stablehlo.and %srl, %i : tensor<4x8xi32>
+  %bits = stablehlo.bitcast_convert %x : (tensor<4x8xf32>) -> tensor<4x8xi32>
+  %r = stablehlo.xor %and, %bits : tensor<4x8xi32>
+  return %r : tensor<4x8xi32>
+}
+
 // CHECK-LABEL: func.func @constants
 // CHECK-NEXT: %ninf = stablehlo.constant dense<0xff800000> : tensor<f32>
 // CHECK-NEXT: %c = stablehlo.constant dense<[1.500000e+00, -2.000000e+00]> : tensor<2xf32>
