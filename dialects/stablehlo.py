@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from xdsl.dialects.builtin import (
     I64,
@@ -259,8 +259,57 @@ class DotDimensionNumbersAttr(ParametrizedAttribute):
         printer.print_string("<" + ", ".join(parts) + ">")
 
 
+class IndexDimensionNumbers:
+    """What gather's and scatter's dimension numbers share: lists of dimensions by name
+    (LISTS) and an index_vector_dim, printed as `<name = [...], ..., index_vector_dim = n>`
+    with empty lists left out (empty when absent; an absent index_vector_dim is 0, as in
+    StableHLO's parser)."""
+
+    name: ClassVar[str]
+    LISTS: ClassVar[tuple[str, ...]]
+    if TYPE_CHECKING:  # a parameter of each subclass (declared there, for IRDL's order)
+        index_vector_dim: IntAttr
+
+    def lists(self) -> dict[str, tuple[int, ...]]:
+        """The list fields by name."""
+        return {f: tuple(a.data for a in getattr(self, f).data) for f in self.LISTS}
+
+    @property
+    def vector_dim(self) -> int:
+        return self.index_vector_dim.data
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        lists: dict[str, list[int]] = {}
+        vector_dim: list[int] = []
+        keys = (*cls.LISTS, "index_vector_dim")
+
+        def entry() -> None:
+            pos = parser.pos
+            key = parser.parse_identifier()
+            seen = key in lists or (key == "index_vector_dim" and vector_dim)
+            if key not in keys or seen:
+                what = "repeated" if seen else "unexpected"
+                parser.raise_error(f"{what} '{key}' in #{cls.name} (expected one of {', '.join(keys)})", pos)
+            parser.parse_punctuation("=")
+            if key == "index_vector_dim":
+                vector_dim.append(parser.parse_integer())
+            else:
+                lists[key] = parse_int_list(parser)
+
+        with parser.in_angle_brackets():
+            if parser.parse_optional_punctuation(">") is None:
+                parser.parse_comma_separated_list(parser.Delimiter.NONE, entry)
+        return [*(_ints(lists.get(f, [])) for f in cls.LISTS), IntAttr(vector_dim[0] if vector_dim else 0)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        parts = [f"{f} = [{', '.join(map(str, v))}]" for f, v in self.lists().items() if v]
+        parts.append(f"index_vector_dim = {self.vector_dim}")
+        printer.print_string("<" + ", ".join(parts) + ">")
+
+
 @irdl_attr_definition
-class GatherDimensionNumbersAttr(ParametrizedAttribute):
+class GatherDimensionNumbersAttr(IndexDimensionNumbers, ParametrizedAttribute):
     """`#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0],
     index_vector_dim = 1>`: how a gather's indices and slices make its result.
 
@@ -312,42 +361,36 @@ class GatherDimensionNumbersAttr(ParametrizedAttribute):
             IntAttr(int(index_vector_dim)),
         )
 
-    def lists(self) -> dict[str, tuple[int, ...]]:
-        """The list fields by name."""
-        return {f: tuple(a.data for a in getattr(self, f).data) for f in self.LISTS}
+@irdl_attr_definition
+class ScatterDimensionNumbersAttr(IndexDimensionNumbers, ParametrizedAttribute):
+    """`#stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0],
+    index_vector_dim = 1>`: where a scatter's updates land.
 
-    @property
-    def vector_dim(self) -> int:
-        return self.index_vector_dim.data
+    - update_window_dims: the update dimensions that index within a window of the
+      operand; the other update dimensions are the scatter dimensions of the indices;
+    - inserted_window_dims: operand dimensions of window size 1 that updates leave out;
+    - input_batching_dims / scatter_indices_batching_dims: paired batch dimensions;
+    - scatter_dims_to_operand_dims: the operand dimension each entry of an index vector
+      indexes;
+    - index_vector_dim: the dimension of scatter_indices holding the index vectors.
+    """
 
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        lists: dict[str, list[int]] = {}
-        vector_dim: list[int] = []
-        keys = (*cls.LISTS, "index_vector_dim")
+    name = "stablehlo.scatter"
 
-        def entry() -> None:
-            pos = parser.pos
-            key = parser.parse_identifier()
-            seen = key in lists or (key == "index_vector_dim" and vector_dim)
-            if key not in keys or seen:
-                what = "repeated" if seen else "unexpected"
-                parser.raise_error(f"{what} '{key}' in #stablehlo.gather (expected one of {', '.join(keys)})", pos)
-            parser.parse_punctuation("=")
-            if key == "index_vector_dim":
-                vector_dim.append(parser.parse_integer())
-            else:
-                lists[key] = parse_int_list(parser)
+    update_window_dims: ArrayAttr[IntAttr]
+    inserted_window_dims: ArrayAttr[IntAttr]
+    input_batching_dims: ArrayAttr[IntAttr]
+    scatter_indices_batching_dims: ArrayAttr[IntAttr]
+    scatter_dims_to_operand_dims: ArrayAttr[IntAttr]
+    index_vector_dim: IntAttr
 
-        with parser.in_angle_brackets():
-            if parser.parse_optional_punctuation(">") is None:
-                parser.parse_comma_separated_list(parser.Delimiter.NONE, entry)
-        return [*(_ints(lists.get(f, [])) for f in cls.LISTS), IntAttr(vector_dim[0] if vector_dim else 0)]
-
-    def print_parameters(self, printer: Printer) -> None:
-        parts = [f"{f} = [{', '.join(map(str, v))}]" for f, v in self.lists().items() if v]
-        parts.append(f"index_vector_dim = {self.vector_dim}")
-        printer.print_string("<" + ", ".join(parts) + ">")
+    LISTS: ClassVar[tuple[str, ...]] = (
+        "update_window_dims",
+        "inserted_window_dims",
+        "input_batching_dims",
+        "scatter_indices_batching_dims",
+        "scatter_dims_to_operand_dims",
+    )
 
 
 @irdl_attr_definition
@@ -1545,6 +1588,45 @@ class ReduceWindowOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ScatterOp(IRDLOperation):
+    """Writes `updates` into copies of `inputs` where `scatter_indices` say, combining each
+    update with the value there by `update_computation` (which takes (old..., new...) as
+    rank-0 tensors). jax prints it in the generic form (`x.at[i].add(v)`, bincount):
+
+        %r = "stablehlo.scatter"(%x, %i, %v) <{indices_are_sorted = false,
+            scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0],
+            scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+        ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+          %s = stablehlo.add %a, %b : tensor<f32>
+          stablehlo.return %s : tensor<f32>
+        }) : (tensor<8xf32>, tensor<4x1xi32>, tensor<4xf32>) -> tensor<8xf32>
+    """
+
+    name = "stablehlo.scatter"
+    inputs = var_operand_def(TensorType)
+    scatter_indices = operand_def(TensorType)
+    updates = var_operand_def(TensorType)
+    scatter_dimension_numbers = prop_def(ScatterDimensionNumbersAttr)
+    indices_are_sorted = opt_prop_def(BoolAttr)
+    unique_indices = opt_prop_def(BoolAttr)
+    outputs = var_result_def(TensorType)
+    update_computation = region_def("single_block")
+    irdl_options = (SameVariadicOperandSize(),)
+
+    def verify_(self) -> None:
+        if not self.inputs or len(self.inputs) != len(self.updates):
+            raise VerifyException("'stablehlo.scatter' needs as many updates as inputs, at least one")
+        if list(self.outputs.types) != list(self.inputs.types):
+            raise VerifyException("'stablehlo.scatter' results must have the inputs' types")
+        if not isinstance(element_type_of(self.scatter_indices), IntegerType):
+            raise VerifyException(f"'stablehlo.scatter' indices must be integers, got {self.scatter_indices.type}")
+        block = self.update_computation.block
+        scalars = [TensorType(element_type_of(v), []) for v in (*self.inputs, *self.updates)]
+        if [a.type for a in block.args] != scalars:
+            raise VerifyException(f"'stablehlo.scatter' update_computation must take ({', '.join(map(str, scalars))})")
+
+
+@irdl_op_definition
 class SortOp(IRDLOperation):
     """Sorts `inputs` (one shape) together along `dimension` by a comparator region that
     takes (lhs0, rhs0, lhs1, rhs1, ...) as rank-0 tensors and returns whether lhs goes
@@ -1981,6 +2063,7 @@ StableHLO = Dialect(
         ReduceOp,
         ReduceWindowOp,
         SortOp,
+        ScatterOp,
         DotGeneralOp,
         ConvolutionOp,
     ],
@@ -1990,6 +2073,7 @@ StableHLO = Dialect(
         PrecisionAttr,
         DotDimensionNumbersAttr,
         GatherDimensionNumbersAttr,
+        ScatterDimensionNumbersAttr,
         ConvDimensionNumbersAttr,
     ],
 )

@@ -477,3 +477,50 @@ def test_bitcast_convert_exact():
     (exponent, negated), (want_exponent, want_negated) = mjax.jit(exponent_and_negated)(x), jax.jit(exponent_and_negated)(x)
     assert_exact(np.asarray(exponent), want_exponent)
     assert_exact(np.asarray(negated).view(np.uint32), np.asarray(want_negated).view(np.uint32))  # NaNs by their bits
+
+
+# --- scatter of single elements (ScatterPattern) -------------------------------------
+
+SCATTERS = {
+    "bincount": lambda x, i, v: jnp.bincount(i[:, 0], length=10),
+    "bincount weights": lambda x, i, v: jnp.bincount(i[:, 1] + 3, v, length=10),
+    "add": lambda x, i, v: x.at[i[:, 0], i[:, 1]].add(v),
+    "max": lambda x, i, v: x.at[i[:, 0], i[:, 1]].max(v),
+    "min": lambda x, i, v: x.at[i[:, 0], i[:, 1]].min(v),
+    "multiply": lambda x, i, v: x.at[i[:, 0], i[:, 1]].multiply(v),
+    "add to a row, dropping": lambda x, i, v: x[:, 0].at[i[:, 0]].add(v, mode="drop"),
+}
+
+
+@pytest.mark.parametrize("name", list(SCATTERS))
+def test_scatter_of_runtime_indices(name):
+    """Indices from -7 to 7 into a 6x5 operand: jax wraps the negative ones and drops what
+    is still out of bounds (StableHLO skips those updates); repeated indices combine."""
+    fn = SCATTERS[name]
+    rng = np.random.default_rng(20)
+    x = rng.standard_normal((6, 5)).astype(np.float32)
+    i = rng.integers(-7, 8, (40, 2)).astype(np.int32)
+    v = rng.standard_normal(40).astype(np.float32)
+    got, want = np.asarray(mjax.jit(fn)(x, i, v)), np.asarray(jax.jit(fn)(x, i, v))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # sums in another order
+
+
+def test_scatter_set_of_distinct_indices():
+    x = np.arange(30, dtype=np.float32).reshape(6, 5)
+    i = np.array([[0, 1], [2, 3], [5, 4], [1, 1], [9, 0]], np.int32)
+    v = -np.arange(1, 6, dtype=np.float32)
+    def fn(x, i, v):
+        return x.at[i[:, 0], i[:, 1]].set(v, mode="drop")
+
+    assert_exact(np.asarray(mjax.jit(fn)(x, i, v)), jax.jit(fn)(x, i, v))
+
+
+def test_scatter_of_rows_is_a_located_diagnostic():
+    fn = mjax.jit(lambda x, i, v: x.at[i].add(v))
+    x, i, v = np.zeros((6, 5), np.float32), np.array([1, 3], np.int32), np.ones((2, 5), np.float32)
+    with pytest.raises(Diagnostic) as info:
+        fn(x, i, v)
+    assert "'stablehlo.scatter' with update windows or batching dimensions is not supported" in info.value.message
+    line = next(n for n, ln in enumerate(fn.lowered_text(x, i, v).split("\n"), 1) if "stablehlo.scatter" in ln)
+    assert info.value.location.startswith(f"<input>:{line}:")

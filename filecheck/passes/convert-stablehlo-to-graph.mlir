@@ -153,6 +153,34 @@ func.func @bitwise(%x: tensor<4xi32>, %u: tensor<4xui8>, %f: tensor<4xf32>) -> (
 
 // -----
 
+// A scatter of single elements (jnp.bincount) with indices known at run time: each
+// update's flat position (-1 where out of bounds) compared with every operand position,
+// the hits' updates summed per position and added to the operand.
+// CHECK-LABEL: func.func @bincount(%x: tensor<8xi32>, %i: tensor<4x1xi32>, %v: tensor<4xi32>) -> tensor<8xi32> {
+// CHECK: %[[LO:.*]] = graph.compare ge
+// CHECK: %[[HI:.*]] = graph.compare lt
+// CHECK: %[[IN:.*]] = graph.select %[[LO]], %[[HI]], %[[LO]]
+// CHECK: %[[POS:.*]] = graph.select %[[IN]], %{{.*}}, %{{.*}} : tensor<4xi1>, tensor<4xi64>
+// CHECK: %[[ROWS:.*]] = graph.broadcast %[[POS]] {dims = array<i64: 0>} : tensor<4xi64> -> tensor<4x8xi64>
+// CHECK: %[[RAMP:.*]] = graph.constant dense<[0, 1, 2, 3, 4, 5, 6, 7]> : tensor<8xi64>
+// CHECK: %[[COLS:.*]] = graph.broadcast %[[RAMP]] {dims = array<i64: 1>} : tensor<8xi64> -> tensor<4x8xi64>
+// CHECK: %[[HIT:.*]] = graph.compare eq, %[[ROWS]], %[[COLS]] : tensor<4x8xi64>
+// CHECK: %[[V:.*]] = graph.broadcast %v {dims = array<i64: 0>} : tensor<4xi32> -> tensor<4x8xi32>
+// CHECK: %[[SEL:.*]] = graph.select %[[HIT]], %[[V]], %{{.*}} : tensor<4x8xi1>, tensor<4x8xi32>
+// CHECK: %[[SUM:.*]] = graph.reduce_sum %[[SEL]] {axes = array<i64: 0>} : tensor<4x8xi32> -> tensor<8xi32>
+// CHECK: %[[OUT:.*]] = graph.add %x, %[[SUM]] : tensor<8xi32>
+// CHECK: func.return %[[OUT]] : tensor<8xi32>
+func.func @bincount(%x: tensor<8xi32>, %i: tensor<4x1xi32>, %v: tensor<4xi32>) -> tensor<8xi32> {
+  %0 = "stablehlo.scatter"(%x, %i, %v) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    %s = stablehlo.add %a, %b : tensor<i32>
+    stablehlo.return %s : tensor<i32>
+  }) : (tensor<8xi32>, tensor<4x1xi32>, tensor<4xi32>) -> tensor<8xi32>
+  return %0 : tensor<8xi32>
+}
+
+// -----
+
 // sign: comparisons and selects (NaN, 0 and -0.0 are their own sign).
 // CHECK-LABEL: func.func @sign(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT: %0 = graph.constant dense<0.000000e+00> : tensor<f32>
@@ -896,6 +924,30 @@ func.func @sort_comparator(%x: tensor<2x5xi32>) -> tensor<2x5xi32> {
     stablehlo.return %lt : tensor<i1>
   }) : (tensor<2x5xi32>) -> tensor<2x5xi32>
   return %0 : tensor<2x5xi32>
+}
+
+// -----
+
+func.func @scatter_rows(%x: tensor<6x5xf32>, %i: tensor<2x1xi32>, %v: tensor<2x5xf32>) -> tensor<6x5xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.scatter' with update windows or batching dimensions is not supported (only scatters of single elements: x.at[i].add(v), bincount)
+  %0 = "stablehlo.scatter"(%x, %i, %v) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<6x5xf32>, tensor<2x1xi32>, tensor<2x5xf32>) -> tensor<6x5xf32>
+  return %0 : tensor<6x5xf32>
+}
+
+// -----
+
+func.func @scatter_body(%x: tensor<8xf32>, %i: tensor<4x1xi32>, %v: tensor<4xf32>) -> tensor<8xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.scatter' with an update_computation other than add, multiply, max, min or the new value is not supported
+  %0 = "stablehlo.scatter"(%x, %i, %v) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.subtract %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<8xf32>, tensor<4x1xi32>, tensor<4xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
 }
 
 // -----

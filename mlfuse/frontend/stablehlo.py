@@ -79,7 +79,7 @@ from typing import ClassVar
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, TensorType, i1, i8, i32, i64
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -766,7 +766,12 @@ LOGICAL_REDUCTIONS: dict[type[Operation], tuple[type[graph.ReduceOp], bool]] = {
 def reduction_kind(op: shlo.ReduceOp | shlo.ReduceWindowOp) -> type[Operation] | None:
     """The body's op when the body is `return op(a, b)` or `op(b, a)` for a known op
     (REDUCTIONS, LOGICAL_REDUCTIONS)."""
-    block = op.body.block
+    return combiner_kind(op.body.block)
+
+
+def combiner_kind(block: Block) -> type[Operation] | None:
+    """The op of a block that is `return op(a, b)` or `op(b, a)` of its two arguments, for
+    a known op (REDUCTIONS, LOGICAL_REDUCTIONS); None for any other block."""
     ops = list(block.ops)
     if len(ops) != 2 or not isinstance(ops[1], shlo.ReturnOp) or type(ops[0]) not in (*REDUCTIONS, *LOGICAL_REDUCTIONS):
         return None
@@ -777,6 +782,95 @@ def reduction_kind(op: shlo.ReduceOp | shlo.ReduceWindowOp) -> type[Operation] |
 
 
 REDUCE_TREE_MAX_BODY_OPS = 512  # body ops evaluated in all by a tree reduction (levels + 1 times the body)
+
+
+SCATTER_MAX_PAIRS = 1 << 26  # updates x operand elements a scatter compares
+
+
+class ScatterPattern(StablehloPattern):
+    """A scatter of single elements (each update element lands where its full index vector
+    says: `x.at[i].add(v)`, `x.at[i, j].set(v)`, jnp.bincount, histograms) with indices
+    known only at run time, as a comparison of every update's flat position with every
+    operand position (at most SCATTER_MAX_PAIRS pairs):
+
+        position[n] = sum_k index[n, k] * stride[dim_k], or -1 where an index is out of
+                      bounds (StableHLO skips those updates)
+        hit[n, p]   = position[n] == p
+        add:        out = x + reduce_sum(select(hit, update, 0), n)    (mul, max, min alike)
+        set:        out = select(any(hit, n), reduce_max(select(hit, update, lowest), n), x)
+
+    Updates that land on one position combine in any order, as StableHLO allows; a set
+    keeps the largest of them."""
+
+    OPS = (shlo.ScatterOp,)
+
+    def convert(self, op: shlo.ScatterOp, emit: Emitter) -> list[SSAValue]:
+        x, update = self.check(op, emit)
+        numbers = op.scatter_dimension_numbers
+        positions = self.flat_positions(op.scatter_indices, list(numbers.lists()["scatter_dims_to_operand_dims"]),
+                                        numbers.vector_dim, graph.shape_of(x), emit)
+        total, count = math.prod(graph.shape_of(x)), graph.shape_of(positions)[0]
+        hit = emit(graph.CompareOp("eq", emit(graph.BroadcastOp(positions, [0], [count, total])),
+                                   emit(graph.BroadcastOp(emit.ramp(total), [1], [count, total]))))
+        values = emit(graph.BroadcastOp(emit.reshape(update, [count]), [0], [count, total]))
+        kind = combiner_kind(op.update_computation.block)
+        dtype = graph.numpy_dtype(graph.element_type_of(x))
+        if kind is None:  # set: the new value
+            lowest = REDUCTIONS[shlo.MaximumOp][2](dtype)
+            written = emit(graph.ReduceMaxOp(emit(graph.CastOp(hit, i8)), [0]))
+            value = emit(graph.ReduceMaxOp(emit(graph.SelectOp(hit, values, emit.splat(lowest, values))), [0]))
+            landed = emit(graph.CompareOp("ne", written, emit.splat(0, written)))
+            shape = graph.shape_of(x)
+            return [emit(graph.SelectOp(emit.reshape(landed, shape), emit.reshape(value, shape), x))]
+        reduce_cls, combine, identity = REDUCTIONS[kind]
+        combined = emit(reduce_cls(emit(graph.SelectOp(hit, values, emit.splat(identity(dtype), values))), [0]))
+        return [emit(combine(x, emit.reshape(combined, graph.shape_of(x))))]
+
+    @staticmethod
+    def check(op: shlo.ScatterOp, emit: Emitter) -> tuple[SSAValue, SSAValue]:
+        """The one input and update of a scatter of single elements, or a diagnostic."""
+        if len(op.inputs) != 1:
+            raise emit.fail(f"of {len(op.inputs)} inputs at once is not supported")
+        x, update = op.inputs[0], op.updates[0]
+        lists = op.scatter_dimension_numbers.lists()
+        rank = len(graph.shape_of(x))
+        if lists["update_window_dims"] or lists["input_batching_dims"] or sorted(lists["inserted_window_dims"]) != list(range(rank)):
+            raise emit.fail("with update windows or batching dimensions is not supported (only scatters of single "
+                            "elements: x.at[i].add(v), bincount)")
+        block = op.update_computation.block
+        kind, ops = combiner_kind(block), list(block.ops)
+        sets = len(ops) == 1 and isinstance(ops[0], shlo.ReturnOp) and tuple(ops[0].operands) == (block.args[1],)
+        if not sets and (kind is None or kind not in REDUCTIONS):
+            raise emit.fail("with an update_computation other than add, multiply, max, min or the new value is not supported")
+        if graph.element_type_of(x) == i1:
+            raise emit.fail("on i1 is not supported")
+        pairs = math.prod(graph.shape_of(update)) * math.prod(graph.shape_of(x))
+        if pairs > SCATTER_MAX_PAIRS:
+            raise emit.fail(f"of {math.prod(graph.shape_of(update))} updates into {math.prod(graph.shape_of(x))} elements is "
+                            f"not supported (at most {SCATTER_MAX_PAIRS} pairs: it compares every update with every position)")
+        return x, update
+
+    @staticmethod
+    def flat_positions(indices: SSAValue, dims: list[int], vector_dim: int, shape: Sequence[int], emit: Emitter) -> SSAValue:
+        """Each update's flat position in the operand (1-D, i64), -1 where an index is out of bounds."""
+        index_shape = list(graph.shape_of(indices))
+        if vector_dim == len(index_shape):  # an implicit trailing index vector of one entry
+            index_shape.append(1)
+            indices = emit.reshape(indices, index_shape)
+        rest = [d for d in range(len(index_shape)) if d != vector_dim]
+        count = math.prod(index_shape[d] for d in rest)
+        table = emit.reshape(emit.transpose(emit.cast(indices, i64), [*rest, vector_dim]), [count, len(dims)])
+        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+        position, inside = None, None
+        for k, d in enumerate(dims):
+            entry = emit.reshape(emit(graph.SliceOp(table, [0, k], [count, k + 1])), [count])
+            ok = logical_and(emit, emit(graph.CompareOp("ge", entry, emit.splat(0, entry))),
+                             emit(graph.CompareOp("lt", entry, emit.splat(shape[d], entry))))
+            term = emit(graph.MulOp(entry, emit.splat(strides[d], entry)))
+            position = term if position is None else emit(graph.AddOp(position, term))
+            inside = ok if inside is None else logical_and(emit, inside, ok)
+        assert position is not None and inside is not None
+        return emit(graph.SelectOp(inside, position, emit.splat(-1, position)))
 
 
 class ReducePattern(StablehloPattern):
@@ -1222,6 +1316,7 @@ PATTERNS: list[type[StablehloPattern]] = [
     GatherPattern,
     DynamicSlicePattern,
     DynamicUpdateSlicePattern,
+    ScatterPattern,
     ReducePattern,
     ReduceWindowPattern,
     SortPattern,

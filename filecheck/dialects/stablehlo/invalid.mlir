@@ -435,6 +435,28 @@ func.func @main(%x: tensor<4x5xf32>) -> tensor<4x5xf32> {
 
 // -----
 
+func.func @main(%x: tensor<8xf32>, %i: tensor<4x1xi32>, %v: tensor<4xf32>) -> tensor<8xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.scatter' update_computation must take (tensor<f32>, tensor<f32>)
+  %r = "stablehlo.scatter"(%x, %i, %v) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    stablehlo.return %b : tensor<i32>
+  }) : (tensor<8xf32>, tensor<4x1xi32>, tensor<4xf32>) -> tensor<8xf32>
+  func.return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<8xf32>, %i: tensor<4x1xi32>, %v: tensor<4xf32>) -> tensor<8xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:89: error: unexpected 'window_dims' in #stablehlo.scatter (expected one of update_window_dims, inserted_window_dims, input_batching_dims, scatter_indices_batching_dims, scatter_dims_to_operand_dims, index_vector_dim)
+  %r = "stablehlo.scatter"(%x, %i, %v) <{scatter_dimension_numbers = #stablehlo.scatter<window_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    stablehlo.return %b : tensor<f32>
+  }) : (tensor<8xf32>, tensor<4x1xi32>, tensor<4xf32>) -> tensor<8xf32>
+  func.return %r : tensor<8xf32>
+}
+
+// -----
+
 func.func @is_finite_of_integers(%x: tensor<4xi32>) -> tensor<4xi1> {
   // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.is_finite' takes floats to i1, got tensor<4xi32> -> tensor<4xi1>
   %r = stablehlo.is_finite %x : (tensor<4xi32>) -> tensor<4xi1>

@@ -193,6 +193,22 @@ func.func @dynamic_and_sort(%x: tensor<4x5xf32>, %u: tensor<2x2xf32>, %i: tensor
 // GENERIC: "stablehlo.dynamic_update_slice"(%x, %u, %i, %i) : (tensor<4x5xf32>, tensor<2x2xf32>, tensor<i32>, tensor<i32>) -> tensor<4x5xf32>
 // GENERIC: "stablehlo.sort"(%x, %k) <{dimension = 1 : i64, is_stable = true}> ({
 
+// CHECK-LABEL: func.func @scatter
+// CHECK-NEXT: %r = "stablehlo.scatter"(%x, %i, %v) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+// CHECK-NEXT: ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+// CHECK-NEXT: %s = stablehlo.add %a, %b : tensor<i32>
+// CHECK-NEXT: stablehlo.return %s : tensor<i32>
+// CHECK-NEXT: }) : (tensor<8xi32>, tensor<4x1xi32>, tensor<4xi32>) -> tensor<8xi32>
+// GENERIC: "stablehlo.scatter"(%x, %i, %v) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+func.func @scatter(%x: tensor<8xi32>, %i: tensor<4x1xi32>, %v: tensor<4xi32>) -> tensor<8xi32> {
+  %r = "stablehlo.scatter"(%x, %i, %v) <{indices_are_sorted = false, scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, unique_indices = false}> ({
+  ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+    %s = stablehlo.add %a, %b : tensor<i32>
+    stablehlo.return %s : tensor<i32>
+  }) : (tensor<8xi32>, tensor<4x1xi32>, tensor<4xi32>) -> tensor<8xi32>
+  return %r : tensor<8xi32>
+}
+
 // CHECK-LABEL: func.func public @float_math
 // CHECK-NEXT: %fin = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>
 // CHECK-NEXT: %even = stablehlo.round_nearest_even %x : tensor<4xf32>
