@@ -1588,6 +1588,70 @@ class ReduceWindowOp(IRDLOperation):
 
 
 @irdl_op_definition
+class WhileOp(IRDLOperation):
+    """Runs `body` on the loop values while `cond` holds for them; both regions take the
+    loop values as arguments. jax prints it (lax.fori_loop, jnp.searchsorted) as
+
+        %r:2 = stablehlo.while(%iterArg = %x, %iterArg_0 = %c) : tensor<4xf32>, tensor<i32>
+         cond {
+          %lt = stablehlo.compare LT, %iterArg_0, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+          stablehlo.return %lt : tensor<i1>
+        } do {
+          ...
+          stablehlo.return %y, %next : tensor<4xf32>, tensor<i32>
+        }
+
+    It prints in the generic form, which parses back (the pretty form names the body's
+    arguments after the cond's, which xDSL's printer does not share between regions).
+    """
+
+    name = "stablehlo.while"
+    operand = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    cond = region_def("single_block")
+    body = region_def("single_block")
+
+    def verify_(self) -> None:
+        types = list(self.operand.types)
+        if list(self.outputs.types) != types:
+            raise VerifyException("'stablehlo.while' results must have its operands' types")
+        for name, region in (("cond", self.cond), ("body", self.body)):
+            if [a.type for a in region.block.args] != types:
+                raise VerifyException(f"'stablehlo.while' {name} must take the loop values ({', '.join(map(str, types))})")
+        ret = self.cond.block.last_op
+        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != [TensorType(i1, [])]:
+            raise VerifyException("'stablehlo.while' cond must end in stablehlo.return of (tensor<i1>)")
+        ret = self.body.block.last_op
+        if not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != types:
+            raise VerifyException("'stablehlo.while' body must end in stablehlo.return of the loop values")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WhileOp:
+        start = parser.pos
+
+        def pair():
+            name = parser.parse_argument(expect_type=False)
+            parser.parse_punctuation("=")
+            return name, parser.parse_unresolved_operand()
+
+        pairs = parser.parse_comma_separated_list(parser.Delimiter.PAREN, pair)
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type) if pairs else []
+        if len(types) != len(pairs):
+            parser.raise_error(f"'stablehlo.while' of {len(pairs)} loop values needs as many types, got {len(types)}", start, parser.pos)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        operands = parser.resolve_operands([p[1] for p in pairs], types, start)
+        regions = []
+        for keyword in ("cond", "do"):
+            parser.parse_keyword(keyword)
+            regions.append(parser.parse_region([p[0].resolve(t) for p, t in zip(pairs, types)]))
+        op = cls.create(operands=operands, result_types=types, regions=regions)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+
+@irdl_op_definition
 class ScatterOp(IRDLOperation):
     """Writes `updates` into copies of `inputs` where `scatter_indices` say, combining each
     update with the value there by `update_computation` (which takes (old..., new...) as
@@ -2064,6 +2128,7 @@ StableHLO = Dialect(
         ReduceWindowOp,
         SortOp,
         ScatterOp,
+        WhileOp,
         DotGeneralOp,
         ConvolutionOp,
     ],

@@ -524,3 +524,46 @@ def test_scatter_of_rows_is_a_located_diagnostic():
     assert "'stablehlo.scatter' with update windows or batching dimensions is not supported" in info.value.message
     line = next(n for n, ln in enumerate(fn.lowered_text(x, i, v).split("\n"), 1) if "stablehlo.scatter" in ln)
     assert info.value.location.startswith(f"<input>:{line}:")
+
+
+# --- while loops of a known trip count (unroll_loops) ---------------------------------
+
+def searches(a, v, x):
+    """searchsorted both sides, interp, digitize and a fori_loop: jax lowers each to a
+    stablehlo.while of a counter from a constant to a constant."""
+    return (jnp.searchsorted(a, v), jnp.searchsorted(a, v, side="right"), jnp.digitize(v, a),
+            jnp.interp(v, a, jnp.cos(a)), lax.fori_loop(0, 5, lambda i, y: y * 0.5 + i, v))
+
+
+def test_loops_of_known_trip_count_unroll():
+    rng = np.random.default_rng(21)
+    a = np.sort(rng.standard_normal(20).astype(np.float32))
+    v = np.concatenate([rng.standard_normal(30), a[:4], [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    got, want = mjax.jit(searches)(a, v, v), jax.jit(searches)(a, v, v)
+    for g, w in zip(got[:3], want[:3]):
+        assert_exact(np.asarray(g), w)
+    for g, w in zip(got[3:], want[3:]):  # interp's and the loop's arithmetic, in another order
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-6)
+
+
+def test_histogram_of_an_image():
+    """jnp.histogram: searchsorted (a loop) for the bins, then a scatter-add of ones."""
+    img = np.random.default_rng(22).uniform(-0.1, 1.1, (24, 24)).astype(np.float32)
+
+    def hist(x):
+        return jnp.histogram(x, bins=10, range=(0.0, 1.0))[0]
+
+    assert_exact(np.asarray(mjax.jit(hist)(img)), jax.jit(hist)(img))
+
+
+def test_loop_of_unknown_trip_count_is_a_located_diagnostic():
+    def until_small(x):
+        return lax.while_loop(lambda y: jnp.max(y) > 1.0, lambda y: y * 0.5, x)
+
+    f = mjax.jit(until_small)
+    x = np.full(4, 10.0, np.float32)
+    with pytest.raises(Diagnostic) as info:
+        f(x)
+    assert "'stablehlo.while' is not supported unless its trip count is known" in info.value.message
+    line = next(n for n, ln in enumerate(f.lowered_text(x).split("\n"), 1) if "stablehlo.while" in ln)
+    assert info.value.location.startswith(f"<input>:{line}:")

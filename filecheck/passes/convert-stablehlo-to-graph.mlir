@@ -181,6 +181,31 @@ func.func @bincount(%x: tensor<8xi32>, %i: tensor<4x1xi32>, %v: tensor<4xi32>) -
 
 // -----
 
+// A while loop of a counter from a constant (0) to a constant (2) in steps of 1
+// (lax.fori_loop) is unrolled: its body twice, the loop values threaded through.
+// CHECK-LABEL: func.func @fori(%x: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK: %[[Y:.*]] = graph.mul %x, %x : tensor<4xf32>
+// CHECK: %[[Y1:.*]] = graph.mul %[[Y]], %[[Y]] : tensor<4xf32>
+// CHECK-NOT: graph.mul
+// CHECK: func.return %[[Y1]] : tensor<4xf32>
+func.func @fori(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%iterArg = %x, %iterArg_0 = %c) : tensor<4xf32>, tensor<i32>
+   cond {
+    %n = stablehlo.constant dense<2> : tensor<i32>
+    %lt = stablehlo.compare LT, %iterArg_0, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  } do {
+    %y = stablehlo.multiply %iterArg, %iterArg : tensor<4xf32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %next = stablehlo.add %iterArg_0, %one : tensor<i32>
+    stablehlo.return %y, %next : tensor<4xf32>, tensor<i32>
+  }
+  return %r#0 : tensor<4xf32>
+}
+
+// -----
+
 // sign: comparisons and selects (NaN, 0 and -0.0 are their own sign).
 // CHECK-LABEL: func.func @sign(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT: %0 = graph.constant dense<0.000000e+00> : tensor<f32>
@@ -924,6 +949,24 @@ func.func @sort_comparator(%x: tensor<2x5xi32>) -> tensor<2x5xi32> {
     stablehlo.return %lt : tensor<i1>
   }) : (tensor<2x5xi32>) -> tensor<2x5xi32>
   return %0 : tensor<2x5xi32>
+}
+
+// -----
+
+func.func @until(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.while' is not supported unless its trip count is known: a counter from a constant, compared less-than with a constant and stepped by 1 (lax.fori_loop)
+  %r = stablehlo.while(%iterArg = %x) : tensor<4xf32>
+   cond {
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %s = stablehlo.slice %iterArg [0:1] : (tensor<4xf32>) -> tensor<1xf32>
+    %t = stablehlo.reshape %s : (tensor<1xf32>) -> tensor<f32>
+    %gt = stablehlo.compare GT, %t, %z, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %gt : tensor<i1>
+  } do {
+    %h = stablehlo.multiply %iterArg, %iterArg : tensor<4xf32>
+    stablehlo.return %h : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
 }
 
 // -----

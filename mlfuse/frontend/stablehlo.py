@@ -86,7 +86,7 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from mlfuse.diagnostics import MAX_DENSE_ELEMENTS, Diagnostic, location_of, verify_located
 from mlfuse.dialects import graph
@@ -117,6 +117,7 @@ def convert_if_stablehlo(module: ModuleOp) -> ModuleOp:
 def convert_stablehlo(module: ModuleOp) -> None:
     """Inline calls, convert every stablehlo/chlo op to graph ops, and check none is left."""
     inline_calls(module)
+    unroll_loops(module)
     PatternRewriteWalker(
         GreedyRewritePatternApplier([p() for p in PATTERNS]), apply_recursively=False
     ).rewrite_module(module)
@@ -128,6 +129,77 @@ def convert_stablehlo(module: ModuleOp) -> None:
             # jax.result_info and argument attributes mean nothing to the graph pipeline
             fn.arg_attrs = None
             fn.res_attrs = None
+
+
+# ---------------------------------------------------------------------------
+# loops
+# ---------------------------------------------------------------------------
+
+WHILE_MAX_OPS = 20000  # body ops that unrolling may copy in all, over every loop of a module
+
+
+def unroll_loops(module: ModuleOp) -> None:
+    """Unroll each stablehlo.while whose trip count is known (see trip_count: jax's
+    lax.fori_loop and the scans of jnp.searchsorted, interp and histogram), innermost
+    first: its body's ops copied once per trip before it, the loop values threaded
+    through. Any other loop, or one past WHILE_MAX_OPS copies, is a located diagnostic."""
+    budget = WHILE_MAX_OPS
+    while loops := [op for op in module.walk() if isinstance(op, shlo.WhileOp)]:
+        loop = loops[-1]  # walk order puts an enclosing loop before the loops in it
+        trips = trip_count(loop)
+        if trips is None:
+            raise Diagnostic("'stablehlo.while' is not supported unless its trip count is known: a counter from a "
+                             "constant, compared less-than with a constant and stepped by 1 (lax.fori_loop)", location_of(loop))
+        copies = trips * (len(loop.body.block.ops) - 1)
+        if copies > budget:
+            raise Diagnostic(f"'stablehlo.while' of {trips} trips is not supported: unrolled it would copy {copies} "
+                             f"ops (at most {WHILE_MAX_OPS} in all)", location_of(loop))
+        budget -= copies
+        unroll(loop, trips)
+
+
+def trip_count(loop: shlo.WhileOp) -> int | None:
+    """The trips of a loop whose cond is `counter < limit` and whose body returns
+    `counter + 1` in the counter's place, with constant start and limit; else None."""
+    cond_ops = list(loop.cond.block.ops)
+    ret = cond_ops[-1]
+    compare = ret.operands[0].owner
+    if not isinstance(compare, shlo.CompareOp) or any(not isinstance(o, shlo.ConstantOp | shlo.CompareOp | shlo.ReturnOp) for o in cond_ops):
+        return None
+    lhs, rhs = compare.lhs, compare.rhs
+    direction = compare.direction
+    counter, limit = (lhs, rhs) if direction == "LT" else (rhs, lhs) if direction == "GT" else (None, None)
+    if counter not in loop.cond.block.args or limit is None:
+        return None
+    k = loop.cond.block.args.index(counter)
+    start, stop = constant_scalar(loop.operand[k]), constant_scalar(limit)
+    body_return = list(loop.body.block.ops)[-1]  # the verifier's stablehlo.return
+    step = body_return.operands[k].owner
+    if not isinstance(step, shlo.AddOp) or not isinstance(start, int) or not isinstance(stop, int):
+        return None
+    counter_in_body = loop.body.block.args[k]
+    others = [v for v in step.operands if v is not counter_in_body]
+    if len(others) != 1 or constant_scalar(others[0]) != 1:
+        return None
+    return max(0, stop - start)
+
+
+def unroll(loop: shlo.WhileOp, trips: int) -> None:
+    values: list[SSAValue] = list(loop.operand)
+    block = loop.body.block
+    for _ in range(trips):
+        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, values))
+        for body_op in block.ops:
+            if isinstance(body_op, shlo.ReturnOp):
+                values = [mapping.get(v, v) for v in body_op.operands]
+                break
+            copy = body_op.clone(value_mapper=mapping)
+            Rewriter.insert_op(copy, InsertPoint.before(loop))
+            mapping.update(zip(body_op.results, copy.results))
+    for result, value in zip(loop.results, values):
+        result.replace_all_uses_with(value)
+    loop.detach()
+    loop.erase()
 
 
 # ---------------------------------------------------------------------------
@@ -628,7 +700,9 @@ class GatherPattern(StablehloPattern):
     jnp.take. That is one start_index_map entry d, collapsed_slice_dims = [d], slices
     of the whole operand but 1 along d, index vectors of size 1 (index_vector_dim a
     dimension of size 1, or the rank of the indices), no batching dimensions, and the
-    result x.shape[:d] + batch shape + x.shape[d+1:]. The indices lose the index vector
+    result x.shape[:d] + batch shape + x.shape[d+1:] (or, with no collapsed dimension,
+    that with a dimension of size 1 for d before or after the batch dimensions:
+    jnp.searchsorted's gather). The indices lose the index vector
     dimension and are clamped to [0, n-1], as StableHLO clamps start indices (graph.gather
     would count a negative index from the end; jax wraps or masks them itself before),
     then graph.gather along d."""
@@ -649,13 +723,18 @@ class GatherPattern(StablehloPattern):
             raise emit.fail(self.FORM)
         d = lists["start_index_map"][0]
         rank = len(operand)
+        offsets = list(lists["offset_dims"])
+        if lists["collapsed_slice_dims"] == (d,):
+            placed = offsets == [*range(d), *range(d + len(batch), rank - 1 + len(batch))]
+        else:  # d kept as a dimension of size 1 (jnp.searchsorted): anywhere around the batch dimensions
+            placed = (not lists["collapsed_slice_dims"] and len(offsets) == rank and offsets[:d] == list(range(d))
+                      and offsets[d + 1:] == list(range(d + len(batch) + 1, rank + len(batch))))
         take = (
             not lists["operand_batching_dims"]
             and not lists["start_indices_batching_dims"]
-            and lists["collapsed_slice_dims"] == (d,)
+            and placed
             and list(op.sizes) == [1 if i == d else n for i, n in enumerate(operand)]
             and (vd == len(indices) or indices[vd] == 1)
-            and list(lists["offset_dims"]) == [*range(d), *range(d + len(batch), rank - 1 + len(batch))]
         )
         if not take:
             raise emit.fail(self.FORM)

@@ -457,6 +457,19 @@ func.func @main(%x: tensor<8xf32>, %i: tensor<4x1xi32>, %v: tensor<4xf32>) -> te
 
 // -----
 
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.while' cond must end in stablehlo.return of (tensor<i1>)
+  %r = stablehlo.while(%iterArg = %x) : tensor<4xf32>
+   cond {
+    stablehlo.return %iterArg : tensor<4xf32>
+  } do {
+    stablehlo.return %iterArg : tensor<4xf32>
+  }
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
 func.func @is_finite_of_integers(%x: tensor<4xi32>) -> tensor<4xi1> {
   // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.is_finite' takes floats to i1, got tensor<4xi32> -> tensor<4xi1>
   %r = stablehlo.is_finite %x : (tensor<4xi32>) -> tensor<4xi1>

@@ -209,6 +209,32 @@ func.func @scatter(%x: tensor<8xi32>, %i: tensor<4x1xi32>, %v: tensor<4xi32>) ->
   return %r : tensor<8xi32>
 }
 
+// The pretty form jax prints parses; it prints in the generic form.
+// CHECK-LABEL: func.func @fori
+// CHECK-NEXT: %c = stablehlo.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %r, %r_1 = "stablehlo.while"(%x, %c) ({
+// CHECK-NEXT: ^bb0(%iterArg: tensor<4xf32>, %{{.*}}: tensor<i32>):
+// CHECK: stablehlo.return %lt : tensor<i1>
+// CHECK-NEXT: }, {
+// CHECK-NEXT: ^bb0(%{{.*}}: tensor<4xf32>, %{{.*}}: tensor<i32>):
+// CHECK: }) : (tensor<4xf32>, tensor<i32>) -> (tensor<4xf32>, tensor<i32>)
+// GENERIC: "stablehlo.while"(%x, %c) ({
+func.func @fori(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%iterArg = %x, %iterArg_0 = %c) : tensor<4xf32>, tensor<i32>
+   cond {
+    %n = stablehlo.constant dense<2> : tensor<i32>
+    %lt = stablehlo.compare LT, %iterArg_0, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  } do {
+    %y = stablehlo.multiply %iterArg, %iterArg : tensor<4xf32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %next = stablehlo.add %iterArg_0, %one : tensor<i32>
+    stablehlo.return %y, %next : tensor<4xf32>, tensor<i32>
+  }
+  return %r#0 : tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func public @float_math
 // CHECK-NEXT: %fin = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>
 // CHECK-NEXT: %even = stablehlo.round_nearest_even %x : tensor<4xf32>
