@@ -567,3 +567,32 @@ def test_loop_of_unknown_trip_count_is_a_located_diagnostic():
     assert "'stablehlo.while' is not supported unless its trip count is known" in info.value.message
     line = next(n for n, ln in enumerate(f.lowered_text(x).split("\n"), 1) if "stablehlo.while" in ln)
     assert info.value.location.startswith(f"<input>:{line}:")
+
+
+# --- gathers of single elements (GatherPattern.elements) ------------------------------
+
+def element_gathers(x, i, c):
+    return (jnp.take_along_axis(x, i, axis=1), jnp.take_along_axis(x, i[:3] - 2, axis=0), x[i[:, 0], i[:, 1]],
+            jax.scipy.ndimage.map_coordinates(x, [c[0], c[1]], order=0, mode="nearest"))
+
+
+def test_gathers_of_single_elements_exact():
+    """Indices from -8 to 8 into 5x6: jax wraps or clamps them itself, and what is left
+    out of bounds StableHLO clamps (gather start indices)."""
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    i = rng.integers(-8, 9, (5, 6)).astype(np.int32)
+    c = rng.uniform(-1, 7, (2, 9)).astype(np.float32)
+    for got, want in zip(mjax.jit(element_gathers)(x, i, c), jax.jit(element_gathers)(x, i, c)):
+        assert_exact(np.asarray(got), want)
+
+
+def test_map_coordinates_bilinear():
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    c = rng.uniform(-1, 7, (2, 9)).astype(np.float32)
+
+    def warp(x, c):
+        return jax.scipy.ndimage.map_coordinates(x, [c[0], c[1]], order=1)
+
+    np.testing.assert_allclose(np.asarray(mjax.jit(warp)(x, c)), np.asarray(jax.jit(warp)(x, c)), rtol=1e-6, atol=1e-6)

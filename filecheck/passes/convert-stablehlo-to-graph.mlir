@@ -206,6 +206,25 @@ func.func @fori(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A gather of single elements with a batching dimension (jnp.take_along_axis(x, i,
+// axis=1)): the flat position of x[b, clamp(i[b, j], 0, 5)], row b from a ramp along
+// the batching dimension, then graph.gather of the flattened operand.
+// CHECK-LABEL: func.func @take_along(%x: tensor<5x6xf32>, %i: tensor<5x3x1xi32>) -> tensor<5x3xf32> {
+// CHECK: %[[LOW:.*]] = graph.max
+// CHECK: %[[COL:.*]] = graph.min %[[LOW]], %{{.*}} : tensor<15xi64>
+// CHECK: %[[RAMP:.*]] = graph.constant dense<[0, 1, 2, 3, 4]> : tensor<5xi64>
+// CHECK: %[[ROWS:.*]] = graph.broadcast %[[RAMP]] {dims = array<i64: 0>} : tensor<5xi64> -> tensor<5x3xi64>
+// CHECK: %[[ROW:.*]] = graph.reshape %[[ROWS]] : tensor<5x3xi64> -> tensor<15xi64>
+// CHECK: %[[FLAT:.*]] = graph.reshape %x : tensor<5x6xf32> -> tensor<30xf32>
+// CHECK: %[[Y:.*]] = graph.gather %[[FLAT]], %{{.*}} {axis = 0 : i64} : (tensor<30xf32>, tensor<15xi64>) -> tensor<15xf32>
+// CHECK: graph.reshape %[[Y]] : tensor<15xf32> -> tensor<5x3xf32>
+func.func @take_along(%x: tensor<5x6xf32>, %i: tensor<5x3x1xi32>) -> tensor<5x3xf32> {
+  %0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [1], operand_batching_dims = [0], start_indices_batching_dims = [0], start_index_map = [1], index_vector_dim = 2>, indices_are_sorted = false, slice_sizes = array<i64: 1, 1>}> : (tensor<5x6xf32>, tensor<5x3x1xi32>) -> tensor<5x3xf32>
+  return %0 : tensor<5x3xf32>
+}
+
+// -----
+
 // sign: comparisons and selects (NaN, 0 and -0.0 are their own sign).
 // CHECK-LABEL: func.func @sign(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-NEXT: %0 = graph.constant dense<0.000000e+00> : tensor<f32>

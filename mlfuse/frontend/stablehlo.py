@@ -712,15 +712,17 @@ class GatherPattern(StablehloPattern):
     FORM = (
         "is supported only in the form of numpy.take(x, indices, axis=d) (jax's x[idx], x[:, idx], jnp.take): "
         "start_index_map = [d], collapsed_slice_dims = [d], slice_sizes the operand's shape with 1 at d, "
-        "index vectors of size 1, no batching dimensions, offset_dims around the indices' dimensions"
+        "index vectors of size 1, no batching dimensions, offset_dims around the indices' dimensions; "
+        "or as a gather of single elements (x[i, j], take_along_axis, map_coordinates): slice_sizes all 1, "
+        "every operand dimension collapsed or a batching dimension, no offset_dims"
     )
 
     def convert(self, op: shlo.GatherOp, emit: Emitter) -> list[SSAValue]:
         lists, vd = op.dimension_numbers.lists(), op.dimension_numbers.vector_dim
         operand, indices = graph.shape_of(op.operand), graph.shape_of(op.start_indices)
         batch = op.batch_shape()
-        if len(lists["start_index_map"]) != 1:
-            raise emit.fail(self.FORM)
+        if len(lists["start_index_map"]) != 1 or lists["operand_batching_dims"]:
+            return [self.elements(op, emit)]
         d = lists["start_index_map"][0]
         rank = len(operand)
         offsets = list(lists["offset_dims"])
@@ -737,7 +739,7 @@ class GatherPattern(StablehloPattern):
             and (vd == len(indices) or indices[vd] == 1)
         )
         if not take:
-            raise emit.fail(self.FORM)
+            return [self.elements(op, emit)]
         idx = emit.reshape(op.start_indices, batch or [1])
         el = graph.element_type_of(idx)
         dtype = graph.numpy_dtype(el)
@@ -749,6 +751,41 @@ class GatherPattern(StablehloPattern):
             idx = emit.cast(idx, i64)
         y = emit(graph.GatherOp(op.operand, idx, d))
         return [emit.reshape(y, graph.shape_of(op.result))]
+
+
+    def elements(self, op: shlo.GatherOp, emit: Emitter) -> SSAValue:
+        """A gather of single elements: each result element is x at a full coordinate,
+        each operand dimension's either an index vector's entry (start_index_map),
+        clamped to the dimension as StableHLO clamps start indices, or the result
+        element's position along the paired batching dimension of the indices
+        (take_along_axis). graph.gather of the flattened operand at the flat positions."""
+        lists, vd = op.dimension_numbers.lists(), op.dimension_numbers.vector_dim
+        shape, batch = graph.shape_of(op.operand), op.batch_shape()
+        indexed, batching = lists["start_index_map"], lists["operand_batching_dims"]
+        if (any(n != 1 for n in op.sizes) or lists["offset_dims"] or sorted([*indexed, *batching]) != list(range(len(shape)))
+                or sorted(lists["collapsed_slice_dims"]) != sorted(indexed)):
+            raise emit.fail(self.FORM)
+        index_shape = list(graph.shape_of(op.start_indices))
+        table = op.start_indices
+        if vd == len(index_shape):  # an implicit trailing index vector of one entry
+            table = emit.reshape(table, [*index_shape, 1])
+            index_shape.append(1)
+        count = math.prod(batch)
+        rest = [d for d in range(len(index_shape)) if d != vd]
+        table = emit.reshape(emit.transpose(emit.cast(table, i64), [*rest, vd]), [count, len(indexed)])
+        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+        position = emit.fill(emit.scalar(0, i64), [count])
+        for k, d in enumerate(indexed):
+            entry = emit.reshape(emit(graph.SliceOp(table, [0, k], [count, k + 1])), [count])
+            entry = emit(graph.MinOp(emit(graph.MaxOp(entry, emit.splat(0, entry))), emit.splat(shape[d] - 1, entry)))
+            position = emit(graph.AddOp(position, emit(graph.MulOp(entry, emit.splat(strides[d], entry)))))
+        for d, j in zip(batching, lists["start_indices_batching_dims"]):
+            along = j if j < vd else j - 1  # the batch dimension of the indices' dimension j
+            coordinate = emit(graph.BroadcastOp(emit.ramp(batch[along]), [along], batch)) if batch else emit.ramp(1)
+            coordinate = emit.reshape(coordinate, [count])
+            position = emit(graph.AddOp(position, emit(graph.MulOp(coordinate, emit.splat(strides[d], coordinate)))))
+        flat = emit.reshape(op.operand, [math.prod(shape)])
+        return emit.reshape(emit(graph.GatherOp(flat, position, 0)), graph.shape_of(op.result))
 
 
 def clamped_start(emit: Emitter, start: SSAValue, high: int) -> SSAValue:
