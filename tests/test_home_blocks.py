@@ -44,7 +44,9 @@ class Schedule:
             result = b.call(inner, outer.args)
             b.ret_void() if isinstance(inner.function_type.return_type, ir.VoidType) else b.ret(result)
         home_blocks.define_home_blocks(mod)
-        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(mod)), cpu.target_machine())
+        # an engine of its own target machine: an execution engine owns (and frees) the one it
+        # is given, and cpu.target_machine() is shared by every compilation
+        self.engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(mod)), cpu.new_target_machine())
         self.engine.finalize_object()
         address = self.engine.get_function_address
         self.init = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(address("init"))
