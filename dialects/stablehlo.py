@@ -657,8 +657,9 @@ def verify_reducer(op: ReduceOp | ReduceWindowOp, shape: tuple[int, ...], expect
         raise VerifyException(f"'{op.name}' body must end in stablehlo.return of ({', '.join(map(str, scalars))})")
 
 
-class UnaryOp(IRDLOperation):
-    """Base: one operand, a result of the same type."""
+class ElementwiseOp(IRDLOperation):
+    """Base: one operand and a result of its shape, printed `%y = op %x : type` when the
+    types are one, `(type) -> type` when they differ."""
 
     operand = operand_def(TensorType)
     result = result_def(TensorType)
@@ -669,6 +670,13 @@ class UnaryOp(IRDLOperation):
 
     def __init__(self, operand: SSAValue, result_type: Attribute | None = None):
         super().__init__(operands=[operand], result_types=[result_type or operand.type])
+
+    def verify_(self) -> None:
+        _check_same_shapes(self, [self.operand, self.result])
+
+
+class UnaryOp(ElementwiseOp):
+    """Base: one operand, a result of the same type."""
 
     def verify_(self) -> None:
         if self.operand.type != self.result.type:
@@ -727,22 +735,16 @@ ExponentialMinusOneOp = _unary("stablehlo.exponential_minus_one", "e^x - 1, accu
 
 
 @irdl_op_definition
-class IsFiniteOp(IRDLOperation):
+class IsFiniteOp(ElementwiseOp):
     """Elementwise: x is neither infinite nor NaN, as i1.
 
     `%f = stablehlo.is_finite %x : (tensor<4xf32>) -> tensor<4xi1>`
     """
 
     name = "stablehlo.is_finite"
-    operand = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$operand attr-dict `:` custom<SameTypes1>(type($operand), type($result))"
-    custom_directives = (SameTypes1,)
-    irdl_options = (ParsePropInAttrDict(),)
 
     def verify_(self) -> None:
-        _check_same_shapes(self, [self.operand, self.result])
+        super().verify_()
         if not isinstance(self.operand.type.get_element_type(), AnyFloat) or self.result.type.get_element_type() != i1:  # type: ignore[union-attr]
             raise VerifyException(f"'stablehlo.is_finite' takes floats to i1, got {self.operand.type} -> {self.result.type}")
 
@@ -763,41 +765,27 @@ ShiftRightLogicalOp = _binary("stablehlo.shift_right_logical", "a >> b filling w
 
 
 @irdl_op_definition
-class BitcastConvertOp(IRDLOperation):
-    """Each element's bits read as another element type (numpy's view).
+class BitcastConvertOp(ElementwiseOp):
+    """Each element's bits read as another element type of the same width (numpy's view;
+    a change of width adds or drops a dimension, which the conversion rejects).
 
     `%y = stablehlo.bitcast_convert %x : (tensor<4xf32>) -> tensor<4xi32>`
     """
 
     name = "stablehlo.bitcast_convert"
-    operand = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$operand attr-dict `:` custom<SameTypes1>(type($operand), type($result))"
-    custom_directives = (SameTypes1,)
-    irdl_options = (ParsePropInAttrDict(),)
+
+    def verify_(self) -> None:
+        pass  # a change of width changes the shape
 
 
 @irdl_op_definition
-class ConvertOp(IRDLOperation):
+class ConvertOp(ElementwiseOp):
     """Elementwise element-type conversion (float -> int rounds towards zero; to i1: x != 0).
 
     `%y = stablehlo.convert %x : (tensor<4xi1>) -> tensor<4xf32>`
     """
 
     name = "stablehlo.convert"
-    operand = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$operand attr-dict `:` custom<SameTypes1>(type($operand), type($result))"
-    custom_directives = (SameTypes1,)
-    irdl_options = (ParsePropInAttrDict(),)
-
-    def __init__(self, operand: SSAValue, result_type: Attribute):
-        super().__init__(operands=[operand], result_types=[result_type])
-
-    def verify_(self) -> None:
-        _check_same_shapes(self, [self.operand, self.result])
 
 
 @irdl_op_definition
