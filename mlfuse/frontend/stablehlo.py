@@ -765,19 +765,10 @@ class GatherPattern(StablehloPattern):
         if (any(n != 1 for n in op.sizes) or lists["offset_dims"] or sorted([*indexed, *batching]) != list(range(len(shape)))
                 or sorted(lists["collapsed_slice_dims"]) != sorted(indexed)):
             raise emit.fail(self.FORM)
-        index_shape = list(graph.shape_of(op.start_indices))
-        table = op.start_indices
-        if vd == len(index_shape):  # an implicit trailing index vector of one entry
-            table = emit.reshape(table, [*index_shape, 1])
-            index_shape.append(1)
-        count = math.prod(batch)
-        rest = [d for d in range(len(index_shape)) if d != vd]
-        table = emit.reshape(emit.transpose(emit.cast(table, i64), [*rest, vd]), [count, len(indexed)])
-        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+        count, strides = math.prod(batch), row_major_strides(shape)
         position = emit.fill(emit.scalar(0, i64), [count])
-        for k, d in enumerate(indexed):
-            entry = emit.reshape(emit(graph.SliceOp(table, [0, k], [count, k + 1])), [count])
-            entry = emit(graph.MinOp(emit(graph.MaxOp(entry, emit.splat(0, entry))), emit.splat(shape[d] - 1, entry)))
+        for entry, d in zip(index_entries(op.start_indices, vd, emit), indexed):
+            entry = clamped_start(emit, entry, shape[d] - 1)
             position = emit(graph.AddOp(position, emit(graph.MulOp(entry, emit.splat(strides[d], entry)))))
         for d, j in zip(batching, lists["start_indices_batching_dims"]):
             along = j if j < vd else j - 1  # the batch dimension of the indices' dimension j
@@ -788,9 +779,29 @@ class GatherPattern(StablehloPattern):
         return emit.reshape(emit(graph.GatherOp(flat, position, 0)), graph.shape_of(op.result))
 
 
+def index_entries(indices: SSAValue, vector_dim: int, emit: Emitter) -> list[SSAValue]:
+    """Entry k of every index vector of `indices` (along `vector_dim`, or an implicit
+    trailing one of a single entry when it is the rank), for each k: 1-D i64 tensors over
+    the vectors in row-major order of the other dimensions (a gather's batch or a
+    scatter's update order)."""
+    shape = list(graph.shape_of(indices))
+    if vector_dim == len(shape):
+        shape.append(1)
+        indices = emit.reshape(indices, shape)
+    rest = [d for d in range(len(shape)) if d != vector_dim]
+    count, entries = math.prod(shape[d] for d in rest), shape[vector_dim]
+    table = emit.reshape(emit.transpose(emit.cast(indices, i64), [*rest, vector_dim]), [count, entries])
+    return [emit.reshape(emit(graph.SliceOp(table, [0, k], [count, k + 1])), [count]) for k in range(entries)]
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[d + 1:]) for d in range(len(shape))]
+
+
 def clamped_start(emit: Emitter, start: SSAValue, high: int) -> SSAValue:
-    """A rank-0 start index clamped to [0, high], as StableHLO clamps dynamic slices'
-    starts, then as i64 (safe to cast once clamped, whatever its integer type)."""
+    """A start index (rank 0, or one per element) clamped to [0, high], as StableHLO
+    clamps dynamic slices' and gathers' starts, then as i64 (safe to cast once clamped,
+    whatever its integer type)."""
     el = graph.element_type_of(start)
     if not graph.is_unsigned(el):
         start = emit(graph.MaxOp(start, emit.splat(0, start)))
@@ -921,7 +932,7 @@ class ScatterPattern(StablehloPattern):
     OPS = (shlo.ScatterOp,)
 
     def convert(self, op: shlo.ScatterOp, emit: Emitter) -> list[SSAValue]:
-        x, update = self.check(op, emit)
+        x, update, kind = self.check(op, emit)
         numbers = op.scatter_dimension_numbers
         positions = self.flat_positions(op.scatter_indices, list(numbers.lists()["scatter_dims_to_operand_dims"]),
                                         numbers.vector_dim, graph.shape_of(x), emit)
@@ -929,7 +940,6 @@ class ScatterPattern(StablehloPattern):
         hit = emit(graph.CompareOp("eq", emit(graph.BroadcastOp(positions, [0], [count, total])),
                                    emit(graph.BroadcastOp(emit.ramp(total), [1], [count, total]))))
         values = emit(graph.BroadcastOp(emit.reshape(update, [count]), [0], [count, total]))
-        kind = combiner_kind(op.update_computation.block)
         dtype = graph.numpy_dtype(graph.element_type_of(x))
         if kind is None:  # set: the new value
             lowest = REDUCTIONS[shlo.MaximumOp][2](dtype)
@@ -943,8 +953,9 @@ class ScatterPattern(StablehloPattern):
         return [emit(combine(x, emit.reshape(combined, graph.shape_of(x))))]
 
     @staticmethod
-    def check(op: shlo.ScatterOp, emit: Emitter) -> tuple[SSAValue, SSAValue]:
-        """The one input and update of a scatter of single elements, or a diagnostic."""
+    def check(op: shlo.ScatterOp, emit: Emitter) -> tuple[SSAValue, SSAValue, type[Operation] | None]:
+        """The one input and update of a scatter of single elements and its combining op
+        (None: a set), or a diagnostic."""
         if len(op.inputs) != 1:
             raise emit.fail(f"of {len(op.inputs)} inputs at once is not supported")
         x, update = op.inputs[0], op.updates[0]
@@ -964,22 +975,14 @@ class ScatterPattern(StablehloPattern):
         if pairs > SCATTER_MAX_PAIRS:
             raise emit.fail(f"of {math.prod(graph.shape_of(update))} updates into {math.prod(graph.shape_of(x))} elements is "
                             f"not supported (at most {SCATTER_MAX_PAIRS} pairs: it compares every update with every position)")
-        return x, update
+        return x, update, None if sets else kind
 
     @staticmethod
     def flat_positions(indices: SSAValue, dims: list[int], vector_dim: int, shape: Sequence[int], emit: Emitter) -> SSAValue:
         """Each update's flat position in the operand (1-D, i64), -1 where an index is out of bounds."""
-        index_shape = list(graph.shape_of(indices))
-        if vector_dim == len(index_shape):  # an implicit trailing index vector of one entry
-            index_shape.append(1)
-            indices = emit.reshape(indices, index_shape)
-        rest = [d for d in range(len(index_shape)) if d != vector_dim]
-        count = math.prod(index_shape[d] for d in rest)
-        table = emit.reshape(emit.transpose(emit.cast(indices, i64), [*rest, vector_dim]), [count, len(dims)])
-        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+        strides = row_major_strides(shape)
         position, inside = None, None
-        for k, d in enumerate(dims):
-            entry = emit.reshape(emit(graph.SliceOp(table, [0, k], [count, k + 1])), [count])
+        for entry, d in zip(index_entries(indices, vector_dim, emit), dims):
             ok = logical_and(emit, emit(graph.CompareOp("ge", entry, emit.splat(0, entry))),
                              emit(graph.CompareOp("lt", entry, emit.splat(shape[d], entry))))
             term = emit(graph.MulOp(entry, emit.splat(strides[d], entry)))
