@@ -70,6 +70,10 @@ def _word(b: ir.IRBuilder, state, line, word: int):
 
 def _define_init(mod: ir.Module, fn: ir.Function) -> None:
     state, threads, trip, grain = fn.args
+    # Inlined, O3 unrolled this loop at every team call for the call's constant trip:
+    # MobileNetV2's entry function, with 55 team calls, took LLVM 0.7 s, and 0.09 s with
+    # the calls kept. One call per team call costs nothing beside the team's start.
+    fn.attributes.add("noinline")
     entry, loop, done = fn.append_basic_block("entry"), fn.append_basic_block("loop"), fn.append_basic_block("done")
     b = ir.IRBuilder(entry)
     b.store(threads, _word(b, state, I64(0), 0))
