@@ -118,6 +118,12 @@ def is_unsigned(t: Attribute) -> bool:
     return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
 
 
+def orders_unsigned(t: Attribute) -> bool:
+    """Integers that compare, max and min as unsigned: uiN, and i1, numpy's bool, where
+    False < True (signed, the bit set is -1: True > False had been false)."""
+    return is_unsigned(t) or t == IntegerType(1)
+
+
 def storage_type(t: Attribute) -> Attribute:
     """The type that holds `t` below the graph level: uiN becomes the signless iN
     (memrefs and arith ops are signless; signedness lives in the ops chosen)."""

@@ -111,7 +111,7 @@ def test_unary(op, el):
     assert_exact([got], want)
 
 
-@pytest.mark.parametrize("el", NEW_INTS)
+@pytest.mark.parametrize("el", [*NEW_INTS, "i1"])
 def test_compare_and_select(el):
     x, y = values(el, (4, 33)), values(el, (4, 33))
     y[:, ::3] = x[:, ::3]  # some ties
@@ -129,6 +129,19 @@ def test_compare_and_select(el):
 
 
 REDUCTIONS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+def test_bool_max_and_min_order_false_below_true():
+    """i1 is numpy's bool, False < True: max is or, min is and (compared as signed bits,
+    True had been -1, below False). Reductions of i1 are the frontends' (all, any)."""
+    x, y = values("i1", (4, 33)), values("i1", (4, 33))
+    t = ttype((4, 33), "i1")
+    src = (f"func.func @main(%x: {t}, %y: {t}) -> ({t}, {t}) {{\n"
+           f"  %a = graph.max %x, %y : {t}\n  %b = graph.min %x, %y : {t}\n"
+           f"  func.return %a, %b : {t}, {t}\n}}")
+    got, want = run(src, x, y)
+    assert_exact(got, [x | y, x & y])
+    assert_exact(got, want)
 
 
 @pytest.mark.parametrize("el", NEW_INTS)

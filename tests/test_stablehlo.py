@@ -247,6 +247,11 @@ EXACT = {
     "gather_negative": (lambda x: x[jnp.array([-1, 2, -6])], "f32"),
     "take_2d": (lambda x: jnp.take(x, jnp.array([[0, 3], [2, 6]]), axis=1), "f32"),
     "take_2d_fill": (lambda x: jnp.take(x, jnp.array([[0, 9], [-3, 6]]), axis=0), "f32"),
+    # bools order False < True (compared as signed bits, these had been wrong)
+    "select_conditions": (lambda x: jnp.select([x < -1, x > 1], [x * 0, x * 2], x), "f32"),
+    "bool_compare": (lambda x: jnp.stack([(x > 0) > (x > 0.5)[::-1], (x > 0) <= (x < 0.5)]), "f32"),
+    "bool_max_min": (lambda x: jnp.stack([jnp.max(x > 0, axis=0), jnp.min(x > -0.5, axis=0)]), "f32"),
+    "bool_argmax": (lambda x: jnp.argmax(x > 0.5, axis=1), "f32"),
 }
 
 

@@ -167,7 +167,9 @@ def ints_and_masks(x, y):
     m = (i > 2) & (y < 0.5) | ~(x == y)
     n = torch.logical_and(m, i != 0) | torch.logical_not(m)
     k = torch.arange(x.shape[-1]) + i
-    return torch.where(n, x, y), m, k, i // 3, i % 3, i.sum(-1), x.to(torch.float64) * 2
+    # bools order False < True (compared as signed bits, these had been wrong)
+    o = torch.stack([m > n, m <= n, torch.maximum(m, n), torch.minimum(m, n)])
+    return torch.where(n, x, y), m, k, i // 3, i % 3, i.sum(-1), x.to(torch.float64) * 2, o
 
 
 def movement(x, y):

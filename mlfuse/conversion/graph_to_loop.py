@@ -237,7 +237,7 @@ def lower_reduce(fl: FunctionLowering, op: graph.ReduceOp, out: SSAValue) -> Non
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
         x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
-        return [scalar.narrow(b, scalar.combine(b, op.KIND, acc, x, unsigned=graph.is_unsigned(t)), t)]
+        return [scalar.narrow(b, scalar.combine(b, op.KIND, acc, x, unsigned=graph.orders_unsigned(t)), t)]
 
     if not reduce_by_blocks(fl, op, out, body):
         fl.nest(f"reduce_{op.KIND}", shape, [fl.buffer(op.input)], [out], body, iterators,
@@ -1301,7 +1301,7 @@ def lower_pool2d(fl: FunctionLowering, op: graph.Pool2dOp, out: SSAValue) -> Non
 
     def body(b: Builder, a: list[SSAValue]) -> list[SSAValue]:
         x, acc = scalar.widen(b, a[0]), scalar.widen(b, a[1])
-        return [scalar.narrow(b, scalar.combine(b, kind, acc, x, unsigned=graph.is_unsigned(t)), t)]
+        return [scalar.narrow(b, scalar.combine(b, kind, acc, x, unsigned=graph.orders_unsigned(t)), t)]
 
     fl.nest(f"pool_{kind}", bounds, [src], [out], body, iterators, maps)
     if isinstance(op, graph.AvgPool2dOp):

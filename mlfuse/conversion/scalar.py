@@ -57,7 +57,7 @@ def identity_of(kind: str, t: Attribute) -> float | int:
         return 1
     if isinstance(t, IntegerType):
         w = t.width.data
-        if graph.is_unsigned(t):
+        if graph.orders_unsigned(t):
             return 0 if kind == "max" else (1 << w) - 1
         return -(2 ** (w - 1)) if kind == "max" else 2 ** (w - 1) - 1
     return -math.inf if kind == "max" else math.inf
@@ -132,7 +132,7 @@ INT_MINMAX = {
 
 def reduction_unsigned(op: Operation) -> bool:
     """Whether the reduction (or pool) `op` combines unsigned integers."""
-    return graph.is_unsigned(graph.element_type_of(op.operands[0]))
+    return graph.orders_unsigned(graph.element_type_of(op.operands[0]))
 
 
 def flag_nan(b: Builder, flag: SSAValue, x: SSAValue) -> SSAValue:
@@ -250,7 +250,7 @@ def emit_elementwise(b: Builder, op: Operation, args: list[SSAValue]) -> SSAValu
         return b.insert(arith.SelectOp(args[0], args[1], args[2])).result
     wide = [widen(b, a) for a in args]
     is_int = isinstance(wide[0].type, IntegerType)
-    unsigned = graph.is_unsigned(graph.element_type_of(op.operands[0]))
+    unsigned = graph.orders_unsigned(graph.element_type_of(op.operands[0]))
     if isinstance(op, graph.CompareOp):
         pred = op.predicate.data
         if is_int:

@@ -889,6 +889,9 @@ LOGICAL_REDUCTIONS: dict[type[Operation], tuple[type[graph.ReduceOp], bool]] = {
     shlo.OrOp: (graph.ReduceMaxOp, False),
 }
 
+# max and min of i1 (False < True) are or and and
+BOOL_ORDER_REDUCTIONS: dict[type[Operation], type[Operation]] = {shlo.MaximumOp: shlo.OrOp, shlo.MinimumOp: shlo.AndOp}
+
 
 def reduction_kind(op: shlo.ReduceOp | shlo.ReduceWindowOp) -> type[Operation] | None:
     """The body's op when the body is `return op(a, b)` or `op(b, a)` for a known op
@@ -994,7 +997,8 @@ class ScatterPattern(StablehloPattern):
 
 class ReducePattern(StablehloPattern):
     """graph.reduce_{sum,prod,max,min}; an init other than the identity is combined after.
-    and/or of i1 (all, any) reduce the values cast to i8 by min/max. Several inputs
+    and/or of i1 (all, any), and max/min of i1 as or/and, reduce the values cast to i8 by
+    min/max. Several inputs
     (argmax, argmin) or another body: a tree reduction that evaluates the body (see
     `tree`)."""
 
@@ -1006,12 +1010,14 @@ class ReducePattern(StablehloPattern):
             return self.tree(op, emit)
         x, init, out = op.inputs[0], op.init_values[0], op.outputs[0]
         el = graph.element_type_of(x)
+        if el == i1 and kind in BOOL_ORDER_REDUCTIONS:  # jnp.max of bools, argmax's partial results
+            kind = BOOL_ORDER_REDUCTIONS[kind]
         if kind in LOGICAL_REDUCTIONS:
             if el != i1:
                 raise emit.fail(f"with a bitwise {kind.name.split('.')[1]} body on {el} is not supported (only i1: all, any)")
             return [self.logical(op, kind, emit)]
         if el == i1:
-            raise emit.fail("on i1 with a max/min/add/multiply body is not supported")
+            raise emit.fail("on i1 with an add/multiply body is not supported")
         reduce_cls, combine, identity = REDUCTIONS[kind]
         result = emit(reduce_cls(x, list(op.dims))) if op.dims else x
         if constant_scalar(init) != identity(graph.numpy_dtype(el)):
