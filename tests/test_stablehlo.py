@@ -252,12 +252,19 @@ EXACT = {
     "bool_compare": (lambda x: jnp.stack([(x > 0) > (x > 0.5)[::-1], (x > 0) <= (x < 0.5)]), "f32"),
     "bool_max_min": (lambda x: jnp.stack([jnp.max(x > 0, axis=0), jnp.min(x > -0.5, axis=0)]), "f32"),
     "bool_argmax": (lambda x: jnp.argmax(x > 0.5, axis=1), "f32"),
+    # binary morphology: windows of bools
+    "dilate": (lambda b: lax.reduce_window(b, False, lax.bitwise_or, (3, 3), (1, 1), "SAME"), "bool"),
+    "erode_strided": (lambda b: lax.reduce_window(b, True, lax.bitwise_and, (2, 3), (2, 1), "VALID"), "bool"),
+    "bool_max_window": (lambda b: lax.reduce_window(b, False, lax.max, (3, 1), (1, 1), "SAME"), "bool"),
+    "or_window_init_true": (lambda b: lax.reduce_window(b, True, lax.bitwise_or, (2, 2), (1, 1), "VALID"), "bool"),
 }
 
 
 def operand(rng, kind, shape=(6, 7)):
     if kind == "i32":
         return rng.integers(-1000, 1000, shape).astype(np.int32)
+    if kind == "bool":
+        return rng.standard_normal(shape) > 0.7
     return randn(rng, *shape)
 
 

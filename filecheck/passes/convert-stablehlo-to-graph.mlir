@@ -617,6 +617,29 @@ func.func @cumsum(%x: tensor<2x4xf32>, %y: tensor<70x2xi32>) -> (tensor<2x4xf32>
 
 // -----
 
+// Binary dilation: a window of bools with an or body is a max window of the bools as i8,
+// then != 0 (no final combine: false is or's identity).
+// CHECK-LABEL: func.func @dilate(%x: tensor<4x5xi1>) -> tensor<4x3xi1> {
+// CHECK-NEXT: %false = graph.constant dense<false> : tensor<i1>
+// CHECK-NEXT: %0 = graph.cast %x : tensor<4x5xi1> -> tensor<4x5xi8>
+// CHECK-NEXT: %1 = graph.pad %0 {low = array<i64: 1, 0>, high = array<i64: 1, 0>, value = 0 : i8} : tensor<4x5xi8> -> tensor<6x5xi8>
+// CHECK-COUNT-2: graph.max {{.*}} : tensor<4x5xi8>
+// CHECK-COUNT-2: graph.max {{.*}} : tensor<4x3xi8>
+// CHECK-NOT: graph.max
+// CHECK: %[[R:.*]] = graph.compare ne, %{{.*}}, %{{.*}} : tensor<4x3xi8>
+// CHECK-NEXT: func.return %[[R]] : tensor<4x3xi1>
+func.func @dilate(%x: tensor<4x5xi1>) -> tensor<4x3xi1> {
+  %false = stablehlo.constant dense<false> : tensor<i1>
+  %0 = "stablehlo.reduce_window"(%x, %false) <{padding = dense<[[1, 1], [0, 0]]> : tensor<2x2xi64>, window_dimensions = array<i64: 3, 3>}> ({
+  ^bb0(%a: tensor<i1>, %b: tensor<i1>):
+    %s = stablehlo.or %a, %b : tensor<i1>
+    stablehlo.return %s : tensor<i1>
+  }) : (tensor<4x5xi1>, tensor<i1>) -> tensor<4x3xi1>
+  return %0 : tensor<4x3xi1>
+}
+
+// -----
+
 // gather in the form of numpy.take(x, indices, axis=d): the index vector dimension
 // dropped, the indices clamped to [0, n-1] (cast to i64 when narrower than i32), then
 // graph.gather along d.

@@ -891,6 +891,10 @@ LOGICAL_REDUCTIONS: dict[type[Operation], tuple[type[graph.ReduceOp], bool]] = {
 
 # max and min of i1 (False < True) are or and and
 BOOL_ORDER_REDUCTIONS: dict[type[Operation], type[Operation]] = {shlo.MaximumOp: shlo.OrOp, shlo.MinimumOp: shlo.AndOp}
+# ... and windows of i1 reduce the bools as i8 by max (or) and min (and)
+BOOL_WINDOWS: dict[type[Operation] | None, type[Operation]] = {
+    shlo.OrOp: shlo.MaximumOp, shlo.MaximumOp: shlo.MaximumOp, shlo.AndOp: shlo.MinimumOp, shlo.MinimumOp: shlo.MinimumOp,
+}
 
 
 def reduction_kind(op: shlo.ReduceOp | shlo.ReduceWindowOp) -> type[Operation] | None:
@@ -1102,7 +1106,8 @@ class ReduceWindowPattern(StablehloPattern):
     for integers; for floats a different order of the same sum, and an infinity or NaN
     in the input spreads NaN through the product's zeros, as ONNX's CumSum). An init
     that is not the op's identity is combined once at the end, as ReducePattern does.
-    Base dilations and more than WINDOW_TAPS_MAX slices are located diagnostics."""
+    Windows of i1 with an or/max (and/min) body, binary dilation (erosion), are max (min)
+    windows of the bools as i8. Base dilations and more than WINDOW_TAPS_MAX slices are located diagnostics."""
 
     OPS = (shlo.ReduceWindowOp,)
 
@@ -1110,18 +1115,24 @@ class ReduceWindowPattern(StablehloPattern):
         if len(op.inputs) != 1:
             raise emit.fail(f"of {len(op.inputs)} inputs at once is not supported")
         kind = reduction_kind(op)
-        if kind is None or kind not in REDUCTIONS:
-            raise emit.fail("is supported only with a body that is one stablehlo.add, multiply, maximum or minimum of its arguments")
         x, init, out = op.inputs[0], op.init_values[0], op.outputs[0]
         el = graph.element_type_of(x)
+        logical = el == i1 and kind in BOOL_WINDOWS
+        if logical:  # binary dilation (or, max) and erosion (and, min): max / min of the bools as i8
+            kind, x, el = BOOL_WINDOWS[kind], emit(graph.CastOp(x, i8)), i8
+        if kind is None or kind not in REDUCTIONS:
+            raise emit.fail("is supported only with a body that is one stablehlo.add, multiply, maximum or minimum of its "
+                            "arguments (or, and of i1)")
         if el == i1:
-            raise emit.fail("on i1 is not supported")
+            raise emit.fail("on i1 with an add/multiply body is not supported")
         w = op.window()
         if any(b != 1 for b in w["base_dilations"]):
             raise emit.fail(f"with base_dilations {w['base_dilations']} is not supported")
         value = constant_scalar(init)
         if value is None:
             raise emit.fail("with an init value that is not a constant is not supported")
+        if logical:
+            value = int(value)
         _, combine, identity = REDUCTIONS[kind]
         is_identity = value == identity(graph.numpy_dtype(el))
         if not is_identity and kind in (shlo.AddOp, shlo.MultiplyOp) and any(p > 0 for pair in w["pads"] for p in pair):
@@ -1155,6 +1166,10 @@ class ReduceWindowPattern(StablehloPattern):
                 y = window_by_taps(emit, y, d, k, s, wd, m, combine)
             else:
                 y = window_by_matrix(emit, y, d, k, s, wd, m, low)
+        if logical:
+            if value != (0 if kind is shlo.MaximumOp else 1):  # an init that is not the identity (false for or)
+                y = emit(combine(y, emit.splat(value, y)))
+            return [emit(graph.CompareOp("ne", y, emit.splat(0, y)))]
         if not is_identity:
             y = emit(combine(y, emit.fill(init, out_shape)))
         return [y]
