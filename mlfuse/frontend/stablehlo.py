@@ -1131,8 +1131,7 @@ class ReduceWindowPattern(StablehloPattern):
         value = constant_scalar(init)
         if value is None:
             raise emit.fail("with an init value that is not a constant is not supported")
-        if logical:
-            value = int(value)
+        value = int(value) if logical else value
         _, combine, identity = REDUCTIONS[kind]
         is_identity = value == identity(graph.numpy_dtype(el))
         if not is_identity and kind in (shlo.AddOp, shlo.MultiplyOp) and any(p > 0 for pair in w["pads"] for p in pair):
@@ -1141,6 +1140,20 @@ class ReduceWindowPattern(StablehloPattern):
         out_shape = graph.shape_of(out)
         if 0 in out_shape:
             raise emit.fail(f"with an empty result {out.type} is not supported")
+        y = self.windows(emit, x, w, kind, value, out_shape)
+        if logical:
+            if value != (0 if kind is shlo.MaximumOp else 1):  # an init that is not the identity (false for or)
+                y = emit(combine(y, emit.splat(value, y)))
+            return [emit(graph.CompareOp("ne", y, emit.splat(0, y)))]
+        if not is_identity:
+            y = emit(combine(y, emit.fill(init, out_shape)))
+        return [y]
+
+    @staticmethod
+    def windows(emit: Emitter, x: SSAValue, w: dict, kind: type[Operation], value: float | int | bool,
+                out_shape: Sequence[int]) -> SSAValue:
+        """x padded with `value` and reduced by `kind` over the windows `w`, one axis at a time."""
+        combine = REDUCTIONS[kind][1]
         shape = graph.shape_of(x)
         pads = list(w["pads"])
         stages = []  # (axis, window, stride, dilation, low padding when by a matrix, else None)
@@ -1166,13 +1179,7 @@ class ReduceWindowPattern(StablehloPattern):
                 y = window_by_taps(emit, y, d, k, s, wd, m, combine)
             else:
                 y = window_by_matrix(emit, y, d, k, s, wd, m, low)
-        if logical:
-            if value != (0 if kind is shlo.MaximumOp else 1):  # an init that is not the identity (false for or)
-                y = emit(combine(y, emit.splat(value, y)))
-            return [emit(graph.CompareOp("ne", y, emit.splat(0, y)))]
-        if not is_identity:
-            y = emit(combine(y, emit.fill(init, out_shape)))
-        return [y]
+        return y
 
 
 def pad_with(emit: Emitter, x: SSAValue, pads: Sequence[tuple[int, int]], value: float | int | bool) -> SSAValue:
