@@ -252,6 +252,9 @@ EXACT = {
     "bool_compare": (lambda x: jnp.stack([(x > 0) > (x > 0.5)[::-1], (x > 0) <= (x < 0.5)]), "f32"),
     "bool_max_min": (lambda x: jnp.stack([jnp.max(x > 0, axis=0), jnp.min(x > -0.5, axis=0)]), "f32"),
     "bool_argmax": (lambda x: jnp.argmax(x > 0.5, axis=1), "f32"),
+    # jax.random's threefry on uint32 (its key split had been an internal error in loop-forward-copies)
+    "random_uniform": (lambda x: x + jax.random.uniform(jax.random.PRNGKey(3), x.shape), "f32"),
+    "random_permutation": (lambda x: jax.random.permutation(jax.random.PRNGKey(5), x[0]), "f32"),
     # binary morphology: windows of bools
     "dilate": (lambda b: lax.reduce_window(b, False, lax.bitwise_or, (3, 3), (1, 1), "SAME"), "bool"),
     "erode_strided": (lambda b: lax.reduce_window(b, True, lax.bitwise_and, (2, 3), (2, 1), "VALID"), "bool"),

@@ -94,6 +94,46 @@ func.func @chain(%a: memref<2x3x3xf32>, %out: memref<2x3x3xf32>) {
 
 // -----
 
+// One nest writes both halves of a concat (jax.random's key split): its first output's
+// copy is forwarded, and then the nest writes the concat's buffer and the second half's
+// source; it is that source's writer, not a fill of the destination to move before itself,
+// so the second copy stays (this had been an internal error).
+// CHECK-LABEL: func.func @writer_of_both_halves
+// CHECK-NEXT: %b = memref.alloc() : memref<1xi32>
+// CHECK-NEXT: %y = memref.alloc() : memref<2xi32>
+// CHECK-NEXT: loop.nest "both" {{.*}} outs(%y, %b : memref<2xi32>, memref<1xi32>)
+// CHECK: loop.nest "concat" {{.*}} ins(%b : memref<1xi32>) outs(%y : memref<2xi32>)
+// CHECK-NOT: loop.nest "concat"
+func.func @writer_of_both_halves(%out: memref<2xi32>) {
+  %a = memref.alloc() : memref<1xi32>
+  %b = memref.alloc() : memref<1xi32>
+  loop.nest "both" lower [0] upper [1] iterators ["parallel"] ins() outs(%a, %b : memref<1xi32>, memref<1xi32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%o: i32, %p: i32):
+    %c = arith.constant 3 : i32
+    %d = arith.constant 4 : i32
+    loop.yield %c, %d : i32, i32
+  }
+  %y = memref.alloc() : memref<2xi32>
+  loop.nest "concat" lower [0] upper [1] iterators ["parallel"] ins(%a : memref<1xi32>) outs(%y : memref<2xi32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: i32, %o: i32):
+    loop.yield %v : i32
+  }
+  memref.dealloc %a : memref<1xi32>
+  loop.nest "concat" lower [0] upper [1] iterators ["parallel"] ins(%b : memref<1xi32>) outs(%y : memref<2xi32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0 + 1)>] {
+  ^bb0(%v: i32, %o: i32):
+    loop.yield %v : i32
+  }
+  memref.dealloc %b : memref<1xi32>
+  loop.nest "use" lower [0] upper [2] iterators ["parallel"] ins(%y : memref<2xi32>) outs(%out : memref<2xi32>) maps [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] {
+  ^bb0(%v: i32, %o: i32):
+    loop.yield %v : i32
+  }
+  memref.dealloc %y : memref<2xi32>
+  func.return
+}
+
+// -----
+
 // A reduction writer keeps its `init` (loop-fold-init's), now over the destination.
 // CHECK-LABEL: func.func @reduction_writer
 // CHECK: loop.nest "sum" {{.*}} outs(%p : memref<6xf32>) maps [{{.*}}, affine_map<(d0, d1) -> ((d0 + 1))>] init [1.500000e+00 : f32]

@@ -361,7 +361,7 @@ def dest_users_before(
 ) -> list[Operation] | None:
     """The ops that use `dest` before `copy` (its views and fills), if each can move
     before the source's first writer `first`: views, and nests with no inputs that
-    write it; nests after `first` that write another part of it stay (disjoint_writer);
+    write it alone; nests after `first` that write another part of it stay (disjoint_writer);
     else None (a use inside a band before the copy included)."""
     block = copy.parent_block()
     assert block is not None
@@ -374,7 +374,9 @@ def dest_users_before(
             return None
         if isinstance(use_op, loop.ViewOp):
             found.append(use_op)
-        elif isinstance(use_op, loop.NestOp) and not use_op.ins and not use_op.syms:
+        elif isinstance(use_op, loop.NestOp) and not use_op.ins and not use_op.syms and all(
+            loop.view_root(v) is dest for v in use_op.outs
+        ):  # a fill; one that writes another buffer too may be the source's writer (forwarded before)
             found.append(use_op)
         elif not (isinstance(use_op, loop.NestOp) and position[first] < position[use_op] and disjoint_writer(use_op, dest, copy)):
             return None  # a writer of another part of it (a concat's other piece) stays
