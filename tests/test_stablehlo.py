@@ -410,6 +410,23 @@ def test_reduce_window_padded_init_is_a_located_diagnostic():
     assert info.value.location.startswith("<input>:")
 
 
+# --- float to integer conversions saturate, as XLA's do ---------------------------------------
+
+OUT_OF_RANGE = [np.nan, np.inf, -np.inf, -0.0, -2.5, -1.0, 3e9, -3e9, 255.7, 127.9, 40000.0, -40000.0, 65535.9, 32767.5]
+
+
+@pytest.mark.parametrize("source", [np.float32, np.float16])
+@pytest.mark.parametrize("target", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32])
+def test_float_to_int_saturates(source, target):
+    """-2.5 to uint8 is 0 and 3e9 is 255 (numpy wraps: 254 and 0), NaN is 0; f16 sources
+    clamp in f32 (32767 rounds up to 32768 in f16)."""
+    rng = np.random.default_rng(14)
+    with np.errstate(over="ignore"):
+        x = np.concatenate([OUT_OF_RANGE, rng.standard_normal(50) * 300]).astype(source)
+    f = lambda x: x.astype(target)  # noqa: E731
+    assert_exact(np.asarray(mjax.jit(f)(x)), jax.jit(f)(x))
+
+
 # --- is_finite, rounding, log1p and expm1 (FloatMathPattern) --------------------------
 
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 0.49999997, -0.49999997,

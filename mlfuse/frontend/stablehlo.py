@@ -78,7 +78,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, TensorType, i1, i8, i32, i64
+from xdsl.dialects.builtin import IntegerType, ModuleOp, Signedness, TensorType, f32, i1, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -513,17 +513,35 @@ class SquarePattern(StablehloPattern):
 
 
 class ConvertPattern(StablehloPattern):
-    """graph.cast; to i1 it is `x != 0` (graph.cast leaves that case to the backend)."""
+    """graph.cast; to i1 it is `x != 0` (graph.cast leaves that case to the backend). A
+    float to an integer type narrower than 32 bits is clamped to the type's range first:
+    XLA saturates (-2.5 to uint8 is 0, 3e9 is 255), where graph.cast, as numpy, wraps
+    what it converted through 32 bits (254 and 0); at 32 bits and more graph.cast
+    saturates as XLA does."""
 
     OPS = (shlo.ConvertOp,)
 
     def convert(self, op: shlo.ConvertOp, emit: Emitter) -> list[SSAValue]:
         x, el = op.operand, graph.element_type_of(op.result)
-        if graph.element_type_of(x) == el:
+        source = graph.element_type_of(x)
+        if source == el:
             return [x]
         if el == i1:
             return [emit(graph.CompareOp("ne", x, emit.splat(0, x)))]
+        if graph.is_float(source) and graph.is_int(el):
+            x = saturated(emit, x, el)
         return [emit(graph.CastOp(x, el))]
+
+
+def saturated(emit: Emitter, x: SSAValue, el: Attribute) -> SSAValue:
+    """Floats x clamped to integer type el's range where graph.cast does not saturate:
+    below 32 bits, and below 0 for unsigned types (NaN stays NaN, which casts to 0)."""
+    if graph.bit_width(el) >= 32:
+        return emit(graph.MaxOp(x, emit.splat(0.0, x))) if graph.is_unsigned(el) else x
+    if graph.bit_width(graph.element_type_of(x)) < 32:
+        x = emit(graph.CastOp(x, f32))  # f16 rounds 32767 up to 32768 and has no 65535
+    info = np.iinfo(graph.numpy_dtype(el))
+    return emit(graph.MinOp(emit(graph.MaxOp(x, emit.splat(float(info.min), x))), emit.splat(float(info.max), x)))
 
 
 class ClampPattern(StablehloPattern):
