@@ -255,6 +255,9 @@ EXACT = {
     # jax.random's threefry on uint32 (its key split had been an internal error in loop-forward-copies)
     "random_uniform": (lambda x: x + jax.random.uniform(jax.random.PRNGKey(3), x.shape), "f32"),
     "random_permutation": (lambda x: jax.random.permutation(jax.random.PRNGKey(5), x[0]), "f32"),
+    # lax.pad's interior padding (upsampling by zeros), with negative edges
+    "pad_interior": (lambda x: lax.pad(x, 0.5, ((1, 2, 1), (0, -2, 2))), "f32"),
+    "pad_interior_int": (lambda x: lax.pad(x, 7, ((-2, 0, 3), (1, 1, 1))), "i32"),
     # binary morphology: windows of bools
     "dilate": (lambda b: lax.reduce_window(b, False, lax.bitwise_or, (3, 3), (1, 1), "SAME"), "bool"),
     "erode_strided": (lambda b: lax.reduce_window(b, True, lax.bitwise_and, (2, 3), (2, 1), "VALID"), "bool"),

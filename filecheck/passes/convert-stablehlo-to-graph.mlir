@@ -336,6 +336,28 @@ func.func @data_movement(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<32xf32
 
 // -----
 
+// Interior padding (lax.pad's upsampling by zeros), one axis at a time: [n] as [n, 1]
+// padded to [n, 1 + k], flattened, its last k dropped; then the edges.
+// CHECK-LABEL: func.func @interior(%x: tensor<2x3xf32>) -> tensor<4x5xf32> {
+// CHECK-NEXT: %c = graph.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT: %0 = graph.reshape %x : tensor<2x3xf32> -> tensor<2x1x3xf32>
+// CHECK-NEXT: %1 = graph.pad %0 {low = array<i64: 0, 0, 0>, high = array<i64: 0, 1, 0>, value = 0.000000e+00 : f32} : tensor<2x1x3xf32> -> tensor<2x2x3xf32>
+// CHECK-NEXT: %2 = graph.reshape %1 : tensor<2x2x3xf32> -> tensor<4x3xf32>
+// CHECK-NEXT: %3 = graph.slice %2 {start = array<i64: 0, 0>, stop = array<i64: 3, 3>, step = array<i64: 1, 1>} : tensor<4x3xf32> -> tensor<3x3xf32>
+// CHECK-NEXT: %4 = graph.reshape %3 : tensor<3x3xf32> -> tensor<3x3x1xf32>
+// CHECK-NEXT: %5 = graph.pad %4 {low = array<i64: 0, 0, 0>, high = array<i64: 0, 0, 1>, value = 0.000000e+00 : f32} : tensor<3x3x1xf32> -> tensor<3x3x2xf32>
+// CHECK-NEXT: %6 = graph.reshape %5 : tensor<3x3x2xf32> -> tensor<3x6xf32>
+// CHECK-NEXT: %7 = graph.slice %6 {start = array<i64: 0, 0>, stop = array<i64: 3, 5>, step = array<i64: 1, 1>} : tensor<3x6xf32> -> tensor<3x5xf32>
+// CHECK-NEXT: %8 = graph.pad %7 {low = array<i64: 1, 0>, high = array<i64: 0, 0>, value = 0.000000e+00 : f32} : tensor<3x5xf32> -> tensor<4x5xf32>
+// CHECK-NEXT: func.return %8 : tensor<4x5xf32>
+func.func @interior(%x: tensor<2x3xf32>) -> tensor<4x5xf32> {
+  %c = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %0 = stablehlo.pad %x, %c, low = [1, 0], high = [0, 0], interior = [1, 1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}
+
+// -----
+
 // reduce with an add/maximum/multiply body; an identity init disappears, another
 // init is combined after the reduction.
 // CHECK-LABEL: func.func @reductions(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<4xf32>, tensor<f32>) {
@@ -931,15 +953,6 @@ func.func @reduce_body(%x: tensor<4x8xi32>, %z: tensor<i32>) -> tensor<4xi32> {
     stablehlo.return %t : tensor<i32>
   }
   return %0 : tensor<4xi32>
-}
-
-// -----
-
-func.func @interior_pad(%x: tensor<2xf32>, %v: tensor<f32>) -> tensor<3xf32> {
-  %c = stablehlo.constant dense<0.0> : tensor<f32>
-  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.pad' with interior padding [1] is not supported
-  %0 = stablehlo.pad %x, %c, low = [0], high = [0], interior = [1] : (tensor<2xf32>, tensor<f32>) -> tensor<3xf32>
-  return %0 : tensor<3xf32>
 }
 
 // -----

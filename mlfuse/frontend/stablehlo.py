@@ -667,26 +667,37 @@ class SlicePattern(StablehloPattern):
 
 
 class PadPattern(StablehloPattern):
-    """graph.pad with the (constant) padding value; negative edges crop by a slice first."""
+    """graph.pad with the (constant) padding value; negative edges crop by a slice first.
+    Interior padding (k values between neighbours, lax.pad's upsampling by zeros) comes
+    first, one axis at a time: [n] as [n, 1] padded to [n, 1 + k], flattened, and its
+    last k dropped."""
 
     OPS = (shlo.PadOp,)
 
     def convert(self, op: shlo.PadOp, emit: Emitter) -> list[SSAValue]:
         low, high, interior = op.amounts
-        if any(interior):
-            raise emit.fail(f"with interior padding {list(interior)} is not supported")
         value = constant_scalar(op.padding_value)
         if value is None:
             raise emit.fail("with a padding value that is not a constant is not supported")
-        x, shape = op.operand, graph.shape_of(op.operand)
-        if any(p < 0 for p in low + high):
-            start = [max(0, -p) for p in low]
-            stop = [n - max(0, -p) for n, p in zip(shape, high)]
-            x = emit(graph.SliceOp(x, start, stop))
-        low, high = [max(0, p) for p in low], [max(0, p) for p in high]
-        if not any(low + high):
-            return [x]
-        return [emit(graph.PadOp(x, low, high, value))]
+        x = op.operand
+        for axis, k in enumerate(interior):
+            x = interleave_padding(emit, x, axis, k, value)
+        return [pad_with(emit, x, list(zip(low, high)), value)]
+
+
+def interleave_padding(emit: Emitter, x: SSAValue, axis: int, k: int, value: float | int | bool) -> SSAValue:
+    """x with k values `value` between each two neighbours along `axis`."""
+    shape = list(graph.shape_of(x))
+    n = shape[axis]
+    if k <= 0 or n <= 1:
+        return x
+    column = emit(graph.ReshapeOp(x, [*shape[: axis + 1], 1, *shape[axis + 1 :]]))
+    low, high = [0] * (len(shape) + 1), [0] * (len(shape) + 1)
+    high[axis + 1] = k
+    spread = emit(graph.PadOp(column, low, high, value))
+    flat = emit(graph.ReshapeOp(spread, [*shape[:axis], n * (1 + k), *shape[axis + 1 :]]))
+    stop = [*shape[:axis], n + (n - 1) * k, *shape[axis + 1 :]]
+    return emit(graph.SliceOp(flat, [0] * len(shape), stop))
 
 
 class ConcatenatePattern(StablehloPattern):
