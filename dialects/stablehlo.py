@@ -732,6 +732,10 @@ RoundNearestEvenOp = _unary("stablehlo.round_nearest_even", "the nearest integer
 RoundNearestAfzOp = _unary("stablehlo.round_nearest_afz", "the nearest integer, halves away from zero")
 LogPlusOneOp = _unary("stablehlo.log_plus_one", "log(1 + x), accurate near 0")
 ExponentialMinusOneOp = _unary("stablehlo.exponential_minus_one", "e^x - 1, accurate near 0")
+TanOp = _unary("stablehlo.tan", "tan x")
+CbrtOp = _unary("stablehlo.cbrt", "the real cube root")
+PopcntOp = _unary("stablehlo.popcnt", "the number of bits set")
+CountLeadingZerosOp = _unary("stablehlo.count_leading_zeros", "the zero bits above the highest set one (the width for 0)")
 
 
 @irdl_op_definition
@@ -762,6 +766,7 @@ XorOp = _binary("stablehlo.xor", "logical (i1) or bitwise xor")
 ShiftLeftOp = _binary("stablehlo.shift_left", "a << b; 0 for amounts of the width or more (negative ones as unsigned)")
 ShiftRightArithmeticOp = _binary("stablehlo.shift_right_arithmetic", "a >> b filling with a's sign bit; all sign bits for amounts of the width or more")
 ShiftRightLogicalOp = _binary("stablehlo.shift_right_logical", "a >> b filling with zeros; 0 for amounts of the width or more")
+Atan2Op = _binary("stablehlo.atan2", "the angle of the point (b, a), in [-pi, pi]")
 
 
 @irdl_op_definition
@@ -2055,7 +2060,14 @@ class SquareOp(ChloUnaryOp):
     name = "chlo.square"
 
 
-CHLO = Dialect("chlo", [ErfOp, ErfcOp, SquareOp], [])
+@irdl_op_definition
+class ErfInvOp(ChloUnaryOp):
+    """The inverse of the error function on (-1, 1) (jax.random.normal's)."""
+
+    name = "chlo.erf_inv"
+
+
+CHLO = Dialect("chlo", [ErfOp, ErfcOp, SquareOp, ErfInvOp], [])
 
 
 StableHLO = Dialect(
@@ -2080,6 +2092,10 @@ StableHLO = Dialect(
         IsFiniteOp,
         LogPlusOneOp,
         ExponentialMinusOneOp,
+        TanOp,
+        CbrtOp,
+        PopcntOp,
+        CountLeadingZerosOp,
         AddOp,
         SubtractOp,
         MultiplyOp,
@@ -2094,6 +2110,7 @@ StableHLO = Dialect(
         ShiftLeftOp,
         ShiftRightArithmeticOp,
         ShiftRightLogicalOp,
+        Atan2Op,
         BitcastConvertOp,
         ConvertOp,
         ClampOp,

@@ -413,6 +413,44 @@ def test_reduce_window_padded_init_is_a_located_diagnostic():
     assert info.value.location.startswith("<input>:")
 
 
+# --- tan, cbrt, atan2, erf_inv (MoreMathPattern); popcnt, clz (BitCountPattern) -----------------
+
+
+def test_more_math_within_a_few_ulps():
+    """Against jax: relative error under 5e-7 where the result is finite, the same
+    infinities, NaNs and signs (atan2 of signed zeros and infinities included)."""
+    rng = np.random.default_rng(15)
+    y = np.concatenate([rng.standard_normal(300) * 10, [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-30, 1e30, -8.0, 27.0]])
+    u = np.concatenate([rng.uniform(-1, 1, 300), [0.0, -0.0, 1.0, -1.0, 0.9999999, -0.99999994, 1e-30, np.nan, 1.5, -2.0]])
+    a = np.concatenate([rng.standard_normal(100), [0.0, -0.0, 0.0, -0.0, np.inf, -np.inf, np.inf, -np.inf, 1.0, -1.0, np.nan]])
+    b = np.concatenate([rng.standard_normal(100), [0.0, 0.0, -0.0, -0.0, np.inf, np.inf, -np.inf, -np.inf, np.inf, -np.inf, 1.0]])
+    cases = [(jnp.tan, (y,)), (jnp.cbrt, (y,)), (jax.scipy.special.erfinv, (u,)), (jnp.arctan2, (a, b))]
+    for fn, args in cases:
+        args = [np.asarray(v, np.float32) for v in args]
+        got, want = np.asarray(mjax.jit(fn)(*args)), np.asarray(jax.jit(fn)(*args))
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(got[~finite], want[~finite])
+        numbers = ~np.isnan(want)  # a NaN's sign bit means nothing
+        np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+        np.testing.assert_allclose(got[finite], want[finite], rtol=5e-7, atol=1e-37, err_msg=fn.__name__)
+
+
+def test_random_normal_matches_jax():
+    f = lambda x: x + jax.random.normal(jax.random.PRNGKey(0), x.shape)  # noqa: E731
+    x = np.zeros((6, 9), np.float32)
+    np.testing.assert_allclose(np.asarray(mjax.jit(f)(x)), np.asarray(jax.jit(f)(x)), rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32])
+def test_popcnt_and_clz_exact(dtype):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(16)
+    x = np.concatenate([rng.integers(info.min, info.max, 200, endpoint=True), [0, 1, -1 if info.min else 2, info.min, info.max]])
+    x = x.astype(dtype)
+    f = lambda v: jnp.stack([lax.population_count(v), lax.clz(v)])  # noqa: E731
+    assert_exact(np.asarray(mjax.jit(f)(x)), jax.jit(f)(x))
+
+
 # --- float to integer conversions saturate, as XLA's do ---------------------------------------
 
 OUT_OF_RANGE = [np.nan, np.inf, -np.inf, -0.0, -2.5, -1.0, 3e9, -3e9, 255.7, 127.9, 40000.0, -40000.0, 65535.9, 32767.5]

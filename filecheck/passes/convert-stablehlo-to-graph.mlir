@@ -336,6 +336,22 @@ func.func @data_movement(%x: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<32xf32
 
 // -----
 
+// popcnt on the bits as unsigned: sums of fields of 2, 4 and 8 bits (one byte: no product).
+// CHECK-LABEL: func.func @popcnt(%x: tensor<4xi8>) -> tensor<4xi8> {
+// CHECK-NEXT: %0 = graph.bitcast %x : tensor<4xi8> -> tensor<4xui8>
+// CHECK: graph.shr %0, %{{.*}} : tensor<4xui8>
+// CHECK: graph.bitand %{{.*}}, %{{.*}} : tensor<4xui8>
+// CHECK: graph.sub %0, %{{.*}} : tensor<4xui8>
+// CHECK-NOT: graph.mul
+// CHECK: %[[R:.*]] = graph.bitcast %{{.*}} : tensor<4xui8> -> tensor<4xi8>
+// CHECK-NEXT: func.return %[[R]] : tensor<4xi8>
+func.func @popcnt(%x: tensor<4xi8>) -> tensor<4xi8> {
+  %0 = stablehlo.popcnt %x : tensor<4xi8>
+  return %0 : tensor<4xi8>
+}
+
+// -----
+
 // Interior padding (lax.pad's upsampling by zeros), one axis at a time: [n] as [n, 1]
 // padded to [n, 1 + k], flattened, its last k dropped; then the edges.
 // CHECK-LABEL: func.func @interior(%x: tensor<2x3xf32>) -> tensor<4x5xf32> {
@@ -1169,6 +1185,14 @@ func.func @window_body(%x: tensor<4x4xf32>) -> tensor<3x3xf32> {
     stablehlo.return %s : tensor<f32>
   }) : (tensor<4x4xf32>, tensor<f32>) -> tensor<3x3xf32>
   return %0 : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @popcnt_of_floats(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: {{.*}}convert-stablehlo-to-graph.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.popcnt' on tensor<4xf32> is not supported (integers only)
+  %0 = stablehlo.popcnt %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
 
 // -----

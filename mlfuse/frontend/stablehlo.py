@@ -92,6 +92,7 @@ from mlfuse.diagnostics import MAX_DENSE_ELEMENTS, Diagnostic, location_of, veri
 from mlfuse.dialects import graph
 from mlfuse.dialects import stablehlo as shlo
 from mlfuse.frontend import onnx_ops
+from mlfuse.frontend.formulas import Formulas
 from mlfuse.inline import inline_calls
 
 DIALECTS = ("stablehlo", "chlo")
@@ -489,6 +490,144 @@ class FloatMathPattern(StablehloPattern):
         tiny = emit(graph.CompareOp("eq", u, one))
         near_zero = emit(graph.SelectOp(tiny, x, corrected))
         return [emit(graph.SelectOp(small, near_zero, plain))]
+
+
+class EmitterOps(Formulas):
+    """The shared formulas (atan, log1p, polynomials) emitted by a stablehlo Emitter."""
+
+    def __init__(self, emit: Emitter, like: SSAValue):
+        self.emitter, self.like = emit, like
+
+    def c(self, value: float) -> SSAValue:
+        return self.emitter.splat(value, self.like)
+
+    def emit(self, op) -> SSAValue:
+        return self.emitter(op)
+
+
+# Giles (2010), "Approximating the erfinv function": single precision, in w = -log(1 - x^2)
+# below 5 (w - 2.5) and above (sqrt(w) - 3); the coefficients XLA's ErfInv32 uses
+ERF_INV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+ERF_INV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+class MoreMathPattern(StablehloPattern):
+    """Float functions composed of graph ops (onnx_math's formulas where they have one):
+
+    - tan(x) = sin(x) / cos(x);
+    - cbrt(x) = y + (x / y^2 - y) / 3 for y = sign(x) |x|^(1/3) (one Newton step: 1/3 is
+      not a float, and |x|^0.33333334 is some ulps off at large |x|); x itself at +-0,
+      infinities and NaN;
+    - atan2(y, x): t = atan(min / max) of |y|, |x| (1 where both are infinite, 0 where both
+      are 0), pi/2 - t where |y| > |x|, pi - t where x < 0 or x is -0, negated where y < 0
+      or y is -0 (atan2(-0, -0) = -pi, as numpy and XLA give);
+    - erf_inv(x) = x p(w), Giles' polynomials in w = -log1p(-x^2); +-inf at +-1."""
+
+    OPS = (shlo.TanOp, shlo.CbrtOp, shlo.Atan2Op, shlo.ErfInvOp)
+
+    def convert(self, op, emit: Emitter) -> list[SSAValue]:
+        x = op.operands[0]
+        if not graph.is_float(graph.element_type_of(x)):
+            raise emit.fail(f"on {x.type} is not supported: mlfuse computes it on floating-point tensors only")
+        o = EmitterOps(emit, x)
+        if isinstance(op, shlo.TanOp):
+            return [o.div(o.unary(graph.SinOp, x), o.unary(graph.CosOp, x))]
+        if isinstance(op, shlo.CbrtOp):
+            return [cube_root(o, x)]
+        if isinstance(op, shlo.Atan2Op):
+            return [atan2(o, op.lhs, op.rhs)]
+        return [erf_inv(o, x)]
+
+
+def negative_or_minus_zero(o: Formulas, x: SSAValue) -> SSAValue:
+    """x < 0, or x is -0.0 (1 / x is -inf)."""
+    minus_zero = o.emit(graph.CompareOp("lt", o.div(o.c(1.0), x), o.c(0.0)))
+    return o.where(o.emit(graph.CompareOp("eq", x, o.c(0.0))), minus_zero, o.less(x, o.c(0.0)))
+
+
+def cube_root(o: Formulas, x: SSAValue) -> SSAValue:
+    y = o.with_sign_of(o.emit(graph.PowOp(o.unary(graph.AbsOp, x), o.c(1.0 / 3.0))), x)
+    refined = o.add(y, o.div(o.sub(o.div(x, o.mul(y, y)), y), o.c(3.0)))
+    finite_nonzero = o.emit(graph.CompareOp("lt", o.unary(graph.AbsOp, x), o.c(math.inf)))
+    finite_nonzero = o.where(o.emit(graph.CompareOp("eq", x, o.c(0.0))), o.less(o.c(1.0), o.c(0.0)), finite_nonzero)
+    return o.where(finite_nonzero, refined, x)
+
+
+def atan2(o: Formulas, y: SSAValue, x: SSAValue) -> SSAValue:
+    ay, ax = o.unary(graph.AbsOp, y), o.unary(graph.AbsOp, x)
+    low, high = o.emit(graph.MinOp(ay, ax)), o.emit(graph.MaxOp(ay, ax))
+    inf = o.c(math.inf)
+    both_infinite = o.where(o.emit(graph.CompareOp("eq", ay, inf)), o.emit(graph.CompareOp("eq", ax, inf)), o.less(inf, inf))
+    ratio = o.where(o.emit(graph.CompareOp("eq", high, o.c(0.0))), o.c(0.0), o.div(low, high))
+    t = o.atan(o.where(both_infinite, o.c(1.0), ratio))
+    t = o.where(o.less(ax, ay), o.sub(o.c(math.pi / 2), t), t)
+    t = o.where(negative_or_minus_zero(o, x), o.sub(o.c(math.pi), t), t)
+    return o.where(negative_or_minus_zero(o, y), o.unary(graph.NegOp, t), t)
+
+
+def erf_inv(o: Formulas, x: SSAValue) -> SSAValue:
+    w = o.unary(graph.NegOp, o.log1p(o.unary(graph.NegOp, o.mul(x, x))))
+    central = o.polynomial(o.sub(w, o.c(2.5)), ERF_INV_CENTRAL)
+    tail = o.polynomial(o.sub(o.unary(graph.SqrtOp, w), o.c(3.0)), ERF_INV_TAIL)
+    p = o.mul(o.where(o.less(w, o.c(5.0)), central, tail), x)
+    return o.where(o.emit(graph.CompareOp("eq", o.unary(graph.AbsOp, x), o.c(1.0))), o.mul(x, o.c(math.inf)), p)
+
+
+class BitCountPattern(StablehloPattern):
+    """popcnt and count_leading_zeros of integers, on their bits as unsigned:
+
+    - popcnt: the bits summed in fields of 2, 4 and 8 (v - (v >> 1) & 0x55..., then
+      (v & 0x33...) + ((v >> 2) & 0x33...), then (v + (v >> 4)) & 0x0f...), and the
+      bytes summed by a product with 0x0101... into the top byte;
+    - count_leading_zeros: a binary search, width / 2 bits first: where the top s bits
+      are 0, s more zeros and the value shifted up by s; the width for 0."""
+
+    OPS = (shlo.PopcntOp, shlo.CountLeadingZerosOp)
+
+    def convert(self, op, emit: Emitter) -> list[SSAValue]:
+        x = op.operand
+        el = graph.element_type_of(x)
+        if not graph.is_int(el) or el == i1:
+            raise emit.fail(f"on {x.type} is not supported (integers only)")
+        width = graph.bit_width(el)
+        unsigned = IntegerType(width, Signedness.UNSIGNED)
+        v = x if el == unsigned else emit(graph.BitcastOp(x, unsigned))
+        count = popcount(emit, v, width) if isinstance(op, shlo.PopcntOp) else leading_zeros(emit, v, width)
+        return [count if el == unsigned else emit(graph.BitcastOp(count, el))]
+
+
+def repeated_byte(byte: int, width: int) -> int:
+    return int.from_bytes(bytes([byte]) * (width // 8), "little")
+
+
+def popcount(emit: Emitter, v: SSAValue, width: int) -> SSAValue:
+    def shr(a: SSAValue, n: int) -> SSAValue:
+        return emit(graph.ShiftRightOp(a, emit.splat(n, a)))
+
+    def mask(a: SSAValue, byte: int) -> SSAValue:
+        return emit(graph.BitAndOp(a, emit.splat(repeated_byte(byte, width), a)))
+
+    v = emit(graph.SubOp(v, mask(shr(v, 1), 0x55)))
+    v = emit(graph.AddOp(mask(v, 0x33), mask(shr(v, 2), 0x33)))
+    v = mask(emit(graph.AddOp(v, shr(v, 4))), 0x0F)
+    if width == 8:
+        return v
+    return shr(emit(graph.MulOp(v, emit.splat(repeated_byte(0x01, width), v))), width - 8)
+
+
+def leading_zeros(emit: Emitter, v: SSAValue, width: int) -> SSAValue:
+    zero = emit.splat(0, v)
+    count = emit.splat(0, v)
+    is_zero = emit(graph.CompareOp("eq", v, zero))
+    step = width // 2
+    while step:
+        top_clear = emit(graph.CompareOp("eq", emit(graph.ShiftRightOp(v, emit.splat(width - step, v))), zero))
+        count = emit(graph.SelectOp(top_clear, emit(graph.AddOp(count, emit.splat(step, v))), count))
+        v = emit(graph.SelectOp(top_clear, emit(graph.ShiftLeftOp(v, emit.splat(step, v))), v))
+        step //= 2
+    return emit(graph.SelectOp(is_zero, emit.splat(width, v), count))
 
 
 def round_half_away(emit: Emitter, x: SSAValue) -> SSAValue:
@@ -1471,6 +1610,8 @@ class NodeLike:
 PATTERNS: list[type[StablehloPattern]] = [
     ElementwisePattern,
     FloatMathPattern,
+    MoreMathPattern,
+    BitCountPattern,
     LogicalPattern,
     ShiftPattern,
     BitcastConvertPattern,

@@ -247,3 +247,23 @@ func.func public @float_math(%x: tensor<4xf32>) -> (tensor<4xi1>, tensor<4xf32>)
   %afz = stablehlo.round_nearest_afz %even : tensor<4xf32>
   return %fin, %afz : tensor<4xi1>, tensor<4xf32>
 }
+
+// tan, cbrt, atan2, chlo.erf_inv, popcnt and count_leading_zeros.
+// CHECK-LABEL: func.func @more_math
+// CHECK-NEXT: %tan = stablehlo.tan %x : tensor<4xf32>
+// CHECK-NEXT: %cbrt = stablehlo.cbrt %tan : tensor<4xf32>
+// CHECK-NEXT: %atan2 = stablehlo.atan2 %cbrt, %x : tensor<4xf32>
+// CHECK-NEXT: %inv = chlo.erf_inv %atan2 : tensor<4xf32> -> tensor<4xf32>
+// CHECK-NEXT: %pop = stablehlo.popcnt %u : tensor<4xui32>
+// CHECK-NEXT: %clz = stablehlo.count_leading_zeros %pop : tensor<4xui32>
+// GENERIC: "stablehlo.atan2"(%{{.*}}, %{{.*}}) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// GENERIC: "stablehlo.count_leading_zeros"(%{{.*}}) : (tensor<4xui32>) -> tensor<4xui32>
+func.func @more_math(%x: tensor<4xf32>, %u: tensor<4xui32>) -> (tensor<4xf32>, tensor<4xui32>) {
+  %tan = stablehlo.tan %x : tensor<4xf32>
+  %cbrt = stablehlo.cbrt %tan : tensor<4xf32>
+  %atan2 = stablehlo.atan2 %cbrt, %x : tensor<4xf32>
+  %inv = chlo.erf_inv %atan2 : tensor<4xf32> -> tensor<4xf32>
+  %pop = stablehlo.popcnt %u : tensor<4xui32>
+  %clz = stablehlo.count_leading_zeros %pop : tensor<4xui32>
+  return %inv, %clz : tensor<4xf32>, tensor<4xui32>
+}
