@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     i1,
+    i32,
     i64,
 )
 from xdsl.dialects.utils.enum_attribute import EnumAttribute
@@ -55,6 +56,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_region_def,
     var_result_def,
 )
 from xdsl.irdl.declarative_assembly_format import (
@@ -1581,6 +1583,38 @@ class ReduceWindowOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CaseOp(IRDLOperation):
+    """Runs the branch that `index` (a rank-0 i32) names, the last one for an index out
+    of range; each branch ends in stablehlo.return of the results. jax prints lax.cond
+    (index: the predicate as i32, the false branch first) and lax.switch generically:
+
+        %r = "stablehlo.case"(%i) ({
+          %n = stablehlo.negate %x : tensor<4xf32>
+          stablehlo.return %n : tensor<4xf32>
+        }, {
+          stablehlo.return %x : tensor<4xf32>
+        }) : (tensor<i32>) -> tensor<4xf32>
+    """
+
+    name = "stablehlo.case"
+    index = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    branches = var_region_def("single_block")
+
+    def verify_(self) -> None:
+        if self.index.type != TensorType(i32, []):
+            raise VerifyException(f"'stablehlo.case' index must be tensor<i32>, got {self.index.type}")
+        if not self.branches:
+            raise VerifyException("'stablehlo.case' needs a branch")
+        types = list(self.outputs.types)
+        for k, branch in enumerate(self.branches):
+            ret = branch.block.last_op
+            if branch.block.args or not isinstance(ret, ReturnOp) or [v.type for v in ret.operands] != types:
+                raise VerifyException(f"'stablehlo.case' branch {k} must take no arguments and end in stablehlo.return "
+                                      f"of the results ({', '.join(map(str, types))})")
+
+
+@irdl_op_definition
 class WhileOp(IRDLOperation):
     """Runs `body` on the loop values while `cond` holds for them; both regions take the
     loop values as arguments. jax prints it (lax.fori_loop, jnp.searchsorted) as
@@ -2134,6 +2168,7 @@ StableHLO = Dialect(
         SortOp,
         ScatterOp,
         WhileOp,
+        CaseOp,
         DotGeneralOp,
         ConvolutionOp,
     ],

@@ -258,6 +258,13 @@ EXACT = {
     # lax.pad's interior padding (upsampling by zeros), with negative edges
     "pad_interior": (lambda x: lax.pad(x, 0.5, ((1, 2, 1), (0, -2, 2))), "f32"),
     "pad_interior_int": (lambda x: lax.pad(x, 7, ((-2, 0, 3), (1, 1, 1))), "i32"),
+    # lax.cond and lax.switch (stablehlo.case): every branch runs, the index selects
+    "cond_sum": (lambda x: lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x), "f32"),
+    "cond_negated": (lambda x: lax.cond((-x).sum() > 0, lambda v: v * 2, lambda v: -v, x), "f32"),
+    "switch_from_data": (lambda x: lax.switch(jnp.int32(jnp.abs(x[0, 0]) * 3), [lambda v: v * 2, lambda v: -v, lambda v: v + 1], x), "f32"),
+    "cond_nested_pair": (lambda x: lax.cond(x[0, 0] > 0, lambda v: lax.cond(v[0, 1] > 0, lambda w: (w + 1, w.max()), lambda w: (w - 1, w.min()), v),
+                                            lambda v: (v * 0, v.sum()), x)[1], "f32"),
+    "cond_in_fori_loop": (lambda x: lax.fori_loop(0, 4, lambda i, v: lax.cond(i % 2 == 0, lambda w: w * 2, lambda w: w - 1, v), x), "f32"),
     # binary morphology: windows of bools
     "dilate": (lambda b: lax.reduce_window(b, False, lax.bitwise_or, (3, 3), (1, 1), "SAME"), "bool"),
     "erode_strided": (lambda b: lax.reduce_window(b, True, lax.bitwise_and, (2, 3), (2, 1), "VALID"), "bool"),

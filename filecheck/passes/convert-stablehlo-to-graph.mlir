@@ -352,6 +352,27 @@ func.func @popcnt(%x: tensor<4xi8>) -> tensor<4xi8> {
 
 // -----
 
+// lax.cond (stablehlo.case): both branches copied before it, the last one's results
+// where the index is no other branch's.
+// CHECK-LABEL: func.func @cond(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
+// CHECK-NEXT: %n = graph.neg %x : tensor<4xf32>
+// CHECK-NEXT: %0 = graph.constant dense<0> : tensor<i32>
+// CHECK-NEXT: %1 = graph.compare eq, %i, %0 : tensor<i32>
+// CHECK-NEXT: %2 = graph.broadcast %1 {dims = array<i64>} : tensor<i1> -> tensor<4xi1>
+// CHECK-NEXT: %r = graph.select %2, %n, %x : tensor<4xi1>, tensor<4xf32>
+// CHECK-NEXT: func.return %r : tensor<4xf32>
+func.func @cond(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
+  %r = "stablehlo.case"(%i) ({
+    %n = stablehlo.negate %x : tensor<4xf32>
+    stablehlo.return %n : tensor<4xf32>
+  }, {
+    stablehlo.return %x : tensor<4xf32>
+  }) : (tensor<i32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
 // Interior padding (lax.pad's upsampling by zeros), one axis at a time: [n] as [n, 1]
 // padded to [n, 1 + k], flattened, its last k dropped; then the edges.
 // CHECK-LABEL: func.func @interior(%x: tensor<2x3xf32>) -> tensor<4x5xf32> {

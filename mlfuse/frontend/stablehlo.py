@@ -119,6 +119,7 @@ def convert_stablehlo(module: ModuleOp) -> None:
     """Inline calls, convert every stablehlo/chlo op to graph ops, and check none is left."""
     inline_calls(module)
     unroll_loops(module)
+    inline_cases(module)
     PatternRewriteWalker(
         GreedyRewritePatternApplier([p() for p in PATTERNS]), apply_recursively=False
     ).rewrite_module(module)
@@ -201,6 +202,41 @@ def unroll(loop: shlo.WhileOp, trips: int) -> None:
         result.replace_all_uses_with(value)
     loop.detach()
     loop.erase()
+
+
+def inline_cases(module: ModuleOp) -> None:
+    """Replace each stablehlo.case (lax.cond, lax.switch) by all of its branches, copied
+    before it, and selects of their results by the index, innermost first: result =
+    branch k's where index == k, the last branch's otherwise (StableHLO runs the last for
+    an index out of range). Branches are pure, so running all of them changes no result;
+    their cost is the price of control flow the graph dialect does not have."""
+    while cases := [op for op in module.walk() if isinstance(op, shlo.CaseOp)]:
+        case = cases[-1]  # walk order puts an enclosing case before the cases in it
+        emit = Emitter(PatternRewriter(case), case)  # graph ops for the selects, at the case's location
+        chosen: list[SSAValue] = []
+        for k in reversed(range(len(case.branches))):
+            values = copy_branch(case.branches[k].block, case)
+            if k == len(case.branches) - 1:
+                chosen = values
+                continue
+            taken = emit(graph.CompareOp("eq", case.index, emit.scalar(k, i32)))
+            chosen = [emit(graph.SelectOp(emit.fill(taken, graph.shape_of(v)), v, c)) for v, c in zip(values, chosen)]
+        for result, value in zip(case.results, chosen):
+            result.replace_all_uses_with(value)
+        case.detach()
+        case.erase()
+
+
+def copy_branch(block: Block, before: Operation) -> list[SSAValue]:
+    """The ops of a branch (no arguments) copied before `before`; its returned values."""
+    mapping: dict[SSAValue, SSAValue] = {}
+    for op in block.ops:
+        if isinstance(op, shlo.ReturnOp):
+            return [mapping.get(v, v) for v in op.operands]
+        copy = op.clone(value_mapper=mapping)
+        Rewriter.insert_op(copy, InsertPoint.before(before))
+        mapping.update(zip(op.results, copy.results))
+    raise AssertionError("a verified branch ends in stablehlo.return")
 
 
 # ---------------------------------------------------------------------------

@@ -475,3 +475,26 @@ func.func @is_finite_of_integers(%x: tensor<4xi32>) -> tensor<4xi1> {
   %r = stablehlo.is_finite %x : (tensor<4xi32>) -> tensor<4xi1>
   func.return %r : tensor<4xi1>
 }
+
+// -----
+
+func.func @main(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.case' branch 1 must take no arguments and end in stablehlo.return of the results (tensor<4xf32>)
+  %r = "stablehlo.case"(%i) ({
+    stablehlo.return %x : tensor<4xf32>
+  }, {
+    %c = stablehlo.constant dense<0.0> : tensor<f32>
+    stablehlo.return %c : tensor<f32>
+  }) : (tensor<i32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @main(%x: tensor<4xf32>, %i: tensor<i64>) -> tensor<4xf32> {
+  // CHECK: {{.*}}invalid.mlir:[[# @LINE + 1]]:3: error: 'stablehlo.case' index must be tensor<i32>, got tensor<i64>
+  %r = "stablehlo.case"(%i) ({
+    stablehlo.return %x : tensor<4xf32>
+  }) : (tensor<i64>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}

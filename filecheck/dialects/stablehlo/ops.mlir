@@ -267,3 +267,21 @@ func.func @more_math(%x: tensor<4xf32>, %u: tensor<4xui32>) -> (tensor<4xf32>, t
   %clz = stablehlo.count_leading_zeros %pop : tensor<4xui32>
   return %inv, %clz : tensor<4xf32>, tensor<4xui32>
 }
+
+// lax.cond as jax prints it: the generic form, regions of branches.
+// CHECK-LABEL: func.func @cond
+// CHECK-NEXT: %r = "stablehlo.case"(%i) ({
+// CHECK-NEXT: %n = stablehlo.negate %x : tensor<4xf32>
+// CHECK-NEXT: stablehlo.return %n : tensor<4xf32>
+// CHECK-NEXT: }, {
+// CHECK-NEXT: stablehlo.return %x : tensor<4xf32>
+// CHECK-NEXT: }) : (tensor<i32>) -> tensor<4xf32>
+func.func @cond(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
+  %r = "stablehlo.case"(%i) ({
+    %n = stablehlo.negate %x : tensor<4xf32>
+    stablehlo.return %n : tensor<4xf32>
+  }, {
+    stablehlo.return %x : tensor<4xf32>
+  }) : (tensor<i32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
