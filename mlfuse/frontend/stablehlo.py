@@ -586,16 +586,17 @@ def negative_or_minus_zero(o: Formulas, x: SSAValue) -> SSAValue:
 def cube_root(o: Formulas, x: SSAValue) -> SSAValue:
     y = o.with_sign_of(o.emit(graph.PowOp(o.unary(graph.AbsOp, x), o.c(1.0 / 3.0))), x)
     refined = o.add(y, o.div(o.sub(o.div(x, o.mul(y, y)), y), o.c(3.0)))
-    finite_nonzero = o.emit(graph.CompareOp("lt", o.unary(graph.AbsOp, x), o.c(math.inf)))
-    finite_nonzero = o.where(o.emit(graph.CompareOp("eq", x, o.c(0.0))), o.less(o.c(1.0), o.c(0.0)), finite_nonzero)
-    return o.where(finite_nonzero, refined, x)
+    finite = o.emit(graph.CompareOp("lt", o.unary(graph.AbsOp, x), o.c(math.inf)))
+    nonzero = o.emit(graph.CompareOp("ne", x, o.c(0.0)))
+    return o.where(o.where(nonzero, finite, nonzero), refined, x)
 
 
 def atan2(o: Formulas, y: SSAValue, x: SSAValue) -> SSAValue:
     ay, ax = o.unary(graph.AbsOp, y), o.unary(graph.AbsOp, x)
     low, high = o.emit(graph.MinOp(ay, ax)), o.emit(graph.MaxOp(ay, ax))
     inf = o.c(math.inf)
-    both_infinite = o.where(o.emit(graph.CompareOp("eq", ay, inf)), o.emit(graph.CompareOp("eq", ax, inf)), o.less(inf, inf))
+    y_infinite = o.emit(graph.CompareOp("eq", ay, inf))
+    both_infinite = o.where(y_infinite, o.emit(graph.CompareOp("eq", ax, inf)), y_infinite)
     ratio = o.where(o.emit(graph.CompareOp("eq", high, o.c(0.0))), o.c(0.0), o.div(low, high))
     t = o.atan(o.where(both_infinite, o.c(1.0), ratio))
     t = o.where(o.less(ax, ay), o.sub(o.c(math.pi / 2), t), t)
