@@ -321,6 +321,8 @@ SUMS = {
     "cumsum_300": (lambda x: jnp.cumsum(x, axis=1), (3, 300)),
     "reverse_cumsum_300": (lambda x: lax.cumsum(x, axis=0, reverse=True), (300, 3)),
     "sliding_sum_101": (lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 101), (1, 3), "SAME"), (2, 300)),
+    # its gathers put the indices' dimension before the operand's (a transpose of numpy.take)
+    "quantile_rows": (lambda x: jnp.quantile(x, jnp.array([0.1, 0.5, 0.9]), axis=1), (6, 7)),
 }
 
 

@@ -373,6 +373,19 @@ func.func @cond(%x: tensor<4xf32>, %i: tensor<i32>) -> tensor<4xf32> {
 
 // -----
 
+// numpy.take with the indices' dimensions before the operand's (jnp.quantile's gathers):
+// graph.gather, then a transpose into the gather's result order.
+// CHECK-LABEL: func.func @take_indices_first(%x: tensor<4x5xf32>, %i: tensor<3x1xi32>) -> tensor<3x4xf32> {
+// CHECK: %[[G:.*]] = graph.gather %x, %{{.*}} {axis = 1 : i64} : (tensor<4x5xf32>, tensor<3xi32>) -> tensor<4x3xf32>
+// CHECK-NEXT: %[[T:.*]] = graph.transpose %[[G]] {perm = array<i64: 1, 0>} : tensor<4x3xf32> -> tensor<3x4xf32>
+// CHECK-NEXT: func.return %[[T]] : tensor<3x4xf32>
+func.func @take_indices_first(%x: tensor<4x5xf32>, %i: tensor<3x1xi32>) -> tensor<3x4xf32> {
+  %0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [1], start_index_map = [1], index_vector_dim = 1>, indices_are_sorted = false, slice_sizes = array<i64: 4, 1>}> : (tensor<4x5xf32>, tensor<3x1xi32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
 // Interior padding (lax.pad's upsampling by zeros), one axis at a time: [n] as [n, 1]
 // padded to [n, 1 + k], flattened, its last k dropped; then the edges.
 // CHECK-LABEL: func.func @interior(%x: tensor<2x3xf32>) -> tensor<4x5xf32> {

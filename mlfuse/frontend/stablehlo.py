@@ -900,12 +900,30 @@ class ReversePattern(StablehloPattern):
         return [y]
 
 
+def take_order(offsets: Sequence[int], d: int, batch_rank: int, rank: int) -> list[int]:
+    """The permutation from numpy.take's layout, x.shape[:d] + batch + x.shape[d+1:], to a
+    gather's result whose operand dimensions (all but d, in order) sit at `offsets` and
+    its batch dimensions, in order, at the other positions (jnp.quantile's gather puts
+    the indices first)."""
+    kept = [j for j in range(rank) if j != d]
+    order, b = [], 0
+    for p in range(rank - 1 + batch_rank):
+        if p in offsets:
+            j = kept[list(offsets).index(p)]
+            order.append(j if j < d else j - 1 + batch_rank)
+        else:
+            order.append(d + b)
+            b += 1
+    return order
+
+
 class GatherPattern(StablehloPattern):
     """The gather that is numpy.take(x, indices, axis=d): jax's x[idx], x[:, idx] and
     jnp.take. That is one start_index_map entry d, collapsed_slice_dims = [d], slices
     of the whole operand but 1 along d, index vectors of size 1 (index_vector_dim a
     dimension of size 1, or the rank of the indices), no batching dimensions, and the
-    result x.shape[:d] + batch shape + x.shape[d+1:] (or, with no collapsed dimension,
+    result x.shape[:d] + batch shape + x.shape[d+1:], or a transpose of it (take_order;
+    or, with no collapsed dimension,
     that with a dimension of size 1 for d before or after the batch dimensions:
     jnp.searchsorted's gather). The indices lose the index vector
     dimension and are clamped to [0, n-1], as StableHLO clamps start indices (graph.gather
@@ -931,8 +949,8 @@ class GatherPattern(StablehloPattern):
         d = lists["start_index_map"][0]
         rank = len(operand)
         offsets = list(lists["offset_dims"])
-        if lists["collapsed_slice_dims"] == (d,):
-            placed = offsets == [*range(d), *range(d + len(batch), rank - 1 + len(batch))]
+        if lists["collapsed_slice_dims"] == (d,):  # the batch dimensions anywhere among the offsets (a transpose after)
+            placed = len(offsets) == rank - 1 and offsets == sorted(offsets)
         else:  # d kept as a dimension of size 1 (jnp.searchsorted): anywhere around the batch dimensions
             placed = (not lists["collapsed_slice_dims"] and len(offsets) == rank and offsets[:d] == list(range(d))
                       and offsets[d + 1:] == list(range(d + len(batch) + 1, rank + len(batch))))
@@ -955,6 +973,8 @@ class GatherPattern(StablehloPattern):
         if str(el) not in ("i32", "i64"):
             idx = emit.cast(idx, i64)
         y = emit(graph.GatherOp(op.operand, idx, d))
+        if lists["collapsed_slice_dims"] == (d,) and batch:
+            y = emit.transpose(y, take_order(offsets, d, len(batch), rank))
         return [emit.reshape(y, graph.shape_of(op.result))]
 
 
