@@ -188,16 +188,8 @@ def trip_count(loop: shlo.WhileOp) -> int | None:
 
 def unroll(loop: shlo.WhileOp, trips: int) -> None:
     values: list[SSAValue] = list(loop.operand)
-    block = loop.body.block
     for _ in range(trips):
-        mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, values))
-        for body_op in block.ops:
-            if isinstance(body_op, shlo.ReturnOp):
-                values = [mapping.get(v, v) for v in body_op.operands]
-                break
-            copy = body_op.clone(value_mapper=mapping)
-            Rewriter.insert_op(copy, InsertPoint.before(loop))
-            mapping.update(zip(body_op.results, copy.results))
+        values = copy_block(loop.body.block, loop, values)
     for result, value in zip(loop.results, values):
         result.replace_all_uses_with(value)
     loop.detach()
@@ -213,12 +205,10 @@ def inline_cases(module: ModuleOp) -> None:
     while cases := [op for op in module.walk() if isinstance(op, shlo.CaseOp)]:
         case = cases[-1]  # walk order puts an enclosing case before the cases in it
         emit = Emitter(PatternRewriter(case), case)  # graph ops for the selects, at the case's location
-        chosen: list[SSAValue] = []
-        for k in reversed(range(len(case.branches))):
-            values = copy_branch(case.branches[k].block, case)
-            if k == len(case.branches) - 1:
-                chosen = values
-                continue
+        *taken_by_index, last = case.branches
+        chosen = copy_block(last.block, case)
+        for k in reversed(range(len(taken_by_index))):
+            values = copy_block(taken_by_index[k].block, case)
             taken = emit(graph.CompareOp("eq", case.index, emit.scalar(k, i32)))
             chosen = [emit(graph.SelectOp(emit.fill(taken, graph.shape_of(v)), v, c)) for v, c in zip(values, chosen)]
         for result, value in zip(case.results, chosen):
@@ -227,16 +217,17 @@ def inline_cases(module: ModuleOp) -> None:
         case.erase()
 
 
-def copy_branch(block: Block, before: Operation) -> list[SSAValue]:
-    """The ops of a branch (no arguments) copied before `before`; its returned values."""
-    mapping: dict[SSAValue, SSAValue] = {}
+def copy_block(block: Block, before: Operation, args: Sequence[SSAValue] = ()) -> list[SSAValue]:
+    """The ops of a block ending in stablehlo.return (a loop body, a case's branch) copied
+    before `before`, its arguments bound to `args`; the values it returns."""
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, args))
     for op in block.ops:
         if isinstance(op, shlo.ReturnOp):
             return [mapping.get(v, v) for v in op.operands]
         copy = op.clone(value_mapper=mapping)
         Rewriter.insert_op(copy, InsertPoint.before(before))
         mapping.update(zip(op.results, copy.results))
-    raise AssertionError("a verified branch ends in stablehlo.return")
+    raise AssertionError("a verified loop body or branch ends in stablehlo.return")
 
 
 # ---------------------------------------------------------------------------
@@ -655,8 +646,7 @@ def popcount(emit: Emitter, v: SSAValue, width: int) -> SSAValue:
 
 
 def leading_zeros(emit: Emitter, v: SSAValue, width: int) -> SSAValue:
-    zero = emit.splat(0, v)
-    count = emit.splat(0, v)
+    zero = count = emit.splat(0, v)
     is_zero = emit(graph.CompareOp("eq", v, zero))
     step = width // 2
     while step:
@@ -690,10 +680,9 @@ class SquarePattern(StablehloPattern):
 
 class ConvertPattern(StablehloPattern):
     """graph.cast; to i1 it is `x != 0` (graph.cast leaves that case to the backend). A
-    float to an integer type narrower than 32 bits is clamped to the type's range first:
-    XLA saturates (-2.5 to uint8 is 0, 3e9 is 255), where graph.cast, as numpy, wraps
-    what it converted through 32 bits (254 and 0); at 32 bits and more graph.cast
-    saturates as XLA does."""
+    float to an integer type is clamped to the type's range first (`saturated`): XLA
+    saturates (-2.5 to uint8 is 0, 3e9 is 255, -1 to uint32 is 0), where graph.cast, as
+    numpy, wraps what it converted through 32 bits (254, 0 and 4294967295)."""
 
     OPS = (shlo.ConvertOp,)
 
@@ -922,10 +911,9 @@ class GatherPattern(StablehloPattern):
     jnp.take. That is one start_index_map entry d, collapsed_slice_dims = [d], slices
     of the whole operand but 1 along d, index vectors of size 1 (index_vector_dim a
     dimension of size 1, or the rank of the indices), no batching dimensions, and the
-    result x.shape[:d] + batch shape + x.shape[d+1:], or a transpose of it (take_order;
-    or, with no collapsed dimension,
-    that with a dimension of size 1 for d before or after the batch dimensions:
-    jnp.searchsorted's gather). The indices lose the index vector
+    result x.shape[:d] + batch shape + x.shape[d+1:] or a transpose of it (take_order:
+    jnp.quantile's); or, with no collapsed dimension, that with a dimension of size 1
+    for d before or after the batch dimensions (jnp.searchsorted's). The indices lose the index vector
     dimension and are clamped to [0, n-1], as StableHLO clamps start indices (graph.gather
     would count a negative index from the end; jax wraps or masks them itself before),
     then graph.gather along d."""
