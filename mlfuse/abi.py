@@ -14,9 +14,10 @@ runtimes (mlfuse.api, mlfuse.backend) cannot drift apart:
 - Arena: assign-buffers records its size on the function (ARENA_ATTR);
   convert-to-llvm exports it as the global `<entry>__arena_bytes` (arena_symbol),
   which the runtime reads from the object code.
-- Parallel regions: `@K(lo, hi, buffers...)` runs on libgomp's team through the
-  wrapper `@K__omp(ctx)` (omp_wrapper_symbol), whose context is an array of
-  8-byte slots, one per argument.
+- Parallel regions: `@K(lo, hi, buffers...)` runs on the thread pool
+  (`mlfuse_parallel`, mlfuse/backend/pool.py) through the wrapper `@K__omp(ctx, t)`
+  (omp_wrapper_symbol), whose context is an array of 8-byte slots, one per
+  argument, then the schedule's state; t is the thread's number in the call.
 - GPU kernels: every parameter is a buffer in global memory, at least
   GPU_ALIGNMENT-byte aligned (the driver's allocations are 256-byte aligned).
 """
@@ -57,5 +58,5 @@ def arena_symbol(entry: str) -> str:
 
 
 def omp_wrapper_symbol(callee: str) -> str:
-    """The per-thread wrapper through which libgomp runs `callee`."""
+    """The per-thread wrapper through which the thread pool runs `callee`."""
     return f"{callee}{OMP_WRAPPER_SUFFIX}"

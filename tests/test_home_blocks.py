@@ -26,18 +26,12 @@ PTR = ir.PointerType()
 
 
 class Schedule:
-    """The schedule's two functions, JIT-compiled, with `omp_get_thread_num` answering
-    the thread number this object is told to be."""
+    """The schedule's two functions, JIT-compiled; a claim names the thread that makes it."""
 
     def __init__(self) -> None:
         mod = ir.Module("home_blocks_test")
-        thread = ir.GlobalVariable(mod, I32, "current_thread")
-        thread.initializer = I32(0)
-        ask = ir.Function(mod, ir.FunctionType(I32, []), "omp_get_thread_num")
-        b = ir.IRBuilder(ask.append_basic_block())
-        b.ret(b.load(thread, typ=I32))
         init = ir.Function(mod, ir.FunctionType(ir.VoidType(), [PTR, I64, I64, I64]), home_blocks.INIT)
-        claim = ir.Function(mod, ir.FunctionType(I8, [PTR, PTR, PTR]), home_blocks.CLAIM)
+        claim = ir.Function(mod, ir.FunctionType(I8, [PTR, PTR, PTR, I32]), home_blocks.CLAIM)
         for name, inner in (("init", init), ("claim", claim)):  # exported: the schedule's own are internal
             outer = ir.Function(mod, inner.function_type, name)
             b = ir.IRBuilder(outer.append_basic_block())
@@ -50,17 +44,15 @@ class Schedule:
         self.engine.finalize_object()
         address = self.engine.get_function_address
         self.init = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)(address("init"))
-        self.claim_fn = ctypes.CFUNCTYPE(ctypes.c_int8, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(address("claim"))
-        self.thread = ctypes.c_int32.from_address(self.engine.get_global_value_address("current_thread"))
+        self.claim_fn = ctypes.CFUNCTYPE(ctypes.c_int8, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)(address("claim"))
         self.state = (ctypes.c_int64 * home_blocks.state_words(64))()
 
     def start(self, threads: int, trip: int, grain: int) -> None:
         self.init(ctypes.addressof(self.state), threads, trip, grain)
 
     def claim(self, thread: int) -> tuple[int, int] | None:
-        self.thread.value = thread
         lo, hi = ctypes.c_int64(-1), ctypes.c_int64(-1)
-        if self.claim_fn(ctypes.addressof(self.state), ctypes.addressof(lo), ctypes.addressof(hi)):
+        if self.claim_fn(ctypes.addressof(self.state), ctypes.addressof(lo), ctypes.addressof(hi), thread):
             return lo.value, hi.value
         return None
 

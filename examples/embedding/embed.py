@@ -75,13 +75,16 @@ def run(module: ModuleOp, x: np.ndarray) -> np.ndarray:
     The calling convention (docs/embedding.md): void main(inputs..., outputs..., arena?),
     every argument a pointer to a C-contiguous, 64-byte aligned buffer; the arena is there
     when the module defines `main__arena_bytes` (its size in bytes). Parallel kernels call
-    libgomp, which must be loaded into the process."""
+    mlfuse's thread pool (`mlfuse_parallel`, which `mlfuse.backend.pool.register` binds
+    for every engine of the process) and ask libgomp for the team's size."""
+    from mlfuse.backend import pool
     from mlfuse.backend.llvm_translate import to_llvmlite
 
     llvm_ir = str(to_llvmlite(module))
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     llvm.load_library_permanently(ctypes.util.find_library("gomp") or "libgomp.so.1")
+    pool.register()
     target = llvm.Target.from_default_triple()
     machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                            features=llvm.get_host_cpu_features().flatten(), opt=3)

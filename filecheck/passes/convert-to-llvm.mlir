@@ -102,16 +102,18 @@ func.func @alloc_and_max(%a: f32, %b: f32) -> f32 {
 // -----
 
 // A parallel call packs its arguments and its schedule's state (home blocks:
-// 8 words per 64-byte line, 65 lines) and runs a per-thread wrapper under
-// GOMP_parallel; the wrapper runs the chunks mlfuse_team_claim hands its thread
-// (mlfuse/backend/home_blocks.py gives the schedule's functions their bodies at
-// translation). The team is at most trip / grain = 8 threads.
+// 8 words per 64-byte line, 65 lines) and runs a per-thread wrapper on the
+// thread pool (mlfuse_parallel); the wrapper runs the chunks mlfuse_team_claim
+// hands its thread, whose number the pool passes (mlfuse/backend/home_blocks.py
+// gives the schedule's functions their bodies at translation). The team is at
+// most trip / grain = 8 threads.
 // CHECK-LABEL: llvm.func internal @body__omp
+// CHECK-SAME: (%{{.*}}: !llvm.ptr, %[[T:.*]]: i32)
 // CHECK: llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
 // CHECK: %[[STATE:.*]] = llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
-// CHECK: llvm.call @mlfuse_team_claim(%[[STATE]], %[[LO:[0-9]+]], %[[HI:[0-9]+]])
+// CHECK: llvm.call @mlfuse_team_claim(%[[STATE]], %[[LO:[0-9]+]], %[[HI:[0-9]+]], %[[T]])
 // CHECK: llvm.call @body(
-// CHECK: llvm.call @mlfuse_team_claim(%[[STATE]], %[[LO]], %[[HI]])
+// CHECK: llvm.call @mlfuse_team_claim(%[[STATE]], %[[LO]], %[[HI]], %[[T]])
 // CHECK-NOT: GOMP_loop
 // CHECK-LABEL: llvm.func @par
 // CHECK: %[[WORDS:.*]] = llvm.mlir.constant(520) : i64
@@ -123,8 +125,9 @@ func.func @alloc_and_max(%a: f32, %b: f32) -> f32 {
 // CHECK: %[[TRIP:.*]] = llvm.mlir.constant(64) : i64
 // CHECK: %[[GRAIN:.*]] = llvm.mlir.constant(8) : i64
 // CHECK: llvm.call @mlfuse_team_init(%[[ST]], %[[N]], %[[TRIP]], %[[GRAIN]])
-// CHECK: llvm.mlir.addressof @body__omp
-// CHECK: llvm.call @GOMP_parallel
+// CHECK: %[[FN:.*]] = llvm.mlir.addressof @body__omp
+// CHECK: llvm.call @mlfuse_parallel(%[[FN]], %{{.*}}, %{{.*}}) : (!llvm.ptr, !llvm.ptr, i32) -> ()
+// CHECK-NOT: GOMP
 func.func private @body(%lo: index, %hi: index, %y: memref<64xf32>) {
   func.return
 }

@@ -3,12 +3,13 @@
 - LLVM's O3 pipeline for the host CPU (its name and features), loop and SLP
   vectorizers on. Fast-math flags come only from the IR (the `fast_math` option
   of `mlfuse.compile`).
-- Multi-core: generated code calls libgomp's GOMP_parallel directly (see
-  mlfuse/conversion/to_llvm.py). libgomp ships with gcc on every Linux machine,
-  so the whole compiled function runs without returning to Python, and its
-  thread team stays warm between calls; `set_num_threads` bounds the team of
-  every later call, from any thread. A child forked after the runtime loaded
-  runs compiled code on one thread (libgomp's team does not survive fork).
+- Multi-core: generated code calls mlfuse's thread pool (`mlfuse_parallel`,
+  mlfuse/backend/pool.py) directly, so the whole compiled function runs without
+  returning to Python, and the pool's workers stay warm between calls. The team's
+  size is libgomp's per-thread setting (omp_get_max_threads; libgomp ships with gcc
+  on every Linux machine); `set_num_threads` bounds the team of every later call,
+  from any thread. A child forked after the runtime loaded runs compiled code on
+  one thread (the pool's workers do not survive fork).
 - Stores marked streaming become non-temporal after O3 (mlfuse/backend/streaming.py).
 - Object code is cached on disk, keyed by the LLVM IR and the host CPU, so the
   same graph does not go through LLVM twice (see mlfuse/cache.py for the keys).
@@ -37,6 +38,8 @@ import llvmlite.binding as llvm
 import llvmlite.ir as ir
 import numpy as np
 
+from mlfuse.backend import pool
+
 
 def _blas_address(routine: str) -> int:
     """The C address of scipy's BLAS routine (scipy.linalg.cython_blas exports it)."""
@@ -52,13 +55,8 @@ def _blas_address(routine: str) -> int:
 
 @functools.cache
 def _init() -> None:
-    # libgomp's default wait policy: after a parallel region the team spins a
-    # while (GOMP_SPINCOUNT, 300000 by default) before it sleeps, so the next region
-    # of the same call starts at once (attention at 2 threads: 0.31 ms passive,
-    # 0.19 ms spinning; BERT layer 5.4 -> 4.7 ms). Earlier versions forced
-    # OMP_WAIT_POLICY=passive because loop.gemm called OpenBLAS, whose threads a
-    # spinning team starves (BERT with gemm=blas: 9.3 ms passive, 56 ms spinning);
-    # GEMMs now run on the team itself, and gemm=blas users should set passive.
+    # libgomp: the team's size (omp_get_max_threads, the calling thread's setting);
+    # the team itself is mlfuse's pool (pool.register, when an object calls it)
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
     gomp = ctypes.util.find_library("gomp") or "libgomp.so.1"
@@ -197,14 +195,15 @@ def leave_team(before: int, n: int) -> None:
 
 
 def _after_fork_in_child() -> None:
-    """libgomp's team does not survive fork: its threads are gone, and the forking
-    thread's next parallel region would wait for them forever. With one thread,
-    every team call takes its serial path and never enters GOMP_parallel; the forking
-    thread keeps that setting, for any other OpenMP code in the child as well."""
+    """The pool's workers (and libgomp's) do not survive fork. With one thread, every
+    team call takes its serial path and never enters mlfuse_parallel; the forking
+    thread keeps that setting, for any OpenMP code in the child as well (libgomp's
+    next parallel region would wait for its lost threads forever)."""
     global _requested, _forked
     _forked = True
     _requested = (1,)
     _gomp().omp_set_num_threads(1)
+    pool.after_fork()
 
 
 def get_max_threads() -> int:
@@ -284,6 +283,8 @@ class JitModule:
         objects = [object_code] if isinstance(object_code, bytes) else list(object_code)
         if any(b"mlfuse_sgemm" in obj or b"mlfuse_dgemm" in obj for obj in objects):
             _register_blas()
+        if any(pool.PARALLEL.encode() in obj for obj in objects):
+            pool.register()
         self.constants = {name: _aligned_copy(data) for name, data in (constants or {}).items()}
         # the engine takes ownership of its target machine and frees it with itself:
         # a shared one would be freed under every later compilation

@@ -3,7 +3,7 @@ call's range from the front, and a thread whose block is done takes chunks from 
 back of the others'.
 
 convert-to-llvm (mlfuse/conversion/llvm_runtime.py) declares two functions and
-calls them around `GOMP_parallel`; `define_home_blocks` gives them their bodies in
+calls them around `mlfuse_parallel` (the pool, mlfuse/backend/pool.py); `define_home_blocks` gives them their bodies in
 the llvmlite module, where LLVM's atomics are at hand (xDSL's `llvm` dialect has no
 `cmpxchg`):
 
@@ -11,8 +11,8 @@ the llvmlite module, where LLVM's atomics are at hand (xDSL's `llvm` dialect has
         line 0: threads, grain; line 1 + t: block t's [next, end) packed in one i64
         (next in the low 32 bits, end in the high), one 64-byte line each;
         thread t's home block is [t * trip / threads, (t + 1) * trip / threads)
-    i8 mlfuse_team_claim(i64* state, i64* lo, i64* hi)
-        t = omp_get_thread_num(); for v = t, t + 1, ... (mod threads):
+    i8 mlfuse_team_claim(i64* state, i64* lo, i64* hi, i32 thread)
+        t = thread mod threads; for v = t, t + 1, ... (mod threads):
           while block v is not empty:
             size = max(grain, ceil((end - next) / SHARE)), at most end - next
             v == t: cmpxchg [next, end) -> [next + size, end), the chunk [next, next + size)
@@ -96,13 +96,12 @@ def _pack(b: ir.IRBuilder, first, end):
 
 
 def _define_claim(mod: ir.Module, fn: ir.Function) -> None:
-    state, lo, hi = fn.args
-    thread_num = mod.globals.get("omp_get_thread_num") or ir.Function(mod, ir.FunctionType(I32, []), "omp_get_thread_num")
+    state, lo, hi, thread = fn.args
     blocks = {n: fn.append_basic_block(n) for n in ("entry", "victim", "try", "claim", "got", "next", "none")}
     b = ir.IRBuilder(blocks["entry"])
     threads = b.load(_word(b, state, I64(0), 0), typ=I64)
     grain = b.load(_word(b, state, I64(0), 1), typ=I64)
-    me = b.urem(b.zext(b.call(thread_num, []), I64), threads)  # a team larger than asked for shares blocks
+    me = b.urem(b.zext(thread, I64), threads)  # a team larger than asked for shares blocks
     b.branch(blocks["victim"])
 
     b.position_at_end(blocks["victim"])  # k: how many blocks after ours

@@ -1,10 +1,12 @@
 """How many threads each call of a compiled function runs on: the full team, or one.
 
-libgomp ends every parallel region at a barrier that waits for each thread of the
-team. When another process holds one of the cores, a team thread that is not
-running holds up every region of the call for a scheduler time slice: ResNet-18
-(32x32, 2 threads, with a test suite running beside it) took 300 ms a call, against
-3 ms on one thread and 12 ms for onnxruntime. One thread never waits for another.
+When another process holds one of the cores, a team is slower than its quiet self,
+and may be slower than one thread: with libgomp's team, which ended every parallel
+region at a barrier that waited for each thread, ResNet-18 (32x32, 2 threads, with a
+test suite running beside it) took 300 ms a call, against 3 ms on one thread and 12 ms
+for onnxruntime. mlfuse's pool (pool.py) waits only for the workers that joined a
+call, but a joined worker that is preempted still holds up the chunk it runs, and a
+worker that does not run leaves the caller its share. One thread never waits for another.
 
 So each compiled function keeps the times of its recent calls with the full team
 and with one thread, runs one thread only when its mean is clearly (`ONE_THREAD_MARGIN`)
@@ -38,8 +40,9 @@ Results do not depend on the choice: team calls split only independent iteration
 (see llvm_runtime).
 
 A call that starts while another call of compiled code runs in this process (calls
-from several Python threads) runs on one thread: libgomp gives each calling thread a
-team of its own, and two teams of two on two cores wait at each other's barriers.
+from several Python threads) runs on one thread, and tells the pool (set_crowded) to
+run the other call's team calls alone too: the team's threads would take the cores
+the callers run on.
 Such a call's time says nothing about a lone call's, so it is not recorded, nor is
 a lone call's that another call overlapped. Nor is the team's first call after a call
 on one thread: the team's other threads slept through it, and waking them is the
@@ -62,7 +65,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from mlfuse.backend import cpu
+from mlfuse.backend import cpu, pool
 from mlfuse.backend.stack import call_with_stack
 
 PROBE_EVERY = 32
@@ -143,6 +146,8 @@ class _Calls:
         with cls.lock:
             cls.running += 1
             cls.started += 1
+            if cls.running == 2:
+                pool.set_crowded(True)
             return cls.running > 1, cls.started
 
     @classmethod
@@ -150,6 +155,8 @@ class _Calls:
         """Did the call numbered `number` run alone to its end (no call started since)?"""
         with cls.lock:
             cls.running -= 1
+            if cls.running == 1:
+                pool.set_crowded(False)
             return cls.started == number
 
 

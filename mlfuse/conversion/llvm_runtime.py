@@ -1,5 +1,5 @@
 """convert-to-llvm's patterns for ops that call a runtime: loop.parallel_call on
-libgomp's thread team, and loop.gemm (generated kernels or scipy's BLAS).
+mlfuse's thread pool (mlfuse/backend/pool.py), and loop.gemm (generated kernels or scipy's BLAS).
 
 See mlfuse.conversion.to_llvm for how the pattern sets compose, and mlfuse.abi for
 the contract with the runtime (the `__omp` wrapper, slot arrays).
@@ -19,7 +19,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from xdsl.rewriter import InsertPoint
 
 from mlfuse import abi
-from mlfuse.backend import home_blocks
+from mlfuse.backend import home_blocks, pool
 from mlfuse.conversion.to_llvm import PTR, Declarations, Emitter, replace_op
 from mlfuse.dialects import loop
 
@@ -33,37 +33,39 @@ MAX_TEAM = 64
 
 
 def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, trip: int, grain: int, args: list[SSAValue]) -> None:
-    """Run `@callee(lo, hi, args...)` over [0, trip) on libgomp's thread team, in
+    """Run `@callee(lo, hi, args...)` over [0, trip) on the thread pool, in
     place of `at` (whose block is split: the code after `at` runs in a join block).
 
     The arguments travel in an array of 8-byte slots, and after them the team call's
     schedule state (mlfuse/backend/home_blocks.py, on this stack frame). The wrapper
-    `@callee__omp(ctx)` runs on every thread: each thread runs its home block of the
+    `@callee__omp(ctx, t)` runs on every thread t of the call (mlfuse_parallel): each thread runs its home block of the
     range, [t * trip / n, (t + 1) * trip / n), from the front in shrinking chunks of
     at least `grain`, then takes chunks from the back of the other blocks. Kernels over
     one image thus split it alike, and a thread reads what it wrote in the kernel
     before, while a thread the OS descheduled holds up no more than the chunk it
     runs. Iterations are independent, so which thread runs a chunk never changes a
     result. The team is no larger than trip / grain (nor MAX_TEAM), and a
-    single-thread call skips libgomp entirely (as does a range of 2^31 or more).
+    single-thread call skips the pool entirely (as does a range of 2^31 or more). The
+    team's size comes from libgomp's per-thread setting (omp_get_max_threads), which
+    mlfuse.backend.team sets for each call.
     """
     # One pointer-sized slot per argument; indices travel as inttoptr'd pointers
     # (llvmlite types its GEPs, so every slot has the one type `ptr`).
-    slots = e(llvm.AllocaOp(e.const(len(args) + 1, i64), PTR, alignment=8))
+    slots_ptr = e.result(llvm.AllocaOp(e.const(len(args) + 1, i64), PTR, alignment=8))
     state = e.result(llvm.AllocaOp(e.const(home_blocks.state_words(MAX_TEAM), i64), i64, alignment=64))
     for k, a in enumerate([*args, state]):
-        slot = e(llvm.GEPOp.from_mixed_indices(slots, [k], PTR, inbounds=True))
+        slot = e(llvm.GEPOp.from_mixed_indices(slots_ptr, [k], PTR, inbounds=True))
         value = a if isinstance(a.type, llvm.LLVMPointerType) else e(llvm.IntToPtrOp(a, PTR))
         e(llvm.StoreOp(value, slot, alignment=8))
 
     wrapper = abi.omp_wrapper_symbol(callee)
     if wrapper not in decl.declared:  # one wrapper per callee (a GEMM shape may be called twice)
-        decl.declared[wrapper] = llvm.LLVMFunctionType([PTR], None)
+        decl.declared[wrapper] = llvm.LLVMFunctionType([PTR, i32], None)
         make_omp_wrapper(e.rewriter, decl, at, wrapper, callee, [a.type for a in args])
 
     # nthreads = clamp(min(max_threads, ceil(trip / grain)), 1, ...)
     decl.declare(e.rewriter, at, "omp_get_max_threads", i32, [])
-    decl.declare(e.rewriter, at, "GOMP_parallel", None, [PTR, PTR, i32, i32])
+    decl.declare(e.rewriter, at, pool.PARALLEL, None, [PTR, PTR, i32])
     max_threads = e.result(llvm.CallOp("omp_get_max_threads", return_type=i32))
     # a range too long for the schedule's packed bounds runs on one thread
     useful = e.const(min(max(1, -(-trip // grain)), MAX_TEAM) if trip <= home_blocks.MAX_TRIP else 1, i32)
@@ -84,8 +86,8 @@ def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, t
     e.at_end(team)
     threads = e.result(llvm.SExtOp(nthreads, i64))
     decl.call(e, at, home_blocks.INIT, [state, threads, e.const(trip, i64), e.const(max(1, grain), i64)], None)
-    fn_ptr = e(llvm.AddressOfOp(wrapper, PTR))
-    e(llvm.CallOp("GOMP_parallel", fn_ptr, slots, nthreads, e.const(0, i32)))
+    fn_ptr = e.result(llvm.AddressOfOp(wrapper, PTR))
+    e(llvm.CallOp(pool.PARALLEL, fn_ptr, slots_ptr, nthreads))
     e(llvm.BrOp(join))
     e.point = InsertPoint.before(at)
 
@@ -93,12 +95,12 @@ def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, t
 def make_omp_wrapper(
     rewriter: PatternRewriter, decl: Declarations, at: Operation, name: str, callee: str, arg_types: list[Attribute]
 ) -> None:
-    """`@name(ctx)`: unpack the argument slots, then run `@callee(lo, hi, args...)` on
-    each chunk the team call's schedule hands this thread (home_blocks.CLAIM)."""
-    decl.declare(rewriter, at, home_blocks.CLAIM, i8, [PTR, PTR, PTR])
-    entry, work, done = Block(arg_types=[PTR]), Block(), Block()
+    """`@name(ctx, t)`: unpack the argument slots, then run `@callee(lo, hi, args...)`
+    on each chunk the team call's schedule hands thread t (home_blocks.CLAIM)."""
+    decl.declare(rewriter, at, home_blocks.CLAIM, i8, [PTR, PTR, PTR, i32])
+    entry, work, done = Block(arg_types=[PTR, i32]), Block(), Block()
     e = Emitter(Builder(InsertPoint.at_end(entry)))  # type: ignore[arg-type]  # a new function: nothing to rewrite
-    ctx = entry.args[0]
+    ctx, thread = entry.args
     args = []
     for k, t in enumerate(arg_types):
         slot = e(llvm.GEPOp.from_mixed_indices(ctx, [k], PTR, inbounds=True))
@@ -109,18 +111,18 @@ def make_omp_wrapper(
     start = e.result(llvm.AllocaOp(e.const(1, i64), i64, alignment=8))
     end = e.result(llvm.AllocaOp(e.const(1, i64), i64, alignment=8))
     zero8 = e.const(0, i8)
-    got = e(llvm.CallOp(home_blocks.CLAIM, state, start, end, return_type=i8))
+    got = e(llvm.CallOp(home_blocks.CLAIM, state, start, end, thread, return_type=i8))
     e(llvm.CondBrOp(e.icmp(llvm.ICmpPredicateFlag.NE, got, zero8), work, [], done, []))
     e.at_end(work)
     lo = e(llvm.LoadOp(start, i64, alignment=8))
     hi = e(llvm.LoadOp(end, i64, alignment=8))
     e(llvm.CallOp(callee, lo, hi, *args))
-    more = e(llvm.CallOp(home_blocks.CLAIM, state, start, end, return_type=i8))
+    more = e(llvm.CallOp(home_blocks.CLAIM, state, start, end, thread, return_type=i8))
     e(llvm.CondBrOp(e.icmp(llvm.ICmpPredicateFlag.NE, more, zero8), work, [], done, []))
     e.at_end(done)
     e(llvm.ReturnOp())
     body = Region([entry, work, done])
-    fn = llvm.FuncOp(name, llvm.LLVMFunctionType([PTR], None), body=body, linkage=llvm.LinkageAttr("internal"))
+    fn = llvm.FuncOp(name, llvm.LLVMFunctionType([PTR, i32], None), body=body, linkage=llvm.LinkageAttr("internal"))
     decl.add(rewriter, at, fn)
 
 
