@@ -189,6 +189,18 @@ class PoolModule:
         gen = self._load(b, self.gen)
         b.cbranch(b.icmp_unsigned("!=", gen, seen), blocks["join"], blocks["spin"])
 
+        self._worker_spin_or_sleep(b, blocks, seen, spins)
+        self._worker_join(b, blocks, gen)
+        self._worker_run(b, blocks, k)
+
+        b.position_at_end(blocks["leave"])
+        seen.add_incoming(gen, blocks["leave"])
+        spins.add_incoming(I32(0), blocks["leave"])
+        b.branch(blocks["wait"])
+
+    def _worker_spin_or_sleep(self, b: ir.IRBuilder, blocks: dict[str, ir.Block], seen: ir.PhiInstr, spins: ir.PhiInstr) -> None:
+        """No new call yet: pause and look again, WORKER_SPINS times (none while calls
+        run crowded), then sleep on `gen` until the next call wakes the sleepers."""
         b.position_at_end(blocks["spin"])
         b.call(self.pause, [])
         more = b.add(spins, I32(1))
@@ -211,7 +223,9 @@ class PoolModule:
         spins.add_incoming(I32(0), blocks["woke"])
         b.branch(blocks["wait"])
 
-        b.position_at_end(blocks["join"])  # a new call: join it if it is still open
+    def _worker_join(self, b: ir.IRBuilder, blocks: dict[str, ir.Block], gen) -> None:
+        """Call `gen` is out: join it (entry + 1) if entry still names it and is open."""
+        b.position_at_end(blocks["join"])
         b.branch(blocks["try"])
         b.position_at_end(blocks["try"])
         entry = self._load(b, self.entry)
@@ -222,6 +236,10 @@ class PoolModule:
         joined = b.cmpxchg(self.entry, entry, b.add(entry, I64(1)), "acq_rel", "acquire")
         b.cbranch(b.extract_value(joined, 1), blocks["work"], blocks["try"])
 
+    def _worker_run(self, b: ir.IRBuilder, blocks: dict[str, ir.Block], k) -> None:
+        """Joined: run the job as thread k (if the call has that many), leave, and wake
+        the caller if it sleeps and this was the last worker out of the closed call."""
+        fn = b.function
         b.position_at_end(blocks["work"])
         job_fn = b.load(self.job_fn, typ=ir.PointerType(JOB_FN))  # typed: see _through
         job_data = b.load(self.job_data, typ=PTR)
@@ -242,12 +260,6 @@ class PoolModule:
         b.position_at_end(woken)
         self._futex(b, FUTEX_WAKE_PRIVATE, self.caller_asleep, I32(1))
         b.branch(blocks["leave"])
-
-        b.position_at_end(blocks["leave"])
-        seen.add_incoming(gen, blocks["leave"])
-        spins.add_incoming(I32(0), blocks["leave"])
-        b.branch(blocks["wait"])
-
 
     def _define_start_workers(self) -> None:
         """start(want): start workers started + 1 ... want, detached, with stacks of
@@ -309,6 +321,23 @@ class PoolModule:
         b.call(self.start_workers, [workers])
         b.branch(blocks["publish"])
 
+        self._publish(b, blocks, fn_ptr, data, n)
+
+        b.position_at_end(blocks["run"])
+        b.call(job_fn, [data, I32(0)])
+        closed = b.atomic_rmw("or", self.entry, I64(CLOSED), "acq_rel")
+        b.cbranch(self._none_joined(b, closed), blocks["done"], blocks["wait"])
+
+        self._wait_for_joined(b, blocks)
+
+        b.position_at_end(blocks["done"])
+        self._store(b, I32(0), self.caller_asleep, "monotonic")
+        self._store(b, I32(0), self.busy)
+        b.ret_void()
+
+    def _publish(self, b: ir.IRBuilder, blocks: dict[str, ir.Block], fn_ptr, data, n) -> None:
+        """The call's fields, then entry (open, none joined) and gen, the number the
+        workers wait on; the sleepers are woken only if there are any."""
         b.position_at_end(blocks["publish"])
         gen = b.add(self._load(b, self.gen, "monotonic"), I32(1))
         b.store(fn_ptr, self.job_fn)
@@ -322,11 +351,9 @@ class PoolModule:
         self._futex(b, FUTEX_WAKE_PRIVATE, self.gen, I32(2**31 - 1))
         b.branch(blocks["run"])
 
-        b.position_at_end(blocks["run"])
-        b.call(job_fn, [data, I32(0)])
-        closed = b.atomic_rmw("or", self.entry, I64(CLOSED), "acq_rel")
-        b.cbranch(self._none_joined(b, closed), blocks["done"], blocks["wait"])
-
+    def _wait_for_joined(self, b: ir.IRBuilder, blocks: dict[str, ir.Block]) -> None:
+        """The call is closed: wait until the workers that joined have left, spinning
+        CALLER_SPINS pauses, then asleep (the last worker out wakes the caller)."""
         b.position_at_end(blocks["wait"])  # for the workers that joined: spin, then sleep
         spins = b.phi(I32, "spins")
         spins.add_incoming(I32(0), blocks["run"])
@@ -343,11 +370,6 @@ class PoolModule:
         b.position_at_end(blocks["doze"])
         self._futex(b, FUTEX_WAIT_PRIVATE, self.caller_asleep, I32(1))  # at once if the flag was cleared
         b.branch(blocks["sleep"])
-
-        b.position_at_end(blocks["done"])
-        self._store(b, I32(0), self.caller_asleep, "monotonic")
-        self._store(b, I32(0), self.busy)
-        b.ret_void()
 
     def _none_joined(self, b: ir.IRBuilder, entry):
         return b.icmp_unsigned("==", b.and_(entry, I64(JOINED)), I64(0))
