@@ -24,12 +24,15 @@ State (globals, each on its own cache line):
     sleepers  i32  workers asleep on `gen`: the caller wakes them only when there are any
     busy      i32  a caller holds the pool; a second caller runs its call alone
     started   i32  workers started (lazily, up to the largest n - 1 asked for)
+    caller_asleep  i32  the caller sleeps on it (a futex) until the last joined worker leaves
+    crowded   i32  calls from several threads run (set_crowded): calls run alone, workers sleep
 
     mlfuse_parallel(fn, data, n):
-        if n <= 1 or busy was taken: fn(data, 0); return
+        if n <= 1 or crowded or busy was taken: fn(data, 0); return
         start workers up to n - 1; publish the call (fields, entry, gen; wake sleepers)
         fn(data, 0)
-        entry |= CLOSED; wait while entry's joined count is not 0 (spin, then yield)
+        entry |= CLOSED; wait while entry's joined count is not 0 (spin CALLER_SPINS
+        pauses, then sleep on caller_asleep)
         busy = 0
     worker k:
         loop: wait for gen != seen (spin WORKER_SPINS pauses, then sleep on the futex)
@@ -37,9 +40,9 @@ State (globals, each on its own cache line):
               job_fn(job_data, k); leave (entry -= 1)
 
 Workers spin a while before they sleep, as libgomp's do (GOMP_SPINCOUNT), so the next
-team call of the same model call starts at once. The pool is compiled once a process
-(one small module, its own engine) and its functions are bound by name for every object
-that calls them (`register`). A forked child has no workers: `after_fork` empties the
+team call of the same model call starts at once. The pool is compiled once (one small
+module, its object in the disk cache), loaded once a process into an engine of its own,
+and its functions are bound by name for every object that calls them (`register`). A forked child has no workers: `after_fork` empties the
 pool (compiled code in a child runs on one thread in any case, see cpu.py).
 """
 
@@ -77,11 +80,10 @@ JOB_FN = ir.FunctionType(VOID, [PTR, I32])
 
 
 class PoolModule:
-    """The pool's LLVM IR, its globals and functions, in `mod` (a module of its own by
-    default; a module that declares `mlfuse_parallel` gets its definition) with `linkage`."""
+    """The pool's LLVM IR, its globals and functions, with `linkage` (default: exported)."""
 
-    def __init__(self, linkage: str = "", mod: ir.Module | None = None):
-        self.mod = mod or ir.Module("mlfuse_pool")
+    def __init__(self, linkage: str = ""):
+        self.mod = ir.Module("mlfuse_pool")
         self.linkage = linkage
         self.gen = self._global("mlfuse_pool_gen", I32)
         self.entry = self._global("mlfuse_pool_entry", I64)
@@ -94,7 +96,7 @@ class PoolModule:
         self.caller_asleep = self._global("mlfuse_pool_caller_asleep", I32)
         self.crowded = self._global(CROWDED, I32)
         self.libc = {
-            name: self._declared(name, ir.FunctionType(ret, args, var_arg=var_arg))
+            name: ir.Function(self.mod, ir.FunctionType(ret, args, var_arg=var_arg), name)
             for name, ret, args, var_arg in (
                 ("syscall", I64, [I64], True),
                 ("pthread_create", I32, [PTR, PTR, PTR, PTR], False),
@@ -123,13 +125,8 @@ class PoolModule:
         g.align = 64  # pyright: ignore[reportAttributeAccessIssue]  (a line each: workers poll gen and entry)
         return g
 
-    def _declared(self, name: str, typ: ir.FunctionType) -> ir.Function:
-        known = self.mod.globals.get(name)
-        return known if isinstance(known, ir.Function) else ir.Function(self.mod, typ, name)
-
     def _function(self, name: str, typ: ir.FunctionType, linkage: str) -> ir.Function:
-        fn = self._declared(name, typ)  # the module's declaration, if it has one
-        assert fn.is_declaration and fn.function_type == typ, f"{name} defined twice"
+        fn = ir.Function(self.mod, typ, name)
         fn.linkage = linkage
         return fn
 
@@ -137,9 +134,8 @@ class PoolModule:
         """A spin-wait hint (x86's pause; nothing elsewhere)."""
         fn = self._function("mlfuse_pool_pause", ir.FunctionType(VOID, []), "internal")
         b = ir.IRBuilder(fn.append_basic_block())
-        triple = self.mod.triple if self.mod.triple and "unknown" not in self.mod.triple else platform.machine()
-        if triple.startswith(("x86_64", "AMD64")):
-            b.call(self._declared("llvm.x86.sse2.pause", ir.FunctionType(VOID, [])), [])
+        if platform.machine() in ("x86_64", "AMD64"):
+            b.call(ir.Function(self.mod, ir.FunctionType(VOID, []), "llvm.x86.sse2.pause"), [])
         b.ret_void()
         return fn
 
