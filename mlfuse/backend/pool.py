@@ -55,6 +55,8 @@ import platform
 import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
+from mlfuse.backend import stack
+
 PARALLEL = "mlfuse_parallel"
 AFTER_FORK = "mlfuse_pool_after_fork"
 THREAD_NAME = "mlfuse-pool"
@@ -69,7 +71,6 @@ WORKER_SPINS = 200000
 # pauses the caller spins for the workers that joined before it sleeps until the last
 # leaves: a worker preempted mid-chunk may need the caller's core to finish it
 CALLER_SPINS = 4000
-WORKER_STACK = 16 << 20  # the kernels' stack buffers, as stack.HELPER_STACK
 FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
 SYS_FUTEX = {"x86_64": 202, "aarch64": 98}
 
@@ -111,7 +112,8 @@ class PoolModule:
         self.pause = self._pause()
         self.worker = self._function("mlfuse_pool_worker", ir.FunctionType(PTR, [PTR]), "internal")
         self.start_workers = self._function("mlfuse_pool_start", ir.FunctionType(VOID, [I32]), "internal")
-        self.parallel = self._function(PARALLEL, ir.FunctionType(VOID, [PTR, PTR, I32]), linkage)
+        # fn typed (it prints as `ptr` to LLVM): llvmlite calls only through typed pointers
+        self.parallel = self._function(PARALLEL, ir.FunctionType(VOID, [ir.PointerType(JOB_FN), PTR, I32]), linkage)
         self.after_fork = self._function(AFTER_FORK, ir.FunctionType(VOID, []), linkage)
         self._define_worker()
         self._define_start_workers()
@@ -146,14 +148,6 @@ class PoolModule:
         name.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)  # pyright: ignore[reportAttributeAccessIssue]
         name.global_constant, name.linkage = True, "internal"
         return name
-
-    @staticmethod
-    def _through(b: ir.IRBuilder, fn_ptr):
-        """`fn_ptr` as a value llvmlite calls through: it calls only through typed pointers,
-        which a load gives (and LLVM's first pass removes)."""
-        slot = b.alloca(PTR)
-        b.store(fn_ptr, slot)
-        return b.load(slot, typ=ir.PointerType(JOB_FN))
 
     def _futex(self, b: ir.IRBuilder, op: int, word, value) -> None:
         number = SYS_FUTEX.get(platform.machine(), 202)
@@ -237,7 +231,7 @@ class PoolModule:
         the caller if it sleeps and this was the last worker out of the closed call."""
         fn = b.function
         b.position_at_end(blocks["work"])
-        job_fn = b.load(self.job_fn, typ=ir.PointerType(JOB_FN))  # typed: see _through
+        job_fn = b.load(self.job_fn, typ=ir.PointerType(JOB_FN))  # typed: llvmlite calls only through those
         job_data = b.load(self.job_data, typ=PTR)
         threads = b.load(self.job_threads, typ=I32)
         call, after = fn.append_basic_block("call"), fn.append_basic_block("after")
@@ -259,7 +253,7 @@ class PoolModule:
 
     def _define_start_workers(self) -> None:
         """start(want): start workers started + 1 ... want, detached, with stacks of
-        WORKER_STACK; stops at the first that cannot be started (the calls then run on
+        stack.HELPER_STACK (the kernels' stack buffers); stops at the first that cannot be started (the calls then run on
         fewer threads: the schedule hands a missing worker's block to the others)."""
         fn = self.start_workers
         (want,) = fn.args
@@ -269,7 +263,7 @@ class PoolModule:
         attr.align = 16  # pyright: ignore[reportAttributeAccessIssue]  (llvmlite's stub types it None)
         thread = b.alloca(I64)
         b.call(self.libc["pthread_attr_init"], [attr])
-        b.call(self.libc["pthread_attr_setstacksize"], [attr, I64(WORKER_STACK)])
+        b.call(self.libc["pthread_attr_setstacksize"], [attr, I64(stack.HELPER_STACK)])
         b.call(self.libc["pthread_attr_setdetachstate"], [attr, I32(1)])  # PTHREAD_CREATE_DETACHED
         seen = b.zext(self._load(b, self.gen, "monotonic"), I64)
         first = b.add(self._load(b, self.started, "monotonic"), I32(1))
@@ -294,11 +288,10 @@ class PoolModule:
 
     def _define_parallel(self) -> None:
         fn = self.parallel
-        fn_ptr, data, n = fn.args
+        job_fn, data, n = fn.args
         names = ("entry", "lock", "alone", "locked", "grow", "publish", "wake", "run", "wait", "look", "sleep", "doze", "done")
         blocks = {name: fn.append_basic_block(name) for name in names}
         b = ir.IRBuilder(blocks["entry"])
-        job_fn = self._through(b, fn_ptr)
         # alone: one thread asked for, or calls from other threads run beside this one (the
         # team's threads would take their cores), or another caller holds the pool
         crowded = b.icmp_unsigned("!=", self._load(b, self.crowded, "monotonic"), I32(0))
@@ -317,7 +310,7 @@ class PoolModule:
         b.call(self.start_workers, [workers])
         b.branch(blocks["publish"])
 
-        self._publish(b, blocks, fn_ptr, data, n)
+        self._publish(b, blocks, job_fn, data, n)
 
         b.position_at_end(blocks["run"])
         b.call(job_fn, [data, I32(0)])

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 # The most threads one team call splits its range among: each has a 64-byte line of the
 # call's schedule state on the caller's stack (home_blocks.state_words: 4 KiB).
 MAX_TEAM = 64
+# a team call's per-thread wrapper, `void K__omp(ctx, thread)` (mlfuse.abi)
+WRAPPER_TYPE = llvm.LLVMFunctionType([PTR, i32], None)
 
 
 def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, trip: int, grain: int, args: list[SSAValue]) -> None:
@@ -60,7 +62,7 @@ def emit_team_call(e: Emitter, decl: Declarations, at: Operation, callee: str, t
 
     wrapper = abi.omp_wrapper_symbol(callee)
     if wrapper not in decl.declared:  # one wrapper per callee (a GEMM shape may be called twice)
-        decl.declared[wrapper] = llvm.LLVMFunctionType([PTR, i32], None)
+        decl.declared[wrapper] = WRAPPER_TYPE
         make_omp_wrapper(e.rewriter, decl, at, wrapper, callee, [a.type for a in args])
 
     # nthreads = clamp(min(max_threads, ceil(trip / grain)), 1, ...)
@@ -122,7 +124,7 @@ def make_omp_wrapper(
     e.at_end(done)
     e(llvm.ReturnOp())
     body = Region([entry, work, done])
-    fn = llvm.FuncOp(name, llvm.LLVMFunctionType([PTR, i32], None), body=body, linkage=llvm.LinkageAttr("internal"))
+    fn = llvm.FuncOp(name, WRAPPER_TYPE, body=body, linkage=llvm.LinkageAttr("internal"))
     decl.add(rewriter, at, fn)
 
 
